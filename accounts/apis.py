@@ -1,0 +1,112 @@
+"""Login, token refresh and the caller's own profile (decisions.md section 3)."""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import update_last_login
+from drf_spectacular.utils import extend_schema
+from rest_framework.exceptions import AuthenticationFailed
+from rest_framework.permissions import AllowAny, IsAuthenticated
+from rest_framework.response import Response
+from rest_framework.views import APIView
+from rest_framework_simplejwt.exceptions import TokenError
+from rest_framework_simplejwt.serializers import TokenRefreshSerializer
+from rest_framework_simplejwt.tokens import RefreshToken
+
+from accounts import selectors, services
+from accounts.serializers import LoginIn, LoginOut, MeIn, MeOut, RefreshIn, RefreshOut
+from reseller.api import problems
+from reseller.errors import ApplicationError
+from reseller.net import client_ip
+
+
+class TokenInvalid(ApplicationError):
+    code = "token_invalid"
+    status = 401
+    title = "Not authenticated"
+    default_detail = "The token is invalid, expired or already used."
+
+
+class LoginApi(APIView):
+    authentication_classes: list = []
+    permission_classes = [AllowAny]
+
+    @extend_schema(
+        tags=["auth"],
+        summary="Log in with email and password",
+        description="Starts a browser session: returns a JWT access token (15 minutes) and a "
+        "refresh token (7 days, rotated on use). Attempts are limited per address and per email.",
+        request=LoginIn,
+        responses={200: LoginOut, **problems(400, 401, 429)},
+    )
+    def post(self, request):
+        data = LoginIn(data=request.data)
+        data.is_valid(raise_exception=True)
+        user = services.user_login(
+            request=request,
+            address=client_ip(request),
+            email=data.validated_data["email"],
+            password=data.validated_data["password"],
+        )
+        refresh = RefreshToken.for_user(user)
+        update_last_login(None, user)
+        return Response(
+            LoginOut(
+                {"access": str(refresh.access_token), "refresh": str(refresh), "user": user}
+            ).data
+        )
+
+
+class RefreshApi(APIView):
+    authentication_classes: list = []
+    permission_classes = [AllowAny]
+
+    @extend_schema(
+        tags=["auth"],
+        summary="Exchange a refresh token for a new pair",
+        description="The refresh token is rotated: the one sent is blacklisted and cannot be "
+        "used again.",
+        request=RefreshIn,
+        responses={200: RefreshOut, **problems(400, 401)},
+    )
+    def post(self, request):
+        data = RefreshIn(data=request.data)
+        data.is_valid(raise_exception=True)
+        serializer = TokenRefreshSerializer(data={"refresh": data.validated_data["refresh"]})
+        try:
+            serializer.is_valid(raise_exception=True)
+        except (TokenError, AuthenticationFailed) as exc:
+            raise TokenInvalid() from exc
+        return Response(RefreshOut(serializer.validated_data).data)
+
+
+class MeApi(APIView):
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(
+        tags=["auth"],
+        summary="The authenticated user, account and billing data",
+        description="Also validates a credential: any valid API key or web session answers 200.",
+        responses={200: MeOut, **problems(401, 403)},
+    )
+    def get(self, request):
+        return Response(selectors.me_payload(request))
+
+    @extend_schema(
+        tags=["auth"],
+        summary="Update profile and billing data",
+        description="Send only what changes, grouped as in the GET response. Fields that "
+        "cannot be set (email, isStaff, isB2b, discountPercent, …) are refused with 400.",
+        request=MeIn,
+        responses={200: MeOut, **problems(400, 401, 403)},
+    )
+    def patch(self, request):
+        data = MeIn(data=request.data)
+        data.is_valid(raise_exception=True)
+        services.user_update_profile(
+            user=request.user,
+            user_data=data.validated_data.get("user"),
+            account_data=data.validated_data.get("account"),
+            billing_data=data.validated_data.get("billing"),
+        )
+        request.user.refresh_from_db()
+        return Response(selectors.me_payload(request))

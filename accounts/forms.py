@@ -1,0 +1,97 @@
+from __future__ import annotations
+
+from django import forms
+from django.contrib.auth import password_validation
+from django.contrib.auth.forms import AuthenticationForm
+from django.utils.translation import gettext_lazy as _
+
+from accounts.models import BillingProfile, User
+from accounts.serializers import validate_phone
+from accounts.services import login_rate_check, normalise_email
+from reseller.errors import RateLimited
+from reseller.net import client_ip
+
+
+class SignupForm(forms.Form):
+    email = forms.EmailField(label=_("Email"), max_length=254)
+    first_name = forms.CharField(label=_("First name"), max_length=150, required=False)
+    last_name = forms.CharField(label=_("Last name"), max_length=150, required=False)
+    account_name = forms.CharField(
+        label=_("Company or account name"),
+        max_length=200,
+        required=False,
+        help_text=_("Optional. Resellers usually put their company name."),
+    )
+    password1 = forms.CharField(label=_("Password"), widget=forms.PasswordInput, strip=False)
+    password2 = forms.CharField(label=_("Password again"), widget=forms.PasswordInput, strip=False)
+
+    def clean_email(self) -> str:
+        email = normalise_email(self.cleaned_data["email"])
+        if User.objects.filter(email__iexact=email).exists():
+            raise forms.ValidationError(_("An account with this email already exists."))
+        return email
+
+    def clean(self):
+        data = super().clean()
+        if data.get("password1") != data.get("password2"):
+            self.add_error("password2", _("The two passwords differ."))
+        elif data.get("password1"):
+            probe = User(email=data.get("email", ""), first_name=data.get("first_name", ""))
+            try:
+                password_validation.validate_password(data["password1"], probe)
+            except forms.ValidationError as exc:
+                self.add_error("password1", exc)
+        return data
+
+
+class EmailLoginForm(AuthenticationForm):
+    username = forms.EmailField(
+        label=_("Email"), widget=forms.EmailInput(attrs={"autofocus": True})
+    )
+
+    def clean(self):
+        email = self.data.get("username", "")
+        try:
+            login_rate_check(address=client_ip(self.request), email=email)
+        except RateLimited as exc:
+            raise forms.ValidationError(exc.detail, code="rate_limited") from exc
+        return super().clean()
+
+
+class ProfileForm(forms.ModelForm):
+    class Meta:
+        model = User
+        fields = ["first_name", "last_name", "phone", "language"]
+        help_texts = {"phone": _("International format, e.g. +34600123456.")}
+
+    def clean_phone(self) -> str:
+        from rest_framework.exceptions import ValidationError as DRFValidationError
+
+        try:
+            return validate_phone(self.cleaned_data.get("phone", ""))
+        except DRFValidationError as exc:
+            raise forms.ValidationError(exc.detail[0]) from exc
+
+
+class AccountNameForm(forms.Form):
+    account_name = forms.CharField(label=_("Account name"), max_length=200)
+
+
+class BillingForm(forms.ModelForm):
+    class Meta:
+        model = BillingProfile
+        fields = [
+            "company_name",
+            "vat_number",
+            "address_line1",
+            "address_line2",
+            "city",
+            "postal_code",
+            "country",
+        ]
+
+    def clean_country(self) -> str:
+        value = self.cleaned_data.get("country", "").upper()
+        if value and (len(value) != 2 or not value.isalpha()):
+            raise forms.ValidationError(_("Use an ISO 3166-1 alpha-2 code such as ES."))
+        return value

@@ -1,0 +1,123 @@
+from __future__ import annotations
+
+import re
+
+import phonenumbers
+from django.utils.translation import gettext_lazy as _
+from rest_framework import serializers
+
+from accounts.models import LANGUAGE_CHOICES
+from reseller.api import StrictSerializer
+
+
+class UserOut(serializers.Serializer):
+    id = serializers.CharField(source="public_id")
+    email = serializers.EmailField()
+    first_name = serializers.CharField()
+    last_name = serializers.CharField()
+    phone = serializers.CharField()
+    language = serializers.CharField()
+    is_staff = serializers.BooleanField()
+
+
+class AccountOut(serializers.Serializer):
+    id = serializers.CharField(source="public_id")
+    name = serializers.CharField()
+    is_b2b = serializers.BooleanField()
+    wallet_currency = serializers.CharField()
+    discount_percent = serializers.DecimalField(max_digits=5, decimal_places=2)
+
+
+class BillingOut(serializers.Serializer):
+    company_name = serializers.CharField()
+    vat_number = serializers.CharField()
+    address_line1 = serializers.CharField()
+    address_line2 = serializers.CharField()
+    city = serializers.CharField()
+    postal_code = serializers.CharField()
+    country = serializers.CharField()
+
+
+class MeOut(serializers.Serializer):
+    user = UserOut(source="*")
+    account = AccountOut()
+    billing = BillingOut(source="account.billing")
+
+
+def validate_phone(value: str) -> str:
+    if not value:
+        return value
+    try:
+        number = phonenumbers.parse(value, None)
+    except phonenumbers.NumberParseException as exc:
+        raise serializers.ValidationError(
+            _("Enter the number in international format with a leading plus sign."),
+            code="invalid_phone_number",
+        ) from exc
+    if not phonenumbers.is_valid_number(number):
+        raise serializers.ValidationError(
+            _("This phone number is not valid."), code="invalid_phone_number"
+        )
+    return phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.E164)
+
+
+class UserIn(StrictSerializer):
+    first_name = serializers.CharField(max_length=150, required=False, allow_blank=True)
+    last_name = serializers.CharField(max_length=150, required=False, allow_blank=True)
+    phone = serializers.CharField(max_length=20, required=False, allow_blank=True)
+    language = serializers.ChoiceField(choices=[c for c, _n in LANGUAGE_CHOICES], required=False)
+
+    def validate_phone(self, value: str) -> str:
+        return validate_phone(value)
+
+
+class AccountIn(StrictSerializer):
+    name = serializers.CharField(max_length=200, required=False)
+
+
+def validate_country(value: str) -> str:
+    value = value.upper()
+    if value and not re.fullmatch(r"[A-Z]{2}", value):
+        raise serializers.ValidationError(
+            _("Use an ISO 3166-1 alpha-2 code such as ES."), code="invalid_country"
+        )
+    return value
+
+
+class BillingIn(StrictSerializer):
+    company_name = serializers.CharField(max_length=200, required=False, allow_blank=True)
+    vat_number = serializers.CharField(max_length=40, required=False, allow_blank=True)
+    address_line1 = serializers.CharField(max_length=200, required=False, allow_blank=True)
+    address_line2 = serializers.CharField(max_length=200, required=False, allow_blank=True)
+    city = serializers.CharField(max_length=100, required=False, allow_blank=True)
+    postal_code = serializers.CharField(max_length=20, required=False, allow_blank=True)
+    country = serializers.CharField(max_length=2, required=False, allow_blank=True)
+
+    def validate_country(self, value: str) -> str:
+        return validate_country(value)
+
+
+class MeIn(StrictSerializer):
+    user = UserIn(required=False)
+    account = AccountIn(required=False)
+    billing = BillingIn(required=False)
+
+
+class LoginIn(StrictSerializer):
+    email = serializers.CharField(max_length=254)
+    password = serializers.CharField(max_length=1024, trim_whitespace=False)
+
+
+class LoginOut(serializers.Serializer):
+    access = serializers.CharField()
+    refresh = serializers.CharField()
+    user = UserOut()
+
+
+class RefreshIn(StrictSerializer):
+    refresh = serializers.CharField()
+
+
+class RefreshOut(serializers.Serializer):
+    access = serializers.CharField()
+    refresh = serializers.CharField()

@@ -1,0 +1,357 @@
+"""One error hierarchy and one renderer: every API error is RFC 9457 problem details.
+
+Domain code raises ``ApplicationError`` subclasses (or DRF's own exceptions); the DRF
+exception handler below and ``ApiProblemMiddleware`` turn everything into
+``application/problem+json`` with a stable ``code`` (decisions.md section 2).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.db import DatabaseError, InterfaceError, OperationalError
+from django.http import Http404, JsonResponse
+from django.utils.translation import gettext_lazy as _
+from djangorestframework_camel_case.util import camelize_re, underscore_to_camel
+from rest_framework import exceptions as drf
+from rest_framework.response import Response
+
+logger = logging.getLogger(__name__)
+
+PROBLEM_CONTENT_TYPE = "application/problem+json"
+PROBLEM_TYPE_BASE = "https://docs.reseller.example/errors/"
+
+# Titles by status for errors that do not bring their own.
+STATUS_TITLES = {
+    400: _("Bad request"),
+    401: _("Not authenticated"),
+    402: _("Payment required"),
+    403: _("Forbidden"),
+    404: _("Not found"),
+    405: _("Method not allowed"),
+    406: _("Not acceptable"),
+    409: _("Conflict"),
+    413: _("Request too large"),
+    415: _("Unsupported media type"),
+    422: _("Unprocessable request"),
+    429: _("Too many requests"),
+    500: _("Internal server error"),
+    503: _("Service unavailable"),
+}
+
+STATUS_CODES = {
+    400: "bad_request",
+    401: "not_authenticated",
+    403: "permission_denied",
+    404: "not_found",
+    405: "method_not_allowed",
+    406: "not_acceptable",
+    413: "request_too_large",
+    415: "unsupported_media_type",
+    429: "rate_limited",
+    500: "internal_error",
+    503: "service_unavailable",
+}
+
+
+class ApplicationError(Exception):
+    """An error the API reports to the caller; subclasses fix the code, status and title."""
+
+    code = "bad_request"
+    status = 400
+    title = _("Bad request")
+    default_detail = ""
+
+    def __init__(
+        self,
+        detail: str | None = None,
+        *,
+        fields: list[dict[str, str]] | None = None,
+        headers: dict[str, str] | None = None,
+        code: str | None = None,
+        status: int | None = None,
+    ) -> None:
+        self.detail = str(detail) if detail is not None else str(self.default_detail)
+        self.fields = fields
+        self.headers = headers or {}
+        if code:
+            self.code = code
+        if status:
+            self.status = status
+        super().__init__(self.detail)
+
+
+class ValidationFailed(ApplicationError):
+    code = "validation_error"
+    status = 400
+    title = _("Validation error")
+    default_detail = _("The request has invalid fields.")
+
+
+class NotAuthenticated(ApplicationError):
+    code = "not_authenticated"
+    status = 401
+    title = _("Not authenticated")
+    default_detail = _("Authentication credentials were not provided.")
+
+
+class PermissionDenied(ApplicationError):
+    code = "permission_denied"
+    status = 403
+    title = _("Forbidden")
+    default_detail = _("You do not have permission to perform this action.")
+
+
+class NotFound(ApplicationError):
+    code = "not_found"
+    status = 404
+    title = _("Not found")
+    default_detail = _("No such object.")
+
+
+class RateLimited(ApplicationError):
+    code = "rate_limited"
+    status = 429
+    title = _("Too many requests")
+    default_detail = _("Too many requests. Retry after the time in the Retry-After header.")
+
+    def __init__(self, detail: str | None = None, *, retry_after: int, **kwargs: Any) -> None:
+        headers = {"Retry-After": str(max(1, int(retry_after))), **kwargs.pop("headers", {})}
+        super().__init__(detail, headers=headers, **kwargs)
+
+
+class ServiceUnavailable(ApplicationError):
+    code = "service_unavailable"
+    status = 503
+    title = _("Service unavailable")
+    default_detail = _("A service we depend on is unavailable. Nothing was charged; retry later.")
+
+
+def problem_body(
+    *,
+    status: int,
+    code: str,
+    title: str,
+    detail: str,
+    request_id: str | None,
+    fields: list[dict[str, str]] | None = None,
+) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "type": PROBLEM_TYPE_BASE + code,
+        "title": str(title),
+        "status": status,
+        "code": code,
+        "detail": str(detail),
+    }
+    if fields:
+        body["errors"] = fields
+    body["requestId"] = request_id
+    return body
+
+
+def problem_response(
+    request, *, status: int, code: str, detail: str = "", title: str = "", fields=None, headers=None
+) -> JsonResponse:
+    """A plain Django response carrying problem details (for middleware and URL handlers)."""
+    body = problem_body(
+        status=status,
+        code=code,
+        title=title or STATUS_TITLES.get(status, _("Error")),
+        detail=detail or title or STATUS_TITLES.get(status, _("Error")),
+        request_id=getattr(request, "request_id", None),
+        fields=fields,
+    )
+    response = JsonResponse(body, status=status, content_type=PROBLEM_CONTENT_TYPE)
+    for name, value in (headers or {}).items():
+        response[name] = value
+    return response
+
+
+def _field_path(parts: list[str]) -> str:
+    path = ""
+    for part in parts:
+        if part.isdigit():
+            path += f"[{part}]"
+        else:
+            path += ("." if path else "") + camelize_re.sub(underscore_to_camel, part)
+    return path
+
+
+def flatten_validation_errors(detail: Any, parts: list[str] | None = None) -> list[dict[str, str]]:
+    """Turn DRF's nested error dict into ``[{"field": "items[0].recipientNumber", ...}]``."""
+    parts = parts or []
+    out: list[dict[str, str]] = []
+    if isinstance(detail, dict):
+        for key, value in detail.items():
+            sub = parts if key in ("non_field_errors", "__all__") else [*parts, str(key)]
+            out.extend(flatten_validation_errors(value, sub))
+    elif isinstance(detail, list):
+        if all(isinstance(item, drf.ErrorDetail | str) for item in detail):
+            for item in detail:
+                out.append(
+                    {
+                        "field": _field_path(parts),
+                        "code": _field_code(getattr(item, "code", None)),
+                        "message": str(item),
+                    }
+                )
+        else:
+            for index, item in enumerate(detail):
+                if item:
+                    out.extend(flatten_validation_errors(item, [*parts, str(index)]))
+    else:
+        out.append(
+            {
+                "field": _field_path(parts),
+                "code": _field_code(getattr(detail, "code", None)),
+                "message": str(detail),
+            }
+        )
+    return out
+
+
+_FIELD_CODE_NAMES = {"invalid": "invalid", "null": "required", "blank": "required"}
+
+
+def _field_code(code: str | None) -> str:
+    if not code:
+        return "invalid"
+    return _FIELD_CODE_NAMES.get(code, code)
+
+
+def _from_drf(exc: drf.APIException) -> tuple[int, str, str, str, list | None, dict]:
+    status = exc.status_code
+    headers: dict[str, str] = {}
+    if isinstance(exc, drf.ValidationError):
+        fields = flatten_validation_errors(exc.detail)
+        return (
+            400,
+            "validation_error",
+            _("Validation error"),
+            _("The request has invalid fields."),
+            fields,
+            headers,
+        )
+    if isinstance(exc, drf.ParseError):
+        return (
+            400,
+            "invalid_json",
+            _("Invalid JSON"),
+            _("The request body is not valid JSON."),
+            None,
+            headers,
+        )
+    if isinstance(exc, drf.Throttled):
+        wait = int(exc.wait or 1)
+        headers["Retry-After"] = str(max(1, wait))
+        return (429, "rate_limited", _("Too many requests"), str(exc.detail), None, headers)
+    if isinstance(exc, drf.NotAuthenticated):
+        return (401, "not_authenticated", _("Not authenticated"), str(exc.detail), None, headers)
+    if isinstance(exc, drf.AuthenticationFailed):
+        code = "token_invalid"
+        detail = exc.detail
+        if isinstance(detail, dict):
+            detail = detail.get("detail", _("The token is invalid or expired."))
+        return (401, code, _("Not authenticated"), str(detail), None, headers)
+    if isinstance(exc, drf.MethodNotAllowed):
+        return (405, "method_not_allowed", _("Method not allowed"), str(exc.detail), None, headers)
+    code = STATUS_CODES.get(status, "error")
+    detail = exc.detail if not isinstance(exc.detail, dict | list) else exc.default_detail
+    return (status, code, STATUS_TITLES.get(status, _("Error")), str(detail), None, headers)
+
+
+def exception_handler(exc: Exception, context: dict) -> Response:
+    """DRF's EXCEPTION_HANDLER: every exception, expected or not, becomes problem details."""
+    request = context.get("request")
+    headers: dict[str, str] = {}
+    if isinstance(exc, ApplicationError):
+        status, code, title, detail, fields = (
+            exc.status,
+            exc.code,
+            exc.title,
+            exc.detail,
+            exc.fields,
+        )
+        headers.update(exc.headers)
+    elif isinstance(exc, Http404):
+        status, code, title, detail, fields = (
+            404,
+            "not_found",
+            _("Not found"),
+            _("No such object."),
+            None,
+        )
+    elif isinstance(exc, DjangoPermissionDenied):
+        status, code, title, detail, fields = (
+            403,
+            "permission_denied",
+            _("Forbidden"),
+            _("You do not have permission to perform this action."),
+            None,
+        )
+    elif isinstance(exc, drf.APIException):
+        status, code, title, detail, fields, headers = _from_drf(exc)
+        if isinstance(exc, drf.AuthenticationFailed | drf.NotAuthenticated) and request:
+            view = context.get("view")
+            auth_header = view.get_authenticate_header(request) if view else None
+            if auth_header:
+                headers["WWW-Authenticate"] = auth_header
+    elif isinstance(exc, OperationalError | InterfaceError):
+        logger.exception("database unavailable")
+        status, code, title, detail, fields = (
+            503,
+            "service_unavailable",
+            _("Service unavailable"),
+            ServiceUnavailable.default_detail,
+            None,
+        )
+        headers["Retry-After"] = "5"
+    elif _is_redis_error(exc):
+        logger.exception("redis unavailable")
+        status, code, title, detail, fields = (
+            503,
+            "service_unavailable",
+            _("Service unavailable"),
+            ServiceUnavailable.default_detail,
+            None,
+        )
+        headers["Retry-After"] = "5"
+    else:
+        if isinstance(exc, DatabaseError):
+            logger.exception("database error")
+        else:
+            logger.exception("unhandled error in API view")
+        status, code, title, detail, fields = (
+            500,
+            "internal_error",
+            _("Internal server error"),
+            _("Something went wrong on our side. Nothing was charged twice; retry later."),
+            None,
+        )
+    body = problem_body(
+        status=status,
+        code=code,
+        title=title,
+        detail=detail,
+        fields=fields,
+        request_id=getattr(request, "request_id", None) if request else None,
+    )
+    _rollback_if_atomic()
+    return Response(body, status=status, headers=headers, content_type=PROBLEM_CONTENT_TYPE)
+
+
+def _is_redis_error(exc: Exception) -> bool:
+    try:
+        from redis.exceptions import ConnectionError as RedisConnectionError
+        from redis.exceptions import TimeoutError as RedisTimeoutError
+    except ImportError:  # pragma: no cover - redis is a dependency
+        return False
+    return isinstance(exc, RedisConnectionError | RedisTimeoutError)
+
+
+def _rollback_if_atomic() -> None:
+    from rest_framework.views import set_rollback
+
+    set_rollback()

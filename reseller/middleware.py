@@ -1,0 +1,98 @@
+"""Request ids on every response and log line; problem details for every error under /api/."""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+import re
+import uuid
+
+from django.http import HttpRequest, HttpResponse
+from django.utils.translation import gettext as _
+
+from reseller.errors import PROBLEM_CONTENT_TYPE, STATUS_CODES, problem_response
+
+logger = logging.getLogger(__name__)
+
+_request_id: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="-")
+# A caller's id is echoed only if it is short and printable, so it cannot forge log lines.
+_SAFE_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
+
+
+def current_request_id() -> str:
+    return _request_id.get()
+
+
+class RequestIdLogFilter(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.request_id = _request_id.get()
+        return True
+
+
+class RequestIdMiddleware:
+    """Echo the caller's X-Request-Id or make one; expose it to views, logs and the response."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        given = request.headers.get("X-Request-Id", "")
+        request_id = given if _SAFE_REQUEST_ID.match(given) else f"req_{uuid.uuid4().hex}"
+        request.request_id = request_id
+        token = _request_id.set(request_id)
+        try:
+            response = self.get_response(request)
+        finally:
+            _request_id.reset(token)
+        response["X-Request-Id"] = request_id
+        return response
+
+
+def is_api_path(path: str) -> bool:
+    return path.startswith("/api/")
+
+
+class ApiProblemMiddleware:
+    """Under /api/, no error ever leaves as HTML: Django's own 404/405/500 become problem+json."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if not is_api_path(request.path) or response.status_code < 400:
+            return response
+        content_type = response.get("Content-Type", "")
+        if content_type.startswith(PROBLEM_CONTENT_TYPE):
+            return response
+        status = response.status_code
+        headers = {}
+        if status == 405 and response.has_header("Allow"):
+            headers["Allow"] = response["Allow"]
+        detail = {
+            404: _("No such resource. Check the path and the API version (/api/v1)."),
+            405: _("This method is not allowed here."),
+            500: _("Something went wrong on our side. Nothing was charged twice; retry later."),
+        }.get(status, "")
+        return problem_response(
+            request,
+            status=status,
+            code=STATUS_CODES.get(status, "error"),
+            detail=detail,
+            headers=headers,
+        )
+
+    def process_exception(self, request: HttpRequest, exception: Exception):
+        if not is_api_path(request.path):
+            return None
+        from django.http import Http404
+
+        if isinstance(exception, Http404):
+            return problem_response(request, status=404, code="not_found")
+        logger.exception("unhandled error under /api/", exc_info=exception)
+        return problem_response(
+            request,
+            status=500,
+            code="internal_error",
+            detail=_("Something went wrong on our side. Nothing was charged twice; retry later."),
+        )

@@ -1,0 +1,83 @@
+"""Fixed-window rate limits that are exact under concurrency and shared by every process.
+
+With REDIS_URL set, one MULTI/EXEC of INCR + EXPIRE per hit: Redis serialises the increments,
+so N + k concurrent hits on a limit of N let exactly N through, across all web processes.
+Without Redis (the embedded default) a process-local counter under a lock does the same job.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from dataclasses import dataclass
+from functools import cache
+
+from django.conf import settings
+
+
+@dataclass(frozen=True)
+class Decision:
+    allowed: bool
+    limit: int
+    remaining: int
+    reset: int  # seconds until the window ends
+    window: int
+
+    def headers(self) -> dict[str, str]:
+        """IETF draft RateLimit headers (draft-ietf-httpapi-ratelimit-headers)."""
+        return {
+            "RateLimit-Policy": f"{self.limit};w={self.window}",
+            "RateLimit": f"limit={self.limit}, remaining={self.remaining}, reset={self.reset}",
+        }
+
+
+@cache
+def _redis():
+    import redis
+
+    return redis.Redis.from_url(settings.REDIS_URL, socket_timeout=2, socket_connect_timeout=2)
+
+
+_memory: dict[str, tuple[int, float]] = {}
+_memory_lock = threading.Lock()
+
+
+def _prefix() -> str:
+    return settings.CACHES["default"].get("KEY_PREFIX", "reseller")
+
+
+def hit(scope: str, ident: str, *, limit: int, window: int, now: float | None = None) -> Decision:
+    """Count one hit of ``ident`` against ``limit`` per ``window`` seconds."""
+    now = time.time() if now is None else now
+    slot = math.floor(now / window)
+    reset = max(1, math.ceil((slot + 1) * window - now))
+    key = f"{_prefix()}:rl:{scope}:{ident}:{slot}"
+    if settings.REDIS_URL:
+        pipe = _redis().pipeline(transaction=True)
+        pipe.incr(key)
+        pipe.expire(key, window + 1, nx=True)
+        count = int(pipe.execute()[0])
+    else:
+        with _memory_lock:
+            if len(_memory) > 10_000:
+                for stale in [k for k, (_, exp) in _memory.items() if exp < now]:
+                    del _memory[stale]
+            count = _memory.get(key, (0, 0.0))[0] + 1
+            _memory[key] = (count, now + window + 1)
+    return Decision(
+        allowed=count <= limit,
+        limit=limit,
+        remaining=max(0, limit - count),
+        reset=reset,
+        window=window,
+    )
+
+
+def reset_all_for_tests() -> None:
+    if settings.REDIS_URL:
+        client = _redis()
+        for key in client.scan_iter(f"{_prefix()}:rl:*"):
+            client.delete(key)
+    with _memory_lock:
+        _memory.clear()

@@ -1,0 +1,19 @@
+"""Tests run on the real services: PostgreSQL and Redis on this machine unless told otherwise."""
+
+import os
+
+os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/reseller")
+os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/15")
+os.environ.setdefault("DEBUG", "false")
+os.environ.setdefault("SECRET_KEY", "test-secret-key-not-for-production-0123456789abcdef")
+
+from .base import *  # noqa: F403
+
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
+CACHES["default"]["KEY_PREFIX"] = f"test-{os.getpid()}"  # noqa: F405
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = True

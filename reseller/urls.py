@@ -1,0 +1,24 @@
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from reseller import views
+
+api_v1 = [
+    path("", include("accounts.urls_api")),
+    path("schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+]
+
+urlpatterns = [
+    path("api/v1/", include(api_v1)),
+    path("admin/", admin.site.urls),
+    path("i18n/", include("django.conf.urls.i18n")),
+    path("healthz", views.healthz, name="healthz"),
+    path("accounts/", include("accounts.urls")),
+    path("", views.home, name="home"),
+]
+
+
+handler404 = "reseller.views.page_not_found"
+handler500 = "reseller.views.server_error"

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Creates .venv with Python >= 3.12 and installs the project with its dev tools. Idempotent:
+# re-runs pip only when pyproject.toml changed since the last install.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+find_python() {
+  local candidates=(python3 python3.13 python3.12)
+  if command -v pyenv >/dev/null 2>&1; then
+    candidates=("$(pyenv root)/versions/$(cat .python-version)/bin/python" "${candidates[@]}")
+  fi
+  candidates+=("$HOME/.pyenv/versions/$(cat .python-version)/bin/python")
+  for py in "${candidates[@]}"; do
+    if command -v "$py" >/dev/null 2>&1 &&
+       "$py" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else 1)' 2>/dev/null; then
+      echo "$py"; return 0
+    fi
+  done
+  return 1
+}
+
+if [ ! -x .venv/bin/python ]; then
+  PY=$(find_python) || { echo "Python 3.12+ is needed (pyenv 3.13.0 preferred)" >&2; exit 1; }
+  echo "setup: creating .venv with $($PY --version)"
+  "$PY" -m venv .venv
+fi
+
+stamp=.venv/.installed
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+  echo "setup: installing dependencies"
+  .venv/bin/python -m pip install --quiet --upgrade pip 2>&1 | grep -v "^WARNING: Location" || true
+  .venv/bin/python -m pip install --quiet -e ".[dev]" 2>&1 | grep -v "^WARNING: Location" || true
+  .venv/bin/python -c "import django, rest_framework, celery" # fail loudly if pip failed
+  touch "$stamp"
+fi
