@@ -29,7 +29,11 @@ stamp=.venv/.installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   echo "setup: installing dependencies"
   .venv/bin/python -m pip install --quiet --upgrade pip 2>&1 | grep -v "^WARNING: Location" || true
-  .venv/bin/python -m pip install --quiet -e ".[dev]" 2>&1 | grep -v "^WARNING: Location" || true
+  # The project runs from this folder (manage.py, celery -A reseller); only its dependencies
+  # are installed, read from pyproject.toml.
+  deps=$(.venv/bin/python -c 'import tomllib; p = tomllib.load(open("pyproject.toml", "rb"))["project"]; print("\n".join(p["dependencies"] + p["optional-dependencies"]["dev"]))')
+  mapfile -t reqs <<<"$deps"
+  .venv/bin/python -m pip install --quiet "${reqs[@]}" 2>&1 | grep -v "^WARNING: Location" || true
   .venv/bin/python -c "import django, rest_framework, celery" # fail loudly if pip failed
   touch "$stamp"
 fi
