@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.utils.translation import gettext_lazy as _
 from drf_spectacular.utils import OpenApiResponse, inline_serializer
 from rest_framework import authentication, serializers
 
@@ -65,7 +66,7 @@ class StrictSerializer(serializers.Serializer):
                     {
                         name: [
                             serializers.ErrorDetail(
-                                "This field is unknown or cannot be set.", code="unknown_field"
+                                _("This field is unknown or cannot be set."), code="unknown_field"
                             )
                         ]
                         for name in unknown

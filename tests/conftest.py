@@ -27,7 +27,7 @@ def user(db):
 
 @pytest.fixture
 def staff(db):
-    return UserFactory(is_staff=True)
+    return UserFactory(is_staff=True, is_superuser=True)
 
 
 def bearer(user) -> dict:

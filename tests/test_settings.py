@@ -1,0 +1,107 @@
+"""Settings come from the environment; production refuses to start insecurely."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run(code: str, env: dict) -> subprocess.CompletedProcess:
+    clean = {
+        k: v
+        for k, v in os.environ.items()
+        if k
+        not in {
+            "DATABASE_URL",
+            "REDIS_URL",
+            "CELERY_BROKER_URL",
+            "SECRET_KEY",
+            "DEBUG",
+            "DJANGO_SETTINGS_MODULE",
+        }
+    }
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env={**clean, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+SETUP = "import django; django.setup(); from django.conf import settings as s; "
+
+
+def test_production_refuses_the_default_secret_key():
+    result = run(
+        SETUP + "print('started')", {"DJANGO_SETTINGS_MODULE": "reseller.settings.production"}
+    )
+    assert result.returncode != 0
+    assert "SECRET_KEY" in result.stderr
+    assert "started" not in result.stdout
+
+
+def test_debug_false_refuses_the_default_secret_key_in_local_settings_too():
+    result = run(
+        SETUP + "print('started')",
+        {"DJANGO_SETTINGS_MODULE": "reseller.settings.local", "DEBUG": "false"},
+    )
+    assert result.returncode != 0
+    assert "SECRET_KEY" in result.stderr
+
+
+def test_embedded_default_is_sqlite_memory_cache_and_in_process_tasks():
+    result = run(
+        SETUP + "print(s.DATABASES['default']['ENGINE'], s.CACHES['default']['BACKEND'], "
+        "s.CELERY_TASK_ALWAYS_EAGER, s.DEBUG)",
+        {"DJANGO_SETTINGS_MODULE": "reseller.settings.local"},
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == [
+        "django.db.backends.sqlite3",
+        "django.core.cache.backends.locmem.LocMemCache",
+        "True",
+        "True",
+    ]
+
+
+def test_environment_selects_postgresql_redis_and_real_workers():
+    result = run(
+        SETUP + "print(s.DATABASES['default']['ENGINE'], s.CACHES['default']['BACKEND'], "
+        "s.CELERY_TASK_ALWAYS_EAGER, s.CELERY_BROKER_URL)",
+        {
+            "DJANGO_SETTINGS_MODULE": "reseller.settings.local",
+            "DATABASE_URL": "postgres://postgres@127.0.0.1:5432/reseller",
+            "REDIS_URL": "redis://127.0.0.1:6379/0",
+            "CELERY_BROKER_URL": "redis://127.0.0.1:6379/1",
+        },
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == [
+        "django.db.backends.postgresql",
+        "django.core.cache.backends.redis.RedisCache",
+        "False",
+        "redis://127.0.0.1:6379/1",
+    ]
+
+
+def test_production_settings_pass_check_deploy():
+    env = {
+        "DJANGO_SETTINGS_MODULE": "reseller.settings.production",
+        "SECRET_KEY": "x7Hq2-very-long-random-production-secret-value-0123456789-abcdefghij",
+        "ALLOWED_HOSTS": "reseller.example",
+        "DATABASE_URL": "postgres://postgres@127.0.0.1:5432/reseller",
+    }
+    clean = {k: v for k, v in os.environ.items() if k not in {"DEBUG", "REDIS_URL"}}
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        cwd=ROOT,
+        env={**clean, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr

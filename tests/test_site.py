@@ -1,0 +1,160 @@
+"""The server-rendered site: sign-up, login, logout, profile, languages, CSRF."""
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from accounts.models import User
+from tests.factories import PASSWORD
+
+pytestmark = pytest.mark.django_db
+
+
+def test_home_page_renders_with_sign_up_link(client):
+    response = client.get("/")
+    assert response.status_code == 200
+    assert reverse("accounts:signup").encode() in response.content
+    assert b'name="viewport"' in response.content
+
+
+def test_sign_up_creates_user_and_account_and_logs_in(client):
+    response = client.post(
+        reverse("accounts:signup"),
+        {
+            "email": "New@Example.com",
+            "first_name": "Nia",
+            "last_name": "Obi",
+            "account_name": "Nia Shop",
+            "password1": "a-long-passphrase-42",
+            "password2": "a-long-passphrase-42",
+        },
+    )
+    assert response.status_code == 302
+    user = User.objects.get(email="new@example.com")
+    assert user.account.name == "Nia Shop"
+    assert user.account.billing is not None
+    profile = client.get(reverse("accounts:profile"))
+    assert profile.status_code == 200
+    assert b"new@example.com" in profile.content
+
+
+def test_sign_up_refuses_taken_email_and_weak_password(client, user):
+    response = client.post(
+        reverse("accounts:signup"),
+        {"email": user.email, "password1": "123", "password2": "123"},
+    )
+    assert response.status_code == 200
+    assert b"already exists" in response.content
+    assert User.objects.count() == 1
+
+
+def test_login_with_email_then_logout(client, user):
+    response = client.post(
+        reverse("accounts:login"), {"username": user.email, "password": PASSWORD}
+    )
+    assert response.status_code == 302
+    assert client.get(reverse("accounts:profile")).status_code == 200
+    client.post(reverse("accounts:logout"))
+    response = client.get(reverse("accounts:profile"))
+    assert response.status_code == 302
+    assert reverse("accounts:login") in response["Location"]
+
+
+def test_login_page_with_wrong_password_shows_an_error(client, user):
+    response = client.post(reverse("accounts:login"), {"username": user.email, "password": "x"})
+    assert response.status_code == 200
+    assert b"error" in response.content
+
+
+def test_profile_edit_saves_profile_and_billing(client, user):
+    client.force_login(user)
+    response = client.post(
+        reverse("accounts:profile"),
+        {
+            "profile-first_name": "Lea",
+            "profile-last_name": "Roy",
+            "profile-phone": "+33612345678",
+            "profile-language": "fr",
+            "account-account_name": "Roy SARL",
+            "billing-company_name": "Roy SARL",
+            "billing-vat_number": "FR123",
+            "billing-address_line1": "1 rue de Paris",
+            "billing-address_line2": "",
+            "billing-city": "Paris",
+            "billing-postal_code": "75001",
+            "billing-country": "fr",
+        },
+    )
+    assert response.status_code == 302
+    user.refresh_from_db()
+    assert (user.first_name, user.language, user.account.name) == ("Lea", "fr", "Roy SARL")
+    assert user.account.billing.country == "FR"
+    assert response.cookies["django_language"].value == "fr"
+
+
+def test_profile_edit_with_bad_phone_changes_nothing(client, user):
+    client.force_login(user)
+    response = client.post(
+        reverse("accounts:profile"),
+        {
+            "profile-first_name": "Changed",
+            "profile-phone": "not-a-phone",
+            "profile-language": "en",
+            "account-account_name": "X",
+        },
+    )
+    assert response.status_code == 200
+    user.refresh_from_db()
+    assert user.first_name == "Test"
+
+
+@pytest.mark.parametrize("language, text", [("es", "Iniciar sesión"), ("fr", "Se connecter")])
+def test_site_speaks_the_accept_language(client, language, text):
+    response = client.get("/", HTTP_ACCEPT_LANGUAGE=language)
+    assert response["Content-Language"] == language
+    assert text in response.content.decode()
+
+
+def test_language_switcher_sets_the_site_language(client):
+    client.post("/i18n/setlang/", {"language": "es", "next": "/"})
+    assert "Iniciar sesión" in client.get("/").content.decode()
+
+
+def test_site_forms_require_csrf_token(user):
+    client = Client(enforce_csrf_checks=True)
+    response = client.post(
+        reverse("accounts:login"), {"username": user.email, "password": PASSWORD}
+    )
+    assert response.status_code == 403
+
+
+def test_session_authenticated_api_write_requires_csrf(user):
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(user)
+    assert client.get("/api/v1/auth/me").status_code == 200
+    response = client.patch(
+        "/api/v1/auth/me", {"user": {"firstName": "X"}}, content_type="application/json"
+    )
+    assert response.status_code == 403
+    assert response["Content-Type"].startswith("application/problem+json")
+
+
+def test_api_docs_and_schema_render(client):
+    assert client.get("/api/v1/docs/").status_code == 200
+    schema = client.get("/api/v1/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json")
+    assert schema.status_code == 200
+    paths = schema.json()["paths"]
+    assert "/api/v1/auth/login" in paths and "/api/v1/auth/me" in paths
+
+
+def test_security_headers_on_pages(client):
+    response = client.get("/")
+    assert "default-src 'self'" in response["Content-Security-Policy"]
+    assert response["X-Frame-Options"] == "DENY"
+    assert response["X-Content-Type-Options"] == "nosniff"
+
+
+def test_admin_lists_users_and_accounts_for_staff(client, staff):
+    client.force_login(staff)
+    assert client.get("/admin/accounts/user/").status_code == 200
+    assert client.get("/admin/accounts/account/").status_code == 200
