@@ -40,3 +40,10 @@ def user_api(user):
     client.credentials(**bearer(user))
     client.user = user
     return client
+
+
+def assert_ledger_balanced():
+    """Every test that moves money ends with this: cached balances equal their entries."""
+    from wallet.selectors import ledger_mismatches
+
+    assert ledger_mismatches() == []

@@ -1,1 +1,149 @@
-"""Models arrive with their issue."""
+"""The wallet ledger: append-only entries and a cached balance that always equals their sum."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
+
+from reseller.ids import make_id
+
+MONEY = {"max_digits": 12, "decimal_places": 2}
+
+
+def new_wallet_id() -> str:
+    return make_id("wal")
+
+
+def new_entry_id() -> str:
+    return make_id("txn")
+
+
+def new_topup_id() -> str:
+    return make_id("top")
+
+
+class Wallet(models.Model):
+    class Kind(models.TextChoices):
+        LIVE = "live", _("Live wallet")
+        SANDBOX = "sandbox", _("Sandbox balance")
+
+    public_id = models.CharField(max_length=40, unique=True, default=new_wallet_id, editable=False)
+    account = models.ForeignKey(
+        "accounts.Account", on_delete=models.PROTECT, related_name="wallets"
+    )
+    kind = models.CharField(max_length=8, choices=Kind.choices, default=Kind.LIVE)
+    currency = models.CharField(max_length=3, default="EUR")
+    # Changed only together with a LedgerEntry, under a row lock (wallet.services).
+    balance = models.DecimalField(**MONEY, default=Decimal("0.00"))
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(balance__gte=0), name="wallet_balance_not_negative"
+            ),
+            models.UniqueConstraint(
+                fields=["account"],
+                condition=models.Q(kind="live"),
+                name="one_live_wallet_per_account",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} of {self.account} ({self.balance} {self.currency})"
+
+    @property
+    def livemode(self) -> bool:
+        return self.kind == self.Kind.LIVE
+
+
+class LedgerEntry(models.Model):
+    """One movement of money. Never updated or deleted: corrections are new entries."""
+
+    class Kind(models.TextChoices):
+        TOPUP = "topup", _("Top-up")
+        PAYMENT = "payment", _("Payment")
+        REFUND = "refund", _("Refund")
+        ADJUSTMENT = "adjustment", _("Adjustment")
+
+    public_id = models.CharField(max_length=40, unique=True, default=new_entry_id, editable=False)
+    wallet = models.ForeignKey(Wallet, on_delete=models.PROTECT, related_name="entries")
+    kind = models.CharField(max_length=12, choices=Kind.choices)
+    amount = models.DecimalField(**MONEY, help_text=_("Positive credits, negative debits."))
+    balance_after = models.DecimalField(**MONEY)
+    currency = models.CharField(max_length=3)
+    # What the entry is for (top_…, pay_…, rch_…, adj_…). One entry per kind and reference:
+    # this constraint is what makes a refund or a top-up approval happen exactly once.
+    reference = models.CharField(max_length=64)
+    memo = models.CharField(max_length=255, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now, editable=False, db_index=True)
+
+    class Meta:
+        verbose_name_plural = "ledger entries"
+        ordering = ["-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["wallet", "kind", "reference"], name="one_entry_per_reference"
+            ),
+            models.CheckConstraint(condition=~models.Q(amount=0), name="ledger_amount_not_zero"),
+        ]
+        indexes = [models.Index(fields=["wallet", "-id"], name="ledger_wallet_recent")]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.amount} {self.currency} ({self.reference})"
+
+    def save(self, *args, **kwargs):
+        if self.pk is not None:
+            raise RuntimeError("ledger entries are append-only")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        raise RuntimeError("ledger entries are append-only")
+
+
+class TopUp(models.Model):
+    class Method(models.TextChoices):
+        CARD = "card", _("Card")
+        BANK_TRANSFER = "bank_transfer", _("Bank transfer")
+        MANUAL = "manual", _("Manual (operator)")
+
+    class Status(models.TextChoices):
+        PENDING = "pending", _("Pending")
+        APPROVED = "approved", _("Approved")
+        REJECTED = "rejected", _("Rejected")
+        FAILED = "failed", _("Failed")
+
+    public_id = models.CharField(max_length=40, unique=True, default=new_topup_id, editable=False)
+    wallet = models.ForeignKey(Wallet, on_delete=models.PROTECT, related_name="topups")
+    method = models.CharField(max_length=16, choices=Method.choices)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    amount = models.DecimalField(**MONEY)
+    currency = models.CharField(max_length=3)
+    # Bank transfer reference the customer quotes, or the card processor's payment id.
+    external_reference = models.CharField(max_length=128, blank=True, db_index=True)
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    decided_at = models.DateTimeField(null=True, blank=True)
+    note = models.CharField(max_length=255, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta:
+        ordering = ["-id"]
+        constraints = [
+            models.CheckConstraint(condition=models.Q(amount__gt=0), name="topup_amount_positive")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.public_id} {self.amount} {self.currency} {self.status}"

@@ -1,0 +1,22 @@
+"""Money is Decimal with two places beside an ISO 4217 currency; rounding happens here only."""
+
+from __future__ import annotations
+
+from decimal import ROUND_HALF_UP, Decimal
+
+CENT = Decimal("0.01")
+ZERO = Decimal("0.00")
+
+
+def quantize(amount: Decimal | int | str) -> Decimal:
+    """Round half up to cents: the one rounding rule of the product."""
+    return Decimal(amount).quantize(CENT, rounding=ROUND_HALF_UP)
+
+
+def to_minor_units(amount: Decimal) -> int:
+    """Cents for card processors (EUR, USD and GBP all have two decimals)."""
+    return int((quantize(amount) * 100).to_integral_value())
+
+
+def fmt(amount: Decimal, currency: str) -> str:
+    return f"{quantize(amount)} {currency}"

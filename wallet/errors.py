@@ -1,0 +1,24 @@
+from django.utils.translation import gettext_lazy as _
+
+from reseller.errors import ApplicationError
+
+
+class InsufficientBalance(ApplicationError):
+    code = "insufficient_balance"
+    status = 402
+    title = _("Insufficient balance")
+    default_detail = _("The available balance is below the order total.")
+
+
+class TopUpNotPending(ApplicationError):
+    code = "topup_not_pending"
+    status = 409
+    title = _("Conflict")
+    default_detail = _("This top-up was already decided.")
+
+
+class InvalidAmount(ApplicationError):
+    code = "validation_error"
+    status = 400
+    title = _("Validation error")
+    default_detail = _("The amount must be a positive number with at most two decimals.")

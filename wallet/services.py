@@ -1,0 +1,221 @@
+"""Writes to the wallet ledger. The one place that locks wallet rows and moves money.
+
+Every movement is a LedgerEntry and a change of the cached ``Wallet.balance`` in the same
+transaction, under the wallet's row lock (``SELECT … FOR UPDATE``): concurrent debits queue on
+the lock, see the balance left by the one before, and can never take it below zero (a
+database CHECK is the last line of defence). The entry is unique per (wallet, kind,
+reference), so a refund or an approval posted twice is posted once.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from django.db import IntegrityError, transaction
+from django.db.models import F
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from accounts.models import Account, User
+from reseller.money import ZERO, fmt, quantize
+from wallet.errors import InsufficientBalance, InvalidAmount, TopUpNotPending
+from wallet.models import LedgerEntry, TopUp, Wallet
+
+
+def wallet_get_or_create(*, account: Account) -> Wallet:
+    """The account's live wallet, created empty on first use."""
+    wallet = Wallet.objects.filter(account=account, kind=Wallet.Kind.LIVE).first()
+    if wallet is not None:
+        return wallet
+    try:
+        with transaction.atomic():
+            return Wallet.objects.create(
+                account=account, kind=Wallet.Kind.LIVE, currency=account.wallet_currency
+            )
+    except IntegrityError:  # created by a concurrent request
+        return Wallet.objects.get(account=account, kind=Wallet.Kind.LIVE)
+
+
+def wallet_lock(*, wallet_id: int) -> Wallet:
+    """Take the wallet's row lock for the rest of the transaction and read it fresh."""
+    return Wallet.objects.select_for_update(of=("self",)).get(pk=wallet_id)
+
+
+def _positive(amount: Decimal) -> Decimal:
+    try:
+        value = quantize(amount)
+    except Exception as exc:
+        raise InvalidAmount() from exc
+    if value <= ZERO or value != Decimal(amount):
+        raise InvalidAmount()
+    return value
+
+
+def ledger_post(
+    *,
+    wallet: Wallet,
+    kind: str,
+    amount: Decimal,
+    reference: str,
+    memo: str = "",
+    by: User | None = None,
+) -> tuple[LedgerEntry, bool]:
+    """Append one entry and move the cached balance; the caller holds the wallet lock.
+
+    Returns ``(entry, created)``. If an entry of this kind and reference exists already, it is
+    returned and nothing moves. A debit that would take the balance below zero raises
+    InsufficientBalance and writes nothing.
+    """
+    assert transaction.get_connection().in_atomic_block, "ledger_post needs a transaction"
+    amount = quantize(amount)
+    new_balance = wallet.balance + amount
+    if new_balance < ZERO:
+        raise InsufficientBalance(
+            _("Available balance %(balance)s is below the order total %(total)s.")
+            % {
+                "balance": fmt(wallet.balance, wallet.currency),
+                "total": fmt(-amount, wallet.currency),
+            }
+        )
+    try:
+        with transaction.atomic():
+            entry = LedgerEntry.objects.create(
+                wallet=wallet,
+                kind=kind,
+                amount=amount,
+                balance_after=new_balance,
+                currency=wallet.currency,
+                reference=reference,
+                memo=memo[:255],
+                created_by=by,
+            )
+    except IntegrityError:
+        existing = LedgerEntry.objects.filter(wallet=wallet, kind=kind, reference=reference).first()
+        if existing is None:
+            raise
+        return existing, False
+    Wallet.objects.filter(pk=wallet.pk).update(
+        balance=F("balance") + amount, updated_at=timezone.now()
+    )
+    wallet.balance = new_balance
+    return entry, True
+
+
+def wallet_debit(*, wallet: Wallet, amount: Decimal, reference: str, memo: str = "") -> LedgerEntry:
+    """Capture a wallet payment. The caller holds the lock and owns the transaction."""
+    entry, _created = ledger_post(
+        wallet=wallet,
+        kind=LedgerEntry.Kind.PAYMENT,
+        amount=-_positive(amount),
+        reference=reference,
+        memo=memo,
+    )
+    return entry
+
+
+@transaction.atomic
+def wallet_refund(
+    *, wallet_id: int, amount: Decimal, reference: str, memo: str = "", by: User | None = None
+) -> tuple[LedgerEntry, bool]:
+    """Give money back for a failed recharge (``reference`` = its id): exactly once."""
+    wallet = wallet_lock(wallet_id=wallet_id)
+    return ledger_post(
+        wallet=wallet,
+        kind=LedgerEntry.Kind.REFUND,
+        amount=_positive(amount),
+        reference=reference,
+        memo=memo,
+        by=by,
+    )
+
+
+@transaction.atomic
+def wallet_adjust(
+    *, wallet_id: int, amount: Decimal, reason: str, by: User, reference: str | None = None
+) -> LedgerEntry:
+    """A staff correction: a new entry, never an edit of an old one."""
+    from reseller.ids import make_id
+
+    if not reason.strip():
+        raise InvalidAmount(_("An adjustment needs a reason."))
+    amount = quantize(amount)
+    if amount == ZERO:
+        raise InvalidAmount()
+    wallet = wallet_lock(wallet_id=wallet_id)
+    entry, _created = ledger_post(
+        wallet=wallet,
+        kind=LedgerEntry.Kind.ADJUSTMENT,
+        amount=amount,
+        reference=reference or make_id("adj"),
+        memo=reason,
+        by=by,
+    )
+    return entry
+
+
+@transaction.atomic
+def topup_request(
+    *,
+    account: Account,
+    amount: Decimal,
+    method: str,
+    by: User | None = None,
+    external_reference: str = "",
+) -> TopUp:
+    """Record a top-up that waits for its money (a bank transfer, a card payment in flight)."""
+    wallet = wallet_get_or_create(account=account)
+    return TopUp.objects.create(
+        wallet=wallet,
+        method=method,
+        amount=_positive(amount),
+        currency=wallet.currency,
+        requested_by=by,
+        external_reference=external_reference,
+    )
+
+
+@transaction.atomic
+def topup_approve(*, topup_id: int, by: User | None = None, note: str = "") -> TopUp:
+    """Credit the wallet for a pending top-up. Approving twice credits once."""
+    topup = TopUp.objects.select_for_update(of=("self",)).get(pk=topup_id)
+    if topup.status == TopUp.Status.APPROVED:
+        return topup
+    if topup.status != TopUp.Status.PENDING:
+        raise TopUpNotPending()
+    wallet = wallet_lock(wallet_id=topup.wallet_id)
+    ledger_post(
+        wallet=wallet,
+        kind=LedgerEntry.Kind.TOPUP,
+        amount=topup.amount,
+        reference=topup.public_id,
+        memo=note or topup.get_method_display(),
+        by=by,
+    )
+    topup.status = TopUp.Status.APPROVED
+    topup.decided_by = by
+    topup.decided_at = timezone.now()
+    topup.note = note[:255] or topup.note
+    topup.save(update_fields=["status", "decided_by", "decided_at", "note"])
+    return topup
+
+
+@transaction.atomic
+def topup_reject(*, topup_id: int, by: User | None, note: str = "", failed: bool = False) -> TopUp:
+    topup = TopUp.objects.select_for_update(of=("self",)).get(pk=topup_id)
+    if topup.status != TopUp.Status.PENDING:
+        raise TopUpNotPending()
+    topup.status = TopUp.Status.FAILED if failed else TopUp.Status.REJECTED
+    topup.decided_by = by
+    topup.decided_at = timezone.now()
+    topup.note = note[:255]
+    topup.save(update_fields=["status", "decided_by", "decided_at", "note"])
+    return topup
+
+
+@transaction.atomic
+def wallet_topup_manual(
+    *, account: Account, amount: Decimal, by: User | None = None, note: str = ""
+) -> TopUp:
+    """An operator's approved top-up (the `wallet_topup` command)."""
+    topup = topup_request(account=account, amount=amount, method=TopUp.Method.MANUAL, by=by)
+    return topup_approve(topup_id=topup.pk, by=by, note=note or "operator top-up")
