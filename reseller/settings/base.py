@@ -262,3 +262,13 @@ def refuse_insecure_production(debug: bool, secret_key: str) -> None:
             "SECRET_KEY must be set in the environment when DEBUG is false; "
             "refusing to start with the development default."
         )
+
+
+# Upstream airtime providers (orders.providers).
+AIRTIME_SIMULATOR_LATENCY_MS = env.int("AIRTIME_SIMULATOR_LATENCY_MS", default=0)
+RELOADLY_CLIENT_ID = env.str("RELOADLY_CLIENT_ID", default="")
+RELOADLY_CLIENT_SECRET = env.str("RELOADLY_CLIENT_SECRET", default="")
+RELOADLY_BASE_URL = env.str("RELOADLY_BASE_URL", default="https://topups-sandbox.reloadly.com")
+RELOADLY_AUTH_URL = env.str("RELOADLY_AUTH_URL", default="https://auth.reloadly.com")
+RELOADLY_TIMEOUT_SECONDS = env.float("RELOADLY_TIMEOUT_SECONDS", default=10.0)
+IDEMPOTENCY_LEASE_SECONDS = env.int("IDEMPOTENCY_LEASE_SECONDS", default=60)

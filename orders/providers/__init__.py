@@ -1,0 +1,39 @@
+"""Upstream airtime providers, chosen by the AIRTIME_PROVIDER setting."""
+
+from __future__ import annotations
+
+from django.conf import settings
+
+from orders.providers.base import (
+    AirtimeProvider,
+    PermanentError,
+    ProviderError,
+    ProviderResult,
+    TopupRequest,
+    TransientError,
+    UpstreamTimeout,
+)
+
+__all__ = [
+    "AirtimeProvider",
+    "PermanentError",
+    "ProviderError",
+    "ProviderResult",
+    "TopupRequest",
+    "TransientError",
+    "UpstreamTimeout",
+    "get_provider",
+]
+
+
+def get_provider(name: str | None = None) -> AirtimeProvider:
+    name = name or settings.AIRTIME_PROVIDER
+    if name == "simulator":
+        from orders.providers.simulator import SimulatorProvider
+
+        return SimulatorProvider()
+    if name == "reloadly":
+        from orders.providers.reloadly import ReloadlyProvider
+
+        return ReloadlyProvider.from_settings()
+    raise ValueError(f"unknown AIRTIME_PROVIDER {name!r} (simulator, reloadly)")

@@ -1,0 +1,103 @@
+"""The built-in airtime provider: no network, outcomes chosen by the recipient number.
+
+It remembers every reference it has seen (in the cache, so every worker process shares it
+when Redis is configured): sending the same reference twice returns the first result, as a
+real provider does with a custom identifier.
+
+Live-mode failures can be exercised with these endings of the recipient number (configurable
+through ``AIRTIME_SIMULATOR_RULES``):
+
+    …9990  permanent rejection (``invalid_recipient``)
+    …9991  the first attempt fails with a transient error, the retry succeeds
+    …9992  the answer is lost (timeout) but the top-up was made: status finds it delivered
+    …9993  the answer is lost and the top-up was not made: status finds nothing
+"""
+
+from __future__ import annotations
+
+import time
+from decimal import Decimal
+
+from django.conf import settings
+from django.core.cache import cache
+
+from orders.providers.base import (
+    PermanentError,
+    ProviderResult,
+    TopupRequest,
+    TransientError,
+    UpstreamTimeout,
+)
+from reseller.ids import random_base62
+
+DEFAULT_RULES = {
+    "9990": "reject",
+    "9991": "transient_once",
+    "9992": "timeout_delivered",
+    "9993": "timeout_lost",
+}
+KEEP_SECONDS = 7 * 24 * 3600
+
+
+class SimulatorProvider:
+    name = "simulator"
+
+    def __init__(self, *, latency_ms: int | None = None, rules: dict[str, str] | None = None):
+        self.latency_ms = (
+            settings.AIRTIME_SIMULATOR_LATENCY_MS if latency_ms is None else latency_ms
+        )
+        self.rules = (
+            rules
+            if rules is not None
+            else (getattr(settings, "AIRTIME_SIMULATOR_RULES", None) or DEFAULT_RULES)
+        )
+
+    def _key(self, reference: str) -> str:
+        return f"airtime-sim:{reference}"
+
+    def _rule(self, number: str) -> str:
+        for ending, rule in self.rules.items():
+            if number.endswith(ending):
+                return rule
+        return "deliver"
+
+    def send(self, request: TopupRequest) -> ProviderResult:
+        if self.latency_ms:
+            time.sleep(self.latency_ms / 1000)
+        known = cache.get(self._key(request.reference))
+        if known is not None:
+            return ProviderResult(**known)
+        rule = self._rule(request.recipient_number)
+        if rule == "reject":
+            raise PermanentError(
+                "The recipient number cannot receive top-ups.", code="invalid_recipient"
+            )
+        if rule == "transient_once" and cache.add(
+            self._key(request.reference) + ":tried", 1, KEEP_SECONDS
+        ):
+            raise TransientError("Simulated upstream outage.", code="upstream_unavailable")
+        if rule == "timeout_lost":
+            raise UpstreamTimeout("Simulated timeout before the provider got the request.")
+        result = {
+            "status": ProviderResult.DELIVERED,
+            "transaction_id": f"sim_{random_base62(16)}",
+            "raw": {
+                "simulated": True,
+                "amount": str(request.amount),
+                "currency": request.currency,
+                "operator": request.operator_id,
+            },
+        }
+        # add, not set: a concurrent duplicate send keeps the first transaction
+        if not cache.add(self._key(request.reference), result, KEEP_SECONDS):
+            return ProviderResult(**cache.get(self._key(request.reference)))
+        if rule == "timeout_delivered":
+            raise UpstreamTimeout("Simulated timeout after the provider made the top-up.")
+        return ProviderResult(**result)
+
+    def status(self, reference: str) -> ProviderResult | None:
+        known = cache.get(self._key(reference))
+        return ProviderResult(**known) if known is not None else None
+
+    def balance(self) -> tuple[Decimal, str]:
+        return Decimal("1000000.00"), "EUR"

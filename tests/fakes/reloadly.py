@@ -1,0 +1,154 @@
+"""A local HTTP fake of Reloadly's Airtime API, started by the tests on 127.0.0.1.
+
+It keeps what a real provider keeps: issued tokens, top-ups by custom identifier, and a
+count of POST /topups calls per reference, so tests can prove that nothing was sent twice.
+Behaviour for the next calls can be scripted: ``fail_next(status, body)`` or
+``slow_next(seconds)`` (answers after the client gave up, having made the top-up).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import threading
+import time
+from collections import Counter, deque
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlparse
+
+
+class FakeReloadly:
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.tokens: set[str] = set()
+        self.token_requests = 0
+        self.topups: dict[str, dict] = {}
+        self.calls: Counter[str] = Counter()
+        self.script: deque[tuple[str, object]] = deque()
+        self._ids = itertools.count(1000)
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def start(self) -> FakeReloadly:
+        self.thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    # -- scripting --------------------------------------------------------------------
+    def fail_next(self, status: int, body: dict | None = None, headers: dict | None = None):
+        self.script.append(("fail", (status, body or {}, headers or {})))
+
+    def slow_next(self, seconds: float) -> None:
+        self.script.append(("slow", seconds))
+
+    def expire_tokens(self) -> None:
+        with self.lock:
+            self.tokens.clear()
+
+    def _handler(self):
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):  # keep test output clean
+                pass
+
+            def _send(self, status: int, body: dict, headers: dict | None = None):
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
+                self.end_headers()
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                    self.wfile.write(data)
+
+            def _body(self) -> dict:
+                length = int(self.headers.get("Content-Length") or 0)
+                return json.loads(self.rfile.read(length) or b"{}")
+
+            def _authorised(self) -> bool:
+                auth = self.headers.get("Authorization", "")
+                with fake.lock:
+                    return auth.startswith("Bearer ") and auth[7:] in fake.tokens
+
+            def do_POST(self):
+                path = urlparse(self.path).path
+                if path == "/oauth/token":
+                    body = self._body()
+                    if body.get("grant_type") != "client_credentials":
+                        return self._send(400, {"message": "bad grant"})
+                    with fake.lock:
+                        fake.token_requests += 1
+                        token = f"tok-{fake.token_requests}"
+                        fake.tokens.add(token)
+                    return self._send(
+                        200, {"access_token": token, "expires_in": 3600, "token_type": "Bearer"}
+                    )
+                if path == "/topups":
+                    return self._topup()
+                return self._send(404, {"message": "not found"})
+
+            def _topup(self):
+                if not self._authorised():
+                    return self._send(401, {"errorCode": "TOKEN_EXPIRED", "message": "expired"})
+                body = self._body()
+                reference = body.get("customIdentifier", "")
+                action = fake.script.popleft() if fake.script else None
+                if action and action[0] == "fail":
+                    status, fail_body, headers = action[1]
+                    with fake.lock:
+                        fake.calls[reference] += 1
+                    return self._send(status, fail_body, headers)
+                with fake.lock:
+                    fake.calls[reference] += 1
+                    if reference in fake.topups:
+                        return self._send(
+                            409,
+                            {"errorCode": "DUPLICATED_CUSTOM_IDENTIFIER", "message": "duplicate"},
+                        )
+                    number = body.get("recipientPhone", {}).get("number", "")
+                    if number.endswith("0000000"):
+                        return self._send(
+                            400,
+                            {
+                                "errorCode": "INVALID_RECIPIENT_PHONE",
+                                "message": "The phone number is not valid",
+                            },
+                        )
+                    record = {
+                        "transactionId": next(fake._ids),
+                        "status": "SUCCESSFUL",
+                        "customIdentifier": reference,
+                        "operatorId": body.get("operatorId"),
+                        "requestedAmount": body.get("amount"),
+                        "recipientPhone": number,
+                    }
+                    fake.topups[reference] = record
+                if action and action[0] == "slow":
+                    time.sleep(float(action[1]))
+                return self._send(200, record)
+
+            def do_GET(self):
+                url = urlparse(self.path)
+                if not self._authorised():
+                    return self._send(401, {"errorCode": "TOKEN_EXPIRED"})
+                if url.path == "/accounts/balance":
+                    return self._send(200, {"balance": 550.75, "currencyCode": "EUR"})
+                if url.path == "/topups/reports/transactions":
+                    reference = parse_qs(url.query).get("customIdentifier", [""])[0]
+                    with fake.lock:
+                        found = fake.topups.get(reference)
+                    return self._send(200, {"content": [found] if found else []})
+                return self._send(404, {"message": "not found"})
+
+        return Handler
