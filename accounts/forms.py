@@ -139,11 +139,12 @@ class ApiKeyCreateForm(forms.Form):
     )
     mode = forms.ChoiceField(
         label=_("Mode"),
-        choices=[
-            ("test", _("Test: sandbox balance, nothing is really sent")),
-            ("live", _("Live: real recharges paid from your wallet")),
-        ],
+        choices=[("test", _("Test")), ("live", _("Live"))],
         initial="test",
+        help_text=_(
+            "Test keys use a sandbox balance and never send a real recharge. Live keys send "
+            "real recharges, paid from your wallet."
+        ),
     )
     ip_whitelist = IpWhitelistField()
     # One-time token of this form, so a reload of the result page cannot create a second key.
