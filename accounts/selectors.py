@@ -20,6 +20,11 @@ def user_with_account(user_id: int) -> User:
     return User.objects.select_related("account", "account__billing").get(pk=user_id)
 
 
+def user_by_email(*, email: str) -> User | None:
+    """The user with this email in any letter case, with its account, or None."""
+    return User.objects.select_related("account").filter(email__iexact=email.strip()).first()
+
+
 def me_payload(request) -> dict[str, Any]:
     from accounts.authentication import request_api_key
 

@@ -200,10 +200,9 @@ def api_key_create(
         raise PermissionDenied(_("Only a user of the account can create its keys."))
     name = _clean_name(name)
     whitelist = _clean_whitelist(ip_whitelist)
-    for attempt in range(3):
+    attempts_left = 3
+    while True:
         plaintext = keys.generate(mode)
-        parsed = keys.parse(plaintext)
-        assert parsed is not None
         try:
             with transaction.atomic():
                 key = ApiKey.objects.create(
@@ -211,16 +210,16 @@ def api_key_create(
                     user=user,
                     name=name,
                     mode=mode,
-                    prefix=parsed.prefix,
+                    prefix=keys.parse(plaintext).prefix,
                     secret_hash=keys.digest(plaintext),
                     ip_whitelist=whitelist,
                 )
         except IntegrityError:  # two keys with the same 8 visible characters: draw again
-            if attempt == 2:
+            attempts_left -= 1
+            if not attempts_left:
                 raise
-            continue
-        return key, plaintext
-    raise AssertionError("unreachable")
+        else:
+            return key, plaintext
 
 
 @transaction.atomic

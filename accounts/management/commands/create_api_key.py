@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from accounts.models import User
+from accounts.selectors import user_by_email
 from accounts.services import api_key_create
 from reseller.errors import ValidationFailed
 
@@ -24,7 +24,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, **opts):
-        user = User.objects.select_related("account").filter(email__iexact=opts["email"]).first()
+        user = user_by_email(email=opts["email"])
         if user is None:
             raise CommandError(f"no user with email {opts['email']}")
         try:

@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from accounts.models import User
+from accounts.selectors import user_by_email
 from accounts.services import account_set_b2b
 
 
@@ -12,7 +12,7 @@ class Command(BaseCommand):
         parser.add_argument("--off", action="store_true", help="Remove the B2B tag.")
 
     def handle(self, *args, **opts):
-        user = User.objects.select_related("account").filter(email__iexact=opts["email"]).first()
+        user = user_by_email(email=opts["email"])
         if user is None:
             raise CommandError(f"no user with email {opts['email']}")
         account = account_set_b2b(account=user.account, is_b2b=not opts["off"])
