@@ -1,8 +1,10 @@
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.contrib.auth.admin import UserAdmin as BaseUserAdmin
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import ngettext
 
-from accounts.models import Account, BillingProfile, User
+from accounts import services
+from accounts.models import Account, ApiKey, BillingProfile, User
 
 
 class BillingInline(admin.StackedInline):
@@ -54,3 +56,107 @@ class UserAdmin(BaseUserAdmin):
     add_fieldsets = (
         (None, {"classes": ("wide",), "fields": ("email", "account", "password1", "password2")}),
     )
+
+
+class ApiKeyStatusFilter(admin.SimpleListFilter):
+    title = _("status")
+    parameter_name = "status"
+
+    def lookups(self, request, model_admin):
+        return [("active", _("Active")), ("revoked", _("Revoked"))]
+
+    def queryset(self, request, queryset):
+        if self.value() == "active":
+            return queryset.filter(revoked_at__isnull=True)
+        if self.value() == "revoked":
+            return queryset.filter(revoked_at__isnull=False)
+        return queryset
+
+
+@admin.register(ApiKey)
+class ApiKeyAdmin(admin.ModelAdmin):
+    """Staff see keys and may revoke them or override their limits; never a hash or plaintext.
+
+    Keys are created on the profile dashboard or with the create_api_key command (the only
+    places that can show the plaintext once), and never deleted, so a prefix is never reused.
+    """
+
+    list_display = (
+        "name",
+        "prefix",
+        "account",
+        "mode",
+        "is_active",
+        "created_at",
+        "last_used_at",
+        "revoked_at",
+    )
+    list_filter = ("mode", ApiKeyStatusFilter, "account__is_b2b")
+    search_fields = ("name", "prefix", "public_id", "account__name", "user__email")
+    list_select_related = ("account", "user")
+    ordering = ("-created_at",)
+    fields = (
+        "public_id",
+        "name",
+        "prefix",
+        "mode",
+        "account",
+        "user",
+        "ip_whitelist",
+        "rate_limit_per_minute",
+        "max_units_per_request",
+        "created_at",
+        "last_used_at",
+        "revoked_at",
+        "revoked_by",
+    )
+    readonly_fields = (
+        "public_id",
+        "name",
+        "prefix",
+        "mode",
+        "account",
+        "user",
+        "ip_whitelist",
+        "created_at",
+        "last_used_at",
+        "revoked_at",
+        "revoked_by",
+    )
+    actions = ["revoke_keys"]
+
+    @admin.display(boolean=True, description=_("active"))
+    def is_active(self, obj: ApiKey) -> bool:
+        return obj.is_active
+
+    def get_readonly_fields(self, request, obj=None):
+        if obj is not None and not obj.is_active:
+            return self.fields
+        return self.readonly_fields
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+    def save_model(self, request, obj, form, change):
+        if not obj.is_active:
+            return  # a revoked key has nothing left to change
+        services.api_key_set_limits(
+            key=obj,
+            rate_limit_per_minute=form.cleaned_data.get("rate_limit_per_minute"),
+            max_units_per_request=form.cleaned_data.get("max_units_per_request"),
+        )
+
+    @admin.action(description=_("Revoke selected API keys"), permissions=["change"])
+    def revoke_keys(self, request, queryset):
+        count = 0
+        for key in queryset.filter(revoked_at__isnull=True):
+            services.api_key_revoke(key=key, by=request.user)
+            count += 1
+        self.message_user(
+            request,
+            ngettext("%(count)d key revoked.", "%(count)d keys revoked.", count) % {"count": count},
+            messages.SUCCESS,
+        )

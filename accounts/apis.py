@@ -85,8 +85,9 @@ class MeApi(APIView):
     @extend_schema(
         tags=["auth"],
         summary="The authenticated user, account and billing data",
-        description="Also validates a credential: any valid API key or web session answers 200.",
-        responses={200: MeOut, **problems(401, 403)},
+        description="Also validates a credential: any valid API key or web session answers 200. "
+        "Called with an API key, the answer also carries the key's public data (`apiKey`).",
+        responses={200: MeOut, **problems(400, 401, 403, 429)},
     )
     def get(self, request):
         return Response(selectors.me_payload(request))
@@ -97,7 +98,7 @@ class MeApi(APIView):
         description="Send only what changes, grouped as in the GET response. Fields that "
         "cannot be set (email, isStaff, isB2b, discountPercent, …) are refused with 400.",
         request=MeIn,
-        responses={200: MeOut, **problems(400, 401, 403)},
+        responses={200: MeOut, **problems(400, 401, 403, 429)},
     )
     def patch(self, request):
         data = MeIn(data=request.data)

@@ -1,6 +1,7 @@
 from django.utils.translation import gettext_lazy as _
+from rest_framework import exceptions as drf_exceptions
 
-from reseller.errors import ApplicationError, NotAuthenticated
+from reseller.errors import ApplicationError, NotAuthenticated, PermissionDenied
 
 
 class InvalidCredentials(NotAuthenticated):
@@ -12,3 +13,69 @@ class EmailTaken(ApplicationError):
     status = 400
     title = _("Validation error")
     default_detail = _("An account with this email already exists.")
+
+
+# Refusals of an API key (decisions.md section 2). ---------------------------------------------
+
+
+class CredentialRefused(ApplicationError, drf_exceptions.APIException):
+    """Raised by an authentication class.
+
+    Also a DRF ``APIException`` only so that DRF marks the request unauthenticated before the
+    error is rendered; the exception handler treats it as the ApplicationError it is.
+    """
+
+
+class AmbiguousCredentials(CredentialRefused):
+    code = "ambiguous_credentials"
+    status = 400
+    title = _("Ambiguous credentials")
+    default_detail = _("Send either an x-api-key header or an Authorization header, not both.")
+
+
+class InvalidApiKey(CredentialRefused):
+    code = "invalid_api_key"
+    status = 401
+    title = _("Not authenticated")
+    default_detail = _("The API key is not valid.")
+
+
+class ApiKeyRevoked(CredentialRefused):
+    code = "api_key_revoked"
+    status = 401
+    title = _("Not authenticated")
+    default_detail = _("This API key was revoked. Create a new key on your profile page.")
+
+
+class IpNotAllowed(CredentialRefused):
+    code = "ip_not_allowed"
+    status = 403
+    title = _("Forbidden")
+    default_detail = _("This API key does not accept requests from your address.")
+
+
+class WebSessionRequiredError(PermissionDenied):
+    code = "web_session_required"
+    default_detail = _("This endpoint is for the web application only; API keys are refused.")
+
+
+class ApiKeyRequiredError(PermissionDenied):
+    code = "api_key_required"
+    default_detail = _("This endpoint needs an API key in the x-api-key header.")
+
+
+class B2BNotEnabled(PermissionDenied):
+    code = "b2b_not_enabled"
+    default_detail = _("The B2B API is not enabled for this account. Contact us to enable it.")
+
+
+class TestKeyRequiredError(PermissionDenied):
+    code = "test_key_required"
+    default_detail = _("This endpoint needs a test API key (rsl_test_…).")
+
+
+class ApiKeyNotEditable(ApplicationError):
+    code = "validation_error"
+    status = 400
+    title = _("Validation error")
+    default_detail = _("This key is revoked and can no longer change.")

@@ -5,7 +5,8 @@ from django.contrib.auth import password_validation
 from django.contrib.auth.forms import AuthenticationForm
 from django.utils.translation import gettext_lazy as _
 
-from accounts.models import BillingProfile, User
+from accounts import keys
+from accounts.models import ApiKey, BillingProfile, User
 from accounts.serializers import validate_phone
 from accounts.services import login_rate_check, normalise_email
 from reseller.errors import RateLimited
@@ -95,3 +96,60 @@ class BillingForm(forms.ModelForm):
         if value and (len(value) != 2 or not value.isalpha()):
             raise forms.ValidationError(_("Use an ISO 3166-1 alpha-2 code such as ES."))
         return value
+
+
+class IpWhitelistField(forms.CharField):
+    """Addresses typed one per line (or separated by commas); cleans to a normalised list."""
+
+    widget = forms.Textarea(attrs={"rows": 3, "spellcheck": "false", "autocapitalize": "off"})
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("required", False)
+        kwargs.setdefault("label", _("IP whitelist"))
+        kwargs.setdefault(
+            "help_text",
+            _(
+                "Exact IPv4 or IPv6 addresses, one per line. Leave empty to accept requests "
+                "from any address."
+            ),
+        )
+        super().__init__(**kwargs)
+
+    def prepare_value(self, value):
+        if isinstance(value, list | tuple):
+            return "\n".join(value)
+        return value
+
+    def to_python(self, value) -> list[str]:
+        return keys.split_whitelist(super().to_python(value) or "")
+
+    def validate(self, value) -> None:
+        if self.required and not value:
+            raise forms.ValidationError(self.error_messages["required"], code="required")
+
+    def clean(self, value) -> list[str]:
+        return keys.normalise_whitelist(super().clean(value))
+
+
+class ApiKeyCreateForm(forms.Form):
+    name = forms.CharField(
+        label=_("Name"),
+        max_length=ApiKey._meta.get_field("name").max_length,
+        help_text=_("Which integration or environment uses it, e.g. \u201cShop staging\u201d."),
+    )
+    mode = forms.ChoiceField(
+        label=_("Mode"),
+        choices=[("test", _("Test")), ("live", _("Live"))],
+        initial="test",
+        help_text=_(
+            "Test keys use a sandbox balance and never send a real recharge. Live keys send "
+            "real recharges, paid from your wallet."
+        ),
+    )
+    ip_whitelist = IpWhitelistField()
+    # One-time token of this form, so a reload of the result page cannot create a second key.
+    form_token = forms.CharField(widget=forms.HiddenInput)
+
+
+class ApiKeyWhitelistForm(forms.Form):
+    ip_whitelist = IpWhitelistField()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser, BaseUserManager, PermissionsMixin
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
@@ -118,3 +119,113 @@ class User(AbstractBaseUser, PermissionsMixin):
 
     def get_short_name(self) -> str:
         return self.first_name or self.email
+
+
+def new_api_key_id() -> str:
+    return make_id("key")
+
+
+class ApiKey(models.Model):
+    """A server-to-server credential of an account (decisions.md section 3).
+
+    Only the SHA-256 of the plaintext is stored, with the visible ``prefix`` used to show and
+    find the key. Requests made with the key act as ``user`` (who created it) on ``account``.
+    A revoked key stays revoked: nothing sets ``revoked_at`` back to null.
+    """
+
+    class Mode(models.TextChoices):
+        LIVE = "live", _("live")
+        TEST = "test", _("test")
+
+    public_id = models.CharField(max_length=40, unique=True, default=new_api_key_id, editable=False)
+    account = models.ForeignKey(Account, on_delete=models.PROTECT, related_name="api_keys")
+    user = models.ForeignKey(
+        User,
+        on_delete=models.PROTECT,
+        related_name="api_keys",
+        verbose_name=_("created by"),
+        help_text=_("Requests made with the key act as this user."),
+    )
+    name = models.CharField(_("name"), max_length=100)
+    mode = models.CharField(_("mode"), max_length=4, choices=Mode.choices)
+    prefix = models.CharField(_("prefix"), max_length=32, unique=True, editable=False)
+    secret_hash = models.CharField(max_length=64, unique=True, editable=False)
+    ip_whitelist = models.JSONField(
+        _("IP whitelist"),
+        default=list,
+        blank=True,
+        help_text=_("Exact IPv4/IPv6 addresses; empty means any address."),
+    )
+    rate_limit_per_minute = models.PositiveIntegerField(
+        _("requests per minute"),
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
+        help_text=_("Empty: the default (API_KEY_RATE_LIMIT_PER_MINUTE)."),
+    )
+    max_units_per_request = models.PositiveIntegerField(
+        _("units per request"),
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
+        help_text=_("Empty: the default of the key's mode (100 live, 20 test)."),
+    )
+    created_at = models.DateTimeField(_("created"), default=timezone.now, editable=False)
+    last_used_at = models.DateTimeField(_("last used"), null=True, blank=True, editable=False)
+    revoked_at = models.DateTimeField(_("revoked"), null=True, blank=True, editable=False)
+    revoked_by = models.ForeignKey(
+        User,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        editable=False,
+        related_name="+",
+        verbose_name=_("revoked by"),
+    )
+
+    class Meta:
+        verbose_name = _("API key")
+        verbose_name_plural = _("API keys")
+        indexes = [models.Index(fields=["account", "-created_at"], name="apikey_account_created")]
+        constraints = [
+            models.CheckConstraint(
+                condition=(
+                    models.Q(mode="live", prefix__startswith="rsl_live_")
+                    | models.Q(mode="test", prefix__startswith="rsl_test_")
+                ),
+                name="apikey_prefix_matches_mode",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(rate_limit_per_minute__isnull=True)
+                | models.Q(rate_limit_per_minute__gte=1),
+                name="apikey_rate_limit_positive",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(max_units_per_request__isnull=True)
+                | models.Q(max_units_per_request__gte=1),
+                name="apikey_units_positive",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None
+
+    @property
+    def livemode(self) -> bool:
+        return self.mode == self.Mode.LIVE
+
+    @property
+    def requests_per_minute(self) -> int:
+        return self.rate_limit_per_minute or settings.API_KEY_RATE_LIMIT_PER_MINUTE
+
+    @property
+    def units_per_request(self) -> int:
+        if self.max_units_per_request:
+            return self.max_units_per_request
+        if self.livemode:
+            return settings.API_KEY_UNITS_PER_REQUEST_LIVE
+        return settings.API_KEY_UNITS_PER_REQUEST_TEST

@@ -1,18 +1,69 @@
-"""Reads for users and accounts."""
+"""Reads for users, accounts and API keys."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from accounts.models import BillingProfile, User
-from accounts.serializers import MeOut
+from django.db.models import QuerySet
+from django.shortcuts import get_object_or_404
+
+from accounts import keys
+from accounts.errors import ApiKeyRevoked, InvalidApiKey
+from accounts.models import Account, ApiKey, BillingProfile, User
+from accounts.serializers import ApiKeyOut, MeOut
+
+# Compared against when no key has the prefix, so an unknown key costs what a wrong one does.
+_NO_SUCH_DIGEST = keys.digest("rsl_live_no-such-key")
 
 
 def user_with_account(user_id: int) -> User:
     return User.objects.select_related("account", "account__billing").get(pk=user_id)
 
 
+def user_by_email(*, email: str) -> User | None:
+    """The user with this email in any letter case, with its account, or None."""
+    return User.objects.select_related("account").filter(email__iexact=email.strip()).first()
+
+
 def me_payload(request) -> dict[str, Any]:
+    from accounts.authentication import request_api_key
+
     user = request.user
     BillingProfile.objects.get_or_create(account=user.account)
-    return dict(MeOut(user).data)
+    payload = dict(MeOut(user).data)
+    key = request_api_key(request)
+    if key is not None:
+        payload["api_key"] = ApiKeyOut(key).data
+    return payload
+
+
+def api_key_verify(*, plaintext: str) -> ApiKey:
+    """The active key whose plaintext this is, with its user and account loaded.
+
+    A malformed key (format or checksum) is refused without touching the database. Unknown
+    keys and wrong secrets both raise InvalidApiKey after the same constant-time comparison;
+    only the holder of a revoked key's real secret learns that it is revoked. No cache: every
+    request reads the row, so a revocation counts at once in every process.
+    """
+    parsed = keys.parse(plaintext)
+    if parsed is None:
+        raise InvalidApiKey()
+    key = ApiKey.objects.select_related("user", "account").filter(prefix=parsed.prefix).first()
+    matches = keys.same_digest(key.secret_hash if key else _NO_SUCH_DIGEST, keys.digest(plaintext))
+    if key is None or not matches:
+        raise InvalidApiKey()
+    if key.revoked_at is not None:
+        raise ApiKeyRevoked()
+    if not key.user.is_active or key.user.account_id != key.account_id:
+        raise InvalidApiKey()
+    return key
+
+
+def api_keys_of_account(*, account: Account) -> QuerySet[ApiKey]:
+    """Newest first; active and revoked keys alike."""
+    return ApiKey.objects.filter(account=account).order_by("-created_at", "-pk")
+
+
+def api_key_of_account(*, account: Account, public_id: str) -> ApiKey:
+    """The key of this account with that id; 404 for unknown ids and other accounts' keys."""
+    return get_object_or_404(api_keys_of_account(account=account), public_id=public_id)

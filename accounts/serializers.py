@@ -38,10 +38,29 @@ class BillingOut(serializers.Serializer):
     country = serializers.CharField()
 
 
+class ApiKeyOut(serializers.Serializer):
+    """The public data of a key; never its hash or plaintext."""
+
+    name = serializers.CharField()
+    prefix = serializers.CharField(
+        help_text="The visible start of the key, e.g. rsl_test_AbCd1234."
+    )
+    mode = serializers.ChoiceField(choices=["live", "test"])
+    ip_whitelist = serializers.ListField(
+        child=serializers.CharField(), help_text="Exact addresses; empty means any address."
+    )
+    created_at = serializers.DateTimeField()
+    last_used_at = serializers.DateTimeField(
+        allow_null=True, help_text="Updated at most once a minute."
+    )
+
+
 class MeOut(serializers.Serializer):
     user = UserOut(source="*")
     account = AccountOut()
     billing = BillingOut(source="account.billing")
+    # Filled in by selectors.me_payload, and only when the caller used an API key.
+    api_key = ApiKeyOut(required=False, help_text="Present only when called with an API key.")
 
 
 def validate_phone(value: str) -> str:

@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import authenticate
 from django.contrib.auth.password_validation import validate_password
+from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.http import HttpRequest
+from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from accounts.errors import EmailTaken, InvalidCredentials
-from accounts.models import Account, BillingProfile, User
+from accounts import keys
+from accounts.errors import ApiKeyNotEditable, EmailTaken, InvalidCredentials
+from accounts.models import Account, ApiKey, BillingProfile, User
 from reseller import ratelimit
-from reseller.errors import RateLimited
+from reseller.errors import PermissionDenied, RateLimited, ValidationFailed
 
 USER_FIELDS = ("first_name", "last_name", "phone", "language")
 ACCOUNT_FIELDS = ("name",)
@@ -129,3 +135,153 @@ def user_login(*, request: HttpRequest | None, address: str, email: str, passwor
     if user is None or not user.is_active:
         raise InvalidCredentials()
     return user
+
+
+@transaction.atomic
+def account_set_b2b(*, account: Account, is_b2b: bool) -> Account:
+    """Tag an account B2B (or not); its keys may call the B2B API from the next request on."""
+    Account.objects.filter(pk=account.pk).update(is_b2b=is_b2b)
+    account.is_b2b = is_b2b
+    return account
+
+
+# API keys (decisions.md section 3; docs/access.md). --------------------------------------------
+
+API_KEY_NAME_MAX_LENGTH = ApiKey._meta.get_field("name").max_length
+
+
+def _field_error(field: str, error: ValidationError) -> ValidationFailed:
+    return ValidationFailed(
+        fields=[
+            {"field": field, "code": error.code or "invalid", "message": message}
+            for message in error.messages
+        ]
+    )
+
+
+def _clean_name(name: str) -> str:
+    name = " ".join(name.split())
+    if not name or len(name) > API_KEY_NAME_MAX_LENGTH:
+        raise ValidationFailed(
+            fields=[
+                {
+                    "field": "name",
+                    "code": "invalid",
+                    "message": _("Give the key a name of 1 to %(max)d characters.")
+                    % {"max": API_KEY_NAME_MAX_LENGTH},
+                }
+            ]
+        )
+    return name
+
+
+def _clean_whitelist(ip_whitelist: Iterable[str]) -> list[str]:
+    try:
+        return keys.normalise_whitelist(ip_whitelist)
+    except ValidationError as exc:
+        raise _field_error("ipWhitelist", exc) from exc
+
+
+@transaction.atomic
+def api_key_create(
+    *,
+    account: Account,
+    user: User,
+    name: str,
+    mode: str,
+    ip_whitelist: Iterable[str] = (),
+) -> tuple[ApiKey, str]:
+    """A new key and its plaintext, which exists only in the return value: show it once."""
+    if mode not in ApiKey.Mode.values:
+        raise ValidationFailed(
+            fields=[{"field": "mode", "code": "invalid_choice", "message": _("Use live or test.")}]
+        )
+    if user.account_id != account.pk:
+        raise PermissionDenied(_("Only a user of the account can create its keys."))
+    name = _clean_name(name)
+    whitelist = _clean_whitelist(ip_whitelist)
+    attempts_left = 3
+    while True:
+        plaintext = keys.generate(mode)
+        try:
+            with transaction.atomic():
+                key = ApiKey.objects.create(
+                    account=account,
+                    user=user,
+                    name=name,
+                    mode=mode,
+                    prefix=keys.parse(plaintext).prefix,
+                    secret_hash=keys.digest(plaintext),
+                    ip_whitelist=whitelist,
+                )
+        except IntegrityError:  # two keys with the same 8 visible characters: draw again
+            attempts_left -= 1
+            if not attempts_left:
+                raise
+        else:
+            return key, plaintext
+
+
+@transaction.atomic
+def api_key_revoke(*, key: ApiKey, by: User | None) -> ApiKey:
+    """Revoke at once and for good; revoking a revoked key changes nothing."""
+    now = timezone.now()
+    ApiKey.objects.filter(pk=key.pk, revoked_at__isnull=True).update(revoked_at=now, revoked_by=by)
+    key.refresh_from_db(fields=["revoked_at", "revoked_by"])
+    return key
+
+
+def _lock_active(key: ApiKey) -> ApiKey:
+    locked = ApiKey.objects.select_for_update(of=("self",)).get(pk=key.pk)
+    if locked.revoked_at is not None:
+        raise ApiKeyNotEditable()
+    return locked
+
+
+@transaction.atomic
+def api_key_set_whitelist(*, key: ApiKey, ip_whitelist: Iterable[str]) -> ApiKey:
+    """Replace the whitelist (exact addresses, normalised; empty = any address)."""
+    whitelist = _clean_whitelist(ip_whitelist)
+    locked = _lock_active(key)
+    locked.ip_whitelist = whitelist
+    locked.save(update_fields=["ip_whitelist"])
+    key.ip_whitelist = whitelist
+    return key
+
+
+@transaction.atomic
+def api_key_set_limits(
+    *, key: ApiKey, rate_limit_per_minute: int | None, max_units_per_request: int | None
+) -> ApiKey:
+    """Staff overrides of one key's limits; None restores the default."""
+    for field, value in (
+        ("rateLimitPerMinute", rate_limit_per_minute),
+        ("maxUnitsPerRequest", max_units_per_request),
+    ):
+        if value is not None and value < 1:
+            raise ValidationFailed(
+                fields=[{"field": field, "code": "min_value", "message": _("At least 1.")}]
+            )
+    locked = _lock_active(key)
+    locked.rate_limit_per_minute = rate_limit_per_minute
+    locked.max_units_per_request = max_units_per_request
+    locked.save(update_fields=["rate_limit_per_minute", "max_units_per_request"])
+    key.rate_limit_per_minute = rate_limit_per_minute
+    key.max_units_per_request = max_units_per_request
+    return key
+
+
+def api_key_mark_used(*, key: ApiKey, now: datetime | None = None) -> None:
+    """Record a use, writing at most once per API_KEY_LAST_USED_RESOLUTION_SECONDS per key.
+
+    The key was just read, so most requests decide from memory and write nothing; the
+    conditional UPDATE keeps concurrent requests from writing the same minute twice.
+    """
+    now = now or timezone.now()
+    stale_before = now - timedelta(seconds=settings.API_KEY_LAST_USED_RESOLUTION_SECONDS)
+    if key.last_used_at is not None and key.last_used_at > stale_before:
+        return
+    ApiKey.objects.filter(
+        Q(last_used_at__isnull=True) | Q(last_used_at__lte=stale_before), pk=key.pk
+    ).update(last_used_at=now)
+    key.last_used_at = now

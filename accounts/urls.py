@@ -10,6 +10,10 @@ urlpatterns = [
     path("login/", views.LoginView.as_view(), name="login"),
     path("logout/", views.LogoutView.as_view(), name="logout"),
     path("profile/", views.profile, name="profile"),
+    path("keys/", views.api_keys, name="api-keys"),
+    path("keys/new/", views.api_key_create, name="api-key-create"),
+    path("keys/<str:key_id>/", views.api_key_detail, name="api-key"),
+    path("keys/<str:key_id>/revoke/", views.api_key_revoke, name="api-key-revoke"),
     path(
         "password/",
         auth_views.PasswordChangeView.as_view(

@@ -1,20 +1,33 @@
-"""The site's account pages: sign-up, login, logout, profile and billing."""
+"""The site's account pages: sign-up, login, logout, profile, billing and API keys."""
 
 from __future__ import annotations
+
+import secrets
 
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
+from django.core.cache import cache
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import translation
+from django.utils.cache import add_never_cache_headers
 from django.utils.translation import gettext as _
-from django.views.decorators.http import require_http_methods
+from django.views.decorators.http import require_GET, require_http_methods
 
-from accounts import services
-from accounts.forms import AccountNameForm, BillingForm, EmailLoginForm, ProfileForm, SignupForm
+from accounts import selectors, services
+from accounts.errors import ApiKeyNotEditable
+from accounts.forms import (
+    AccountNameForm,
+    ApiKeyCreateForm,
+    ApiKeyWhitelistForm,
+    BillingForm,
+    EmailLoginForm,
+    ProfileForm,
+    SignupForm,
+)
 from accounts.models import BillingProfile
 
 
@@ -85,3 +98,95 @@ def profile(request: HttpRequest) -> HttpResponse:
         "accounts/profile.html",
         {"profile_form": profile_form, "account_form": account_form, "billing_form": billing_form},
     )
+
+
+# API keys (decisions.md section 3): created, restricted and revoked here, never over the API.
+# Keys of other accounts do not exist for these pages (404).
+
+_FORM_TOKEN_SECONDS = 3600
+
+
+def _form_token_cache_key(request: HttpRequest, token: str) -> str:
+    return f"api-key-form:{request.user.pk}:{token}"
+
+
+def _issue_form_token(request: HttpRequest) -> str:
+    token = secrets.token_urlsafe(18)
+    cache.set(_form_token_cache_key(request, token), 1, _FORM_TOKEN_SECONDS)
+    return token
+
+
+def _spend_form_token(request: HttpRequest, token: str) -> bool:
+    """True once per token: a reload or double submission of the create form gets False."""
+    return bool(cache.delete(_form_token_cache_key(request, token)))
+
+
+@login_required
+@require_GET
+def api_keys(request: HttpRequest) -> HttpResponse:
+    keys = selectors.api_keys_of_account(account=request.user.account)
+    return render(request, "accounts/keys.html", {"keys": keys})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def api_key_create(request: HttpRequest) -> HttpResponse:
+    if request.method == "GET":
+        form = ApiKeyCreateForm(initial={"form_token": _issue_form_token(request)})
+        return render(request, "accounts/keys_new.html", {"form": form})
+    form = ApiKeyCreateForm(request.POST)
+    if not form.is_valid():
+        return render(request, "accounts/keys_new.html", {"form": form})
+    if not _spend_form_token(request, form.cleaned_data["form_token"]):
+        messages.warning(
+            request,
+            _(
+                "This form was already sent. A key's value is shown only once: if you did "
+                "not copy it, revoke that key and create a new one."
+            ),
+        )
+        return redirect("accounts:api-keys")
+    key, plaintext = services.api_key_create(
+        account=request.user.account,
+        user=request.user,
+        name=form.cleaned_data["name"],
+        mode=form.cleaned_data["mode"],
+        ip_whitelist=form.cleaned_data["ip_whitelist"],
+    )
+    # The plaintext is in this response only: not stored, not cached, not behind a redirect.
+    response = render(request, "accounts/keys_created.html", {"key": key, "plaintext": plaintext})
+    add_never_cache_headers(response)
+    return response
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def api_key_detail(request: HttpRequest, key_id: str) -> HttpResponse:
+    key = selectors.api_key_of_account(account=request.user.account, public_id=key_id)
+    form = ApiKeyWhitelistForm(
+        request.POST if request.method == "POST" else None,
+        initial={"ip_whitelist": key.ip_whitelist},
+    )
+    if request.method == "POST" and form.is_valid():
+        try:
+            services.api_key_set_whitelist(key=key, ip_whitelist=form.cleaned_data["ip_whitelist"])
+        except ApiKeyNotEditable as exc:
+            messages.error(request, exc.detail)
+        else:
+            messages.success(request, _("The IP whitelist is saved."))
+        return redirect("accounts:api-key", key_id=key.public_id)
+    return render(request, "accounts/keys_detail.html", {"key": key, "form": form})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def api_key_revoke(request: HttpRequest, key_id: str) -> HttpResponse:
+    key = selectors.api_key_of_account(account=request.user.account, public_id=key_id)
+    if request.method == "POST":
+        services.api_key_revoke(key=key, by=request.user)
+        messages.success(
+            request,
+            _("The key %(name)s is revoked: it stops working at once.") % {"name": key.name},
+        )
+        return redirect("accounts:api-keys")
+    return render(request, "accounts/keys_revoke.html", {"key": key})

@@ -31,14 +31,17 @@ Problem = inline_serializer(
 )
 
 PROBLEM_DESCRIPTIONS = {
-    400: "Validation error (`validation_error`, `invalid_json`, …) as problem details.",
+    400: "Validation error (`validation_error`, `invalid_json`, …), or `ambiguous_credentials` "
+    "(both `x-api-key` and `Authorization` sent), as problem details.",
     401: "`not_authenticated`, `invalid_api_key`, `api_key_revoked` or `token_invalid`.",
     402: "`insufficient_balance`: the balance is below the order total; nothing was charged.",
-    403: "The credential is valid but not allowed here (`permission_denied`, …).",
+    403: "The credential is valid but not allowed here: `ip_not_allowed`, "
+    "`web_session_required`, `api_key_required`, `b2b_not_enabled`, `test_key_required` or "
+    "`permission_denied`.",
     404: "`not_found`: unknown id or an object of another account.",
     409: "`idempotency_key_in_use`: the first request with this key is still running.",
     422: "`idempotency_key_reused`: the same key was used with a different body.",
-    429: "`rate_limited`: see `Retry-After` and the `RateLimit` headers.",
+    429: "`rate_limited`: see `Retry-After` and the `RateLimit` / `RateLimit-Policy` headers.",
     503: "`service_unavailable`: a dependency is down; nothing was charged.",
 }
 

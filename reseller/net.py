@@ -8,14 +8,23 @@ from django.conf import settings
 from django.http import HttpRequest
 
 
-def _normalise(value: str) -> str | None:
+def normalise_ip(value: str) -> str | None:
+    """The canonical text of one IPv4/IPv6 address, or None if ``value`` is not one.
+
+    ``[::1]:443`` becomes ``::1``, ``2001:DB8::0001`` becomes ``2001:db8::1``, and an
+    IPv4-mapped IPv6 address (``::ffff:203.0.113.7``, as dual-stack servers report IPv4
+    peers) becomes the IPv4 address, so one client always has one spelling.
+    """
     value = value.strip()
     if value.startswith("[") and "]" in value:  # "[::1]:443"
         value = value[1 : value.index("]")]
     try:
-        return str(ipaddress.ip_address(value))
+        address = ipaddress.ip_address(value)
     except ValueError:
         return None
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    return str(address)
 
 
 def client_ip(request: HttpRequest) -> str:
@@ -24,12 +33,12 @@ def client_ip(request: HttpRequest) -> str:
     X-Forwarded-For is read only when the direct peer is a trusted proxy, so a client cannot
     choose its own address by sending the header.
     """
-    remote = _normalise(request.META.get("REMOTE_ADDR", "")) or "0.0.0.0"  # noqa: S104
-    trusted = {_normalise(p) for p in settings.TRUSTED_PROXIES} - {None}
+    remote = normalise_ip(request.META.get("REMOTE_ADDR", "")) or "0.0.0.0"  # noqa: S104
+    trusted = {normalise_ip(p) for p in settings.TRUSTED_PROXIES} - {None}
     if not trusted or remote not in trusted:
         return remote
     forwarded = request.META.get("HTTP_X_FORWARDED_FOR", "")
-    hops = [_normalise(part) for part in forwarded.split(",") if part.strip()]
+    hops = [normalise_ip(part) for part in forwarded.split(",") if part.strip()]
     for hop in reversed(hops):
         if hop is None:
             return remote  # a garbled chain: trust nothing beyond the proxy we know

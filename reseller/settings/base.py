@@ -176,7 +176,10 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TIMEZONE = "UTC"
 
 REST_FRAMEWORK = {
+    # The key class comes first: it refuses a key sent with a Bearer token (ambiguous), and as
+    # the first class it answers 401 (not 403) with WWW-Authenticate. docs/access.md.
     "DEFAULT_AUTHENTICATION_CLASSES": [
+        "accounts.authentication.ApiKeyAuthentication",
         "rest_framework_simplejwt.authentication.JWTAuthentication",
         "reseller.api.SessionAuthentication",
     ],
@@ -188,7 +191,10 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "reseller.errors.exception_handler",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
-    "DEFAULT_THROTTLE_CLASSES": [],
+    # Per-key request limits (Redis, shared by every process); runs after authentication and
+    # permissions, so refused requests use no quota. Views that set their own throttle_classes
+    # must keep it (accounts.throttling.RECHARGE_THROTTLE_CLASSES does).
+    "DEFAULT_THROTTLE_CLASSES": ["accounts.throttling.ApiKeyRateThrottle"],
     "COERCE_DECIMAL_TO_STRING": True,
     "DATETIME_FORMAT": "%Y-%m-%dT%H:%M:%SZ",
     "TEST_REQUEST_DEFAULT_FORMAT": "json",
@@ -231,6 +237,15 @@ SPECTACULAR_SETTINGS = {
 LOGIN_RATE_PER_ADDRESS = env.int("LOGIN_RATE_PER_ADDRESS", default=30)
 LOGIN_RATE_PER_EMAIL = env.int("LOGIN_RATE_PER_EMAIL", default=10)
 LOGIN_RATE_WINDOW_SECONDS = env.int("LOGIN_RATE_WINDOW_SECONDS", default=300)
+
+# API keys (decisions.md sections 3, 6 and 7; docs/access.md). Staff may override the request
+# limit and the units per request of one key in the admin.
+API_KEY_RATE_LIMIT_PER_MINUTE = env.int("API_KEY_RATE_LIMIT_PER_MINUTE", default=600)
+TEST_KEY_RECHARGES_PER_MINUTE = 10
+API_KEY_UNITS_PER_REQUEST_LIVE = 100
+API_KEY_UNITS_PER_REQUEST_TEST = 20
+# last_used_at is written at most this often per key, not on every request.
+API_KEY_LAST_USED_RESOLUTION_SECONDS = 60
 
 LOG_LEVEL = env.str("LOG_LEVEL", default="INFO")
 LOGGING = {

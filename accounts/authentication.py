@@ -1,0 +1,71 @@
+"""``x-api-key`` authentication for DRF, and the helpers views use to read the credential.
+
+See docs/access.md for how other apps declare these pieces.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from rest_framework.authentication import BaseAuthentication
+from rest_framework.request import Request
+from rest_framework_simplejwt.authentication import JWTAuthentication
+
+from accounts import services
+from accounts.errors import AmbiguousCredentials, CredentialRefused, IpNotAllowed
+from accounts.models import ApiKey, User
+from accounts.selectors import api_key_verify
+from reseller.net import client_ip
+
+API_KEY_HEADER = "x-api-key"
+
+
+class ApiKeyAuthentication(BaseAuthentication):
+    """Authenticates ``x-api-key: rsl_live_…|rsl_test_…``; ``request.auth`` is the ApiKey.
+
+    - no header: not this class's business (JWT or the site session may follow);
+    - a key together with an ``Authorization`` header: 400 ``ambiguous_credentials``;
+    - malformed, unknown or wrong key: 401 ``invalid_api_key``; revoked: 401 ``api_key_revoked``;
+    - client address (reseller.net.client_ip) outside a non-empty whitelist: 403 ``ip_not_allowed``.
+
+    Listed first in DEFAULT_AUTHENTICATION_CLASSES: DRF takes the WWW-Authenticate challenge
+    of the first class, and without one it would turn every 401 into a 403.
+    """
+
+    def authenticate(self, request: Request) -> tuple[User, ApiKey] | None:
+        plaintext = request.META.get("HTTP_X_API_KEY")
+        if plaintext is None:
+            return None
+        if request.META.get("HTTP_AUTHORIZATION", "").strip():
+            raise AmbiguousCredentials()
+        try:
+            key = api_key_verify(plaintext=plaintext.strip())
+        except CredentialRefused as exc:  # a 401: tell the caller which schemes we accept
+            exc.headers.setdefault("WWW-Authenticate", self.authenticate_header(request))
+            raise
+        if key.ip_whitelist and client_ip(request) not in key.ip_whitelist:
+            raise IpNotAllowed()
+        services.api_key_mark_used(key=key)
+        return key.user, key
+
+    def authenticate_header(self, request: Request) -> str:
+        """Both schemes the API accepts, the JWT one first (RFC 9110 lists challenges)."""
+        bearer = JWTAuthentication().authenticate_header(request)
+        return f'{bearer}, ApiKey realm="api", header="{API_KEY_HEADER}"'
+
+
+def request_api_key(request: Request) -> ApiKey | None:
+    """The key that authenticated this request, or None for a web session (JWT or site)."""
+    auth = getattr(request, "auth", None)
+    return auth if isinstance(auth, ApiKey) else None
+
+
+def request_livemode(request: Request) -> bool:
+    """False for a test key; True for a live key and for web sessions."""
+    key = request_api_key(request)
+    return key.livemode if key is not None else True
+
+
+def request_units_per_request(request: Request) -> int:
+    """Recharge units (Σ quantity) one request may order: the key's limit, else the live one."""
+    key = request_api_key(request)
+    return key.units_per_request if key is not None else settings.API_KEY_UNITS_PER_REQUEST_LIVE

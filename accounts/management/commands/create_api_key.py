@@ -1,0 +1,40 @@
+from django.core.management.base import BaseCommand, CommandError
+
+from accounts.selectors import user_by_email
+from accounts.services import api_key_create
+from reseller.errors import ValidationFailed
+
+
+class Command(BaseCommand):
+    help = (
+        "Create an API key for the account of a user and print only its plaintext "
+        "(decisions.md section 8). The plaintext is not stored: keep it now."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--email", required=True, help="The user the key acts as.")
+        parser.add_argument("--name", required=True, help="A name for the integration.")
+        parser.add_argument("--mode", required=True, choices=["live", "test"])
+        parser.add_argument(
+            "--ip",
+            action="append",
+            default=[],
+            metavar="ADDR",
+            help="An exact address allowed to use the key; repeat for more (none = any).",
+        )
+
+    def handle(self, *args, **opts):
+        user = user_by_email(email=opts["email"])
+        if user is None:
+            raise CommandError(f"no user with email {opts['email']}")
+        try:
+            _key, plaintext = api_key_create(
+                account=user.account,
+                user=user,
+                name=opts["name"],
+                mode=opts["mode"],
+                ip_whitelist=opts["ip"],
+            )
+        except ValidationFailed as exc:
+            raise CommandError("; ".join(f["message"] for f in exc.fields or [])) from exc
+        self.stdout.write(plaintext)

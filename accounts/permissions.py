@@ -1,0 +1,71 @@
+"""DRF permission classes for the access rules of decisions.md sections 2 and 3.
+
+Each also requires an authenticated caller: without credentials DRF answers 401
+``not_authenticated``. The refusals are 403 problems with the codes below (docs/access.md).
+"""
+
+from __future__ import annotations
+
+from rest_framework.permissions import BasePermission
+from rest_framework.request import Request
+
+from accounts.authentication import request_api_key
+from accounts.errors import (
+    ApiKeyRequiredError,
+    B2BNotEnabled,
+    TestKeyRequiredError,
+    WebSessionRequiredError,
+)
+from reseller.errors import PermissionDenied
+
+
+class _AuthenticatedRule(BasePermission):
+    """Returns False for anonymous callers (DRF turns that into 401) and else runs ``check``."""
+
+    def has_permission(self, request: Request, view) -> bool:
+        if not (request.user and request.user.is_authenticated):
+            return False
+        self.check(request)
+        return True
+
+    def check(self, request: Request) -> None:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+
+class WebSessionRequired(_AuthenticatedRule):
+    """Web-only endpoints (card checkout): a JWT or the site session; keys get 403
+    ``web_session_required``."""
+
+    def check(self, request: Request) -> None:
+        if request_api_key(request) is not None:
+            raise WebSessionRequiredError()
+
+
+class B2BApiKeyRequired(_AuthenticatedRule):
+    """The B2B API: a key (live or test) of a B2B account. Without a key 403
+    ``api_key_required``; a key of an account not tagged B2B 403 ``b2b_not_enabled``."""
+
+    def check(self, request: Request) -> None:
+        key = request_api_key(request)
+        if key is None:
+            raise ApiKeyRequiredError()
+        if not key.account.is_b2b:
+            raise B2BNotEnabled()
+
+
+class StaffRequired(_AuthenticatedRule):
+    """Back-office endpoints: a staff user by key, JWT or session; else 403
+    ``permission_denied``."""
+
+    def check(self, request: Request) -> None:
+        if not request.user.is_staff:
+            raise PermissionDenied()
+
+
+class TestKeyRequired(_AuthenticatedRule):
+    """The sandbox: a test key only; live keys and web sessions get 403 ``test_key_required``."""
+
+    def check(self, request: Request) -> None:
+        key = request_api_key(request)
+        if key is None or key.livemode:
+            raise TestKeyRequiredError()
