@@ -17,6 +17,7 @@ urlpatterns = [
     path("i18n/", include("django.conf.urls.i18n")),
     path("healthz", views.healthz, name="healthz"),
     path("accounts/", include("accounts.urls")),
+    path("catalog/", include("catalog.urls")),
     path("", views.home, name="home"),
 ]
 
