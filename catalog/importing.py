@@ -24,7 +24,6 @@ from rest_framework import serializers
 from catalog import services
 from catalog.models import Country, Operator, ProductType
 from catalog.services import Outcome
-from reseller.errors import flatten_validation_errors
 
 TRANSLATED = ("name", "description")
 LANGUAGES = ("es", "fr")
@@ -211,11 +210,17 @@ class _Lookups:
 
 
 def _messages(error: DjangoValidationError | serializers.ValidationError) -> str:
+    """One line naming the columns as they are in the file."""
     if isinstance(error, serializers.ValidationError):
-        items = flatten_validation_errors(error.detail)
-        return "; ".join(
-            f"{e['field']}: {e['message']}" if e["field"] else e["message"] for e in items
-        )
+        detail = error.detail
+        if isinstance(detail, dict):
+            return "; ".join(
+                f"{name}: {' '.join(str(m) for m in messages)}"
+                if name != "non_field_errors"
+                else " ".join(str(m) for m in messages)
+                for name, messages in detail.items()
+            )
+        return " ".join(str(m) for m in detail)
     if hasattr(error, "message_dict"):
         return "; ".join(
             f"{name}: {' '.join(messages)}" if name != "__all__" else " ".join(messages)

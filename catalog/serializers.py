@@ -124,8 +124,10 @@ class RecipientNumberField(serializers.CharField):
         kwargs.setdefault("max_length", 32)
         super().__init__(**kwargs)
 
-    def to_internal_value(self, data) -> PhoneNumber:
-        value = super().to_internal_value(data)
+    def run_validation(self, data=serializers.empty) -> PhoneNumber:
+        value = super().run_validation(data)  # the string checks: required, blank, length
+        if value in (None, ""):
+            return value
         try:
             return phone_parse(value)
         except PhoneNumberError as exc:
