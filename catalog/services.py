@@ -39,14 +39,22 @@ def _apply(obj: Any, values: dict[str, Any]) -> list[str]:
     return changed
 
 
+def _validate(obj: Any) -> None:
+    """Field validators and ``clean()``; the database enforces uniqueness, constraints and
+    foreign keys (the related objects were given as objects), so no query is spent on them.
+    """
+    relations = [f.name for f in obj._meta.concrete_fields if f.is_relation]
+    obj.full_clean(exclude=relations, validate_unique=False, validate_constraints=False)
+
+
 def _save(obj: Any, *, created: bool, changed: list[str]) -> Outcome:
     if created:
-        obj.full_clean()
+        _validate(obj)
         obj.save()
         return Outcome.CREATED
     if not changed:
         return Outcome.UNCHANGED
-    obj.full_clean()
+    _validate(obj)
     obj.save(update_fields=changed)
     return Outcome.UPDATED
 
