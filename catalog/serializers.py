@@ -95,7 +95,11 @@ class ProductOut(serializers.Serializer):
         promotion = selectors.product_promotion(product=product, at=at)
         if promotion is None:
             return None
-        return PromotionOut(promotion, context={**self.context, "at": at}).data
+        # Many products of a page share a promotion: render each one once per response.
+        rendered = self.context.setdefault("_promotions", {})
+        if promotion.pk not in rendered:
+            rendered[promotion.pk] = PromotionOut(promotion, context={"at": at}).data
+        return rendered[promotion.pk]
 
 
 class FxRateOut(serializers.Serializer):
