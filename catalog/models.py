@@ -1,1 +1,363 @@
-"""Models arrive with their issue."""
+"""Countries, operators, recharge products, promotions and FX rates.
+
+Money is ``NUMERIC(12,2)`` with its ISO 4217 currency beside it. Texts shown to people
+(names, promotion descriptions and terms) are English in their column and translated in
+``translations`` (see ``catalog.i18n``).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from decimal import Decimal
+
+from django.core.exceptions import ValidationError
+from django.core.validators import MinValueValidator, RegexValidator
+from django.db import models
+from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
+
+from catalog.i18n import Localized, clean_translations
+from catalog.ids import operator_public_id, product_public_id, promotion_public_id
+
+currency_validator = RegexValidator(r"^[A-Z]{3}$", _("Use an ISO 4217 code such as EUR."))
+country_code_validator = RegexValidator(r"^[A-Z]{2}$", _("Use an ISO 3166-1 alpha-2 code."))
+colour_validator = RegexValidator(r"^#[0-9a-fA-F]{6}$", _("Use a colour such as #0a7d5a."))
+prefix_validator = RegexValidator(r"^[0-9]{1,12}$")
+
+
+class TranslatableModel(models.Model):
+    """A model whose TRANSLATABLE_FIELDS have ``<field>_localized`` and JSON translations."""
+
+    TRANSLATABLE_FIELDS: tuple[str, ...] = ("name",)
+
+    translations = models.JSONField(
+        _("translations"),
+        default=dict,
+        blank=True,
+        help_text=_('Per language, e.g. {"es": {"name": "…"}, "fr": {"name": "…"}}.'),
+    )
+
+    class Meta:
+        abstract = True
+
+    def clean(self) -> None:
+        super().clean()
+        try:
+            self.translations = clean_translations(
+                self.translations, fields=self.TRANSLATABLE_FIELDS
+            )
+        except ValidationError as exc:
+            raise ValidationError({"translations": exc.messages}) from exc
+
+
+class Country(TranslatableModel):
+    code = models.CharField(
+        _("ISO code"),
+        max_length=2,
+        primary_key=True,
+        validators=[country_code_validator],
+        help_text=_("ISO 3166-1 alpha-2, e.g. MX."),
+    )
+    name = models.CharField(_("name"), max_length=100)
+    calling_code = models.CharField(
+        _("calling code"),
+        max_length=5,
+        validators=[RegexValidator(r"^\+[1-9][0-9]{0,3}$")],
+        help_text=_("With the plus sign, e.g. +52."),
+    )
+    currency = models.CharField(_("currency"), max_length=3, validators=[currency_validator])
+    active = models.BooleanField(_("active"), default=True)
+
+    name_localized = Localized("name")
+
+    class Meta:
+        verbose_name = _("country")
+        verbose_name_plural = _("countries")
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.code})"
+
+    @property
+    def flag(self) -> str:
+        """The flag emoji (two regional indicator symbols)."""
+        return "".join(chr(0x1F1E6 + ord(letter) - ord("A")) for letter in self.code.upper())
+
+
+class Operator(TranslatableModel):
+    public_id = models.CharField(_("id"), max_length=40, unique=True, editable=False)
+    country = models.ForeignKey(
+        Country, on_delete=models.PROTECT, related_name="operators", verbose_name=_("country")
+    )
+    slug = models.SlugField(_("slug"), max_length=50, help_text=_("Unique within the country."))
+    name = models.CharField(_("name"), max_length=100)
+    color = models.CharField(
+        _("brand colour"), max_length=7, default="#5f6b7a", validators=[colour_validator]
+    )
+    logo_url = models.URLField(_("logo URL"), blank=True)
+    carrier_names = models.JSONField(
+        _("carrier names"),
+        default=list,
+        blank=True,
+        help_text=_(
+            "Names the phonenumbers library gives this operator's ranges, e.g. "
+            '["Reliance Jio"]. Used to detect the operator of a number.'
+        ),
+    )
+    prefixes = models.JSONField(
+        _("number prefixes"),
+        default=list,
+        blank=True,
+        help_text=_(
+            "National number prefixes (digits after the country calling code) of this "
+            'operator, e.g. ["300", "301"]. They win over the carrier names.'
+        ),
+    )
+    active = models.BooleanField(_("active"), default=True)
+
+    name_localized = Localized("name")
+
+    class Meta:
+        verbose_name = _("operator")
+        verbose_name_plural = _("operators")
+        ordering = ["country_id", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["country", "slug"], name="operator_country_slug_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.country_id})"
+
+    def save(self, *args, **kwargs) -> None:
+        if not self.public_id:
+            self.public_id = operator_public_id(self.country_id, self.slug)
+        super().save(*args, **kwargs)
+
+    def clean(self) -> None:
+        super().clean()
+        errors = {}
+        if not isinstance(self.carrier_names, list) or not all(
+            isinstance(name, str) and name.strip() for name in self.carrier_names
+        ):
+            errors["carrier_names"] = _("A list of names.")
+        if not isinstance(self.prefixes, list) or not all(
+            isinstance(p, str) and prefix_validator.regex.match(p) for p in self.prefixes
+        ):
+            errors["prefixes"] = _("A list of digit strings.")
+        if errors:
+            raise ValidationError(errors)
+
+
+class ProductType(models.TextChoices):
+    AIRTIME = "airtime", _("Airtime")
+    DATA = "data", _("Data bundle")
+
+
+class Product(TranslatableModel):
+    TRANSLATABLE_FIELDS = ("name", "description")
+
+    public_id = models.CharField(_("id"), max_length=40, unique=True, editable=False)
+    sku = models.CharField(
+        _("SKU"),
+        max_length=64,
+        unique=True,
+        help_text=_("The provider's product code; the key of catalog imports."),
+    )
+    operator = models.ForeignKey(
+        Operator, on_delete=models.PROTECT, related_name="products", verbose_name=_("operator")
+    )
+    # Copied from the operator on save: the country filter and ordering stay on one table.
+    country = models.ForeignKey(
+        Country,
+        on_delete=models.PROTECT,
+        related_name="products",
+        editable=False,
+        verbose_name=_("country"),
+    )
+    name = models.CharField(_("name"), max_length=150)
+    description = models.CharField(_("description"), max_length=300, blank=True)
+    product_type = models.CharField(
+        _("type"), max_length=10, choices=ProductType.choices, default=ProductType.AIRTIME
+    )
+    local_amount = models.DecimalField(
+        _("face value"),
+        max_digits=12,
+        decimal_places=2,
+        validators=[MinValueValidator(Decimal("0.01"))],
+        help_text=_("What the recipient gets, in the local currency."),
+    )
+    local_currency = models.CharField(
+        _("local currency"), max_length=3, validators=[currency_validator]
+    )
+    retail_price = models.DecimalField(
+        _("price"),
+        max_digits=12,
+        decimal_places=2,
+        validators=[MinValueValidator(Decimal("0.01"))],
+    )
+    retail_currency = models.CharField(
+        _("price currency"), max_length=3, default="EUR", validators=[currency_validator]
+    )
+    validity_days = models.PositiveIntegerField(
+        _("validity (days)"), null=True, blank=True, help_text=_("Empty: does not expire.")
+    )
+    active = models.BooleanField(_("active"), default=True)
+    created_at = models.DateTimeField(_("created"), default=timezone.now, editable=False)
+    updated_at = models.DateTimeField(_("updated"), default=timezone.now, editable=False)
+
+    name_localized = Localized("name")
+    description_localized = Localized("description")
+
+    class Meta:
+        verbose_name = _("recharge product")
+        verbose_name_plural = _("recharge products")
+        ordering = ["country_id", "operator_id", "product_type", "local_amount", "id"]
+        indexes = [
+            # The catalog listing: active products of a country in catalog order.
+            models.Index(
+                fields=["country", "operator", "product_type", "local_amount", "id"],
+                condition=models.Q(active=True),
+                name="product_active_listing_idx",
+            ),
+            models.Index(fields=["retail_price"], name="product_retail_price_idx"),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(local_amount__gt=0), name="product_local_amount_positive"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(retail_price__gt=0), name="product_retail_price_positive"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(product_type__in=ProductType.values),
+                name="product_type_known",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.public_id})"
+
+    def save(self, *args, **kwargs) -> None:
+        if not self.public_id:
+            self.public_id = product_public_id(self.sku)
+        self.country_id = self.operator.country_id
+        update_fields = kwargs.get("update_fields")
+        if update_fields is not None and {"operator", "operator_id"} & set(update_fields):
+            kwargs["update_fields"] = {*update_fields, "country_id"}
+        super().save(*args, **kwargs)
+
+    @property
+    def validity(self) -> str | None:
+        """ISO 8601 duration (``P30D``), or None when the product does not expire."""
+        return f"P{self.validity_days}D" if self.validity_days else None
+
+
+class PromotionStatus(models.TextChoices):
+    SCHEDULED = "scheduled", _("Scheduled")
+    ACTIVE = "active", _("Active")
+    ENDED = "ended", _("Ended")
+
+
+class Promotion(TranslatableModel):
+    """An operator's promotion, on all its products or only on the ones listed.
+
+    It runs in the half-open window ``[starts_at, ends_at)``: scheduled before, active from
+    ``starts_at``, ended from ``ends_at``. The status is derived from the clock, never stored.
+    """
+
+    TRANSLATABLE_FIELDS = ("name", "description", "terms")
+
+    public_id = models.CharField(_("id"), max_length=40, unique=True, editable=False)
+    code = models.SlugField(
+        _("code"), max_length=80, unique=True, help_text=_("Internal unique name.")
+    )
+    operator = models.ForeignKey(
+        Operator, on_delete=models.PROTECT, related_name="promotions", verbose_name=_("operator")
+    )
+    products = models.ManyToManyField(
+        Product,
+        related_name="promotions",
+        blank=True,
+        verbose_name=_("products"),
+        help_text=_("Empty: every product of the operator."),
+    )
+    name = models.CharField(_("name"), max_length=150)
+    description = models.TextField(_("description"))
+    terms = models.TextField(_("terms"), blank=True)
+    starts_at = models.DateTimeField(_("starts at"))
+    ends_at = models.DateTimeField(_("ends at"))
+
+    name_localized = Localized("name")
+    description_localized = Localized("description")
+    terms_localized = Localized("terms")
+
+    class Meta:
+        verbose_name = _("promotion")
+        verbose_name_plural = _("promotions")
+        ordering = ["starts_at", "id"]
+        indexes = [models.Index(fields=["operator", "ends_at"], name="promotion_operator_end_idx")]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(ends_at__gt=models.F("starts_at")),
+                name="promotion_ends_after_start",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def save(self, *args, **kwargs) -> None:
+        if not self.public_id:
+            self.public_id = promotion_public_id(self.code)
+        super().save(*args, **kwargs)
+
+    def clean(self) -> None:
+        super().clean()
+        if self.starts_at and self.ends_at and self.ends_at <= self.starts_at:
+            raise ValidationError({"ends_at": _("The end must be after the start.")})
+
+    def status_at(self, at: datetime | None = None) -> str:
+        at = at or timezone.now()
+        if at < self.starts_at:
+            return PromotionStatus.SCHEDULED
+        if at < self.ends_at:
+            return PromotionStatus.ACTIVE
+        return PromotionStatus.ENDED
+
+    @property
+    def status(self) -> str:
+        return self.status_at()
+
+
+class FxRate(models.Model):
+    """1 ``base_currency`` = ``rate`` ``quote_currency``, as set at ``set_at``."""
+
+    base_currency = models.CharField(
+        _("from"), max_length=3, validators=[currency_validator], default="EUR"
+    )
+    quote_currency = models.CharField(_("to"), max_length=3, validators=[currency_validator])
+    rate = models.DecimalField(
+        _("rate"),
+        max_digits=18,
+        decimal_places=8,
+        validators=[MinValueValidator(Decimal("0.00000001"))],
+    )
+    set_at = models.DateTimeField(_("set at"), default=timezone.now)
+
+    class Meta:
+        verbose_name = _("FX rate")
+        verbose_name_plural = _("FX rates")
+        ordering = ["base_currency", "quote_currency"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["base_currency", "quote_currency"], name="fxrate_pair_unique"
+            ),
+            models.CheckConstraint(condition=models.Q(rate__gt=0), name="fxrate_rate_positive"),
+            models.CheckConstraint(
+                condition=~models.Q(base_currency=models.F("quote_currency")),
+                name="fxrate_distinct_currencies",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"1 {self.base_currency} = {self.rate} {self.quote_currency}"

@@ -6,6 +6,7 @@ from reseller import views
 
 api_v1 = [
     path("", include("accounts.urls_api")),
+    path("", include("catalog.urls_api")),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
 ]
@@ -16,6 +17,7 @@ urlpatterns = [
     path("i18n/", include("django.conf.urls.i18n")),
     path("healthz", views.healthz, name="healthz"),
     path("accounts/", include("accounts.urls")),
+    path("catalog/", include("catalog.urls")),
     path("", views.home, name="home"),
 ]
 

@@ -1,0 +1,227 @@
+"""The demo data of ``manage.py seed_demo`` (decisions.md section 8) and the code that loads it.
+
+Real countries and their real operators, face values as sold by top-up providers, prices in
+EUR computed from approximate exchange rates with a margin, two promotions (one active, one
+scheduled inside the waitlist horizon, one ended), FX rates, a staff user and a B2B reseller.
+
+Repeatable: every row is upserted by its natural key, so a second run changes nothing. The
+promotions' windows are relative to the first run; a later run moves a window only when the
+promotion no longer shows what it is there to show (e.g. the active one has ended).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from decimal import Decimal
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from accounts.models import User
+from accounts.services import user_create
+from catalog import services
+from catalog.demo_data import (
+    COUNTRIES,
+    FX_RATES,
+    MARGIN,
+    MINIMUM_PRICE,
+    OPERATORS,
+    PRICING_RATES,
+    PROMOTIONS,
+    RESELLER_ACCOUNT,
+    RESELLER_EMAIL,
+    RESELLER_PASSWORD,
+    STAFF_EMAIL,
+    STAFF_PASSWORD,
+    DemoOperator,
+)
+from catalog.models import Country, Operator, Product, Promotion, PromotionStatus
+from catalog.money import money_round
+
+__all__ = ["RESELLER_EMAIL", "RESELLER_PASSWORD", "STAFF_EMAIL", "STAFF_PASSWORD", "seed_demo"]
+
+
+def demo_price(*, face_value: Decimal, currency: str) -> Decimal:
+    """EUR retail price of a face value: converted, plus the margin, never below 0.50."""
+    price = money_round(face_value / PRICING_RATES[currency] * MARGIN)
+    return max(price, MINIMUM_PRICE)
+
+
+def _format_amount(value: int) -> str:
+    return f"{value:,}"
+
+
+def demo_products(operator: DemoOperator) -> list[dict]:
+    """The product rows of an operator, keyed by SKU (``DEMO-MX-TELCEL-AIR-100``)."""
+    currency = operator.currency or next(c[5] for c in COUNTRIES if c[0] == operator.country)
+    base = f"DEMO-{operator.country}-{operator.slug.upper()}"
+    rows = []
+    for value in operator.airtime:
+        amount = _format_amount(value)
+        rows.append(
+            {
+                "sku": f"{base}-AIR-{value}",
+                "name": f"{operator.name} {amount} {currency}",
+                "product_type": "airtime",
+                "local_amount": Decimal(value),
+                "local_currency": currency,
+                "description": f"{amount} {currency} of airtime",
+                "validity_days": None,
+                "translations": {
+                    "es": {"description": f"{amount} {currency} de saldo"},
+                    "fr": {"description": f"{amount} {currency} de crédit"},
+                },
+            }
+        )
+    for value, allowance, days in operator.data:
+        rows.append(
+            {
+                "sku": f"{base}-DATA-{value}",
+                "name": f"{operator.name} {allowance} data, {days} days",
+                "product_type": "data",
+                "local_amount": Decimal(value),
+                "local_currency": currency,
+                "description": f"{allowance} of mobile data for {days} days",
+                "validity_days": days,
+                "translations": {
+                    "es": {
+                        "name": f"{operator.name} {allowance} de datos, {days} días",
+                        "description": f"{allowance} de datos móviles durante {days} días",
+                    },
+                    "fr": {
+                        "name": f"{operator.name} {allowance} de données, {days} jours",
+                        "description": f"{allowance} de données mobiles pendant {days} jours",
+                    },
+                },
+            }
+        )
+    for row in rows:
+        row["retail_price"] = demo_price(face_value=row["local_amount"], currency=currency)
+    return rows
+
+
+def promotion_window(kind: str, now: datetime) -> tuple[datetime, datetime]:
+    """The window of a demo promotion as of ``now`` (the scheduled one starts in 24 h)."""
+    if kind == "active":
+        return now - timedelta(days=2), now + timedelta(days=12)
+    if kind == "scheduled":
+        start = now + timedelta(hours=min(24, max(1, settings.WAITLIST_HORIZON_HOURS // 2)))
+        return start, start + timedelta(days=3)
+    return now - timedelta(days=60), now - timedelta(days=30)
+
+
+def _window_still_shows(promotion: Promotion, kind: str, now: datetime) -> bool:
+    status = promotion.status_at(now)
+    if kind == "scheduled":
+        horizon = timedelta(hours=settings.WAITLIST_HORIZON_HOURS)
+        return status == PromotionStatus.SCHEDULED and promotion.starts_at - now <= horizon
+    return status == kind
+
+
+@dataclass
+class SeedReport:
+    counts: dict[str, Counter] = field(default_factory=dict)
+    users: list[tuple[str, str, str, bool]] = field(default_factory=list)  # role, email, pw, new
+
+    def add(self, kind: str, outcome: str) -> None:
+        self.counts.setdefault(kind, Counter())[outcome] += 1
+
+    @property
+    def changed(self) -> bool:
+        return any(
+            c[services.Outcome.CREATED] or c[services.Outcome.UPDATED] for c in self.counts.values()
+        ) or any(new for *_rest, new in self.users)
+
+
+@transaction.atomic
+def seed_demo(*, now: datetime | None = None) -> SeedReport:
+    now = now or timezone.now()
+    report = SeedReport()
+    countries: dict[str, Country] = {}
+    for code, name, name_es, name_fr, calling, currency in COUNTRIES:
+        country, outcome = services.country_upsert(
+            code=code,
+            name=name,
+            calling_code=calling,
+            currency=currency,
+            translations={"es": {"name": name_es}, "fr": {"name": name_fr}},
+        )
+        countries[code] = country
+        report.add("countries", outcome)
+    operators: dict[tuple[str, str], Operator] = {}
+    products: dict[str, Product] = {}
+    for demo in OPERATORS:
+        operator, outcome = services.operator_upsert(
+            country=countries[demo.country],
+            slug=demo.slug,
+            name=demo.name,
+            color=demo.color,
+            carrier_names=demo.carrier_names,
+            prefixes=demo.prefixes,
+        )
+        operators[(demo.country, demo.slug)] = operator
+        report.add("operators", outcome)
+        for row in demo_products(demo):
+            product, outcome = services.product_upsert(operator=operator, **row)
+            products[product.sku] = product
+            report.add("products", outcome)
+    for demo in PROMOTIONS:
+        existing = Promotion.objects.filter(code=demo.code).first()
+        if existing is not None and _window_still_shows(existing, demo.kind, now):
+            starts_at, ends_at = existing.starts_at, existing.ends_at
+        else:
+            starts_at, ends_at = promotion_window(demo.kind, now)
+        _promotion, outcome = services.promotion_upsert(
+            code=demo.code,
+            operator=operators[(demo.country, demo.operator)],
+            products=[products[sku] for sku in demo.skus],
+            name=demo.name,
+            description=demo.description,
+            terms=demo.terms,
+            starts_at=starts_at,
+            ends_at=ends_at,
+            translations=demo.translations,
+        )
+        report.add("promotions", outcome)
+    for quote, rate in FX_RATES.items():
+        _fx, outcome = services.fx_rate_set(base_currency="EUR", quote_currency=quote, rate=rate)
+        report.add("fx rates", outcome)
+    report.users.append(
+        (
+            "staff (back office)",
+            STAFF_EMAIL,
+            STAFF_PASSWORD,
+            _ensure_user(
+                email=STAFF_EMAIL,
+                password=STAFF_PASSWORD,
+                account_name="Reseller staff",
+                is_staff=True,
+                is_superuser=True,
+            ),
+        )
+    )
+    report.users.append(
+        (
+            "B2B reseller",
+            RESELLER_EMAIL,
+            RESELLER_PASSWORD,
+            _ensure_user(
+                email=RESELLER_EMAIL,
+                password=RESELLER_PASSWORD,
+                account_name=RESELLER_ACCOUNT,
+                is_b2b=True,
+            ),
+        )
+    )
+    return report
+
+
+def _ensure_user(*, email: str, password: str, account_name: str, **flags: bool) -> bool:
+    """Create the demo user unless it exists (an existing one is left as it is)."""
+    if User.objects.filter(email__iexact=email).exists():
+        return False
+    user_create(email=email, password=password, account_name=account_name, **flags)
+    return True

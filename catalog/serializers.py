@@ -1,0 +1,167 @@
+"""Output shapes of the catalog (decisions.md section 10) and input fields for other apps.
+
+Field names are snake_case here and camelCase on the wire. Texts are in the request's
+language (Accept-Language). Money is a decimal string beside its currency.
+
+``ProductIdField`` and ``RecipientNumberField`` are for the orders app's input serializers:
+they turn a ``productId`` into a ``Product`` and a ``recipientNumber`` into a ``PhoneNumber``,
+with field errors (``unknown_product``, ``invalid_phone_number``) at the right path.
+"""
+
+from __future__ import annotations
+
+from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from catalog import selectors
+from catalog.errors import PhoneNumberError, ProductNotFound
+from catalog.models import Product, ProductType, PromotionStatus
+from catalog.phone import PhoneNumber, phone_parse
+
+
+class CountryOut(serializers.Serializer):
+    code = serializers.CharField(help_text="ISO 3166-1 alpha-2, e.g. `MX`.")
+    name = serializers.CharField(source="name_localized")
+    calling_code = serializers.CharField(help_text="With the plus sign, e.g. `+52`.")
+    currency = serializers.CharField(help_text="ISO 4217 code of the local currency.")
+    flag = serializers.CharField(help_text="The flag emoji.")
+
+
+class OperatorRef(serializers.Serializer):
+    id = serializers.CharField(source="public_id")
+    name = serializers.CharField(source="name_localized")
+
+
+class OperatorOut(serializers.Serializer):
+    id = serializers.CharField(source="public_id", help_text="Opaque id, `opr_…`.")
+    name = serializers.CharField(source="name_localized")
+    country = serializers.CharField(source="country_id")
+    color = serializers.CharField(help_text="Brand colour, `#rrggbb`.")
+    logo_url = serializers.SerializerMethodField()
+    detected = serializers.SerializerMethodField()
+
+    @extend_schema_field(OpenApiTypes.URI)
+    def get_logo_url(self, operator) -> str | None:
+        return operator.logo_url or None
+
+    def get_detected(self, operator) -> bool:
+        """True when the request's `phone` belongs to this operator."""
+        return bool(getattr(operator, "detected", False))
+
+
+class PromotionOut(serializers.Serializer):
+    id = serializers.CharField(source="public_id", help_text="Opaque id, `prm_…`.")
+    name = serializers.CharField(source="name_localized")
+    description = serializers.CharField(source="description_localized")
+    terms = serializers.CharField(source="terms_localized", allow_blank=True)
+    starts_at = serializers.DateTimeField()
+    ends_at = serializers.DateTimeField()
+    status = serializers.SerializerMethodField()
+
+    @extend_schema_field(
+        serializers.ChoiceField(choices=[PromotionStatus.ACTIVE, PromotionStatus.SCHEDULED])
+    )
+    def get_status(self, promotion) -> str:
+        return promotion.status_at(self.context.get("at"))
+
+
+class ProductOut(serializers.Serializer):
+    id = serializers.CharField(source="public_id", help_text="Opaque id, `prd_…`.")
+    name = serializers.CharField(source="name_localized")
+    description = serializers.CharField(source="description_localized", allow_blank=True)
+    type = serializers.ChoiceField(source="product_type", choices=ProductType.choices)
+    operator = OperatorRef()
+    country = serializers.CharField(source="country_id")
+    local_amount = serializers.DecimalField(
+        max_digits=12, decimal_places=2, help_text="Face value the recipient gets."
+    )
+    local_currency = serializers.CharField()
+    price = serializers.DecimalField(
+        source="retail_price", max_digits=12, decimal_places=2, help_text="Retail price."
+    )
+    currency = serializers.CharField(source="retail_currency")
+    validity = serializers.CharField(
+        allow_null=True, help_text="ISO 8601 duration such as `P30D`; null: no expiry."
+    )
+    validity_days = serializers.IntegerField(allow_null=True)
+    promotion = serializers.SerializerMethodField()
+
+    @extend_schema_field(PromotionOut(allow_null=True))
+    def get_promotion(self, product):
+        at = self.context.get("at") or timezone.now()
+        promotion = selectors.product_promotion(product=product, at=at)
+        if promotion is None:
+            return None
+        # Many products of a page share a promotion: render each one once per response.
+        rendered = self.context.setdefault("_promotions", {})
+        if promotion.pk not in rendered:
+            rendered[promotion.pk] = PromotionOut(promotion, context={"at": at}).data
+        return rendered[promotion.pk]
+
+
+class FxRateOut(serializers.Serializer):
+    base_currency = serializers.CharField()
+    quote_currency = serializers.CharField()
+    rate = serializers.DecimalField(max_digits=18, decimal_places=8)
+    set_at = serializers.DateTimeField()
+
+
+# --- input fields for other apps -----------------------------------------------------------
+
+
+@extend_schema_field(
+    {"type": "string", "example": "+5215512345678", "description": "International format."}
+)
+class RecipientNumberField(serializers.CharField):
+    """A mobile number in international format; validated value: a ``PhoneNumber``.
+
+    Errors carry the code ``invalid_phone_number``. The country check against a product
+    belongs to the line's ``validate()``: call ``catalog.phone.phone_check_country`` and
+    turn ``PhoneNumberError`` into ``{"recipient_number": [ErrorDetail(..., code)]}``
+    with ``as_field_error``.
+    """
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("max_length", 32)
+        super().__init__(**kwargs)
+
+    def run_validation(self, data=serializers.empty) -> PhoneNumber:
+        value = super().run_validation(data)  # the string checks: required, blank, length
+        if value in (None, ""):
+            return value
+        try:
+            return phone_parse(value)
+        except PhoneNumberError as exc:
+            raise as_field_error(exc) from exc
+
+    def to_representation(self, value) -> str:
+        return str(value)
+
+
+def as_field_error(exc: PhoneNumberError) -> serializers.ValidationError:
+    """A ``PhoneNumberError`` as a DRF field error, code kept."""
+    return serializers.ValidationError(exc.message, code=exc.field_code)
+
+
+@extend_schema_field({"type": "string", "example": "prd_3kTMd2Yx8pQa1bWc9ZrE"})
+class ProductIdField(serializers.Field):
+    """An active product's public id; validated value: the ``Product`` (promotions loaded)."""
+
+    default_error_messages = {
+        "unknown_product": _("No active recharge product has this id."),
+        "invalid": _("A product id is a string."),
+    }
+
+    def to_internal_value(self, data) -> Product:
+        if not isinstance(data, str) or not data or len(data) > 40:
+            self.fail("invalid")
+        try:
+            return selectors.product_get(product_id=data)
+        except ProductNotFound:
+            self.fail("unknown_product")
+
+    def to_representation(self, value) -> str:
+        return value.public_id if isinstance(value, Product) else str(value)

@@ -1,0 +1,250 @@
+"""Writes of the catalog. seed_demo, import_catalog and the admin call these.
+
+Every upsert is keyed by a natural key (country code, country + slug, SKU, promotion code,
+currency pair), writes only when something differs, and says what it did, so running the
+same input twice changes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from decimal import Decimal
+from enum import StrEnum
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from catalog.i18n import clean_translations
+from catalog.ids import operator_public_id, product_public_id, promotion_public_id
+from catalog.models import Country, FxRate, Operator, Product, ProductType, Promotion
+from catalog.money import money_round, rate_round
+
+
+class Outcome(StrEnum):
+    CREATED = "created"
+    UPDATED = "updated"
+    UNCHANGED = "unchanged"
+
+
+def _apply(obj: Any, values: dict[str, Any]) -> list[str]:
+    """Set the values that differ; return the names of the fields changed."""
+    changed = []
+    for name, value in values.items():
+        if getattr(obj, name) != value:
+            setattr(obj, name, value)
+            changed.append(name)
+    return changed
+
+
+def _validate(obj: Any) -> None:
+    """Field validators and ``clean()``; the database enforces uniqueness, constraints and
+    foreign keys (the related objects were given as objects), so no query is spent on them.
+    """
+    relations = [f.name for f in obj._meta.concrete_fields if f.is_relation]
+    obj.full_clean(exclude=relations, validate_unique=False, validate_constraints=False)
+
+
+def _save(obj: Any, *, created: bool, changed: list[str]) -> Outcome:
+    if created:
+        _validate(obj)
+        obj.save()
+        return Outcome.CREATED
+    if not changed:
+        return Outcome.UNCHANGED
+    _validate(obj)
+    obj.save(update_fields=changed)
+    return Outcome.UPDATED
+
+
+@transaction.atomic
+def country_upsert(
+    *,
+    code: str,
+    name: str,
+    calling_code: str,
+    currency: str,
+    active: bool = True,
+    translations: dict | None = None,
+) -> tuple[Country, Outcome]:
+    code = code.strip().upper()
+    values = {
+        "name": name.strip(),
+        "calling_code": calling_code.strip(),
+        "currency": currency.strip().upper(),
+        "active": active,
+        "translations": clean_translations(translations, fields=Country.TRANSLATABLE_FIELDS),
+    }
+    country = Country.objects.select_for_update().filter(code=code).first()
+    created = country is None
+    if created:
+        country = Country(code=code, **values)
+        return country, _save(country, created=True, changed=[])
+    return country, _save(country, created=False, changed=_apply(country, values))
+
+
+@transaction.atomic
+def operator_upsert(
+    *,
+    country: Country,
+    slug: str,
+    name: str,
+    color: str = "#5f6b7a",
+    logo_url: str = "",
+    carrier_names: Iterable[str] = (),
+    prefixes: Iterable[str] = (),
+    active: bool = True,
+    translations: dict | None = None,
+) -> tuple[Operator, Outcome]:
+    """Create or update the operator ``slug`` of ``country`` (its country never changes)."""
+    values = {
+        "name": name.strip(),
+        "color": color,
+        "logo_url": logo_url,
+        "carrier_names": list(carrier_names),
+        "prefixes": list(prefixes),
+        "active": active,
+        "translations": clean_translations(translations, fields=Operator.TRANSLATABLE_FIELDS),
+    }
+    operator = Operator.objects.select_for_update().filter(country=country, slug=slug).first()
+    if operator is None:
+        operator = Operator(
+            country=country,
+            slug=slug,
+            public_id=operator_public_id(country.code, slug),
+            **values,
+        )
+        return operator, _save(operator, created=True, changed=[])
+    return operator, _save(operator, created=False, changed=_apply(operator, values))
+
+
+@transaction.atomic
+def product_upsert(
+    *,
+    sku: str,
+    operator: Operator,
+    name: str,
+    local_amount: Decimal,
+    local_currency: str,
+    retail_price: Decimal,
+    retail_currency: str = "EUR",
+    product_type: str = ProductType.AIRTIME,
+    description: str = "",
+    validity_days: int | None = None,
+    active: bool = True,
+    translations: dict | None = None,
+) -> tuple[Product, Outcome]:
+    """Create or update the product with this SKU; its public id derives from the SKU.
+
+    Raises ``django.core.exceptions.ValidationError`` for invalid values.
+    """
+    values = {
+        "operator_id": operator.pk,
+        "name": name.strip(),
+        "description": description.strip(),
+        "product_type": product_type,
+        "local_amount": money_round(local_amount),
+        "local_currency": local_currency.strip().upper(),
+        "retail_price": money_round(retail_price),
+        "retail_currency": retail_currency.strip().upper(),
+        "validity_days": validity_days,
+        "active": active,
+        "translations": clean_translations(translations, fields=Product.TRANSLATABLE_FIELDS),
+    }
+    sku = sku.strip()
+    product = Product.objects.select_for_update().filter(sku=sku).first()
+    if product is None:
+        product = Product(sku=sku, public_id=product_public_id(sku), **values)
+        product.operator = operator
+        product.country_id = operator.country_id
+        return product, _save(product, created=True, changed=[])
+    changed = _apply(product, values)
+    if changed:
+        product.updated_at = timezone.now()
+        changed.append("updated_at")
+        if "operator_id" in changed:
+            product.operator = operator
+            product.country_id = operator.country_id
+            changed.append("country_id")
+    return product, _save(product, created=False, changed=changed)
+
+
+@transaction.atomic
+def product_set_active(*, products: Iterable[Product], active: bool) -> int:
+    """Activate or deactivate products (admin action); returns how many changed."""
+    ids = [p.pk for p in products]
+    return (
+        Product.objects.filter(pk__in=ids)
+        .exclude(active=active)
+        .update(active=active, updated_at=timezone.now())
+    )
+
+
+@transaction.atomic
+def promotion_upsert(
+    *,
+    code: str,
+    operator: Operator,
+    name: str,
+    description: str,
+    starts_at: datetime,
+    ends_at: datetime,
+    terms: str = "",
+    products: Iterable[Product] = (),
+    translations: dict | None = None,
+) -> tuple[Promotion, Outcome]:
+    """Create or update a promotion; ``products`` empty means every product of the operator.
+
+    Raises ``ValidationError`` when a listed product belongs to another operator or the
+    window is empty.
+    """
+    products = list(products)
+    strangers = [p.public_id for p in products if p.operator_id != operator.pk]
+    if strangers:
+        raise ValidationError(
+            {"products": f"Products of another operator: {', '.join(sorted(strangers))}."}
+        )
+    values = {
+        "operator_id": operator.pk,
+        "name": name.strip(),
+        "description": description.strip(),
+        "terms": terms.strip(),
+        "starts_at": starts_at,
+        "ends_at": ends_at,
+        "translations": clean_translations(translations, fields=Promotion.TRANSLATABLE_FIELDS),
+    }
+    promotion = Promotion.objects.select_for_update().filter(code=code).first()
+    created = promotion is None
+    if created:
+        promotion = Promotion(code=code, public_id=promotion_public_id(code), **values)
+        outcome = _save(promotion, created=True, changed=[])
+    else:
+        outcome = _save(promotion, created=False, changed=_apply(promotion, values))
+    wanted = {p.pk for p in products}
+    current = set(promotion.products.values_list("pk", flat=True)) if not created else set()
+    if wanted != current:
+        promotion.products.set(wanted)
+        if outcome == Outcome.UNCHANGED:
+            outcome = Outcome.UPDATED
+    return promotion, outcome
+
+
+@transaction.atomic
+def fx_rate_set(
+    *, base_currency: str, quote_currency: str, rate: Decimal, at: datetime | None = None
+) -> tuple[FxRate, Outcome]:
+    """Set 1 base = ``rate`` quote; the time changes only when the rate does."""
+    base, quote = base_currency.strip().upper(), quote_currency.strip().upper()
+    rate = rate_round(rate)
+    fx = FxRate.objects.select_for_update().filter(base_currency=base, quote_currency=quote).first()
+    if fx is None:
+        fx = FxRate(
+            base_currency=base, quote_currency=quote, rate=rate, set_at=at or timezone.now()
+        )
+        return fx, _save(fx, created=True, changed=[])
+    if fx.rate == rate:
+        return fx, Outcome.UNCHANGED
+    fx.rate, fx.set_at = rate, at or timezone.now()
+    return fx, _save(fx, created=False, changed=["rate", "set_at"])
