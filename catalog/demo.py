@@ -39,14 +39,14 @@ from catalog.demo_data import (
     DemoOperator,
 )
 from catalog.models import Country, Operator, Product, Promotion, PromotionStatus
-from catalog.money import money_round
+from reseller.money import quantize
 
 __all__ = ["RESELLER_EMAIL", "RESELLER_PASSWORD", "STAFF_EMAIL", "STAFF_PASSWORD", "seed_demo"]
 
 
 def demo_price(*, face_value: Decimal, currency: str) -> Decimal:
     """EUR retail price of a face value: converted, plus the margin, never below 0.50."""
-    price = money_round(face_value / PRICING_RATES[currency] * MARGIN)
+    price = quantize(face_value / PRICING_RATES[currency] * MARGIN)
     return max(price, MINIMUM_PRICE)
 
 

@@ -31,7 +31,7 @@ from catalog.models import (
     Promotion,
     PromotionStatus,
 )
-from catalog.money import money_round, rate_round
+from reseller.money import quantize, rate_round
 
 # --- countries and operators ---------------------------------------------------------------
 
@@ -287,7 +287,7 @@ def fx_rate(*, from_currency: str, to_currency: str) -> FxQuote:
 def fx_convert(*, amount: Decimal, from_currency: str, to_currency: str) -> tuple[Decimal, FxQuote]:
     """Convert an amount, rounded to cents half up; returns the amount and the rate used."""
     quote = fx_rate(from_currency=from_currency, to_currency=to_currency)
-    return money_round(Decimal(amount) * quote.rate), quote
+    return quantize(Decimal(amount) * quote.rate), quote
 
 
 def fx_rate_list() -> QuerySet[FxRate]:

@@ -20,7 +20,7 @@ from django.utils import timezone
 from catalog.i18n import clean_translations
 from catalog.ids import operator_public_id, product_public_id, promotion_public_id
 from catalog.models import Country, FxRate, Operator, Product, ProductType, Promotion
-from catalog.money import money_round, rate_round
+from reseller.money import quantize, rate_round
 
 
 class Outcome(StrEnum):
@@ -145,9 +145,9 @@ def product_upsert(
         "name": name.strip(),
         "description": description.strip(),
         "product_type": product_type,
-        "local_amount": money_round(local_amount),
+        "local_amount": quantize(local_amount),
         "local_currency": local_currency.strip().upper(),
-        "retail_price": money_round(retail_price),
+        "retail_price": quantize(retail_price),
         "retail_currency": retail_currency.strip().upper(),
         "validity_days": validity_days,
         "active": active,

@@ -1,1 +1,271 @@
-"""Models arrive with their issue."""
+"""Carts, orders, payments and recharges. (Order models arrive with the catalog.)"""
+
+from __future__ import annotations
+
+import uuid
+
+from django.db import models
+from django.utils import timezone
+
+
+class IdempotencyRecord(models.Model):
+    """One Idempotency-Key of one account in one mode, kept 24 hours (decisions.md section 5).
+
+    The unique constraint, not a read, decides which request runs: the first INSERT wins, the
+    others find its row. ``token`` fences the owner: the result is stored only by the request
+    holding the current token, in the same transaction as the order it created.
+    """
+
+    class State(models.TextChoices):
+        IN_PROGRESS = "in_progress"
+        DONE = "done"
+
+    account = models.ForeignKey("accounts.Account", on_delete=models.CASCADE, related_name="+")
+    livemode = models.BooleanField()
+    key = models.CharField(max_length=255)
+    fingerprint = models.CharField(max_length=64, help_text="SHA-256 of method, path and body")
+    token = models.UUIDField(default=uuid.uuid4)
+    state = models.CharField(max_length=12, choices=State.choices, default=State.IN_PROGRESS)
+    response_status = models.PositiveSmallIntegerField(null=True, blank=True)
+    response_body = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    claimed_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["account", "livemode", "key"], name="one_idempotency_key_per_scope"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.key} ({self.state})"
+
+
+MONEY = {"max_digits": 12, "decimal_places": 2}
+
+
+def _id(prefix: str):
+    from reseller.ids import make_id
+
+    return make_id(prefix)
+
+
+def new_cart_item_id() -> str:
+    return _id("itm")
+
+
+def new_order_id() -> str:
+    return _id("ord")
+
+
+def new_payment_id() -> str:
+    return _id("pay")
+
+
+def new_recharge_id() -> str:
+    return _id("rch")
+
+
+class Cart(models.Model):
+    """A caller-labelled cart (``sessionId``) of one account in one mode."""
+
+    account = models.ForeignKey("accounts.Account", on_delete=models.CASCADE, related_name="carts")
+    livemode = models.BooleanField(default=True)
+    session_id = models.CharField(max_length=100)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["account", "livemode", "session_id"], name="one_cart_per_session"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"cart {self.session_id} of {self.account}"
+
+
+class CartItem(models.Model):
+    public_id = models.CharField(max_length=40, unique=True, default=new_cart_item_id)
+    cart = models.ForeignKey(Cart, on_delete=models.CASCADE, related_name="items")
+    product = models.ForeignKey("catalog.Product", on_delete=models.PROTECT, related_name="+")
+    recipient_number = models.CharField(max_length=20)
+    quantity = models.PositiveSmallIntegerField()
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(quantity__gte=1) & models.Q(quantity__lte=20),
+                name="cart_item_quantity_1_20",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return self.public_id
+
+
+class Order(models.Model):
+    class Channel(models.TextChoices):
+        WALLET = "wallet", "Wallet checkout"
+        B2B = "b2b", "B2B API"
+        CARD = "card", "Card checkout"
+
+    public_id = models.CharField(max_length=40, unique=True, default=new_order_id)
+    account = models.ForeignKey("accounts.Account", on_delete=models.PROTECT, related_name="orders")
+    livemode = models.BooleanField(default=True)
+    channel = models.CharField(max_length=8, choices=Channel.choices)
+    total = models.DecimalField(**MONEY)
+    currency = models.CharField(max_length=3)
+    created_by = models.ForeignKey(
+        "accounts.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    api_key = models.ForeignKey(
+        "accounts.ApiKey", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now, editable=False, db_index=True)
+
+    def __str__(self) -> str:
+        return self.public_id
+
+
+class OrderLine(models.Model):
+    order = models.ForeignKey(Order, on_delete=models.CASCADE, related_name="lines")
+    product = models.ForeignKey("catalog.Product", on_delete=models.PROTECT, related_name="+")
+    recipient_number = models.CharField(max_length=20)
+    quantity = models.PositiveSmallIntegerField()
+    unit_price = models.DecimalField(**MONEY)
+    line_total = models.DecimalField(**MONEY)
+    promotion_name = models.CharField(max_length=200, blank=True)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return f"{self.quantity} x {self.product_id} to {self.recipient_number}"
+
+
+class Payment(models.Model):
+    class Method(models.TextChoices):
+        WALLET = "wallet", "Wallet"
+        CARD = "card", "Card"
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        CAPTURED = "captured", "Captured"
+        FAILED = "failed", "Failed"
+        REFUNDED = "refunded", "Refunded"
+        PARTIALLY_REFUNDED = "partially_refunded", "Partially refunded"
+
+    public_id = models.CharField(max_length=40, unique=True, default=new_payment_id)
+    order = models.OneToOneField(Order, on_delete=models.PROTECT, related_name="payment")
+    account = models.ForeignKey(
+        "accounts.Account", on_delete=models.PROTECT, related_name="payments"
+    )
+    livemode = models.BooleanField(default=True)
+    method = models.CharField(max_length=8, choices=Method.choices)
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.PENDING)
+    amount = models.DecimalField(**MONEY)
+    refunded_amount = models.DecimalField(**MONEY, default=0)
+    currency = models.CharField(max_length=3)
+    wallet = models.ForeignKey(
+        "wallet.Wallet", null=True, blank=True, on_delete=models.PROTECT, related_name="payments"
+    )
+    # Card payments: the processor's objects and when the priced order stops being valid.
+    setup_intent_id = models.CharField(max_length=128, blank=True)
+    payment_intent_id = models.CharField(max_length=128, blank=True, db_index=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    failure_code = models.CharField(max_length=64, blank=True)
+    captured_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, editable=False, db_index=True)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(amount__gt=0), name="payment_amount_positive"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(refunded_amount__gte=0)
+                & models.Q(refunded_amount__lte=models.F("amount")),
+                name="payment_refund_within_amount",
+            ),
+        ]
+        indexes = [models.Index(fields=["account", "livemode", "-id"], name="payment_history")]
+
+    def __str__(self) -> str:
+        return self.public_id
+
+
+class Recharge(models.Model):
+    """One top-up of one product to one number: one row per unit of quantity."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        WAITLISTED = "waitlisted", "Waitlisted"
+        DISPATCHED = "dispatched", "Dispatched"
+        DELIVERED = "delivered", "Delivered"
+        FAILED = "failed", "Failed"
+
+    public_id = models.CharField(max_length=40, unique=True, default=new_recharge_id)
+    order = models.ForeignKey(Order, on_delete=models.PROTECT, related_name="recharges")
+    payment = models.ForeignKey(Payment, on_delete=models.PROTECT, related_name="recharges")
+    account = models.ForeignKey("accounts.Account", on_delete=models.PROTECT, related_name="+")
+    livemode = models.BooleanField(default=True)
+    product = models.ForeignKey("catalog.Product", on_delete=models.PROTECT, related_name="+")
+    recipient_number = models.CharField(max_length=20)
+    amount = models.DecimalField(**MONEY)
+    currency = models.CharField(max_length=3)
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.QUEUED)
+    failure_code = models.CharField(max_length=64, blank=True)
+    failure_message = models.CharField(max_length=255, blank=True)
+    waitlisted_until = models.DateTimeField(null=True, blank=True)
+    provider = models.CharField(max_length=32, blank=True)
+    provider_transaction_id = models.CharField(max_length=128, blank=True)
+    provider_response = models.JSONField(null=True, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    retries = models.PositiveSmallIntegerField(default=0, help_text="Staff retries after failure")
+    refunded = models.BooleanField(default=False)
+    queued_at = models.DateTimeField(null=True, blank=True)
+    dispatched_at = models.DateTimeField(null=True, blank=True)
+    delivered_at = models.DateTimeField(null=True, blank=True)
+    failed_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, editable=False, db_index=True)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [
+            models.Index(fields=["status", "updated_at"], name="recharge_status_age"),
+            models.Index(fields=["account", "livemode", "-id"], name="recharge_recent"),
+        ]
+
+    def __str__(self) -> str:
+        return self.public_id
+
+    @property
+    def ledger_reference(self) -> str:
+        """The reference of this payment cycle's refund (a staff retry starts a new cycle)."""
+        return self.public_id if not self.retries else f"{self.public_id}:r{self.retries}"
+
+
+class RechargeEvent(models.Model):
+    """The history of a recharge: every transition with its time and what caused it."""
+
+    recharge = models.ForeignKey(Recharge, on_delete=models.CASCADE, related_name="events")
+    from_status = models.CharField(max_length=12, blank=True)
+    to_status = models.CharField(max_length=12)
+    note = models.CharField(max_length=255, blank=True)
+    actor = models.ForeignKey(
+        "accounts.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return f"{self.from_status or '-'} -> {self.to_status}"

@@ -20,3 +20,11 @@ def to_minor_units(amount: Decimal) -> int:
 
 def fmt(amount: Decimal, currency: str) -> str:
     return f"{quantize(amount)} {currency}"
+
+
+RATE_PLACES = Decimal("0.00000001")
+
+
+def rate_round(rate: Decimal) -> Decimal:
+    """Exchange rates keep eight decimal places, rounded half up."""
+    return Decimal(rate).quantize(RATE_PLACES, rounding=ROUND_HALF_UP)

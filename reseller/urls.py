@@ -7,6 +7,8 @@ from reseller import views
 api_v1 = [
     path("", include("accounts.urls_api")),
     path("", include("catalog.urls_api")),
+    path("", include("orders.urls_api")),
+    path("", include("wallet.urls_api")),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
 ]

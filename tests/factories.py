@@ -1,5 +1,6 @@
 import factory
 
+from accounts import services
 from accounts.models import Account, BillingProfile, User
 
 PASSWORD = "correct-horse-battery-9"
@@ -36,3 +37,18 @@ class UserFactory(factory.django.DjangoModelFactory):
         obj.set_password(extracted or PASSWORD)
         if create:
             obj.save(update_fields=["password"])
+
+
+def make_key(user=None, *, mode="test", name="Shop", ip_whitelist=(), **limits):
+    """A key of ``user``'s account made by the real service; returns (key, plaintext)."""
+    user = user or UserFactory()
+    key, plaintext = services.api_key_create(
+        account=user.account, user=user, name=name, mode=mode, ip_whitelist=ip_whitelist
+    )
+    if limits:
+        services.api_key_set_limits(
+            key=key,
+            rate_limit_per_minute=limits.get("rate_limit_per_minute"),
+            max_units_per_request=limits.get("max_units_per_request"),
+        )
+    return key, plaintext

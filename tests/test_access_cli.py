@@ -7,7 +7,7 @@ from django.core.management import CommandError, call_command
 
 from accounts import keys
 from accounts.models import Account, ApiKey
-from tests.test_access_keys import make_key
+from tests.factories import make_key
 from tests.test_auth_api import assert_problem
 
 pytestmark = pytest.mark.django_db

@@ -9,8 +9,7 @@ from django.urls import reverse
 
 from accounts import services
 from accounts.models import ApiKey
-from tests.factories import UserFactory
-from tests.test_access_keys import make_key
+from tests.factories import UserFactory, make_key
 from tests.test_auth_api import assert_problem
 
 pytestmark = pytest.mark.django_db

@@ -11,24 +11,9 @@ from accounts import keys, services
 from accounts.errors import ApiKeyNotEditable
 from accounts.models import ApiKey
 from reseller.errors import PermissionDenied, ValidationFailed
-from tests.factories import UserFactory
+from tests.factories import UserFactory, make_key
 
 pytestmark = pytest.mark.django_db
-
-
-def make_key(user=None, *, mode="test", name="Shop", ip_whitelist=(), **limits):
-    """A key of ``user``'s account made by the real service; returns (key, plaintext)."""
-    user = user or UserFactory()
-    key, plaintext = services.api_key_create(
-        account=user.account, user=user, name=name, mode=mode, ip_whitelist=ip_whitelist
-    )
-    if limits:
-        services.api_key_set_limits(
-            key=key,
-            rate_limit_per_minute=limits.get("rate_limit_per_minute"),
-            max_units_per_request=limits.get("max_units_per_request"),
-        )
-    return key, plaintext
 
 
 def _flip(char: str) -> str:

@@ -15,8 +15,7 @@ from accounts.authentication import request_api_key, request_livemode, request_u
 from accounts.permissions import B2BApiKeyRequired, StaffRequired, WebSessionRequired
 from accounts.throttling import RECHARGE_THROTTLE_CLASSES
 from tests.conftest import bearer
-from tests.factories import UserFactory
-from tests.test_access_keys import make_key
+from tests.factories import UserFactory, make_key
 from tests.test_auth_api import assert_problem
 
 pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.test_access_permissions")]

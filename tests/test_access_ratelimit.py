@@ -11,7 +11,7 @@ from rest_framework.test import APIClient
 
 from accounts import services
 from tests.conftest import bearer
-from tests.test_access_keys import make_key
+from tests.factories import make_key
 from tests.test_auth_api import assert_problem
 
 pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.test_access_permissions")]

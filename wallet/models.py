@@ -36,6 +36,14 @@ class Wallet(models.Model):
         "accounts.Account", on_delete=models.PROTECT, related_name="wallets"
     )
     kind = models.CharField(max_length=8, choices=Kind.choices, default=Kind.LIVE)
+    # Sandbox balances belong to one test key; the live wallet to none.
+    api_key = models.OneToOneField(
+        "accounts.ApiKey",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="sandbox_wallet",
+    )
     currency = models.CharField(max_length=3, default="EUR")
     # Changed only together with a LedgerEntry, under a row lock (wallet.services).
     balance = models.DecimalField(**MONEY, default=Decimal("0.00"))
@@ -51,6 +59,11 @@ class Wallet(models.Model):
                 fields=["account"],
                 condition=models.Q(kind="live"),
                 name="one_live_wallet_per_account",
+            ),
+            models.CheckConstraint(
+                condition=(models.Q(kind="live") & models.Q(api_key__isnull=True))
+                | (models.Q(kind="sandbox") & models.Q(api_key__isnull=False)),
+                name="sandbox_wallets_have_a_test_key",
             ),
         ]
 

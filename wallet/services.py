@@ -219,3 +219,27 @@ def wallet_topup_manual(
     """An operator's approved top-up (the `wallet_topup` command)."""
     topup = topup_request(account=account, amount=amount, method=TopUp.Method.MANUAL, by=by)
     return topup_approve(topup_id=topup.pk, by=by, note=note or "operator top-up")
+
+
+def wallet_for_request(request) -> Wallet:
+    """The wallet a request pays from: a test key's sandbox balance, else the live wallet."""
+    from accounts.authentication import request_api_key
+
+    key = request_api_key(request)
+    if key is not None and not key.livemode:
+        return sandbox_wallet_for_key(key=key)
+    return wallet_get_or_create(account=request.user.account)
+
+
+def sandbox_wallet_for_key(*, key) -> Wallet:
+    """Each test key has its own fake EUR balance, starting at 0 (decisions.md section 6)."""
+    wallet = Wallet.objects.filter(api_key=key, kind=Wallet.Kind.SANDBOX).first()
+    if wallet is not None:
+        return wallet
+    try:
+        with transaction.atomic():
+            return Wallet.objects.create(
+                account_id=key.account_id, kind=Wallet.Kind.SANDBOX, currency="EUR", api_key=key
+            )
+    except IntegrityError:
+        return Wallet.objects.get(api_key=key, kind=Wallet.Kind.SANDBOX)

@@ -287,3 +287,13 @@ RELOADLY_BASE_URL = env.str("RELOADLY_BASE_URL", default="https://topups-sandbox
 RELOADLY_AUTH_URL = env.str("RELOADLY_AUTH_URL", default="https://auth.reloadly.com")
 RELOADLY_TIMEOUT_SECONDS = env.float("RELOADLY_TIMEOUT_SECONDS", default=10.0)
 IDEMPOTENCY_LEASE_SECONDS = env.int("IDEMPOTENCY_LEASE_SECONDS", default=60)
+# Without a broker: run tasks on a thread pool of the web process (False: inline, for tests).
+TASKS_IN_PROCESS_THREADED = env.bool("TASKS_IN_PROCESS_THREADED", default=True)
+# How long a recharge may sit in a state before the sweeper looks at it again.
+RECHARGE_STUCK_QUEUED_SECONDS = env.int("RECHARGE_STUCK_QUEUED_SECONDS", default=60)
+RECHARGE_STUCK_DISPATCHED_SECONDS = env.int("RECHARGE_STUCK_DISPATCHED_SECONDS", default=300)
+RECHARGE_MAX_ATTEMPTS = env.int("RECHARGE_MAX_ATTEMPTS", default=8)
+CELERY_BEAT_SCHEDULE = {
+    "recharges-sweep": {"task": "orders.tasks.recharges_sweep_task", "schedule": 30.0},
+    "idempotency-purge": {"task": "orders.tasks.idempotency_purge_task", "schedule": 3600.0},
+}

@@ -17,3 +17,4 @@ STORAGES = {
 CACHES["default"]["KEY_PREFIX"] = f"test-{os.getpid()}"  # noqa: F405
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = True
+TASKS_IN_PROCESS_THREADED = False

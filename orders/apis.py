@@ -1,0 +1,272 @@
+"""Carts, quotes, payment history, wallet checkout and B2B recharges (thin views)."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from accounts.authentication import request_api_key, request_livemode, request_units_per_request
+from accounts.permissions import B2BApiKeyRequired
+from accounts.throttling import RECHARGE_THROTTLE_CLASSES
+from orders import selectors, services
+from orders.idempotency import fingerprint, read_key, run_idempotent
+from orders.models import Order
+from orders.pricing import LineRequest, price_order
+from orders.serializers import (
+    CartItemIn,
+    CartItemOut,
+    CartOut,
+    CartQuery,
+    OrderIn,
+    OrderOut,
+    PaymentOut,
+    QuoteIn,
+    QuoteOut,
+)
+from reseller.api import problems
+from reseller.errors import PROBLEM_CONTENT_TYPE, ApplicationError, problem_body
+from reseller.money import ZERO
+from wallet.services import wallet_for_request
+
+IDEMPOTENCY_HEADER = OpenApiParameter(
+    name="Idempotency-Key",
+    location=OpenApiParameter.HEADER,
+    required=False,
+    type=str,
+    description="Unique per order (1-255 characters). A replay within 24 h returns the first "
+    "answer with `Idempotent-Replayed: true`; a different body with the same key is 422.",
+)
+
+
+def _cart_payload(request, session_id: str) -> dict:
+    account = request.user.account
+    livemode = request_livemode(request)
+    cart = services.cart_get_or_create(account=account, livemode=livemode, session_id=session_id)
+    items = list(selectors.cart_items(cart=cart))
+    currency = account.wallet_currency
+    priced = price_order(
+        account=account,
+        currency=currency,
+        lines=[
+            LineRequest(product=i.product, recipient_number=i.recipient_number, quantity=i.quantity)
+            for i in items
+        ],
+    )
+    return {
+        "session_id": cart.session_id,
+        "items": [
+            _Priced(item, line, currency) for item, line in zip(items, priced.lines, strict=True)
+        ],
+        "total": priced.total if items else ZERO,
+        "currency": currency,
+        "livemode": livemode,
+    }
+
+
+class _Priced:
+    def __init__(self, item, line, currency):
+        self.public_id = item.public_id
+        self.product = item.product
+        self.recipient_number = item.recipient_number
+        self.quantity = item.quantity
+        self.unit_price = line.unit_price
+        self.line_total = line.line_total
+        self.currency = currency
+
+
+class CartApi(APIView):
+    @extend_schema(
+        tags=["cart"],
+        summary="The current cart",
+        parameters=[
+            OpenApiParameter("sessionId", str, description="Cart label; default `default`.")
+        ],
+        responses={200: CartOut, **problems(400, 401, 403)},
+    )
+    def get(self, request):
+        query = CartQuery(data={"session_id": request.query_params.get("sessionId", "default")})
+        query.is_valid(raise_exception=True)
+        return Response(CartOut(_cart_payload(request, query.validated_data["session_id"])).data)
+
+
+class CartItemsApi(APIView):
+    @extend_schema(
+        tags=["cart"],
+        summary="Add a recipient line to the cart",
+        request=CartItemIn,
+        responses={201: CartItemOut, **problems(400, 401, 403)},
+    )
+    def post(self, request):
+        data = CartItemIn(data=request.data)
+        data.is_valid(raise_exception=True)
+        account = request.user.account
+        item = services.cart_add_item(
+            account=account,
+            livemode=request_livemode(request),
+            session_id=data.validated_data["session_id"],
+            line=data.validated_data["line"],
+        )
+        priced = price_order(
+            account=account, currency=account.wallet_currency, lines=[data.validated_data["line"]]
+        )
+        return Response(
+            CartItemOut(_Priced(item, priced.lines[0], account.wallet_currency)).data, status=201
+        )
+
+
+class CartItemApi(APIView):
+    @extend_schema(
+        tags=["cart"],
+        summary="Remove an item from the cart",
+        responses={204: None, **problems(401, 403, 404)},
+    )
+    def delete(self, request, item_id: str):
+        item = selectors.cart_item_get(
+            account=request.user.account, livemode=request_livemode(request), item_id=item_id
+        )
+        services.cart_remove_item(item=item)
+        return Response(status=204)
+
+
+class QuoteApi(APIView):
+    @extend_schema(
+        tags=["payments"],
+        summary="Price an order or a cart",
+        description='Send `{"sessionId"}` to price a cart or `{"items", "baseCurrency"}`. '
+        "The quote converts to any currency of the FX table and shows the rate used.",
+        request=QuoteIn,
+        responses={200: QuoteOut, **problems(400, 401, 403)},
+    )
+    def post(self, request):
+        data = QuoteIn(data=request.data)
+        data.is_valid(raise_exception=True)
+        account = request.user.account
+        lines = data.validated_data.get("lines")
+        if lines is None:
+            cart = services.cart_get_or_create(
+                account=account,
+                livemode=request_livemode(request),
+                session_id=data.validated_data["session_id"],
+            )
+            lines = [
+                LineRequest(
+                    product=i.product, recipient_number=i.recipient_number, quantity=i.quantity
+                )
+                for i in selectors.cart_items(cart=cart)
+            ]
+        quote = price_order(
+            account=account, lines=lines, currency=data.validated_data.get("base_currency", "EUR")
+        )
+        return Response(QuoteOut(quote).data)
+
+
+class PaymentHistoryApi(APIView):
+    @extend_schema(
+        tags=["payments"],
+        summary="Payment history, newest first",
+        responses={200: PaymentOut(many=True), **problems(400, 401, 403)},
+    )
+    def get(self, request):
+        from reseller.pagination import PagePagination
+
+        paginator = PagePagination()
+        page = paginator.paginate_queryset(
+            selectors.payment_history(
+                account=request.user.account, livemode=request_livemode(request)
+            ),
+            request,
+            view=self,
+        )
+        return paginator.get_paginated_response(PaymentOut(page, many=True).data)
+
+
+def place_wallet_order(request, *, channel: str, key_required: bool) -> Response:
+    """Wallet checkout and B2B recharge share this: validate, then place at most once."""
+    key = read_key(request.headers.get("Idempotency-Key"), required=key_required)
+    data = OrderIn(data=request.data, context={"max_units": request_units_per_request(request)})
+    data.is_valid(raise_exception=True)
+    account = request.user.account
+    livemode = request_livemode(request)
+    wallet = wallet_for_request(request)
+
+    def operation():
+        order = services.order_place_with_wallet(
+            account=account,
+            wallet=wallet,
+            livemode=livemode,
+            channel=channel,
+            lines=data.validated_data["lines"],
+            currency=data.validated_data["base_currency"],
+            user=request.user,
+            api_key=request_api_key(request),
+        )
+        return 201, dict(OrderOut(selectors.order_for_response(order_id=order.pk)).data)
+
+    def problem(exc: ApplicationError) -> dict:
+        return problem_body(
+            status=exc.status,
+            code=exc.code,
+            title=exc.title,
+            detail=exc.detail,
+            request_id=getattr(request, "request_id", None),
+            fields=exc.fields,
+        )
+
+    outcome = run_idempotent(
+        account=account,
+        livemode=livemode,
+        key=key,
+        request_fingerprint=fingerprint(
+            method=request.method, path=request.path, body=request.data
+        ),
+        operation=operation,
+        problem_body=problem,
+    )
+    response = Response(
+        outcome.body,
+        status=outcome.status,
+        content_type=PROBLEM_CONTENT_TYPE if outcome.is_problem else None,
+    )
+    if outcome.replayed:
+        response["Idempotent-Replayed"] = "true"
+    return response
+
+
+class WalletCheckoutApi(APIView):
+    @extend_schema(
+        tags=["wallet"],
+        summary="Pay an order from the wallet and queue its recharges",
+        description="Debits the wallet (a test key's sandbox balance) and creates one queued "
+        "recharge per unit. `baseCurrency` must be the wallet currency.",
+        parameters=[IDEMPOTENCY_HEADER],
+        request=OrderIn,
+        responses={201: OrderOut, **problems(400, 401, 402, 403, 409, 422, 429)},
+    )
+    def post(self, request):
+        return place_wallet_order(request, channel=Order.Channel.WALLET, key_required=False)
+
+
+class B2BRechargeApi(APIView):
+    permission_classes = [B2BApiKeyRequired]
+    throttle_classes = RECHARGE_THROTTLE_CLASSES
+
+    @extend_schema(
+        tags=["b2b"],
+        summary="Dispatch recharges from the wallet (B2B API keys)",
+        description="Requires an API key of a B2B account and an `Idempotency-Key`. Answers "
+        "201 with the order, its payment and every recharge with its current status.",
+        parameters=[
+            IDEMPOTENCY_HEADER.__class__(
+                name="Idempotency-Key",
+                location=OpenApiParameter.HEADER,
+                required=True,
+                type=str,
+                description=IDEMPOTENCY_HEADER.description,
+            )
+        ],
+        request=OrderIn,
+        responses={201: OrderOut, **problems(400, 401, 402, 403, 409, 422, 429)},
+    )
+    def post(self, request):
+        return place_wallet_order(request, channel=Order.Channel.B2B, key_required=True)

@@ -1,0 +1,301 @@
+"""The recharge processor (decisions.md section 5): one recharge, moved forward safely.
+
+``recharge_process`` is idempotent and safe to run twice or concurrently for the same row:
+
+1. Under the row lock, only a ``queued`` (or an in-flight ``dispatched``) row moves on.
+   A product whose promotion is scheduled within the waitlist horizon is ``waitlisted``.
+2. A ``dispatched`` row is first reconciled: the provider is asked for the outcome by our
+   reference, so an earlier attempt whose answer was lost is never sent twice.
+3. The provider is called outside any database lock, with the recharge id as reference.
+4. The answer is applied under the lock: ``delivered``; or, on a permanent refusal, ``failed``
+   with the amount refunded exactly once; transient errors and timeouts are retried with
+   backoff until RECHARGE_MAX_ATTEMPTS, then failed and refunded.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from decimal import Decimal
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from catalog.selectors import product_waitlist_promotion
+from orders.models import Payment, Recharge
+from orders.providers import (
+    PermanentError,
+    ProviderResult,
+    TopupRequest,
+    TransientError,
+    UpstreamTimeout,
+    get_provider,
+)
+from orders.state import transition
+
+logger = logging.getLogger(__name__)
+S = Recharge.Status
+
+
+@dataclass(frozen=True)
+class Outcome:
+    status: str
+    retry_in: float | None = None
+
+
+def _lock(recharge_id: int) -> Recharge:
+    return (
+        Recharge.objects.select_for_update(of=("self",))
+        .select_related("product__operator", "product__country")
+        .get(pk=recharge_id)
+    )
+
+
+def backoff(attempt: int) -> float:
+    """Seconds before retry number ``attempt``: 5, 10, 20, 40 … capped at 10 minutes."""
+    return float(min(600, 5 * 2 ** max(0, attempt - 1)))
+
+
+def _request(recharge: Recharge) -> TopupRequest:
+    product = recharge.product
+    return TopupRequest(
+        reference=recharge.public_id,
+        recipient_number=recharge.recipient_number,
+        country=product.country_id,
+        operator_id=product.operator.public_id,
+        product_id=product.public_id,
+        amount=product.local_amount,
+        currency=product.local_currency,
+    )
+
+
+def recharge_refund(*, recharge: Recharge, actor=None) -> None:
+    """Give a failed recharge's amount back to where it was paid from, exactly once."""
+    from wallet.services import wallet_refund
+
+    if recharge.refunded:
+        return
+    payment = Payment.objects.select_for_update(of=("self",)).get(pk=recharge.payment_id)
+    if payment.method == Payment.Method.WALLET and payment.wallet_id:
+        wallet_refund(
+            wallet_id=payment.wallet_id,
+            amount=recharge.amount,
+            reference=recharge.ledger_reference,
+            memo=f"refund of {recharge.public_id}",
+            by=actor,
+        )
+    else:
+        from orders.gateway import card_refund  # card payments go back to the card
+
+        card_refund(payment=payment, amount=recharge.amount, reference=recharge.ledger_reference)
+    payment.refunded_amount += recharge.amount
+    payment.status = (
+        Payment.Status.REFUNDED
+        if payment.refunded_amount >= payment.amount
+        else Payment.Status.PARTIALLY_REFUNDED
+    )
+    payment.updated_at = timezone.now()
+    payment.save(update_fields=["refunded_amount", "status", "updated_at"])
+    recharge.refunded = True
+    recharge.save(update_fields=["refunded"])
+
+
+def _fail(recharge: Recharge, *, code: str, message: str, raw=None, actor=None) -> Outcome:
+    transition(
+        recharge,
+        S.FAILED,
+        note=f"{code}: {message}"[:255],
+        actor=actor,
+        extra_fields={
+            "failure_code": code[:64],
+            "failure_message": message[:255],
+            "provider_response": raw if raw is not None else recharge.provider_response,
+        },
+    )
+    recharge_refund(recharge=recharge, actor=actor)
+    return Outcome(S.FAILED)
+
+
+def _apply_result(recharge_id: int, result: ProviderResult, provider_name: str) -> Outcome:
+    with transaction.atomic():
+        recharge = _lock(recharge_id)
+        if recharge.status != S.DISPATCHED:
+            return Outcome(recharge.status)
+        if result.status == ProviderResult.DELIVERED:
+            transition(
+                recharge,
+                S.DELIVERED,
+                note=f"{provider_name} {result.transaction_id}",
+                extra_fields={
+                    "provider": provider_name,
+                    "provider_transaction_id": result.transaction_id,
+                    "provider_response": result.raw,
+                },
+            )
+            return Outcome(S.DELIVERED)
+        if result.status == ProviderResult.FAILED:
+            return _fail(
+                recharge,
+                code=result.code or "upstream_failed",
+                message=result.message or "The provider could not deliver the top-up.",
+                raw=result.raw,
+            )
+        recharge.provider_response = result.raw
+        recharge.provider_transaction_id = result.transaction_id
+        recharge.save(update_fields=["provider_response", "provider_transaction_id"])
+        return Outcome(S.DISPATCHED, retry_in=backoff(recharge.attempts))
+
+
+def _give_up_or_retry(recharge_id: int, *, code: str, message: str) -> Outcome:
+    with transaction.atomic():
+        recharge = _lock(recharge_id)
+        if recharge.status != S.DISPATCHED:
+            return Outcome(recharge.status)
+        if recharge.attempts >= settings.RECHARGE_MAX_ATTEMPTS:
+            return _fail(recharge, code=code, message=message)
+        return Outcome(S.DISPATCHED, retry_in=backoff(recharge.attempts))
+
+
+def recharge_process(*, recharge_id: int, provider=None) -> Outcome:
+    """Move one recharge forward as far as it can go now; see the module docstring."""
+    with transaction.atomic():
+        recharge = _lock(recharge_id)
+        if recharge.status == S.QUEUED:
+            if not recharge.livemode:
+                return Outcome(recharge.status)  # test mode never reaches a provider
+            promotion = product_waitlist_promotion(product=recharge.product)
+            if promotion is not None:
+                transition(
+                    recharge,
+                    S.WAITLISTED,
+                    note=f"waiting for promotion {promotion.public_id}",
+                    extra_fields={"waitlisted_until": promotion.starts_at},
+                )
+                return Outcome(S.WAITLISTED)
+            transition(recharge, S.DISPATCHED, extra_fields={"attempts": recharge.attempts + 1})
+            reconcile_first = False
+        elif recharge.status == S.DISPATCHED and recharge.livemode:
+            recharge.attempts += 1
+            recharge.save(update_fields=["attempts"])
+            reconcile_first = True
+        else:
+            return Outcome(recharge.status)  # final, waitlisted, or a sandbox row in flight
+        request = _request(recharge)
+
+    provider = provider or get_provider()
+    if reconcile_first:
+        try:
+            known = provider.status(request.reference)
+        except (TransientError, UpstreamTimeout) as exc:
+            return _give_up_or_retry(recharge_id, code=exc.code, message=str(exc))
+        if known is not None:
+            return _apply_result(recharge_id, known, provider.name)
+    try:
+        result = provider.send(request)
+    except PermanentError as exc:
+        with transaction.atomic():
+            recharge = _lock(recharge_id)
+            if recharge.status != S.DISPATCHED:
+                return Outcome(recharge.status)
+            return _fail(recharge, code=exc.code, message=str(exc), raw=exc.raw)
+    except UpstreamTimeout as exc:
+        try:
+            known = provider.status(request.reference)
+        except (TransientError, UpstreamTimeout):
+            known = None
+        if known is not None:
+            return _apply_result(recharge_id, known, provider.name)
+        return _give_up_or_retry(recharge_id, code="upstream_timeout", message=str(exc))
+    except TransientError as exc:
+        outcome = _give_up_or_retry(recharge_id, code=exc.code, message=str(exc))
+        if outcome.retry_in is not None and exc.retry_after:
+            return Outcome(outcome.status, retry_in=max(outcome.retry_in, exc.retry_after))
+        return outcome
+    return _apply_result(recharge_id, result, provider.name)
+
+
+def recharges_due() -> dict[str, list[int]]:
+    """What the sweeper should look at now: lost messages, stuck calls, opened waitlists."""
+    now = timezone.now()
+    stuck_queued = now - timezone.timedelta(seconds=settings.RECHARGE_STUCK_QUEUED_SECONDS)
+    stuck_dispatched = now - timezone.timedelta(seconds=settings.RECHARGE_STUCK_DISPATCHED_SECONDS)
+    return {
+        "queued": list(
+            Recharge.objects.filter(status=S.QUEUED, updated_at__lt=stuck_queued).values_list(
+                "pk", flat=True
+            )[:1000]
+        ),
+        "dispatched": list(
+            Recharge.objects.filter(
+                status=S.DISPATCHED, livemode=True, updated_at__lt=stuck_dispatched
+            ).values_list("pk", flat=True)[:1000]
+        ),
+        "waitlisted": list(
+            Recharge.objects.filter(status=S.WAITLISTED, waitlisted_until__lte=now).values_list(
+                "pk", flat=True
+            )[:1000]
+        ),
+    }
+
+
+def waitlist_release(*, recharge_id: int) -> bool:
+    """Put a waitlisted recharge whose promotion window opened back in the queue."""
+    with transaction.atomic():
+        recharge = _lock(recharge_id)
+        if recharge.status != S.WAITLISTED:
+            return False
+        if recharge.waitlisted_until and recharge.waitlisted_until > timezone.now():
+            return False
+        transition(recharge, S.QUEUED, note="promotion window opened")
+        return True
+
+
+def recharge_retry(*, recharge_id: int, actor) -> Recharge:
+    """Staff: send a failed recharge again, paying for it again from the same wallet."""
+    from wallet.services import wallet_debit, wallet_lock
+
+    with transaction.atomic():
+        recharge = _lock(recharge_id)
+        if recharge.status != S.FAILED:
+            from orders.state import IllegalTransition
+
+            raise IllegalTransition("Only a failed recharge can be retried.")
+        payment = Payment.objects.select_for_update(of=("self",)).get(pk=recharge.payment_id)
+        if recharge.refunded and payment.wallet_id:
+            wallet = wallet_lock(wallet_id=payment.wallet_id)
+            wallet_debit(
+                wallet=wallet,
+                amount=recharge.amount,
+                reference=f"{recharge.public_id}:retry{recharge.retries + 1}",
+                memo=f"retry of {recharge.public_id}",
+            )
+            payment.refunded_amount -= recharge.amount
+            payment.status = (
+                Payment.Status.CAPTURED
+                if payment.refunded_amount == Decimal(0)
+                else Payment.Status.PARTIALLY_REFUNDED
+            )
+            payment.save(update_fields=["refunded_amount", "status"])
+        transition(
+            recharge,
+            S.QUEUED,
+            note="retried by staff",
+            actor=actor,
+            extra_fields={
+                "refunded": False,
+                "failure_code": "",
+                "failure_message": "",
+                "retries": recharge.retries + 1,
+                "attempts": 0,
+            },
+        )
+        recharge_id_ = recharge.pk
+        transaction.on_commit(lambda: _enqueue_one(recharge_id_))
+        return recharge
+
+
+def _enqueue_one(recharge_id: int) -> None:
+    from orders.services import recharges_enqueue
+
+    recharges_enqueue(recharge_ids=[recharge_id])

@@ -1,0 +1,249 @@
+"""Request and response shapes of carts, quotes, payments, recharges and orders."""
+
+from __future__ import annotations
+
+from django.utils.translation import gettext_lazy as _
+from rest_framework import serializers
+from rest_framework.exceptions import ErrorDetail
+
+from catalog.errors import FxRateNotFound, PhoneNumberError
+from catalog.phone import recipient_validate
+from catalog.selectors import fx_rate, products_get
+from orders.pricing import LineRequest
+from reseller.api import StrictSerializer
+
+MAX_LINES = 50
+CURRENCY_FIELD = {
+    "regex": r"^[A-Z]{3}$",
+    "max_length": 3,
+    "error_messages": {"invalid": _("Use an ISO 4217 code such as EUR.")},
+}
+
+
+class OrderLineIn(StrictSerializer):
+    product_id = serializers.CharField(max_length=64)
+    recipient_number = serializers.CharField(max_length=32)
+    quantity = serializers.IntegerField(min_value=1, max_value=20)
+
+
+def validate_lines(items: list[dict], *, nested: bool = True) -> list[LineRequest]:
+    """Look the products up in one go and check every number against its product's country.
+
+    Errors name ``items[i].field`` (``nested``) or the bare field for a single cart item.
+    """
+    products = products_get(product_ids=[item["product_id"] for item in items])
+    errors: list[dict] = [{} for _item in items]
+    lines: list[LineRequest] = []
+    for index, item in enumerate(items):
+        product = products.get(item["product_id"])
+        if product is None:
+            errors[index]["product_id"] = [
+                ErrorDetail(_("No such recharge product."), code="unknown_product")
+            ]
+            continue
+        try:
+            phone = recipient_validate(number=item["recipient_number"], product=product)
+        except PhoneNumberError as exc:
+            errors[index]["recipient_number"] = [ErrorDetail(exc.message, code=exc.field_code)]
+            continue
+        lines.append(
+            LineRequest(product=product, recipient_number=phone.e164, quantity=item["quantity"])
+        )
+    if any(errors):
+        raise serializers.ValidationError({"items": errors} if nested else errors[0])
+    return lines
+
+
+def validate_currency(value: str) -> str:
+    try:
+        fx_rate(from_currency="EUR", to_currency=value)
+    except FxRateNotFound as exc:
+        raise serializers.ValidationError(
+            _("We do not price in this currency."), code="unsupported_currency"
+        ) from exc
+    return value
+
+
+class OrderIn(StrictSerializer):
+    """The order request envelope: lines and the base currency."""
+
+    items = OrderLineIn(many=True, allow_empty=False, max_length=MAX_LINES)
+    base_currency = serializers.RegexField(**CURRENCY_FIELD)
+
+    def validate_base_currency(self, value: str) -> str:
+        return validate_currency(value)
+
+    def validate(self, data):
+        max_units = self.context.get("max_units")
+        units = sum(item["quantity"] for item in data["items"])
+        if max_units is not None and units > max_units:
+            raise serializers.ValidationError(
+                {
+                    "items": [
+                        ErrorDetail(
+                            _("At most %(max)d recharge units per request; this one has %(units)d.")
+                            % {"max": max_units, "units": units},
+                            code="too_many_units",
+                        )
+                    ]
+                }
+            )
+        data["lines"] = validate_lines(data["items"])
+        return data
+
+
+class QuoteIn(StrictSerializer):
+    """Either a cart (``sessionId``) or explicit ``items``; ``baseCurrency`` defaults to EUR."""
+
+    session_id = serializers.CharField(max_length=100, required=False)
+    items = OrderLineIn(many=True, allow_empty=False, max_length=MAX_LINES, required=False)
+    base_currency = serializers.RegexField(**CURRENCY_FIELD, required=False)
+
+    def validate_base_currency(self, value: str) -> str:
+        return validate_currency(value)
+
+    def validate(self, data):
+        if ("items" in data) == ("session_id" in data):
+            raise serializers.ValidationError(
+                {
+                    "session_id": [
+                        ErrorDetail(_("Send either sessionId or items, not both."), code="invalid")
+                    ]
+                }
+            )
+        if "items" in data:
+            data["lines"] = validate_lines(data["items"])
+        return data
+
+
+class CartItemIn(StrictSerializer):
+    session_id = serializers.CharField(max_length=100, required=False, default="default")
+    product_id = serializers.CharField(max_length=64)
+    recipient_number = serializers.CharField(max_length=32)
+    quantity = serializers.IntegerField(min_value=1, max_value=20)
+
+    def validate(self, data):
+        (line,) = validate_lines([data], nested=False)
+        data["line"] = line
+        return data
+
+
+class CartQuery(serializers.Serializer):
+    session_id = serializers.CharField(max_length=100, required=False, default="default")
+
+
+# -- responses ------------------------------------------------------------------------------
+
+
+class RechargeOut(serializers.Serializer):
+    id = serializers.CharField(source="public_id")
+    product_id = serializers.CharField(source="product.public_id")
+    recipient_number = serializers.CharField()
+    amount = serializers.DecimalField(max_digits=12, decimal_places=2)
+    currency = serializers.CharField()
+    status = serializers.CharField()
+    failure_code = serializers.CharField(allow_null=True)
+    failure_message = serializers.CharField(allow_null=True)
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+    livemode = serializers.BooleanField()
+
+    def to_representation(self, instance):
+        data = super().to_representation(instance)
+        data["failure_code"] = data["failure_code"] or None
+        data["failure_message"] = data["failure_message"] or None
+        return data
+
+
+class PaymentOut(serializers.Serializer):
+    id = serializers.CharField(source="public_id")
+    order_id = serializers.CharField(source="order.public_id")
+    status = serializers.CharField()
+    method = serializers.CharField()
+    amount = serializers.DecimalField(max_digits=12, decimal_places=2)
+    refunded_amount = serializers.DecimalField(max_digits=12, decimal_places=2)
+    currency = serializers.CharField()
+    livemode = serializers.BooleanField()
+    created_at = serializers.DateTimeField()
+    recharges = RechargeOut(many=True)
+
+
+class OrderLineOut(serializers.Serializer):
+    product_id = serializers.CharField(source="product.public_id")
+    recipient_number = serializers.CharField()
+    quantity = serializers.IntegerField()
+    unit_price = serializers.DecimalField(max_digits=12, decimal_places=2)
+    line_total = serializers.DecimalField(max_digits=12, decimal_places=2)
+
+
+class OrderOut(serializers.Serializer):
+    id = serializers.CharField(source="public_id")
+    payment = PaymentOut()
+    lines = OrderLineOut(many=True)
+    recharges = RechargeOut(many=True)
+    total = serializers.DecimalField(max_digits=12, decimal_places=2)
+    currency = serializers.CharField()
+    livemode = serializers.BooleanField()
+    created_at = serializers.DateTimeField()
+
+
+class PromotionBrief(serializers.Serializer):
+    id = serializers.CharField(source="public_id")
+    name = serializers.CharField(source="name_localized")
+    status = serializers.SerializerMethodField()
+    starts_at = serializers.DateTimeField()
+    ends_at = serializers.DateTimeField()
+
+    def get_status(self, promotion) -> str:
+        return str(promotion.status)
+
+
+class QuoteLineOut(serializers.Serializer):
+    product_id = serializers.CharField(source="product.public_id")
+    recipient_number = serializers.CharField()
+    quantity = serializers.IntegerField()
+    unit_price = serializers.DecimalField(max_digits=12, decimal_places=2)
+    line_total = serializers.DecimalField(max_digits=12, decimal_places=2)
+    promotion = PromotionBrief(allow_null=True)
+
+
+class QuoteOut(serializers.Serializer):
+    lines = QuoteLineOut(many=True)
+    total = serializers.DecimalField(max_digits=12, decimal_places=2)
+    currency = serializers.CharField()
+    fx_rate = serializers.SerializerMethodField()
+    expires_at = serializers.DateTimeField()
+
+    def get_fx_rate(self, quote) -> dict | None:
+        if quote.fx is None:
+            return None
+        return {
+            "from": quote.fx.from_currency,
+            "to": quote.fx.to_currency,
+            "rate": str(quote.fx.rate),
+            "setAt": quote.fx.set_at.strftime("%Y-%m-%dT%H:%M:%SZ") if quote.fx.set_at else None,
+        }
+
+
+class CartItemOut(serializers.Serializer):
+    id = serializers.CharField(source="public_id")
+    product_id = serializers.CharField(source="product.public_id")
+    recipient_number = serializers.CharField()
+    quantity = serializers.IntegerField()
+    unit_price = serializers.DecimalField(max_digits=12, decimal_places=2)
+    line_total = serializers.DecimalField(max_digits=12, decimal_places=2)
+    currency = serializers.CharField()
+
+
+class CartOut(serializers.Serializer):
+    session_id = serializers.CharField()
+    items = CartItemOut(many=True)
+    total = serializers.DecimalField(max_digits=12, decimal_places=2)
+    currency = serializers.CharField()
+    livemode = serializers.BooleanField()
+
+
+class BalanceOut(serializers.Serializer):
+    available = serializers.DecimalField(max_digits=12, decimal_places=2)
+    currency = serializers.CharField()
+    livemode = serializers.BooleanField()

@@ -1,0 +1,7 @@
+from django.urls import path
+
+from wallet import apis
+
+urlpatterns = [
+    path("wallet/balance", apis.BalanceApi.as_view(), name="wallet-balance"),
+]
