@@ -299,3 +299,19 @@ def _enqueue_one(recharge_id: int) -> None:
     from orders.services import recharges_enqueue
 
     recharges_enqueue(recharge_ids=[recharge_id])
+
+
+def recharge_fail_by_staff(*, recharge_id: int, actor, reason: str) -> Recharge:
+    """Staff: give up on a recharge that is not delivered (e.g. stuck) and refund it once."""
+    with transaction.atomic():
+        recharge = _lock(recharge_id)
+        if recharge.status == S.FAILED:
+            recharge_refund(recharge=recharge, actor=actor)  # no-op if already refunded
+            return recharge
+        _fail(
+            recharge,
+            code="cancelled_by_staff",
+            message=reason or "Cancelled by staff.",
+            actor=actor,
+        )
+        return recharge
