@@ -8,6 +8,8 @@ after commit. A failure anywhere leaves nothing behind.
 
 from __future__ import annotations
 
+import logging
+
 from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
@@ -25,9 +27,12 @@ from orders.models import (
 )
 from orders.pricing import LineRequest, PricedOrder, price_order
 from reseller.money import fmt
+from reseller.tasks import enqueue
 from wallet.errors import InsufficientBalance
 from wallet.models import Wallet
 from wallet.services import wallet_debit, wallet_lock
+
+logger = logging.getLogger(__name__)
 
 
 def cart_get_or_create(*, account: Account, livemode: bool, session_id: str) -> Cart:
@@ -157,14 +162,10 @@ def recharges_enqueue(*, recharge_ids: list[int]) -> None:
 
     for recharge_id in recharge_ids:
         try:
-            recharge_process_task.delay(recharge_id)
+            enqueue(recharge_process_task, recharge_id)
         except Exception:  # broker down: the periodic sweeper re-enqueues queued rows
-            import logging
-
-            logging.getLogger(__name__).warning(
-                "could not enqueue recharge %s; the sweeper will retry",
-                recharge_id,
-                exc_info=True,
+            logger.warning(
+                "could not enqueue recharge %s; the sweeper will retry", recharge_id, exc_info=True
             )
             return
 

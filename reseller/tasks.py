@@ -18,6 +18,8 @@ from django.db import close_old_connections
 
 logger = logging.getLogger(__name__)
 
+PUBLISH_RETRY = {"max_retries": 2, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.5}
+
 
 @cache
 def _pool() -> ThreadPoolExecutor:
@@ -39,7 +41,8 @@ def _run_in_thread(task, args: tuple) -> None:
 
 def enqueue(task, *args, countdown: float | None = None) -> None:
     if not settings.CELERY_TASK_ALWAYS_EAGER:
-        task.apply_async(args=args, countdown=countdown)
+        # Give up quickly when the broker is down: the sweeper re-enqueues what is left.
+        task.apply_async(args=args, countdown=countdown, retry=True, retry_policy=PUBLISH_RETRY)
         return
     if not settings.TASKS_IN_PROCESS_THREADED:
         task.apply(args=args)

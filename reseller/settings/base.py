@@ -293,7 +293,15 @@ TASKS_IN_PROCESS_THREADED = env.bool("TASKS_IN_PROCESS_THREADED", default=True)
 RECHARGE_STUCK_QUEUED_SECONDS = env.int("RECHARGE_STUCK_QUEUED_SECONDS", default=60)
 RECHARGE_STUCK_DISPATCHED_SECONDS = env.int("RECHARGE_STUCK_DISPATCHED_SECONDS", default=300)
 RECHARGE_MAX_ATTEMPTS = env.int("RECHARGE_MAX_ATTEMPTS", default=8)
+RECHARGE_SWEEP_INTERVAL_SECONDS = env.float("RECHARGE_SWEEP_INTERVAL_SECONDS", default=30.0)
+# Unacknowledged messages of a killed worker come back after this; the sweeper is faster.
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": env.int("CELERY_VISIBILITY_TIMEOUT", default=3600)
+}
 CELERY_BEAT_SCHEDULE = {
-    "recharges-sweep": {"task": "orders.tasks.recharges_sweep_task", "schedule": 30.0},
+    "recharges-sweep": {
+        "task": "orders.tasks.recharges_sweep_task",
+        "schedule": RECHARGE_SWEEP_INTERVAL_SECONDS,
+    },
     "idempotency-purge": {"task": "orders.tasks.idempotency_purge_task", "schedule": 3600.0},
 }

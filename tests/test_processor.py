@@ -1,0 +1,288 @@
+"""The recharge processor and its state machine (decisions.md section 5)."""
+
+from datetime import timedelta
+from decimal import Decimal
+
+import pytest
+from django.db import transaction
+from django.test import override_settings
+from django.utils import timezone
+
+from catalog.tests.factories import ProductFactory, PromotionFactory
+from orders import processor
+from orders.models import Payment, Recharge
+from orders.pricing import LineRequest
+from orders.providers.reloadly import ReloadlyProvider
+from orders.providers.simulator import SimulatorProvider
+from orders.services import order_place_with_wallet
+from orders.state import ALLOWED, IllegalTransition, transition
+from orders.tasks import recharges_sweep_task
+from tests.conftest import assert_ledger_balanced
+from tests.factories import UserFactory
+from tests.fakes.reloadly import FakeReloadly
+from wallet.models import LedgerEntry, Wallet
+from wallet.services import wallet_get_or_create, wallet_topup_manual
+
+pytestmark = pytest.mark.django_db
+S = Recharge.Status
+SIM = SimulatorProvider(latency_ms=0)
+
+
+def place(number="+525512345678", quantity=1, product=None, funds="100.00"):
+    product = product or ProductFactory(retail_price=Decimal("5.00"))
+    user = UserFactory()
+    wallet_topup_manual(account=user.account, amount=Decimal(funds))
+    with transaction.atomic():
+        order = order_place_with_wallet(
+            account=user.account,
+            wallet=wallet_get_or_create(account=user.account),
+            livemode=True,
+            channel="wallet",
+            currency="EUR",
+            user=user,
+            lines=[LineRequest(product=product, recipient_number=number, quantity=quantity)],
+        )
+    return list(order.recharges.order_by("id"))
+
+
+def balance(recharge) -> Decimal:
+    return Wallet.objects.get(account_id=recharge.account_id, kind="live").balance
+
+
+# -- the state machine ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "start, allowed",
+    [
+        (S.QUEUED, {S.DISPATCHED, S.WAITLISTED, S.FAILED}),
+        (S.WAITLISTED, {S.QUEUED, S.FAILED}),
+        (S.DISPATCHED, {S.DELIVERED, S.FAILED}),
+        (S.DELIVERED, set()),
+        (S.FAILED, {S.QUEUED}),
+    ],
+)
+def test_each_state_allows_exactly_its_transitions(start, allowed):
+    assert set(ALLOWED[start]) == allowed
+
+
+@pytest.mark.parametrize("start", list(S))
+def test_every_unlisted_transition_is_refused_and_changes_nothing(start):
+    (recharge,) = place()
+    Recharge.objects.filter(pk=recharge.pk).update(status=start)
+    recharge.refresh_from_db()
+    for target in set(S) - set(ALLOWED[start]):
+        with pytest.raises(IllegalTransition):
+            transition(recharge, target)
+        recharge.refresh_from_db()
+        assert recharge.status == start
+
+
+def test_a_transition_stamps_its_time_and_records_history():
+    (recharge,) = place()
+    transition(recharge, S.DISPATCHED, note="sent")
+    recharge.refresh_from_db()
+    assert recharge.dispatched_at is not None
+    assert list(recharge.events.values_list("from_status", "to_status")) == [
+        ("", "queued"),
+        ("queued", "dispatched"),
+    ]
+
+
+# -- processing -------------------------------------------------------------------------------
+
+
+def test_a_queued_recharge_is_dispatched_with_its_id_as_reference_and_delivered():
+    fake = FakeReloadly().start()
+    try:
+        provider = ReloadlyProvider(
+            client_id="i", client_secret="s", base_url=fake.url, auth_url=fake.url, timeout=2
+        )
+        (recharge,) = place()
+        outcome = processor.recharge_process(recharge_id=recharge.pk, provider=provider)
+        assert outcome.status == S.DELIVERED
+        recharge.refresh_from_db()
+        assert recharge.status == S.DELIVERED and recharge.provider == "reloadly"
+        assert recharge.provider_transaction_id == str(
+            fake.topups[recharge.public_id]["transactionId"]
+        )
+        assert fake.calls[recharge.public_id] == 1
+    finally:
+        fake.stop()
+
+
+def test_processing_twice_sends_once():
+    (recharge,) = place()
+    first = processor.recharge_process(recharge_id=recharge.pk, provider=SIM)
+    second = processor.recharge_process(recharge_id=recharge.pk, provider=SIM)
+    assert first.status == second.status == S.DELIVERED
+    assert recharge.events.filter(to_status=S.DISPATCHED).count() == 1
+
+
+def test_a_permanent_rejection_fails_and_refunds_exactly_once_even_if_run_twice():
+    (recharge,) = place(number="+525512349990")
+    assert balance(recharge) == Decimal("95.00")
+    processor.recharge_process(recharge_id=recharge.pk, provider=SIM)
+    processor.recharge_process(recharge_id=recharge.pk, provider=SIM)
+    recharge.refresh_from_db()
+    assert recharge.status == S.FAILED and recharge.failure_code == "invalid_recipient"
+    assert recharge.refunded
+    assert balance(recharge) == Decimal("100.00")
+    assert LedgerEntry.objects.filter(kind="refund", reference=recharge.public_id).count() == 1
+    assert Payment.objects.get(pk=recharge.payment_id).status == "refunded"
+    assert_ledger_balanced()
+
+
+def test_one_failed_unit_of_three_partially_refunds_the_payment():
+    product = ProductFactory(retail_price=Decimal("5.00"))
+    good = place(product=product, quantity=2)
+    payment = Payment.objects.get(pk=good[0].payment_id)
+    processor.recharge_fail_by_staff(recharge_id=good[0].pk, actor=None, reason="stuck")
+    payment.refresh_from_db()
+    assert payment.status == "partially_refunded" and payment.refunded_amount == Decimal("5.00")
+    assert_ledger_balanced()
+
+
+def test_a_timeout_is_reconciled_by_reference_before_anything_is_retried():
+    (recharge,) = place(number="+525512349992")  # made upstream, answer lost
+    outcome = processor.recharge_process(recharge_id=recharge.pk, provider=SIM)
+    assert outcome.status == S.DELIVERED
+    recharge.refresh_from_db()
+    assert recharge.status == S.DELIVERED and not recharge.refunded
+    assert balance(recharge) == Decimal("95.00")
+
+
+def test_a_timeout_with_nothing_upstream_is_retried_with_backoff_then_failed_and_refunded():
+    (recharge,) = place(number="+525512349993")  # never reaches the provider
+    with override_settings(RECHARGE_MAX_ATTEMPTS=3):
+        outcomes = [
+            processor.recharge_process(recharge_id=recharge.pk, provider=SIM) for _ in range(3)
+        ]
+    assert [o.status for o in outcomes] == [S.DISPATCHED, S.DISPATCHED, S.FAILED]
+    assert [o.retry_in for o in outcomes] == [5.0, 10.0, None]
+    recharge.refresh_from_db()
+    assert recharge.failure_code == "upstream_timeout" and recharge.refunded
+    assert balance(recharge) == Decimal("100.00")
+    assert_ledger_balanced()
+
+
+def test_a_transient_error_is_retried_and_then_delivered():
+    (recharge,) = place(number="+525512349991")
+    first = processor.recharge_process(recharge_id=recharge.pk, provider=SIM)
+    assert first.status == S.DISPATCHED and first.retry_in == 5.0
+    assert processor.recharge_process(recharge_id=recharge.pk, provider=SIM).status == S.DELIVERED
+
+
+def test_a_dispatched_row_whose_answer_was_lost_is_not_sent_twice():
+    """A worker died after the provider made the top-up: the retry asks first."""
+    fake = FakeReloadly().start()
+    try:
+        provider = ReloadlyProvider(
+            client_id="i", client_secret="s", base_url=fake.url, auth_url=fake.url, timeout=0.3
+        )
+        (recharge,) = place()
+        fake.slow_next(1.0)  # answer arrives after the client gave up
+        processor.recharge_process(recharge_id=recharge.pk, provider=provider)
+        recharge.refresh_from_db()
+        if recharge.status == S.DISPATCHED:  # status lookup also raced: the retry asks again
+            processor.recharge_process(recharge_id=recharge.pk, provider=provider)
+        recharge.refresh_from_db()
+        assert recharge.status == S.DELIVERED
+        assert fake.calls[recharge.public_id] == 1
+    finally:
+        fake.stop()
+
+
+# -- waitlists and the sweeper ---------------------------------------------------------------
+
+
+def test_a_scheduled_promotion_within_the_horizon_waitlists_then_the_window_releases(
+    time_machine,
+):
+    time_machine.move_to("2026-11-21 10:00:00Z", tick=False)
+    product = ProductFactory(retail_price=Decimal("5.00"))
+    starts = timezone.now() + timedelta(hours=24)
+    PromotionFactory(
+        operator=product.operator, starts_at=starts, ends_at=starts + timedelta(days=3)
+    )
+    (recharge,) = place(product=product)
+    assert processor.recharge_process(recharge_id=recharge.pk, provider=SIM).status == S.WAITLISTED
+    recharge.refresh_from_db()
+    assert recharge.waitlisted_until == starts
+    assert recharges_sweep_task.apply().get()["waitlisted"] == 0  # not yet
+    time_machine.move_to(starts + timedelta(seconds=1), tick=False)
+    counts = recharges_sweep_task.apply().get()
+    assert counts["waitlisted"] == 1
+    recharge.refresh_from_db()
+    assert recharge.status == S.DELIVERED  # released, queued, then processed inline
+
+
+def test_a_promotion_beyond_the_horizon_does_not_hold_the_recharge():
+    product = ProductFactory(retail_price=Decimal("5.00"))
+    starts = timezone.now() + timedelta(hours=100)
+    PromotionFactory(
+        operator=product.operator, starts_at=starts, ends_at=starts + timedelta(days=3)
+    )
+    (recharge,) = place(product=product)
+    assert processor.recharge_process(recharge_id=recharge.pk, provider=SIM).status == S.DELIVERED
+
+
+def test_an_active_promotion_dispatches_now():
+    product = ProductFactory(retail_price=Decimal("5.00"))
+    PromotionFactory(operator=product.operator)
+    (recharge,) = place(product=product)
+    assert processor.recharge_process(recharge_id=recharge.pk, provider=SIM).status == S.DELIVERED
+
+
+@override_settings(RECHARGE_STUCK_QUEUED_SECONDS=0)
+def test_the_sweeper_delivers_a_recharge_whose_message_was_lost():
+    (recharge,) = place()  # on_commit never ran here: the message is "lost"
+    assert Recharge.objects.get(pk=recharge.pk).status == S.QUEUED
+    counts = recharges_sweep_task.apply().get()
+    assert counts["queued"] == 1
+    assert Recharge.objects.get(pk=recharge.pk).status == S.DELIVERED
+
+
+# -- staff actions ----------------------------------------------------------------------------
+
+
+def test_staff_retry_of_a_failed_recharge_debits_again_and_delivers():
+    staff = UserFactory(is_staff=True)
+    (recharge,) = place(number="+525512349990")
+    processor.recharge_process(recharge_id=recharge.pk, provider=SIM)
+    assert balance(recharge) == Decimal("100.00")
+    # the number was fixed upstream; staff retries
+    processor.recharge_retry(recharge_id=recharge.pk, actor=staff)
+    recharge.refresh_from_db()
+    assert recharge.status == S.QUEUED and recharge.retries == 1 and not recharge.refunded
+    assert balance(recharge) == Decimal("95.00")
+    processor.recharge_process(recharge_id=recharge.pk, provider=SimulatorProvider(rules={}))
+    recharge.refresh_from_db()
+    assert recharge.status == S.DELIVERED
+    assert recharge.events.filter(actor=staff).exists()
+    assert_ledger_balanced()
+
+
+def test_staff_retry_that_fails_again_refunds_again():
+    staff = UserFactory(is_staff=True)
+    (recharge,) = place(number="+525512349990")
+    processor.recharge_process(recharge_id=recharge.pk, provider=SIM)
+    processor.recharge_retry(recharge_id=recharge.pk, actor=staff)
+    processor.recharge_process(recharge_id=recharge.pk, provider=SIM)
+    assert balance(recharge) == Decimal("100.00")
+    assert LedgerEntry.objects.filter(kind="refund").count() == 2
+    assert_ledger_balanced()
+
+
+def test_only_failed_recharges_can_be_retried():
+    (recharge,) = place()
+    with pytest.raises(IllegalTransition):
+        processor.recharge_retry(recharge_id=recharge.pk, actor=None)
+
+
+def test_a_delivered_recharge_cannot_be_failed_by_staff():
+    (recharge,) = place()
+    processor.recharge_process(recharge_id=recharge.pk, provider=SIM)
+    with pytest.raises(IllegalTransition):
+        processor.recharge_fail_by_staff(recharge_id=recharge.pk, actor=None, reason="x")
+    assert balance(recharge) == Decimal("95.00")
