@@ -1,3 +1,6 @@
+import os
+import sys
+
 from django.apps import AppConfig
 
 
@@ -6,4 +9,14 @@ class ResellerConfig(AppConfig):
     verbose_name = "reseller core"
 
     def ready(self) -> None:
+        from django.conf import settings
+
         from reseller import schema  # noqa: F401  (registers the OpenAPI extensions)
+
+        serving = "runserver" in sys.argv and (
+            os.environ.get("RUN_MAIN") == "true" or "--noreload" in sys.argv
+        )
+        if serving and settings.CELERY_TASK_ALWAYS_EAGER and settings.TASKS_IN_PROCESS_THREADED:
+            from reseller.tasks import start_in_process_beat
+
+            start_in_process_beat()

@@ -53,3 +53,34 @@ def enqueue(task, *args, countdown: float | None = None) -> None:
         timer.start()
     else:
         _run_in_thread(task, args)
+
+
+_beat_started = False
+
+
+def start_in_process_beat() -> None:
+    """Without a broker there is no beat process: run the periodic tasks on a daemon thread."""
+    global _beat_started
+    if _beat_started:
+        return
+    _beat_started = True
+    from django.utils.module_loading import import_string
+
+    schedule = [
+        (import_string(entry["task"]), float(entry["schedule"]))
+        for entry in settings.CELERY_BEAT_SCHEDULE.values()
+    ]
+
+    def loop():
+        import time
+
+        due = {task.name: 0.0 for task, _interval in schedule}
+        while True:
+            now = time.monotonic()
+            for task, interval in schedule:
+                if now >= due[task.name]:
+                    due[task.name] = now + interval
+                    _run_in_thread(task, ())
+            time.sleep(1)
+
+    threading.Thread(target=loop, name="inprocess-beat", daemon=True).start()

@@ -26,6 +26,7 @@ class FakeReloadly:
         self.topups: dict[str, dict] = {}
         self.calls: Counter[str] = Counter()
         self.script: deque[tuple[str, object]] = deque()
+        self.delay = 0.0  # seconds every top-up takes, to keep work in flight
         self._ids = itertools.count(1000)
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.server.daemon_threads = True
@@ -136,6 +137,8 @@ class FakeReloadly:
                     fake.topups[reference] = record
                 if action and action[0] == "slow":
                     time.sleep(float(action[1]))
+                elif fake.delay:
+                    time.sleep(fake.delay)
                 return self._send(200, record)
 
             def do_GET(self):

@@ -1,0 +1,238 @@
+"""The processor with real Celery worker processes on Redis and a real HTTP provider fake.
+
+A worker is killed with SIGKILL in the middle of a batch; another one takes over. Every
+recharge must end delivered exactly once (the fake counts calls per reference) and the
+ledger must balance. A broker that is down when an order commits only delays delivery.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+import redis
+from django.db import connection, transaction
+from django.test import override_settings
+
+from catalog.tests.factories import ProductFactory
+from orders.models import Recharge
+from orders.pricing import LineRequest
+from orders.services import order_place_with_wallet
+from orders.tasks import recharges_sweep_task
+from reseller.celery import app as celery_app
+from tests.conftest import assert_ledger_balanced
+from tests.factories import UserFactory
+from tests.fakes.reloadly import FakeReloadly
+from wallet.models import Wallet
+from wallet.services import wallet_get_or_create, wallet_topup_manual
+
+pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
+
+ROOT = Path(__file__).resolve().parent.parent
+BROKER = "redis://127.0.0.1:6379/6"
+
+
+@pytest.fixture
+def fake():
+    server = FakeReloadly().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def queue():
+    name = f"test-{uuid.uuid4().hex[:10]}"
+    yield name
+    client = redis.Redis.from_url(BROKER)
+    for key in client.scan_iter(f"*{name}*"):
+        client.delete(key)
+
+
+@pytest.fixture
+def publishing(queue):
+    """Let this test process publish to the real broker instead of running tasks inline."""
+    saved = {
+        k: celery_app.conf[k] for k in ("task_always_eager", "broker_url", "task_default_queue")
+    }
+    celery_app.conf.update(task_always_eager=False, broker_url=BROKER, task_default_queue=queue)
+    reset_pools()
+    with override_settings(CELERY_TASK_ALWAYS_EAGER=False):
+        yield
+    celery_app.conf.update(saved)
+    reset_pools()
+
+
+def reset_pools():
+    """Forget cached broker connections so the next publish uses the current broker_url."""
+    celery_app._pool = None
+    celery_app.amqp._producer_pool = None
+
+
+class Worker:
+    def __init__(self, fake, queue):
+        env = {
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": "reseller.settings.test",
+            "DATABASE_URL": "postgres://{USER}@{HOST}:{PORT}/{NAME}".format(
+                **connection.settings_dict
+            ),
+            "CELERY_BROKER_URL": BROKER,
+            "CELERY_QUEUE": queue,
+            "AIRTIME_PROVIDER": "reloadly",
+            "RELOADLY_BASE_URL": fake.url,
+            "RELOADLY_AUTH_URL": fake.url,
+            "RELOADLY_CLIENT_ID": "test",
+            "RELOADLY_CLIENT_SECRET": "test",
+            "RELOADLY_TIMEOUT_SECONDS": "5",
+        }
+        self.log = open(ROOT / "test-artifacts" / f"worker-{uuid.uuid4().hex[:6]}.log", "w")
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "reseller",
+                "worker",
+                "--pool=prefork",
+                "--concurrency=2",
+                "-Q",
+                queue,
+                "--loglevel=INFO",
+                "--without-gossip",
+                "--without-mingle",
+                "--without-heartbeat",
+                "-n",
+                f"{queue}-{uuid.uuid4().hex[:4]}",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        self._wait_ready()
+
+    def _wait_ready(self, timeout=60):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"worker exited: {Path(self.log.name).read_text()[-2000:]}")
+            if "ready." in Path(self.log.name).read_text():
+                return
+            time.sleep(0.2)
+        raise TimeoutError("worker did not start")
+
+    def kill(self):
+        os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait(timeout=10)
+
+    def stop(self):
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        self.log.close()
+
+
+@pytest.fixture
+def workers(fake, queue):
+    (ROOT / "test-artifacts").mkdir(exist_ok=True)
+    started = []
+
+    def start():
+        worker = Worker(fake, queue)
+        started.append(worker)
+        return worker
+
+    yield start
+    for worker in started:
+        worker.stop()
+
+
+def place_order(quantity: int, price="2.00"):
+    product = ProductFactory(retail_price=Decimal(price))
+    user = UserFactory()
+    wallet_topup_manual(account=user.account, amount=Decimal("100.00"))
+    with transaction.atomic():
+        order = order_place_with_wallet(
+            account=user.account,
+            wallet=wallet_get_or_create(account=user.account),
+            livemode=True,
+            channel="b2b",
+            currency="EUR",
+            user=user,
+            lines=[
+                LineRequest(product=product, recipient_number="+525512345678", quantity=quantity)
+            ],
+        )
+    return user, order
+
+
+def wait_for(predicate, timeout=60, interval=0.2):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval)
+    return False
+
+
+def statuses(order) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for status in Recharge.objects.filter(order=order).values_list("status", flat=True):
+        counts[status] = counts.get(status, 0) + 1
+    return counts
+
+
+def test_a_real_worker_delivers_queued_recharges(fake, workers, publishing):
+    workers()
+    _user, order = place_order(quantity=4)
+    assert wait_for(lambda: statuses(order) == {"delivered": 4}, timeout=30), statuses(order)
+    assert sorted(fake.calls.values()) == [1, 1, 1, 1]
+    assert_ledger_balanced()
+
+
+def test_a_worker_killed_mid_batch_loses_nothing_and_sends_nothing_twice(fake, workers, publishing):
+    fake.delay = 0.25  # keep the batch in flight long enough to kill it halfway
+    first = workers()
+    user, order = place_order(quantity=20)
+    assert wait_for(lambda: statuses(order).get("delivered", 0) >= 4, timeout=30)
+    first.kill()
+    in_flight = statuses(order)
+    assert in_flight.get("delivered", 0) < 20, "the kill came too late to prove anything"
+
+    workers()
+    with override_settings(RECHARGE_STUCK_QUEUED_SECONDS=0, RECHARGE_STUCK_DISPATCHED_SECONDS=0):
+        recharges_sweep_task.apply()  # what beat does every 30 s
+    assert wait_for(lambda: statuses(order) == {"delivered": 20}, timeout=60), statuses(order)
+
+    references = set(Recharge.objects.filter(order=order).values_list("public_id", flat=True))
+    assert set(fake.topups) == references
+    assert all(fake.calls[ref] == 1 for ref in references), dict(fake.calls)
+    wallet = Wallet.objects.get(account=user.account, kind="live")
+    assert wallet.balance == Decimal("60.00")  # 100 - 20 x 2.00, nothing refunded or doubled
+    assert_ledger_balanced()
+
+
+def test_a_broker_down_at_commit_only_delays_delivery(fake, workers, publishing):
+    celery_app.conf.broker_url = "redis://127.0.0.1:1/0"  # nothing listens there
+    reset_pools()
+    _user, order = place_order(quantity=3)  # commit succeeds; publishing fails and is logged
+    assert statuses(order) == {"queued": 3}
+
+    celery_app.conf.broker_url = BROKER
+    reset_pools()
+    workers()
+    with override_settings(RECHARGE_STUCK_QUEUED_SECONDS=0):
+        counts = recharges_sweep_task.apply().get()
+    assert counts["queued"] == 3
+    assert wait_for(lambda: statuses(order) == {"delivered": 3}, timeout=30), statuses(order)
+    assert_ledger_balanced()
