@@ -90,7 +90,7 @@ class Worker:
             "RELOADLY_CLIENT_SECRET": "test",
             "RELOADLY_TIMEOUT_SECONDS": "5",
         }
-        self.log = open(ROOT / "test-artifacts" / f"worker-{uuid.uuid4().hex[:6]}.log", "w")
+        self.log = open(ROOT / "test-artifacts" / f"worker-{uuid.uuid4().hex[:6]}.log", "w")  # noqa: SIM115 (closed in stop)
         self.process = subprocess.Popen(
             [
                 sys.executable,
