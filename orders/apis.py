@@ -7,12 +7,13 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.authentication import request_api_key, request_livemode, request_units_per_request
-from accounts.permissions import B2BApiKeyRequired
+from accounts.permissions import B2BApiKeyRequired, TestKeyRequired
 from accounts.throttling import RECHARGE_THROTTLE_CLASSES
 from orders import selectors, services
 from orders.idempotency import fingerprint, read_key, run_idempotent
 from orders.models import Order
 from orders.pricing import LineRequest, price_order
+from orders.sandbox import sandbox_settle
 from orders.serializers import (
     CartItemIn,
     CartItemOut,
@@ -23,10 +24,12 @@ from orders.serializers import (
     PaymentOut,
     QuoteIn,
     QuoteOut,
+    SandboxOut,
 )
 from reseller.api import problems
 from reseller.errors import PROBLEM_CONTENT_TYPE, ApplicationError, problem_body
 from reseller.money import ZERO
+from wallet.sandbox import sandbox_balance
 from wallet.services import wallet_for_request
 
 IDEMPOTENCY_HEADER = OpenApiParameter(
@@ -170,6 +173,8 @@ class PaymentHistoryApi(APIView):
     def get(self, request):
         from reseller.pagination import PagePagination
 
+        if not request_livemode(request):
+            sandbox_settle()
         paginator = PagePagination()
         page = paginator.paginate_queryset(
             selectors.payment_history(
@@ -234,6 +239,8 @@ def place_wallet_order(request, *, channel: str, key_required: bool) -> Response
 
 
 class WalletCheckoutApi(APIView):
+    throttle_classes = RECHARGE_THROTTLE_CLASSES
+
     @extend_schema(
         tags=["wallet"],
         summary="Pay an order from the wallet and queue its recharges",
@@ -270,3 +277,29 @@ class B2BRechargeApi(APIView):
     )
     def post(self, request):
         return place_wallet_order(request, channel=Order.Channel.B2B, key_required=True)
+
+
+class SandboxApi(APIView):
+    permission_classes = [TestKeyRequired]
+
+    @extend_schema(
+        tags=["sandbox"],
+        summary="Test balance and the latest simulated recharges",
+        description="Test keys only. Outcomes by the recipient number's last four digits: "
+        "`0002` rejected (amount returned), `0003` processing for 10 s then success, `0004` "
+        "timeout (amount returned), anything else success.",
+        responses={200: SandboxOut, **problems(401, 403)},
+    )
+    def get(self, request):
+        sandbox_settle()
+        key = request_api_key(request)
+        balance, currency = sandbox_balance(key=key)
+        return Response(
+            SandboxOut(
+                {
+                    "balance": balance,
+                    "currency": currency,
+                    "recharges": selectors.sandbox_recharges(api_key=key),
+                }
+            ).data
+        )

@@ -209,6 +209,11 @@ class Recharge(models.Model):
         DISPATCHED = "dispatched", "Dispatched"
         DELIVERED = "delivered", "Delivered"
         FAILED = "failed", "Failed"
+        # Test mode only: the simulated outcomes of the sandbox (decisions.md section 6).
+        PROCESSING = "processing", "Processing (sandbox)"
+        SUCCESS = "success", "Success (sandbox)"
+        REJECTED = "rejected", "Rejected (sandbox)"
+        TIMEOUT = "timeout", "Timeout (sandbox)"
 
     public_id = models.CharField(max_length=40, unique=True, default=new_recharge_id)
     order = models.ForeignKey(Order, on_delete=models.PROTECT, related_name="recharges")
@@ -223,6 +228,9 @@ class Recharge(models.Model):
     failure_code = models.CharField(max_length=64, blank=True)
     failure_message = models.CharField(max_length=255, blank=True)
     waitlisted_until = models.DateTimeField(null=True, blank=True)
+    sandbox_ready_at = models.DateTimeField(
+        null=True, blank=True, help_text="Test mode: when a processing recharge succeeds"
+    )
     provider = models.CharField(max_length=32, blank=True)
     provider_transaction_id = models.CharField(max_length=128, blank=True)
     provider_response = models.JSONField(null=True, blank=True)

@@ -52,3 +52,12 @@ def cart_item_get(*, account: Account, livemode: bool, item_id: str) -> CartItem
     if item is None:
         raise NotFound()
     return item
+
+
+def sandbox_recharges(*, api_key, limit: int = 20) -> list[Recharge]:
+    """The latest simulated recharges ordered with one test key, newest first."""
+    return list(
+        Recharge.objects.filter(order__api_key=api_key, livemode=False)
+        .select_related("product")
+        .order_by("-id")[:limit]
+    )

@@ -247,3 +247,9 @@ class BalanceOut(serializers.Serializer):
     available = serializers.DecimalField(max_digits=12, decimal_places=2)
     currency = serializers.CharField()
     livemode = serializers.BooleanField()
+
+
+class SandboxOut(serializers.Serializer):
+    balance = serializers.DecimalField(max_digits=12, decimal_places=2)
+    currency = serializers.CharField()
+    recharges = RechargeOut(many=True)

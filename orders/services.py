@@ -151,6 +151,11 @@ def recharges_create(*, order: Order, payment: Payment) -> list[Recharge]:
             for r in recharges
         ]
     )
+    if not order.livemode:
+        from orders.sandbox import sandbox_simulate
+
+        sandbox_simulate(recharges=recharges)  # test keys never reach the processor
+        return recharges
     ids = [r.pk for r in recharges]
     transaction.on_commit(lambda: recharges_enqueue(recharge_ids=ids))
     return recharges

@@ -27,14 +27,26 @@ ALLOWED: dict[str, frozenset[str]] = {
     S.FAILED: frozenset({S.QUEUED}),
 }
 
+# Test-mode rows never reach a provider: the sandbox moves them to a simulated outcome.
+SANDBOX_ALLOWED: dict[str, frozenset[str]] = {
+    S.QUEUED: frozenset({S.SUCCESS, S.PROCESSING, S.REJECTED, S.TIMEOUT}),
+    S.PROCESSING: frozenset({S.SUCCESS}),
+    S.SUCCESS: frozenset(),
+    S.REJECTED: frozenset(),
+    S.TIMEOUT: frozenset(),
+}
+
 TIMESTAMP = {
     S.QUEUED: "queued_at",
     S.DISPATCHED: "dispatched_at",
     S.DELIVERED: "delivered_at",
     S.FAILED: "failed_at",
+    S.SUCCESS: "delivered_at",
+    S.REJECTED: "failed_at",
+    S.TIMEOUT: "failed_at",
 }
 
-FINAL = frozenset({S.DELIVERED, S.FAILED})
+FINAL = frozenset({S.DELIVERED, S.FAILED, S.SUCCESS, S.REJECTED, S.TIMEOUT})
 
 
 class IllegalTransition(ApplicationError):
@@ -43,8 +55,9 @@ class IllegalTransition(ApplicationError):
     title = "Conflict"
 
 
-def can_move(from_status: str, to_status: str) -> bool:
-    return to_status in ALLOWED.get(from_status, frozenset())
+def can_move(from_status: str, to_status: str, *, livemode: bool = True) -> bool:
+    allowed = ALLOWED if livemode else SANDBOX_ALLOWED
+    return to_status in allowed.get(from_status, frozenset())
 
 
 def transition(
@@ -57,7 +70,7 @@ def transition(
 ) -> Recharge:
     """Move a (locked) recharge to ``to_status`` and record it; refuse illegal moves."""
     from_status = recharge.status
-    if not can_move(from_status, to_status):
+    if not can_move(from_status, to_status, livemode=recharge.livemode):
         raise IllegalTransition(f"A recharge cannot move from {from_status} to {to_status}.")
     now = timezone.now()
     fields = {"status": to_status, "updated_at": now, **(extra_fields or {})}

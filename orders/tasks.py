@@ -23,6 +23,9 @@ def recharge_process_task(recharge_id: int) -> str:
 @shared_task(ignore_result=True)
 def recharges_sweep_task() -> dict[str, int]:
     """Every 30 s (beat): re-enqueue lost or stuck recharges and release opened waitlists."""
+    from orders.sandbox import sandbox_settle
+
+    sandbox_settle()
     due = processor.recharges_due()
     for recharge_id in due["waitlisted"]:
         processor.waitlist_release(recharge_id=recharge_id)
@@ -39,3 +42,11 @@ def idempotency_purge_task() -> int:
     from orders.idempotency import purge_expired
 
     return purge_expired()
+
+
+@shared_task(ignore_result=True)
+def sandbox_settle_task() -> int:
+    """Test mode: processing recharges whose 10 seconds are over become success."""
+    from orders.sandbox import sandbox_settle
+
+    return sandbox_settle()

@@ -10,4 +10,5 @@ urlpatterns = [
     path("payments/history", apis.PaymentHistoryApi.as_view(), name="payments-history"),
     path("wallet/checkout", apis.WalletCheckoutApi.as_view(), name="wallet-checkout"),
     path("api-access/b2b/recharges", apis.B2BRechargeApi.as_view(), name="b2b-recharges"),
+    path("api-access/sandbox", apis.SandboxApi.as_view(), name="sandbox"),
 ]

@@ -127,6 +127,7 @@ class TopUp(models.Model):
         CARD = "card", _("Card")
         BANK_TRANSFER = "bank_transfer", _("Bank transfer")
         MANUAL = "manual", _("Manual (operator)")
+        SANDBOX = "sandbox", _("Sandbox addition (test key)")
 
     class Status(models.TextChoices):
         PENDING = "pending", _("Pending")

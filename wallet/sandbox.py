@@ -1,0 +1,120 @@
+"""Sandbox balances of test keys (decisions.md section 6): fake euros, real ledger rules.
+
+Additions come from the key dashboard or the ``sandbox_topup`` command, through this one
+service: only 10, 50, 100 or 500 EUR at a time, never above 1,000 EUR, at most 5 additions
+in any hour per key. The wallet row lock makes the cap and the hourly count exact under
+concurrency.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from decimal import Decimal, InvalidOperation
+
+from django.db import transaction
+from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
+
+from reseller.errors import ApplicationError, RateLimited, ValidationFailed
+from reseller.money import ZERO, quantize
+from wallet.models import LedgerEntry, TopUp, Wallet
+from wallet.services import ledger_post, sandbox_wallet_for_key, wallet_lock
+
+AMOUNTS = (Decimal("10"), Decimal("50"), Decimal("100"), Decimal("500"))
+CAP = Decimal("1000.00")
+ADDITIONS_PER_HOUR = 5
+WINDOW = timedelta(hours=1)
+
+
+class SandboxBalanceCap(ApplicationError):
+    code = "sandbox_balance_cap"
+    status = 400
+    title = gettext_lazy("Sandbox balance cap")
+    default_detail = gettext_lazy("A sandbox balance never goes above 1000.00 EUR.")
+
+
+class SandboxTopupLimit(RateLimited):
+    code = "sandbox_topup_limit"
+    title = gettext_lazy("Too many sandbox additions")
+    default_detail = gettext_lazy("At most 5 sandbox additions per hour per key.")
+
+
+class NotATestKey(ApplicationError):
+    code = "test_key_required"
+    status = 403
+    title = gettext_lazy("Forbidden")
+    default_detail = gettext_lazy("Only an active test key has a sandbox balance.")
+
+
+def parse_amount(raw) -> Decimal:
+    try:
+        amount = Decimal(str(raw))
+    except (InvalidOperation, ValueError) as exc:
+        raise _bad_amount() from exc
+    if amount not in AMOUNTS or amount != quantize(amount):
+        raise _bad_amount()
+    return quantize(amount)
+
+
+def _bad_amount() -> ValidationFailed:
+    return ValidationFailed(
+        fields=[
+            {
+                "field": "amount",
+                "code": "invalid_amount",
+                "message": _("Add 10, 50, 100 or 500 EUR at a time."),
+            }
+        ]
+    )
+
+
+@transaction.atomic
+def sandbox_topup(*, key, amount, by=None) -> Wallet:
+    """Add fake euros to a test key's sandbox balance, under the sandbox rules."""
+    if key.livemode or not key.is_active:
+        raise NotATestKey()
+    value = parse_amount(amount)
+    wallet = wallet_lock(wallet_id=sandbox_wallet_for_key(key=key).pk)
+    now = timezone.now()
+    recent = list(
+        TopUp.objects.filter(wallet=wallet, created_at__gt=now - WINDOW)
+        .order_by("created_at")
+        .values_list("created_at", flat=True)
+    )
+    if len(recent) >= ADDITIONS_PER_HOUR:
+        retry = (recent[0] + WINDOW - now).total_seconds()
+        raise SandboxTopupLimit(retry_after=max(1, int(retry) + 1))
+    if wallet.balance + value > CAP:
+        raise SandboxBalanceCap(
+            _(
+                "The sandbox balance is %(balance)s EUR; adding %(amount)s EUR would pass the "
+                "1000.00 EUR cap."
+            )
+            % {"balance": wallet.balance, "amount": value}
+        )
+    topup = TopUp.objects.create(
+        wallet=wallet,
+        method=TopUp.Method.SANDBOX,
+        status=TopUp.Status.APPROVED,
+        amount=value,
+        currency=wallet.currency,
+        requested_by=by,
+        decided_by=by,
+        decided_at=now,
+        created_at=now,
+    )
+    ledger_post(
+        wallet=wallet,
+        kind=LedgerEntry.Kind.TOPUP,
+        amount=value,
+        reference=topup.public_id,
+        memo="sandbox addition",
+        by=by,
+    )
+    return wallet
+
+
+def sandbox_balance(*, key) -> tuple[Decimal, str]:
+    wallet = Wallet.objects.filter(api_key=key, kind=Wallet.Kind.SANDBOX).first()
+    return (wallet.balance, wallet.currency) if wallet else (ZERO, "EUR")
