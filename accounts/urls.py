@@ -15,6 +15,11 @@ urlpatterns = [
     path("keys/<str:key_id>/", views.api_key_detail, name="api-key"),
     path("keys/<str:key_id>/revoke/", views.api_key_revoke, name="api-key-revoke"),
     path(
+        "keys/<str:key_id>/sandbox/topup/",
+        views.api_key_sandbox_topup,
+        name="api-key-sandbox-topup",
+    ),
+    path(
         "password/",
         auth_views.PasswordChangeView.as_view(
             template_name="accounts/password.html",

@@ -15,7 +15,8 @@ from django.shortcuts import redirect, render
 from django.utils import translation
 from django.utils.cache import add_never_cache_headers
 from django.utils.translation import gettext as _
-from django.views.decorators.http import require_GET, require_http_methods
+from django.utils.translation import gettext_lazy as _lazy
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from accounts import selectors, services
 from accounts.errors import ApiKeyNotEditable
@@ -29,6 +30,11 @@ from accounts.forms import (
     SignupForm,
 )
 from accounts.models import BillingProfile
+from orders.sandbox import sandbox_settle
+from orders.selectors import sandbox_recharges
+from reseller.errors import ApplicationError
+from wallet.sandbox import AMOUNTS as SANDBOX_AMOUNTS
+from wallet.sandbox import sandbox_balance, sandbox_balances, sandbox_topup
 
 
 def _remember_language(response: HttpResponse, language: str) -> HttpResponse:
@@ -100,6 +106,14 @@ def profile(request: HttpRequest) -> HttpResponse:
     )
 
 
+SANDBOX_GUIDE = [
+    ("0002", _lazy("rejected: the amount comes back to the sandbox balance")),
+    ("0003", _lazy("processing for 10 seconds, then success")),
+    ("0004", _lazy("timeout: the amount comes back to the sandbox balance")),
+    ("…", _lazy("any other ending succeeds")),
+]
+
+
 # API keys (decisions.md section 3): created, restricted and revoked here, never over the API.
 # Keys of other accounts do not exist for these pages (404).
 
@@ -124,7 +138,10 @@ def _spend_form_token(request: HttpRequest, token: str) -> bool:
 @login_required
 @require_GET
 def api_keys(request: HttpRequest) -> HttpResponse:
-    keys = selectors.api_keys_of_account(account=request.user.account)
+    keys = list(selectors.api_keys_of_account(account=request.user.account))
+    balances = sandbox_balances(keys=[key for key in keys if not key.livemode])
+    for key in keys:
+        key.sandbox_balance = balances.get(key.pk)
     return render(request, "accounts/keys.html", {"keys": keys})
 
 
@@ -175,7 +192,32 @@ def api_key_detail(request: HttpRequest, key_id: str) -> HttpResponse:
         else:
             messages.success(request, _("The IP whitelist is saved."))
         return redirect("accounts:api-key", key_id=key.public_id)
-    return render(request, "accounts/keys_detail.html", {"key": key, "form": form})
+    context = {"key": key, "form": form}
+    if not key.livemode:
+        sandbox_settle()
+        context["sandbox_balance"] = sandbox_balance(key=key)[0]
+        context["sandbox_amounts"] = [int(amount) for amount in SANDBOX_AMOUNTS]
+        context["sandbox_recharges"] = sandbox_recharges(api_key=key)
+        context["sandbox_endings"] = SANDBOX_GUIDE
+    return render(request, "accounts/keys_detail.html", context)
+
+
+@login_required
+@require_POST
+def api_key_sandbox_topup(request: HttpRequest, key_id: str) -> HttpResponse:
+    """The dashboard's sandbox buttons: the same service and rules as the CLI."""
+    key = selectors.api_key_of_account(account=request.user.account, public_id=key_id)
+    try:
+        wallet = sandbox_topup(key=key, amount=request.POST.get("amount", ""), by=request.user)
+    except ApplicationError as exc:
+        messages.error(request, exc.fields[0]["message"] if exc.fields else exc.detail)
+    else:
+        messages.success(
+            request,
+            _("Added to the sandbox. Balance: %(balance)s %(currency)s.")
+            % {"balance": wallet.balance, "currency": wallet.currency},
+        )
+    return redirect("accounts:api-key", key_id=key.public_id)
 
 
 @login_required

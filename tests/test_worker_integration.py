@@ -236,3 +236,37 @@ def test_a_broker_down_at_commit_only_delays_delivery(fake, workers, publishing)
     assert counts["queued"] == 3
     assert wait_for(lambda: statuses(order) == {"delivered": 3}, timeout=30), statuses(order)
     assert_ledger_balanced()
+
+
+def test_a_sandbox_0003_recharge_turns_to_success_after_10_real_seconds(fake, workers, publishing):
+    """The delayed settle task, run by a real worker, not by a read."""
+    from rest_framework.test import APIClient
+
+    from accounts.services import account_set_b2b
+    from tests.factories import make_key
+    from wallet.sandbox import sandbox_topup
+
+    workers()
+    user = UserFactory()
+    account_set_b2b(account=user.account, is_b2b=True)
+    key, plaintext = make_key(user, mode="test")
+    sandbox_topup(key=key, amount="10")
+    product = ProductFactory(retail_price=Decimal("1.00"))
+    client = APIClient()
+    client.credentials(HTTP_X_API_KEY=plaintext)
+    started = time.monotonic()
+    response = client.post(
+        "/api/v1/api-access/b2b/recharges",
+        {
+            "items": [
+                {"productId": product.public_id, "recipientNumber": "+525512340003", "quantity": 1}
+            ],
+            "baseCurrency": "EUR",
+        },
+        HTTP_IDEMPOTENCY_KEY="real-ten-seconds",
+    )
+    assert response.json()["recharges"][0]["status"] == "processing"
+    recharge = Recharge.objects.get(public_id=response.json()["recharges"][0]["id"])
+    assert wait_for(lambda: Recharge.objects.get(pk=recharge.pk).status == "success", timeout=30)
+    assert time.monotonic() - started >= 10
+    assert fake.calls == {}  # a test key never reaches a provider

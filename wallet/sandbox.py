@@ -118,3 +118,12 @@ def sandbox_topup(*, key, amount, by=None) -> Wallet:
 def sandbox_balance(*, key) -> tuple[Decimal, str]:
     wallet = Wallet.objects.filter(api_key=key, kind=Wallet.Kind.SANDBOX).first()
     return (wallet.balance, wallet.currency) if wallet else (ZERO, "EUR")
+
+
+def sandbox_balances(*, keys) -> dict[int, Decimal]:
+    """Sandbox balances of several keys in one query, by key id (absent: never funded)."""
+    return dict(
+        Wallet.objects.filter(api_key__in=keys, kind=Wallet.Kind.SANDBOX).values_list(
+            "api_key_id", "balance"
+        )
+    )
