@@ -218,7 +218,15 @@ SPECTACULAR_SETTINGS = {
         "Airtime recharge platform API. Authenticate server-to-server with an `x-api-key` "
         "header (`rsl_live_…` or `rsl_test_…`), or as a browser with a JWT Bearer token from "
         "`POST /api/v1/auth/login`. Every error is RFC 9457 problem details "
-        "(`application/problem+json`) with a stable `code`."
+        "(`application/problem+json`) with a stable `code`.\n\n"
+        "**Sandbox.** A test key (`rsl_test_…`) works on every endpoint a live key can call, "
+        "with the same request bodies, on its own fake EUR balance; no real recharge is ever "
+        "sent. Recipient numbers ending in `0002` are rejected, `0003` process for 10 seconds "
+        "then succeed, `0004` time out; any other ending succeeds. Going live means replacing "
+        "the test key with a live key (`rsl_live_…`): nothing else changes.\n\n"
+        "**Idempotency.** `POST /api-access/b2b/recharges` requires an `Idempotency-Key` "
+        "header (optional on `POST /wallet/checkout`): a retry with the same key and body "
+        "returns the first answer with `Idempotent-Replayed: true` and never charges twice."
     ),
     "VERSION": "v1",
     "SERVE_INCLUDE_SCHEMA": False,
