@@ -8,7 +8,7 @@ from django.utils.translation import gettext_lazy as _
 from accounts import keys
 from accounts.models import ApiKey, BillingProfile, User
 from accounts.serializers import validate_phone
-from accounts.services import login_rate_check, normalise_email
+from accounts.services import BILLING_FIELDS, login_rate_check, normalise_email
 from reseller.errors import RateLimited
 from reseller.net import client_ip
 
@@ -81,15 +81,7 @@ class AccountNameForm(forms.Form):
 class BillingForm(forms.ModelForm):
     class Meta:
         model = BillingProfile
-        fields = [
-            "company_name",
-            "vat_number",
-            "address_line1",
-            "address_line2",
-            "city",
-            "postal_code",
-            "country",
-        ]
+        fields = list(BILLING_FIELDS)
 
     def clean_country(self) -> str:
         value = self.cleaned_data.get("country", "").upper()

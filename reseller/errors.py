@@ -298,18 +298,8 @@ def exception_handler(exc: Exception, context: dict) -> Response:
             auth_header = view.get_authenticate_header(request) if view else None
             if auth_header:
                 headers["WWW-Authenticate"] = auth_header
-    elif isinstance(exc, OperationalError | InterfaceError):
-        logger.exception("database unavailable")
-        status, code, title, detail, fields = (
-            503,
-            "service_unavailable",
-            _("Service unavailable"),
-            ServiceUnavailable.default_detail,
-            None,
-        )
-        headers["Retry-After"] = "5"
-    elif _is_redis_error(exc):
-        logger.exception("redis unavailable")
+    elif isinstance(exc, OperationalError | InterfaceError) or _is_redis_error(exc):
+        logger.exception("a dependency is unavailable")
         status, code, title, detail, fields = (
             503,
             "service_unavailable",

@@ -1,3 +1,5 @@
+from decimal import Decimal
+
 import pytest
 from django.core.cache import cache
 from rest_framework.test import APIClient
@@ -47,3 +49,28 @@ def assert_ledger_balanced():
     from wallet.selectors import ledger_mismatches
 
     assert ledger_mismatches() == []
+
+
+@pytest.fixture
+def product(db):
+    """A Mexican airtime product at 5.00 EUR (MX mobile numbers look like +525512345678)."""
+    from catalog.tests.factories import ProductFactory
+
+    return ProductFactory(retail_price=Decimal("5.00"))
+
+
+@pytest.fixture
+def reseller(db):
+    """A user of a B2B account."""
+    from accounts.services import account_set_b2b
+
+    user = UserFactory()
+    account_set_b2b(account=user.account, is_b2b=True)
+    return user
+
+
+def client_for(plaintext: str) -> APIClient:
+    """An API client that sends this API key."""
+    client = APIClient()
+    client.credentials(HTTP_X_API_KEY=plaintext)
+    return client

@@ -5,18 +5,13 @@ from decimal import Decimal
 import pytest
 from rest_framework.test import APIClient
 
-from catalog.tests.factories import FxRateFactory, ProductFactory, PromotionFactory
+from catalog.tests.factories import FxRateFactory, PromotionFactory
 from tests.conftest import bearer
 from tests.factories import UserFactory, make_key
 from tests.test_auth_api import assert_problem
 
 pytestmark = pytest.mark.django_db
 NUMBER = "+525512345678"
-
-
-@pytest.fixture
-def product():
-    return ProductFactory(retail_price=Decimal("5.00"))
 
 
 def item(product, session="s1", quantity=2, number=NUMBER):

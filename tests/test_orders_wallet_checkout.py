@@ -5,10 +5,8 @@ from decimal import Decimal
 import pytest
 from rest_framework.test import APIClient
 
-from accounts.services import account_set_b2b
-from catalog.tests.factories import ProductFactory
 from orders.models import Order, Payment, Recharge
-from tests.conftest import assert_ledger_balanced, bearer
+from tests.conftest import assert_ledger_balanced, bearer, client_for
 from tests.factories import UserFactory, make_key
 from tests.test_auth_api import assert_problem
 from wallet.models import LedgerEntry, Wallet
@@ -21,23 +19,9 @@ CHECKOUT = "/api/v1/wallet/checkout"
 MX_NUMBER = "+525512345678"
 
 
-@pytest.fixture
-def product():
-    return ProductFactory(retail_price=Decimal("5.00"))
-
-
-@pytest.fixture
-def reseller():
-    user = UserFactory()
-    account_set_b2b(account=user.account, is_b2b=True)
-    return user
-
-
 def key_client(user, mode="live") -> APIClient:
     _key, plaintext = make_key(user, mode=mode)
-    client = APIClient()
-    client.credentials(HTTP_X_API_KEY=plaintext)
-    return client
+    return client_for(plaintext)
 
 
 def fund(user, amount):

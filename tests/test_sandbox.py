@@ -8,12 +8,9 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.db import connection
 from django.utils import timezone
-from rest_framework.test import APIClient
 
-from accounts.services import account_set_b2b
-from catalog.tests.factories import ProductFactory
 from orders.models import IdempotencyRecord, Order, Recharge
-from tests.conftest import assert_ledger_balanced
+from tests.conftest import assert_ledger_balanced, client_for
 from tests.factories import UserFactory, make_key
 from tests.test_auth_api import assert_problem
 from wallet.models import TopUp, Wallet
@@ -23,24 +20,6 @@ from wallet.services import wallet_topup_manual
 pytestmark = pytest.mark.django_db
 B2B = "/api/v1/api-access/b2b/recharges"
 SANDBOX = "/api/v1/api-access/sandbox"
-
-
-@pytest.fixture
-def product():
-    return ProductFactory(retail_price=Decimal("5.00"))
-
-
-@pytest.fixture
-def reseller():
-    user = UserFactory()
-    account_set_b2b(account=user.account, is_b2b=True)
-    return user
-
-
-def client_for(plaintext) -> APIClient:
-    client = APIClient()
-    client.credentials(HTTP_X_API_KEY=plaintext)
-    return client
 
 
 def order(product, number="+525512345678", quantity=1):
