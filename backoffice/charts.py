@@ -121,7 +121,7 @@ def column_chart(
                 f'fill="{serie.color}"><title>{escape(name)}: '
                 f"{escape(serie.name)} {escape(_fmt(value, decimals))}{escape(unit)}</title></rect>"
             )
-        if index % every == 0 or index == len(labels) - 1:
+        if (len(labels) - 1 - index) % every == 0:  # always label the latest day
             body.append(
                 f'<text x="{x + bar / 2:.1f}" y="{height - bottom + 16}" text-anchor="middle" '
                 f'fill="{PALETTE["text"]}">{escape(name)}</text>'
@@ -147,13 +147,13 @@ def bar_chart(
     label: str,
     maximum: float | None = None,
     empty: str = "No data yet",
-    width: int = 460,
+    width: int = 520,
     row: int = 26,
 ) -> SafeString:
     """Horizontal bars with their label on the left and their figure on the right."""
     if not bars or not any(b.value for b in bars):
         return _empty(width, 3 * row, label, empty)
-    label_w, text_w = 150, 90
+    label_w, text_w = 150, 140
     plot_w = width - label_w - text_w
     top = maximum if maximum is not None else max(b.value for b in bars)
     height = row * len(bars) + 6
