@@ -13,11 +13,11 @@ from backoffice.serializers import (
     AdminPaymentOut,
     AdminProductOut,
     AdminRechargeOut,
+    AdminSummaryOut,
     AdminUserOut,
     PaymentQuery,
     ProductQuery,
     RechargeQuery,
-    SummaryOut,
     UserQuery,
     selector_kwargs,
 )
@@ -70,10 +70,10 @@ class SummaryApi(APIView):
         description="Users, B2B accounts, active keys; live payments and recharges (counts and "
         "sums per currency) for today, 7 and 30 days; recharges by status; success rate; wallet "
         "float; pending bank top-ups." + AUTH_NOTE,
-        responses={200: SummaryOut, **problems(401, 403, 429)},
+        responses={200: AdminSummaryOut, **problems(401, 403, 429)},
     )
     def get(self, request):
-        return Response(SummaryOut(selectors.summary()).data)
+        return Response(AdminSummaryOut(selectors.summary()).data)
 
 
 class UsersApi(StaffListApi):

@@ -8,6 +8,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 from django.utils.translation import gettext_lazy as _
 from djangorestframework_camel_case.util import camelize_re, underscore_to_camel
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.exceptions import ErrorDetail
 
@@ -194,17 +195,17 @@ def money():
     return serializers.DecimalField(max_digits=14, decimal_places=2)
 
 
-class MoneyOut(serializers.Serializer):
+class AdminMoneyOut(serializers.Serializer):
     currency = serializers.CharField()
     amount = money()
 
 
-class AccountRefOut(serializers.Serializer):
+class AdminAccountRefOut(serializers.Serializer):
     id = serializers.CharField(source="public_id")
     name = serializers.CharField()
 
 
-class AccountOut(AccountRefOut):
+class AdminAccountOut(AdminAccountRefOut):
     is_b2b = serializers.BooleanField()
     discount_percent = serializers.DecimalField(max_digits=5, decimal_places=2)
     wallet_currency = serializers.CharField()
@@ -219,17 +220,18 @@ class AdminUserOut(serializers.Serializer):
     is_active = serializers.BooleanField()
     date_joined = serializers.DateTimeField()
     last_login = serializers.DateTimeField(allow_null=True)
-    account = AccountOut()
+    account = AdminAccountOut()
     active_keys = serializers.IntegerField()
     wallet = serializers.SerializerMethodField()
 
-    def get_wallet(self, obj) -> MoneyOut | None:
+    @extend_schema_field(AdminMoneyOut(allow_null=True))
+    def get_wallet(self, obj) -> dict | None:
         if obj.wallet_currency is None:
             return None
         return {"currency": obj.wallet_currency, "amount": f"{obj.wallet_balance:.2f}"}
 
 
-class OperatorRefOut(serializers.Serializer):
+class AdminOperatorRefOut(serializers.Serializer):
     id = serializers.CharField(source="public_id")
     name = serializers.CharField()
 
@@ -238,10 +240,10 @@ class AdminRechargeOut(serializers.Serializer):
     id = serializers.CharField(source="public_id")
     order_id = serializers.CharField(source="order.public_id")
     payment_id = serializers.CharField(source="payment.public_id")
-    account = AccountRefOut()
+    account = AdminAccountRefOut()
     product_id = serializers.CharField(source="product.public_id")
     product_name = serializers.CharField(source="product.name")
-    operator = OperatorRefOut(source="product.operator")
+    operator = AdminOperatorRefOut(source="product.operator")
     country = serializers.CharField(source="product.country_id")
     recipient_number = serializers.CharField()
     amount = serializers.DecimalField(max_digits=12, decimal_places=2)
@@ -267,7 +269,7 @@ class AdminRechargeOut(serializers.Serializer):
 class AdminPaymentOut(serializers.Serializer):
     id = serializers.CharField(source="public_id")
     order_id = serializers.CharField(source="order.public_id")
-    account = AccountRefOut()
+    account = AdminAccountRefOut()
     method = serializers.CharField()
     status = serializers.CharField()
     amount = serializers.DecimalField(max_digits=12, decimal_places=2)
@@ -291,7 +293,7 @@ class AdminProductOut(serializers.Serializer):
     sku = serializers.CharField()
     name = serializers.CharField()
     product_type = serializers.CharField()
-    operator = OperatorRefOut()
+    operator = AdminOperatorRefOut()
     country = serializers.CharField(source="country_id")
     local_amount = serializers.DecimalField(max_digits=12, decimal_places=2)
     local_currency = serializers.CharField()
@@ -304,46 +306,46 @@ class AdminProductOut(serializers.Serializer):
         return obj.recharges_last_30_days or 0
 
 
-class WindowOut(serializers.Serializer):
+class AdminWindowOut(serializers.Serializer):
     count = serializers.IntegerField()
-    totals = MoneyOut(many=True)
+    totals = AdminMoneyOut(many=True)
 
 
-class PaymentWindowOut(WindowOut):
-    refunded = MoneyOut(many=True)
+class AdminPaymentWindowOut(AdminWindowOut):
+    refunded = AdminMoneyOut(many=True)
 
 
-class PaymentWindowsOut(serializers.Serializer):
-    today = PaymentWindowOut()
-    last_7_days = PaymentWindowOut()
-    last_30_days = PaymentWindowOut()
+class AdminPaymentWindowsOut(serializers.Serializer):
+    today = AdminPaymentWindowOut()
+    last_7_days = AdminPaymentWindowOut()
+    last_30_days = AdminPaymentWindowOut()
 
 
-class RechargeWindowsOut(serializers.Serializer):
-    today = WindowOut()
-    last_7_days = WindowOut()
-    last_30_days = WindowOut()
+class AdminRechargeWindowsOut(serializers.Serializer):
+    today = AdminWindowOut()
+    last_7_days = AdminWindowOut()
+    last_30_days = AdminWindowOut()
 
 
-class UsersCountOut(serializers.Serializer):
+class AdminUsersCountOut(serializers.Serializer):
     total = serializers.IntegerField()
     active = serializers.IntegerField()
     staff = serializers.IntegerField()
     new_last_30_days = serializers.IntegerField()
 
 
-class AccountsCountOut(serializers.Serializer):
+class AdminAccountsCountOut(serializers.Serializer):
     total = serializers.IntegerField()
     b2b = serializers.IntegerField()
 
 
-class KeysCountOut(serializers.Serializer):
+class AdminKeysCountOut(serializers.Serializer):
     active = serializers.IntegerField()
     live = serializers.IntegerField()
     test = serializers.IntegerField()
 
 
-class StatusCountsOut(serializers.Serializer):
+class AdminStatusCountsOut(serializers.Serializer):
     queued = serializers.IntegerField()
     waitlisted = serializers.IntegerField()
     dispatched = serializers.IntegerField()
@@ -351,22 +353,22 @@ class StatusCountsOut(serializers.Serializer):
     failed = serializers.IntegerField()
 
 
-class PendingTopupsOut(serializers.Serializer):
+class AdminPendingTopupsOut(serializers.Serializer):
     count = serializers.IntegerField()
-    totals = MoneyOut(many=True)
+    totals = AdminMoneyOut(many=True)
 
 
-class SummaryOut(serializers.Serializer):
+class AdminSummaryOut(serializers.Serializer):
     generated_at = serializers.DateTimeField()
-    users = UsersCountOut()
-    accounts = AccountsCountOut()
-    api_keys = KeysCountOut()
-    payments = PaymentWindowsOut(help_text="Live payments that took money, by creation day.")
-    recharges = RechargeWindowsOut(help_text="Live recharges, by creation day.")
-    recharges_by_status = StatusCountsOut(help_text="Live recharges of the last 30 days.")
+    users = AdminUsersCountOut()
+    accounts = AdminAccountsCountOut()
+    api_keys = AdminKeysCountOut()
+    payments = AdminPaymentWindowsOut(help_text="Live payments that took money, by creation day.")
+    recharges = AdminRechargeWindowsOut(help_text="Live recharges, by creation day.")
+    recharges_by_status = AdminStatusCountsOut(help_text="Live recharges of the last 30 days.")
     success_rate = serializers.FloatField(
         allow_null=True,
         help_text="delivered / (delivered + failed) over the last 30 days; null with neither.",
     )
-    wallet_float = MoneyOut(many=True, help_text="Sum of live wallet balances per currency.")
-    pending_bank_topups = PendingTopupsOut()
+    wallet_float = AdminMoneyOut(many=True, help_text="Sum of live wallet balances per currency.")
+    pending_bank_topups = AdminPendingTopupsOut()

@@ -227,6 +227,8 @@ def test_recharges_filter_by_status_account_operator_country_mode_and_dates(
     assert ids("")[0] == 7
     assert ids("status=failed") == (1, {"failed"})
     assert ids("status=failed,delivered") == (3, {"failed", "delivered"})
+    assert ids("status=failed&status=delivered") == (3, {"failed", "delivered"})
+    assert ids(f"recipientNumber=%2B{REJECTS[1:]}") == (1, {"failed"})
     assert ids(f"account={other.account.public_id}") == (1, {"queued"})
     assert ids(f"operator={co_product.operator.public_id}")[0] == 1
     assert ids("country=co")[0] == 1

@@ -82,6 +82,9 @@ def test_the_dashboard_is_for_staff_only(user):
 
 
 def test_the_dashboard_series_cover_every_day_and_count_live_data_only(client):
+    from tests.test_backoffice_api import sandbox_order
+
+    sandbox_order(UserFactory(), ProductFactory(), quantity=2)
     data = selectors.dashboard(days=30)
     assert len(data["series"]) == 30 and data["series"][-1].day == selectors.start_of_today().date()
     assert data["sales_total"] == Decimal("0.00") and data["recharges_total"] == 0
