@@ -37,6 +37,8 @@ SOLD = (
     Payment.Status.PARTIALLY_REFUNDED,
 )
 FINISHED = (Recharge.Status.DELIVERED, Recharge.Status.FAILED)
+# The statuses of live recharges (decisions.md section 5); sandbox rows have their own.
+LIVE_STATUSES = ("queued", "waitlisted", "dispatched", "delivered", "failed")
 WINDOWS = (("today", 0), ("last_7_days", 7), ("last_30_days", 30))
 
 
@@ -101,9 +103,9 @@ def summary() -> dict:
             out[name] = entry
         return out
 
-    by_status = {status: 0 for status in Recharge.Status.values}
+    by_status = dict.fromkeys(LIVE_STATUSES, 0)
     for row in (
-        Recharge.objects.filter(livemode=True, created_at__gte=since_30)
+        Recharge.objects.filter(livemode=True, created_at__gte=since_30, status__in=LIVE_STATUSES)
         .values("status")
         .annotate(n=Count("id"))
         .order_by()
@@ -343,10 +345,11 @@ def dashboard(*, days: int = 30, currency: str = "EUR", top: int = 8) -> dict:
             )
         )
 
-    by_status = {status: 0 for status in Recharge.Status.values}
+    by_status = dict.fromkeys(LIVE_STATUSES, 0)
     for point_counts in recharges_by_day.values():
         for status, n in point_counts.items():
-            by_status[status] = by_status.get(status, 0) + n
+            if status in by_status:
+                by_status[status] += n
 
     operators = list(
         Recharge.objects.filter(livemode=True, created_at__gte=since)
