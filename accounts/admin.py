@@ -1,10 +1,33 @@
-from django.contrib import admin, messages
+from django import forms
+from django.contrib import admin
 from django.contrib.auth.admin import UserAdmin as BaseUserAdmin
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
-from accounts import services
 from accounts.models import Account, ApiKey, BillingProfile, User
+from backoffice import services as staff
+from backoffice.admin_tools import form_action, run_each
+
+
+class DiscountForm(forms.Form):
+    discount_percent = forms.DecimalField(
+        label=_("Discount percent"), min_value=0, max_value=100, max_digits=5, decimal_places=2
+    )
+
+
+class LimitsForm(forms.Form):
+    rate_limit_per_minute = forms.IntegerField(
+        label=_("Requests per minute"),
+        min_value=1,
+        required=False,
+        help_text=_("Empty restores the default."),
+    )
+    max_units_per_request = forms.IntegerField(
+        label=_("Units per request"),
+        min_value=1,
+        required=False,
+        help_text=_("Empty restores the default."),
+    )
 
 
 class BillingInline(admin.StackedInline):
@@ -24,8 +47,53 @@ class AccountAdmin(admin.ModelAdmin):
     )
     list_filter = ("is_b2b", "wallet_currency")
     search_fields = ("name", "public_id", "users__email")
-    readonly_fields = ("public_id", "created_at")
+    # B2B and the discount change through the audited actions, not by editing the form.
+    readonly_fields = ("public_id", "created_at", "is_b2b", "discount_percent")
     inlines = [BillingInline]
+    actions = ["mark_b2b", "unmark_b2b", "set_discount"]
+
+    @admin.action(description=_("Mark selected accounts B2B"), permissions=["change"])
+    def mark_b2b(self, request, queryset):
+        self._set_b2b(request, queryset, True)
+
+    @admin.action(description=_("Remove B2B from selected accounts"), permissions=["change"])
+    def unmark_b2b(self, request, queryset):
+        self._set_b2b(request, queryset, False)
+
+    def _set_b2b(self, request, queryset, is_b2b: bool):
+        run_each(
+            self,
+            request,
+            queryset.exclude(is_b2b=is_b2b).order_by("pk"),
+            lambda account: staff.staff_account_set_b2b(
+                account=account, is_b2b=is_b2b, actor=request.user
+            ),
+            done_message=_("%(count)d account(s) changed."),
+        )
+
+    @admin.action(description=_("Set discount of selected accounts"), permissions=["change"])
+    def set_discount(self, request, queryset):
+        def apply(data):
+            run_each(
+                self,
+                request,
+                queryset.order_by("pk"),
+                lambda account: staff.staff_account_set_discount(
+                    account=account,
+                    discount_percent=data["discount_percent"],
+                    actor=request.user,
+                ),
+                done_message=_("Discount set on %(count)d account(s)."),
+            )
+
+        return form_action(
+            self,
+            request,
+            queryset,
+            form_class=DiscountForm,
+            title=_("Set discount"),
+            apply=apply,
+        )
 
 
 @admin.register(User)
@@ -123,7 +191,7 @@ class ApiKeyAdmin(admin.ModelAdmin):
         "revoked_at",
         "revoked_by",
     )
-    actions = ["revoke_keys"]
+    actions = ["revoke_keys", "set_limits"]
 
     @admin.display(boolean=True, description=_("active"))
     def is_active(self, obj: ApiKey) -> bool:
@@ -143,20 +211,50 @@ class ApiKeyAdmin(admin.ModelAdmin):
     def save_model(self, request, obj, form, change):
         if not obj.is_active:
             return  # a revoked key has nothing left to change
-        services.api_key_set_limits(
-            key=obj,
+        if not {"rate_limit_per_minute", "max_units_per_request"} & set(form.changed_data):
+            return
+        current = ApiKey.objects.get(pk=obj.pk)
+        staff.staff_api_key_set_limits(
+            key=current,
+            actor=request.user,
             rate_limit_per_minute=form.cleaned_data.get("rate_limit_per_minute"),
             max_units_per_request=form.cleaned_data.get("max_units_per_request"),
         )
 
     @admin.action(description=_("Revoke selected API keys"), permissions=["change"])
     def revoke_keys(self, request, queryset):
-        count = 0
-        for key in queryset.filter(revoked_at__isnull=True):
-            services.api_key_revoke(key=key, by=request.user)
-            count += 1
-        self.message_user(
+        run_each(
+            self,
             request,
-            ngettext("%(count)d key revoked.", "%(count)d keys revoked.", count) % {"count": count},
-            messages.SUCCESS,
+            queryset.filter(revoked_at__isnull=True).order_by("pk"),
+            lambda key: staff.staff_api_key_revoke(key=key, actor=request.user),
+            done_message=lambda count: (
+                ngettext("%(count)d key revoked.", "%(count)d keys revoked.", count)
+                % {"count": count}
+            ),
+        )
+
+    @admin.action(description=_("Set limits of selected API keys"), permissions=["change"])
+    def set_limits(self, request, queryset):
+        def apply(data):
+            run_each(
+                self,
+                request,
+                queryset.filter(revoked_at__isnull=True).order_by("pk"),
+                lambda key: staff.staff_api_key_set_limits(
+                    key=key,
+                    actor=request.user,
+                    rate_limit_per_minute=data["rate_limit_per_minute"],
+                    max_units_per_request=data["max_units_per_request"],
+                ),
+                done_message=_("Limits set on %(count)d key(s)."),
+            )
+
+        return form_action(
+            self,
+            request,
+            queryset,
+            form_class=LimitsForm,
+            title=_("Set API key limits"),
+            apply=apply,
         )

@@ -9,6 +9,7 @@ api_v1 = [
     path("", include("catalog.urls_api")),
     path("", include("orders.urls_api")),
     path("", include("wallet.urls_api")),
+    path("", include("backoffice.urls_api")),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
 ]

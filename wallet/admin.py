@@ -1,30 +1,79 @@
-"""Staff views of wallets and the ledger: read-only money, changes only through services."""
+"""Staff views of wallets and the ledger: read-only money, changes only through services.
 
-from django.contrib import admin, messages
+The ledger is never edited by hand: a correction is an adjustment entry (the wallet list's
+"Adjust balance" action), and every staff decision is recorded by ``backoffice.services``.
+"""
+
+from decimal import Decimal
+
+from django import forms
+from django.contrib import admin
+from django.urls import reverse
+from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 
-from reseller.errors import ApplicationError
-from wallet import services
+from backoffice import services as staff
+from backoffice.admin_tools import ReadOnlyAdmin, form_action, run_each
 from wallet.models import LedgerEntry, TopUp, Wallet
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):
-    def has_add_permission(self, request):
-        return False
+class AdjustForm(forms.Form):
+    amount = forms.DecimalField(
+        label=_("Amount"),
+        max_digits=12,
+        decimal_places=2,
+        help_text=_("Positive credits, negative debits: a new ledger entry."),
+    )
+    reason = forms.CharField(label=_("Reason"), max_length=200)
 
-    def has_change_permission(self, request, obj=None):
-        return False
+    def clean_amount(self):
+        amount = self.cleaned_data["amount"]
+        if amount == Decimal("0"):
+            raise forms.ValidationError(_("Not zero."))
+        return amount
 
-    def has_delete_permission(self, request, obj=None):
-        return False
+
+class RejectForm(forms.Form):
+    note = forms.CharField(
+        label=_("Note"), max_length=200, help_text=_("Why, for the customer and the audit trail.")
+    )
 
 
 @admin.register(Wallet)
 class WalletAdmin(ReadOnlyAdmin):
     list_display = ("public_id", "account", "kind", "balance", "currency", "updated_at")
     list_filter = ("kind", "currency")
-    search_fields = ("public_id", "account__name", "account__users__email")
+    search_fields = ("public_id", "account__name", "account__public_id", "account__users__email")
     list_select_related = ("account",)
+    readonly_fields = ("ledger",)
+    actions = ["adjust"]
+
+    @admin.display(description=_("ledger"))
+    def ledger(self, obj: Wallet) -> str:
+        url = reverse("admin:wallet_ledgerentry_changelist") + f"?wallet__id__exact={obj.pk}"
+        return format_html('<a href="{}">{}</a>', url, _("All entries of this wallet"))
+
+    @admin.action(description=_("Adjust balance (adds a ledger entry)"), permissions=["operate"])
+    def adjust(self, request, queryset):
+        def apply(data):
+            run_each(
+                self,
+                request,
+                queryset.order_by("pk"),
+                lambda wallet: staff.staff_wallet_adjust(
+                    wallet=wallet, amount=data["amount"], reason=data["reason"], actor=request.user
+                ),
+                done_message=_("%(count)d wallet(s) adjusted."),
+            )
+
+        return form_action(
+            self,
+            request,
+            queryset,
+            form_class=AdjustForm,
+            title=_("Adjust wallet balance"),
+            apply=apply,
+        )
 
 
 @admin.register(LedgerEntry)
@@ -63,31 +112,40 @@ class TopUpAdmin(ReadOnlyAdmin):
     list_filter = ("status", "method")
     search_fields = ("public_id", "external_reference", "wallet__account__name")
     list_select_related = ("wallet__account", "decided_by")
+    date_hierarchy = "created_at"
     actions = ["approve", "reject"]
 
-    def has_change_permission(self, request, obj=None):
-        return request.user.is_staff
-
-    @admin.action(description=_("Approve selected pending top-ups (credits the wallet)"))
+    @admin.action(
+        description=_("Approve selected pending top-ups (credits the wallet)"),
+        permissions=["operate"],
+    )
     def approve(self, request, queryset):
-        self._decide(request, queryset, services.topup_approve)
-
-    @admin.action(description=_("Reject selected pending top-ups"))
-    def reject(self, request, queryset):
-        self._decide(
+        run_each(
+            self,
             request,
-            queryset,
-            lambda topup_id, by: services.topup_reject(
-                topup_id=topup_id, by=by, note="rejected by staff"
-            ),
+            queryset.filter(status=TopUp.Status.PENDING).order_by("pk"),
+            lambda topup: staff.staff_topup_approve(topup=topup, actor=request.user),
+            done_message=_("%(count)d top-up(s) approved."),
         )
 
-    def _decide(self, request, queryset, decide):
-        done = 0
-        for topup in queryset.filter(status=TopUp.Status.PENDING):
-            try:
-                decide(topup_id=topup.pk, by=request.user)
-                done += 1
-            except ApplicationError as exc:
-                self.message_user(request, f"{topup.public_id}: {exc.detail}", messages.ERROR)
-        self.message_user(request, _("%(count)d top-up(s) decided.") % {"count": done})
+    @admin.action(description=_("Reject selected pending top-ups"), permissions=["operate"])
+    def reject(self, request, queryset):
+        def apply(data):
+            run_each(
+                self,
+                request,
+                queryset.filter(status=TopUp.Status.PENDING).order_by("pk"),
+                lambda topup: staff.staff_topup_reject(
+                    topup=topup, actor=request.user, note=data["note"]
+                ),
+                done_message=_("%(count)d top-up(s) rejected."),
+            )
+
+        return form_action(
+            self,
+            request,
+            queryset,
+            form_class=RejectForm,
+            title=_("Reject top-ups"),
+            apply=apply,
+        )

@@ -1,0 +1,168 @@
+"""The /api/v1/admin/* endpoints: staff only (session, JWT, or a staff user's API key)."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.generics import ListAPIView
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from accounts.permissions import StaffRequired
+from backoffice import selectors
+from backoffice.serializers import (
+    AdminPaymentOut,
+    AdminProductOut,
+    AdminRechargeOut,
+    AdminSummaryOut,
+    AdminUserOut,
+    PaymentQuery,
+    ProductQuery,
+    RechargeQuery,
+    UserQuery,
+    selector_kwargs,
+)
+from reseller.api import problems
+
+TAG = ["admin"]
+STAFF_PROBLEMS = problems(400, 401, 403, 429)
+AUTH_NOTE = (
+    " Staff only: a staff user's session, JWT or API key; others get 403 `permission_denied`."
+)
+
+
+def _param(name: str, description: str, **kwargs) -> OpenApiParameter:
+    return OpenApiParameter(
+        name=name,
+        location=OpenApiParameter.QUERY,
+        required=False,
+        description=description,
+        **kwargs,
+    )
+
+
+DATE_PARAMS = [
+    _param("createdFrom", "Created at or after: a date (`2026-11-01`) or an RFC 3339 time."),
+    _param("createdTo", "Created before this time; a date includes that whole day."),
+    _param("mode", "`live` or `test` data only.", enum=["live", "test"]),
+]
+
+
+class StaffListApi(ListAPIView):
+    """A filtered staff list in the envelope of decisions.md section 1."""
+
+    permission_classes = [StaffRequired]
+    filter_backends: list = []
+    query_class = None
+    selector = None
+
+    def get_queryset(self):
+        filters = selector_kwargs(self.query_class.parse(self.request))
+        return type(self).selector(**filters)
+
+
+class SummaryApi(APIView):
+    permission_classes = [StaffRequired]
+
+    @extend_schema(
+        tags=TAG,
+        operation_id="admin_summary",
+        summary="Dashboard summary",
+        description="Users, B2B accounts, active keys; live payments and recharges (counts and "
+        "sums per currency) for today, 7 and 30 days; recharges by status; success rate; wallet "
+        "float; pending bank top-ups." + AUTH_NOTE,
+        responses={200: AdminSummaryOut, **problems(401, 403, 429)},
+    )
+    def get(self, request):
+        return Response(AdminSummaryOut(selectors.summary()).data)
+
+
+class UsersApi(StaffListApi):
+    serializer_class = AdminUserOut
+    query_class = UserQuery
+    selector = staticmethod(selectors.users_list)
+
+    @extend_schema(
+        tags=TAG,
+        operation_id="admin_users",
+        summary="Users",
+        description="Users with their account, live wallet and active key count, newest first."
+        + AUTH_NOTE,
+        parameters=[
+            _param("q", "Search email, name, account name or user id."),
+            _param("isB2b", "Only users of B2B (true) or non-B2B (false) accounts.", type=bool),
+            _param("isStaff", "Only staff (true) or non-staff (false).", type=bool),
+        ],
+        responses={200: AdminUserOut(many=True), **STAFF_PROBLEMS},
+    )
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
+
+
+class RechargesApi(StaffListApi):
+    serializer_class = AdminRechargeOut
+    query_class = RechargeQuery
+    selector = staticmethod(selectors.recharges_list)
+
+    @extend_schema(
+        tags=TAG,
+        operation_id="admin_recharges",
+        summary="Recharges",
+        description="Every recharge of every account, newest first." + AUTH_NOTE,
+        parameters=[
+            _param("status", "One or more statuses, comma-separated (`failed,queued`)."),
+            _param("account", "Account id (`acc_…`)."),
+            _param("operator", "Operator id."),
+            _param("country", "Country code (`MX`)."),
+            _param("recipientNumber", "Exact recipient number (E.164)."),
+            *DATE_PARAMS,
+        ],
+        responses={200: AdminRechargeOut(many=True), **STAFF_PROBLEMS},
+    )
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
+
+
+class PaymentsApi(StaffListApi):
+    serializer_class = AdminPaymentOut
+    query_class = PaymentQuery
+    selector = staticmethod(selectors.payments_list)
+
+    @extend_schema(
+        tags=TAG,
+        operation_id="admin_payments",
+        summary="Payments",
+        description="Every payment of every account, newest first." + AUTH_NOTE,
+        parameters=[
+            _param("status", "One or more statuses, comma-separated (`captured,refunded`)."),
+            _param("method", "`wallet` or `card`.", enum=["wallet", "card"]),
+            _param("account", "Account id (`acc_…`)."),
+            _param("currency", "ISO 4217 currency."),
+            *DATE_PARAMS,
+        ],
+        responses={200: AdminPaymentOut(many=True), **STAFF_PROBLEMS},
+    )
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
+
+
+class ProductsApi(StaffListApi):
+    serializer_class = AdminProductOut
+    query_class = ProductQuery
+    selector = staticmethod(selectors.products_list)
+
+    @extend_schema(
+        tags=TAG,
+        operation_id="admin_products",
+        summary="Products",
+        description="The whole catalog, inactive products included, with live recharges of the "
+        "last 30 days per product." + AUTH_NOTE,
+        parameters=[
+            _param("q", "Search name, SKU or product id."),
+            _param("country", "Country code (`MX`)."),
+            _param("operator", "Operator id."),
+            _param("active", "Only active (true) or inactive (false) products.", type=bool),
+        ],
+        responses={200: AdminProductOut(many=True), **STAFF_PROBLEMS},
+    )
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)

@@ -1,0 +1,322 @@
+"""Staff views of orders, payments and recharges: read-only rows, changes through services.
+
+Failed recharges are retried (a new debit) or refunded from the recharge list; every such
+action goes through ``backoffice.services`` and lands in the audit trail.
+"""
+
+from django.contrib import admin
+from django.utils.translation import gettext_lazy as _
+
+from backoffice import services as staff
+from backoffice.admin_tools import (
+    ReadOnlyAdmin,
+    ReadOnlyInline,
+    ReasonForm,
+    csv_response,
+    form_action,
+    run_each,
+)
+from orders.models import (
+    Cart,
+    CartItem,
+    IdempotencyRecord,
+    Order,
+    OrderLine,
+    Payment,
+    Recharge,
+    RechargeEvent,
+)
+
+PAYMENT_CSV = [
+    "id",
+    "created_at",
+    "captured_at",
+    "order",
+    "account",
+    "account_id",
+    "method",
+    "status",
+    "amount",
+    "refunded_amount",
+    "currency",
+    "livemode",
+]
+RECHARGE_CSV = [
+    "id",
+    "created_at",
+    "updated_at",
+    "order",
+    "payment",
+    "account",
+    "account_id",
+    "product",
+    "operator",
+    "country",
+    "recipient_number",
+    "amount",
+    "currency",
+    "status",
+    "failure_code",
+    "failure_message",
+    "retries",
+    "refunded",
+    "livemode",
+]
+
+
+class OrderLineInline(ReadOnlyInline, admin.TabularInline):
+    model = OrderLine
+    fields = ("product", "recipient_number", "quantity", "unit_price", "line_total")
+    readonly_fields = fields
+    show_change_link = False
+
+
+class RechargeInline(ReadOnlyInline, admin.TabularInline):
+    model = Recharge
+    fields = ("public_id", "recipient_number", "amount", "currency", "status", "failure_code")
+    readonly_fields = fields
+
+
+class RechargeEventInline(ReadOnlyInline, admin.TabularInline):
+    """The recharge's history: every transition, its time, cause and (staff) actor."""
+
+    model = RechargeEvent
+    fields = ("created_at", "from_status", "to_status", "note", "actor")
+    readonly_fields = fields
+    show_change_link = False
+    verbose_name_plural = _("history")
+
+
+@admin.register(Order)
+class OrderAdmin(ReadOnlyAdmin):
+    list_display = (
+        "public_id",
+        "created_at",
+        "account",
+        "channel",
+        "total",
+        "currency",
+        "livemode",
+        "payment_status",
+    )
+    list_filter = ("livemode", "channel", "currency", "payment__status")
+    search_fields = ("public_id", "account__name", "account__public_id", "payment__public_id")
+    list_select_related = ("account", "payment")
+    date_hierarchy = "created_at"
+    inlines = [OrderLineInline, RechargeInline]
+
+    @admin.display(description=_("payment"), ordering="payment__status")
+    def payment_status(self, obj: Order) -> str:
+        payment = getattr(obj, "payment", None)
+        return payment.get_status_display() if payment else "-"
+
+
+@admin.register(Payment)
+class PaymentAdmin(ReadOnlyAdmin):
+    list_display = (
+        "public_id",
+        "created_at",
+        "account",
+        "method",
+        "status",
+        "amount",
+        "refunded_amount",
+        "currency",
+        "livemode",
+    )
+    list_filter = ("status", "method", "livemode", "currency")
+    search_fields = (
+        "public_id",
+        "order__public_id",
+        "account__name",
+        "account__public_id",
+        "payment_intent_id",
+    )
+    list_select_related = ("account", "order")
+    date_hierarchy = "created_at"
+    actions = ["export_csv"]
+
+    @admin.action(description=_("Export selected payments as CSV"))
+    def export_csv(self, request, queryset):
+        payments = list(queryset.select_related("account", "order").order_by("-id"))
+        staff.staff_export(actor=request.user, what="payment", ids=[p.public_id for p in payments])
+        return csv_response(
+            filename="payments",
+            header=PAYMENT_CSV,
+            rows=(
+                [
+                    p.public_id,
+                    p.created_at,
+                    p.captured_at,
+                    p.order.public_id,
+                    p.account.name,
+                    p.account.public_id,
+                    p.method,
+                    p.status,
+                    p.amount,
+                    p.refunded_amount,
+                    p.currency,
+                    p.livemode,
+                ]
+                for p in payments
+            ),
+        )
+
+
+@admin.register(Recharge)
+class RechargeAdmin(ReadOnlyAdmin):
+    list_display = (
+        "public_id",
+        "created_at",
+        "account",
+        "operator",
+        "country",
+        "recipient_number",
+        "amount",
+        "currency",
+        "status",
+        "failure_code",
+        "refunded",
+        "retries",
+        "livemode",
+    )
+    list_filter = (
+        "status",
+        "livemode",
+        "refunded",
+        "product__country",
+        "product__operator",
+        "provider",
+    )
+    search_fields = (
+        "public_id",
+        "recipient_number",
+        "order__public_id",
+        "payment__public_id",
+        "account__name",
+        "account__public_id",
+        "provider_transaction_id",
+    )
+    list_select_related = ("account", "product__operator", "product__country")
+    date_hierarchy = "created_at"
+    inlines = [RechargeEventInline]
+    actions = ["retry_failed", "refund_undelivered", "export_csv"]
+
+    @admin.display(description=_("operator"), ordering="product__operator__name")
+    def operator(self, obj: Recharge) -> str:
+        return obj.product.operator.name
+
+    @admin.display(description=_("country"), ordering="product__country")
+    def country(self, obj: Recharge) -> str:
+        return obj.product.country_id
+
+    @admin.action(
+        description=_("Retry selected failed recharges (debits the wallet again)"),
+        permissions=["operate"],
+    )
+    def retry_failed(self, request, queryset):
+        run_each(
+            self,
+            request,
+            queryset.order_by("pk"),
+            lambda recharge: staff.staff_recharge_retry(recharge=recharge, actor=request.user),
+            done_message=_("%(count)d recharge(s) queued again."),
+        )
+
+    @admin.action(
+        description=_("Fail and refund selected undelivered recharges"),
+        permissions=["operate"],
+    )
+    def refund_undelivered(self, request, queryset):
+        def apply(data):
+            run_each(
+                self,
+                request,
+                queryset.exclude(status=Recharge.Status.DELIVERED).order_by("pk"),
+                lambda recharge: staff.staff_recharge_refund(
+                    recharge=recharge, actor=request.user, reason=data["reason"]
+                ),
+                done_message=_("%(count)d recharge(s) failed and refunded."),
+            )
+
+        return form_action(
+            self,
+            request,
+            queryset,
+            form_class=ReasonForm,
+            title=_("Fail and refund recharges"),
+            apply=apply,
+        )
+
+    @admin.action(description=_("Export selected recharges as CSV"))
+    def export_csv(self, request, queryset):
+        recharges = list(
+            queryset.select_related(
+                "account", "order", "payment", "product__operator", "product__country"
+            ).order_by("-id")
+        )
+        staff.staff_export(
+            actor=request.user, what="recharge", ids=[r.public_id for r in recharges]
+        )
+        return csv_response(
+            filename="recharges",
+            header=RECHARGE_CSV,
+            rows=(
+                [
+                    r.public_id,
+                    r.created_at,
+                    r.updated_at,
+                    r.order.public_id,
+                    r.payment.public_id,
+                    r.account.name,
+                    r.account.public_id,
+                    r.product.public_id,
+                    r.product.operator.name,
+                    r.product.country_id,
+                    r.recipient_number,
+                    r.amount,
+                    r.currency,
+                    r.status,
+                    r.failure_code,
+                    r.failure_message,
+                    r.retries,
+                    r.refunded,
+                    r.livemode,
+                ]
+                for r in recharges
+            ),
+        )
+
+
+@admin.register(RechargeEvent)
+class RechargeEventAdmin(ReadOnlyAdmin):
+    list_display = ("created_at", "recharge", "from_status", "to_status", "note", "actor")
+    list_filter = ("to_status",)
+    search_fields = ("recharge__public_id", "note")
+    list_select_related = ("recharge", "actor")
+    date_hierarchy = "created_at"
+
+
+class CartItemInline(ReadOnlyInline, admin.TabularInline):
+    model = CartItem
+    fields = ("public_id", "product", "recipient_number", "quantity", "created_at")
+    readonly_fields = fields
+    show_change_link = False
+
+
+@admin.register(Cart)
+class CartAdmin(ReadOnlyAdmin):
+    list_display = ("session_id", "account", "livemode", "created_at", "updated_at")
+    list_filter = ("livemode",)
+    search_fields = ("session_id", "account__name", "account__public_id")
+    list_select_related = ("account",)
+    inlines = [CartItemInline]
+
+
+@admin.register(IdempotencyRecord)
+class IdempotencyRecordAdmin(ReadOnlyAdmin):
+    list_display = ("key", "account", "livemode", "state", "response_status", "created_at")
+    list_filter = ("state", "livemode")
+    search_fields = ("key", "account__name", "account__public_id")
+    list_select_related = ("account",)
+    date_hierarchy = "created_at"
