@@ -17,10 +17,6 @@ from tests.card_support import (
     stripe_settings,
 )
 
-# Playwright's sync API keeps an event loop on the test thread; Django's ORM calls in the test
-# body stay synchronous and safe, so allow them (Playwright's documented setting for Django).
-os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 CHROMIUM_ARGS = [
     "--headless",
@@ -41,16 +37,27 @@ def chromium_path() -> str | None:
     return None
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():
+    """Chromium for one module. Playwright's sync API keeps an event loop on the test thread
+    while it runs; the ORM calls of these tests stay synchronous and safe, so Django's async
+    guard is lifted for the module only (and the loop is gone before other tests run)."""
     sync_api = pytest.importorskip("playwright.sync_api")
     executable = chromium_path()
     if executable is None:
         pytest.fail("Chromium is missing: scripts/setup.sh installs it (apt-get install chromium)")
-    with sync_api.sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
-        yield launched
-        launched.close()
+    previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    try:
+        with sync_api.sync_playwright() as playwright:
+            launched = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+            yield launched
+            launched.close()
+    finally:
+        if previous is None:
+            os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+        else:
+            os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
 
 
 @pytest.fixture

@@ -148,7 +148,6 @@ def test_top_up_the_wallet_by_card(page, site, shopper):
     page.fill("#card-element input[placeholder=cvc]", "123")
     page.click("#pay-button")
     page.wait_for_function(
-        "() => document.querySelector('[data-testid=wallet-balance]')"
-        ".textContent.includes('25.00')"
+        "() => document.querySelector('[data-testid=wallet-balance]').textContent.includes('25.00')"
     )
     assert page.locator("[data-testid=ledger-entry]").count() == 1
