@@ -275,3 +275,27 @@ def test_card_refund_returns_that_amount_to_the_card(shopper, stripe_local):
     assert refund_id.startswith("re_")
     refunds = stripe_local.refunds(payment.payment_intent_id)
     assert [r["amount"] for r in refunds] == [500]
+
+
+def test_a_card_recharge_that_finally_fails_is_refunded_to_the_card(
+    user_api, product, stripe_local, django_capture_on_commit_callbacks
+):
+    """The processor's refund of a card payment goes through the gateway to Stripe."""
+    body = prepare(
+        user_api,
+        items=[
+            {"productId": product.public_id, "recipientNumber": "+525512349990", "quantity": 1},
+            {"productId": product.public_id, "recipientNumber": MX_NUMBER, "quantity": 1},
+        ],
+        baseCurrency="EUR",
+    )
+    stripe_local.browser_confirm_setup(body["setupClientSecret"])
+    with django_capture_on_commit_callbacks(execute=True):
+        assert checkout(user_api, body["paymentId"]).status_code == 200
+    payment = Payment.objects.get(public_id=body["paymentId"])
+    statuses = dict(payment.recharges.values_list("recipient_number", "status"))
+    assert statuses == {"+525512349990": "failed", MX_NUMBER: "delivered"}
+    assert payment.status == "partially_refunded"
+    assert payment.refunded_amount == Decimal("5.00")
+    assert [r["amount"] for r in stripe_local.refunds(payment.payment_intent_id)] == [500]
+    assert_ledger_balanced()
