@@ -1,5 +1,5 @@
 # The two commands of the README: `make run` and `make test`.
-.PHONY: run test setup services lint format migrate worker beat messages clean
+.PHONY: run test setup browser services lint format migrate worker beat messages clean
 
 PYTHON := .venv/bin/python
 HOST ?= 127.0.0.1
@@ -11,13 +11,16 @@ setup:
 run: setup
 	@scripts/run.sh $(HOST) $(PORT)
 
-test: setup services
+test: setup browser services
 	$(PYTHON) -m ruff check .
 	$(PYTHON) -m ruff format --check .
 	$(PYTHON) -m pytest $(PYTEST_ARGS)
 
 services:
 	@scripts/services.sh
+
+browser:
+	@scripts/setup.sh --browser
 
 lint: setup
 	$(PYTHON) -m ruff check .

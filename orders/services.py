@@ -222,3 +222,11 @@ def order_place_with_wallet(
     )
     recharges_create(order=order, payment=payment)
     return order
+
+
+def cart_item_set_quantity(*, item: CartItem, quantity: int) -> CartItem:
+    """Change how many recharges of a cart line to send (1..20, as when adding it)."""
+    item.quantity = quantity
+    item.save(update_fields=["quantity"])
+    Cart.objects.filter(pk=item.cart_id).update(updated_at=timezone.now())
+    return item

@@ -1,12 +1,16 @@
 from django.urls import path
 
-from orders import apis
+from orders import apis, card_apis
 
 urlpatterns = [
     path("cart", apis.CartApi.as_view(), name="cart"),
     path("cart/items", apis.CartItemsApi.as_view(), name="cart-items"),
     path("cart/items/<str:item_id>", apis.CartItemApi.as_view(), name="cart-item"),
     path("payments/quote", apis.QuoteApi.as_view(), name="payments-quote"),
+    path("payments/prepare", card_apis.PaymentPrepareApi.as_view(), name="payments-prepare"),
+    path("payments/checkout", card_apis.PaymentCheckoutApi.as_view(), name="payments-checkout"),
+    path("wallet/topups/prepare", card_apis.TopUpPrepareApi.as_view(), name="topups-prepare"),
+    path("wallet/topups/checkout", card_apis.TopUpCheckoutApi.as_view(), name="topups-checkout"),
     path("payments/history", apis.PaymentHistoryApi.as_view(), name="payments-history"),
     path("wallet/checkout", apis.WalletCheckoutApi.as_view(), name="wallet-checkout"),
     path("api-access/b2b/recharges", apis.B2BRechargeApi.as_view(), name="b2b-recharges"),

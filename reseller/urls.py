@@ -21,6 +21,8 @@ urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
     path("accounts/", include("accounts.urls")),
     path("catalog/", include("catalog.urls")),
+    path("", include("orders.urls")),
+    path("wallet/", include("wallet.urls")),
     path("", views.home, name="home"),
 ]
 

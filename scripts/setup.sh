@@ -37,3 +37,16 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   .venv/bin/python -c "import django, rest_framework, celery" # fail loudly if pip failed
   touch "$stamp"
 fi
+
+# Browser tests (tests/browser) drive Debian's Chromium; never a downloaded browser build.
+# `scripts/setup.sh --browser` (make test) installs it with apt-get when it is missing.
+if [ "${1:-}" = "--browser" ] && [ ! -x /usr/bin/chromium ] && ! command -v chromium >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "setup: installing chromium and chromium-driver (browser tests)"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends chromium chromium-driver >/dev/null
+  else
+    echo "setup: chromium is missing; the browser tests need it (apt-get install chromium chromium-driver)" >&2
+  fi
+fi

@@ -314,3 +314,12 @@ CELERY_BEAT_SCHEDULE = {
     },
     "idempotency-purge": {"task": "orders.tasks.idempotency_purge_task", "schedule": 3600.0},
 }
+
+# Card checkout (orders.gateway, docs/payments.md). Stripe.js comes from the fake server when
+# STRIPE_API_BASE points at localstripe, else from Stripe.
+STRIPE_JS_URL = (
+    f"{STRIPE_API_BASE.rstrip('/')}/js.stripe.com/v3/"
+    if STRIPE_API_BASE
+    else "https://js.stripe.com/v3/"
+)
+CARD_CHECKOUT_VALIDITY_MINUTES = env.int("CARD_CHECKOUT_VALIDITY_MINUTES", default=15)

@@ -1,0 +1,404 @@
+"""Card checkout and card top-ups (decisions.md section 4): prepare, checkout, webhooks.
+
+One flow serves both things a card pays for: an order (a pending card ``Payment`` whose
+recharges are queued when the money is taken) and a wallet top-up (a pending ``TopUp``
+approved when the money is taken). ``CardCheckout`` holds the Stripe side of either.
+
+- prepare: price, write the pending payment (or top-up) and its checkout, create a SetupIntent.
+- checkout: lock the checkout row, re-check its state, create+confirm the PaymentIntent with
+  the card the browser confirmed, and complete on ``succeeded``. Completing twice completes once.
+- webhook: ``payment_intent.succeeded`` completes the same checkout when the browser never came
+  back; ``payment_intent.payment_failed`` marks the attempt failed (the checkout stays payable).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import timedelta
+from decimal import Decimal
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from accounts.models import Account, User
+from orders import gateway
+from orders.card_errors import (
+    CardAuthenticationFailed,
+    CardDeclined,
+    CartEmpty,
+    PaymentMethodRequired,
+    PaymentNotPayable,
+    QuoteExpired,
+)
+from orders.errors import CurrencyMismatch
+from orders.models import CardCheckout, Cart, Order, Payment, StripeEvent
+from orders.pricing import LineRequest, price_order
+from orders.selectors import cart_items
+from orders.services import _create_order_rows, cart_clear, recharges_create
+from reseller.errors import ApplicationError, NotFound
+from reseller.money import quantize, to_minor_units
+from wallet.models import TopUp
+from wallet.services import topup_approve, topup_request, wallet_get_or_create
+
+logger = logging.getLogger(__name__)
+
+
+def _validity() -> timedelta:
+    return timedelta(minutes=getattr(settings, "CARD_CHECKOUT_VALIDITY_MINUTES", 15))
+
+
+@dataclass(frozen=True)
+class Prepared:
+    checkout: CardCheckout
+    setup_client_secret: str
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What checkout answers: ``succeeded``, ``requires_action`` (3-D Secure) or ``processing``.
+
+    A failed attempt is committed first and then raised (``error``) by the caller, so the
+    checkout stays payable.
+    """
+
+    checkout: CardCheckout
+    status: str
+    client_secret: str = ""
+    error: ApplicationError | None = None
+
+
+# -- prepare --------------------------------------------------------------------------------
+
+
+def _attach_setup_intent(checkout: CardCheckout) -> str:
+    setup = gateway.setup_intent_create(
+        metadata={_metadata_key(checkout): checkout.public_id, "account": str(checkout.account_id)}
+    )
+    checkout.setup_intent_id = setup.id
+    checkout.updated_at = timezone.now()
+    checkout.save(update_fields=["setup_intent_id", "updated_at"])
+    if checkout.payment_id:
+        Payment.objects.filter(pk=checkout.payment_id).update(
+            setup_intent_id=setup.id, updated_at=checkout.updated_at
+        )
+    return setup.client_secret
+
+
+def _metadata_key(checkout: CardCheckout) -> str:
+    return "paymentId" if checkout.payment_id else "topupId"
+
+
+@transaction.atomic
+def card_payment_prepare(
+    *,
+    account: Account,
+    user: User | None,
+    lines: list[LineRequest] | None = None,
+    cart: Cart | None = None,
+    currency: str | None = None,
+) -> Prepared:
+    """Price an order (given lines, or a cart's items) in the wallet currency and open a
+    pending card payment with its SetupIntent. A Stripe failure leaves nothing behind."""
+    wallet = wallet_get_or_create(account=account)
+    if currency and currency.upper() != wallet.currency:
+        raise CurrencyMismatch(
+            _("baseCurrency %(given)s differs from the account currency %(wallet)s.")
+            % {"given": currency.upper(), "wallet": wallet.currency}
+        )
+    if lines is None:
+        assert cart is not None
+        lines = [
+            LineRequest(product=i.product, recipient_number=i.recipient_number, quantity=i.quantity)
+            for i in cart_items(cart=cart)
+        ]
+    if not lines:
+        raise CartEmpty()
+    priced = price_order(account=account, lines=lines, currency=wallet.currency)
+    _order, payment, _lines = _create_order_rows(
+        account=account,
+        livemode=True,
+        channel=Order.Channel.CARD,
+        priced=priced,
+        user=user,
+        api_key=None,
+        payment_status=Payment.Status.PENDING,
+        method=Payment.Method.CARD,
+        wallet=None,
+    )
+    expires_at = timezone.now() + _validity()
+    Payment.objects.filter(pk=payment.pk).update(expires_at=expires_at)
+    payment.expires_at = expires_at
+    checkout = CardCheckout.objects.create(
+        account=account,
+        payment=payment,
+        cart=cart,
+        amount=payment.amount,
+        currency=payment.currency,
+        expires_at=expires_at,
+    )
+    return Prepared(checkout=checkout, setup_client_secret=_attach_setup_intent(checkout))
+
+
+@transaction.atomic
+def card_topup_prepare(*, account: Account, user: User | None, amount: Decimal) -> Prepared:
+    """A pending card top-up of the live wallet with its SetupIntent."""
+    topup = topup_request(
+        account=account, amount=quantize(amount), method=TopUp.Method.CARD, by=user
+    )
+    checkout = CardCheckout.objects.create(
+        account=account,
+        topup=topup,
+        amount=topup.amount,
+        currency=topup.currency,
+        expires_at=timezone.now() + _validity(),
+    )
+    return Prepared(checkout=checkout, setup_client_secret=_attach_setup_intent(checkout))
+
+
+@transaction.atomic
+def card_checkout_renew_setup(*, checkout: CardCheckout) -> Prepared:
+    """A fresh SetupIntent for another card after a failed attempt (same payment, same price)."""
+    checkout = _lock(checkout.pk)
+    if checkout.completed_at is not None:
+        raise PaymentNotPayable()
+    if checkout.expires_at <= timezone.now():
+        raise QuoteExpired()
+    return Prepared(checkout=checkout, setup_client_secret=_attach_setup_intent(checkout))
+
+
+# -- reads ----------------------------------------------------------------------------------
+
+
+def card_checkout_for_payment(*, account: Account, payment_id: str) -> CardCheckout:
+    checkout = (
+        CardCheckout.objects.select_related("payment", "topup")
+        .filter(account=account, payment__public_id=payment_id)
+        .first()
+    )
+    if checkout is None:
+        raise NotFound()
+    return checkout
+
+
+def card_checkout_for_topup(*, account: Account, topup_id: str) -> CardCheckout:
+    checkout = (
+        CardCheckout.objects.select_related("payment", "topup")
+        .filter(account=account, topup__public_id=topup_id)
+        .first()
+    )
+    if checkout is None:
+        raise NotFound()
+    return checkout
+
+
+def _lock(pk: int) -> CardCheckout:
+    return (
+        CardCheckout.objects.select_for_update(of=("self",))
+        .select_related("payment", "topup")
+        .get(pk=pk)
+    )
+
+
+# -- checkout -------------------------------------------------------------------------------
+
+
+def card_checkout(*, checkout: CardCheckout) -> Outcome:
+    """Take the money with the card the browser confirmed; safe to call any number of times.
+
+    The checkout row stays locked while Stripe is called, so two concurrent calls create one
+    PaymentIntent (and Stripe's idempotency key covers a retried network call).
+    """
+    with transaction.atomic():
+        checkout = _lock(checkout.pk)
+        outcome = _checkout_locked(checkout)
+    checkout.refresh_from_db()
+    if outcome.error is not None:
+        raise outcome.error
+    return Outcome(checkout=checkout, status=outcome.status, client_secret=outcome.client_secret)
+
+
+def _checkout_locked(checkout: CardCheckout) -> Outcome:
+    if checkout.completed_at is not None:
+        return Outcome(checkout=checkout, status="succeeded")
+    if checkout.payment_id and checkout.payment.status not in (
+        Payment.Status.PENDING,
+        Payment.Status.FAILED,
+    ):
+        raise PaymentNotPayable()
+    if checkout.topup_id and checkout.topup.status != TopUp.Status.PENDING:
+        raise PaymentNotPayable()
+
+    if checkout.payment_intent_id:  # an attempt in flight: where is it now?
+        intent = gateway.payment_intent_get(payment_intent_id=checkout.payment_intent_id)
+        return _follow(checkout, intent)
+
+    if checkout.expires_at <= timezone.now():
+        raise QuoteExpired()
+    if not checkout.setup_intent_id:
+        raise PaymentMethodRequired()
+    card = gateway.setup_intent_card(setup_intent_id=checkout.setup_intent_id)
+    if card is None:
+        raise PaymentMethodRequired()
+    payment_method, customer = card
+    checkout.attempts += 1
+    try:
+        intent = gateway.payment_intent_confirm(
+            amount=checkout.amount,
+            currency=checkout.currency,
+            payment_method=payment_method,
+            customer=customer,
+            metadata={_metadata_key(checkout): checkout.public_id},
+            idempotency_key=f"checkout:{checkout.public_id}:{checkout.setup_intent_id}",
+        )
+    except (CardDeclined, CardAuthenticationFailed) as exc:
+        _attempt_failed(checkout, code=exc.code)
+        return Outcome(checkout=checkout, status="failed", error=exc)
+    checkout.payment_intent_id = intent.id
+    checkout.updated_at = timezone.now()
+    checkout.save(update_fields=["payment_intent_id", "attempts", "updated_at"])
+    if checkout.payment_id:
+        Payment.objects.filter(pk=checkout.payment_id).update(
+            payment_intent_id=intent.id, updated_at=checkout.updated_at
+        )
+    return _follow(checkout, intent)
+
+
+def _follow(checkout: CardCheckout, intent: gateway.IntentResult) -> Outcome:
+    if intent.status == "succeeded":
+        _complete(checkout, intent)
+        return Outcome(checkout=checkout, status="succeeded")
+    if intent.status == "requires_action":
+        return Outcome(
+            checkout=checkout, status="requires_action", client_secret=intent.client_secret
+        )
+    if intent.status in ("processing", "requires_capture", "requires_confirmation"):
+        return Outcome(checkout=checkout, status="processing")
+    # requires_payment_method or canceled: this attempt failed (3-D Secure refused, decline).
+    authentication = intent.error_code in ("", "payment_intent_authentication_failure")
+    error = CardAuthenticationFailed() if authentication else CardDeclined()
+    _attempt_failed(checkout, code=error.code)
+    return Outcome(checkout=checkout, status="failed", error=error)
+
+
+def _attempt_failed(checkout: CardCheckout, *, code: str) -> None:
+    """The attempt is over; the checkout (and the cart) stay, ready for another card."""
+    now = timezone.now()
+    checkout.failure_code = code
+    checkout.payment_intent_id = ""
+    checkout.setup_intent_id = ""  # a used SetupIntent cannot take another card
+    checkout.updated_at = now
+    checkout.save(
+        update_fields=[
+            "failure_code",
+            "payment_intent_id",
+            "setup_intent_id",
+            "attempts",
+            "updated_at",
+        ]
+    )
+    if checkout.payment_id:
+        Payment.objects.filter(
+            pk=checkout.payment_id, status__in=[Payment.Status.PENDING, Payment.Status.FAILED]
+        ).update(status=Payment.Status.FAILED, failure_code=code, updated_at=now)
+
+
+def _complete(checkout: CardCheckout, intent: gateway.IntentResult) -> None:
+    """The money is taken: capture the payment and queue its recharges, or credit the wallet.
+
+    Runs under the checkout's row lock; ``completed_at`` makes a second call a no-op.
+    """
+    if checkout.completed_at is not None:
+        return
+    expected = (to_minor_units(checkout.amount), checkout.currency.lower())
+    if (intent.amount, intent.currency) != expected:
+        logger.error(
+            "PaymentIntent %s is %s %s, expected %s %s for %s; not completing",
+            intent.id,
+            intent.amount,
+            intent.currency,
+            *expected,
+            checkout.public_id,
+        )
+        raise PaymentNotPayable(_("The card payment does not match this order."))
+    now = timezone.now()
+    checkout.completed_at = now
+    checkout.payment_intent_id = intent.id
+    checkout.failure_code = ""
+    checkout.updated_at = now
+    checkout.save(update_fields=["completed_at", "payment_intent_id", "failure_code", "updated_at"])
+    if checkout.payment_id:
+        payment = Payment.objects.select_for_update(of=("self",)).get(pk=checkout.payment_id)
+        payment.status = Payment.Status.CAPTURED
+        payment.captured_at = now
+        payment.payment_intent_id = intent.id
+        payment.failure_code = ""
+        payment.updated_at = now
+        payment.save(
+            update_fields=[
+                "status",
+                "captured_at",
+                "payment_intent_id",
+                "failure_code",
+                "updated_at",
+            ]
+        )
+        recharges_create(order=payment.order, payment=payment)
+        if checkout.cart_id:
+            cart_clear(cart=checkout.cart)
+        checkout.payment = payment
+    else:
+        TopUp.objects.filter(pk=checkout.topup_id).update(external_reference=intent.id)
+        checkout.topup = topup_approve(topup_id=checkout.topup_id, note="card payment")
+
+
+# -- webhooks -------------------------------------------------------------------------------
+
+
+def _checkout_for_intent(intent: gateway.IntentResult) -> CardCheckout | None:
+    checkout = CardCheckout.objects.filter(payment_intent_id=intent.id).first()
+    if checkout is not None:
+        return checkout
+    if payment_id := intent.metadata.get("paymentId"):
+        return CardCheckout.objects.filter(payment__public_id=payment_id).first()
+    if topup_id := intent.metadata.get("topupId"):
+        return CardCheckout.objects.filter(topup__public_id=topup_id).first()
+    return None
+
+
+def stripe_event_handle(*, event: dict) -> bool:
+    """Handle one verified webhook event once. Returns False for a replay (nothing done)."""
+    obj = (event.get("data") or {}).get("object") or {}
+    with transaction.atomic():
+        try:
+            with transaction.atomic():
+                StripeEvent.objects.create(
+                    event_id=event["id"],
+                    type=event["type"],
+                    payment_intent_id=obj.get("id", "")[:128]
+                    if obj.get("object") == "payment_intent"
+                    else "",
+                )
+        except IntegrityError:
+            return False
+        if event["type"] not in ("payment_intent.succeeded", "payment_intent.payment_failed"):
+            return True
+        intent = gateway.intent_result(obj)
+        found = _checkout_for_intent(intent)
+        if found is None:
+            logger.info("webhook %s: no checkout for %s", event["id"], intent.id)
+            return True
+        checkout = _lock(found.pk)
+        if event["type"] == "payment_intent.succeeded":
+            # Trust the event's object only after asking Stripe (it is signed, but may be stale).
+            current = gateway.payment_intent_get(payment_intent_id=intent.id)
+            if current.status == "succeeded":
+                try:
+                    _complete(checkout, current)
+                except PaymentNotPayable:
+                    logger.exception("webhook %s: amount mismatch", event["id"])
+        elif checkout.completed_at is None and checkout.payment_intent_id in ("", intent.id):
+            _attempt_failed(checkout, code=intent.error_code or "card_declined")
+    return True

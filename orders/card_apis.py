@@ -1,0 +1,300 @@
+"""Card checkout and card top-ups (web-only) and the Stripe webhook: thin views on orders.card."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from django.http import JsonResponse
+from django.utils.decorators import method_decorator
+from django.views import View
+from django.views.decorators.csrf import csrf_exempt
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import serializers
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from accounts.permissions import WebSessionRequired
+from orders import card, gateway, selectors, services
+from orders.serializers import MAX_LINES, OrderLineIn, PaymentOut, validate_lines
+from reseller.api import Problem, StrictSerializer, problems
+from reseller.errors import ApplicationError, problem_response
+
+CARD_PROBLEMS = {
+    **problems(400, 401, 403, 404, 503),
+    402: OpenApiResponse(
+        response=Problem,
+        description="`card_declined` or `card_authentication_failed` (3-D Secure refused). "
+        "Nothing was charged and the payment stays payable: call prepare with its `paymentId` "
+        "for a fresh `setupClientSecret` and try another card.",
+    ),
+    409: OpenApiResponse(
+        response=Problem,
+        description="`quote_expired`: the priced order is older than 15 minutes (prepare again); "
+        "`payment_not_payable`: the payment is settled.",
+    ),
+}
+
+
+def _money(value: Decimal) -> str:
+    return f"{value:.2f}"
+
+
+def _iso(value) -> str:
+    return value.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+# -- shapes ---------------------------------------------------------------------------------
+
+
+class PrepareIn(StrictSerializer):
+    """Exactly one of: ``sessionId`` (a cart), ``items`` (+ ``baseCurrency``), ``paymentId``."""
+
+    session_id = serializers.CharField(max_length=100, required=False)
+    items = OrderLineIn(many=True, allow_empty=False, max_length=MAX_LINES, required=False)
+    base_currency = serializers.RegexField(r"^[A-Z]{3}$", max_length=3, required=False)
+    payment_id = serializers.CharField(max_length=40, required=False)
+
+    def validate(self, data):
+        given = [k for k in ("session_id", "items", "payment_id") if k in data]
+        if len(given) != 1:
+            raise serializers.ValidationError(
+                {"session_id": [_one_of("sessionId, items or paymentId")]}
+            )
+        if "items" in data:
+            units = sum(item["quantity"] for item in data["items"])
+            if units > self.context["max_units"]:
+                raise serializers.ValidationError(
+                    {"items": [f"At most {self.context['max_units']} recharge units per request."]}
+                )
+            data["lines"] = validate_lines(data["items"])
+        return data
+
+
+def _one_of(what: str):
+    from rest_framework.exceptions import ErrorDetail
+
+    return ErrorDetail(f"Send exactly one of {what}.", code="invalid")
+
+
+class PrepareOut(serializers.Serializer):
+    payment_id = serializers.CharField()
+    setup_client_secret = serializers.CharField()
+    publishable_key = serializers.CharField()
+    amount = serializers.CharField()
+    currency = serializers.CharField()
+    expires_at = serializers.DateTimeField()
+    livemode = serializers.BooleanField()
+    test_mode = serializers.BooleanField(help_text="True when no real card is charged.")
+
+
+class CheckoutIn(StrictSerializer):
+    payment_id = serializers.CharField(max_length=40)
+
+
+class RequiresActionOut(serializers.Serializer):
+    status = serializers.ChoiceField(choices=["requires_action", "processing"])
+    client_secret = serializers.CharField(required=False)
+    payment_id = serializers.CharField()
+
+
+class TopUpPrepareIn(StrictSerializer):
+    amount = serializers.DecimalField(
+        max_digits=12,
+        decimal_places=2,
+        min_value=Decimal("1.00"),
+        max_value=Decimal("5000.00"),
+        required=False,
+    )
+    topup_id = serializers.CharField(max_length=40, required=False)
+
+    def validate(self, data):
+        if ("amount" in data) == ("topup_id" in data):
+            raise serializers.ValidationError({"amount": [_one_of("amount or topupId")]})
+        return data
+
+
+class TopUpPrepareOut(serializers.Serializer):
+    topup_id = serializers.CharField()
+    setup_client_secret = serializers.CharField()
+    publishable_key = serializers.CharField()
+    amount = serializers.CharField()
+    currency = serializers.CharField()
+    expires_at = serializers.DateTimeField()
+    test_mode = serializers.BooleanField()
+
+
+class TopUpCheckoutIn(StrictSerializer):
+    topup_id = serializers.CharField(max_length=40)
+
+
+class TopUpOut(serializers.Serializer):
+    id = serializers.CharField(source="public_id")
+    status = serializers.CharField()
+    method = serializers.CharField()
+    amount = serializers.DecimalField(max_digits=12, decimal_places=2)
+    currency = serializers.CharField()
+    created_at = serializers.DateTimeField()
+
+
+def _prepared(prepared: card.Prepared, *, id_field: str) -> dict:
+    checkout = prepared.checkout
+    return {
+        id_field: checkout.public_id,
+        "setup_client_secret": prepared.setup_client_secret,
+        "publishable_key": gateway.publishable_key(),
+        "amount": _money(checkout.amount),
+        "currency": checkout.currency,
+        "expires_at": checkout.expires_at,
+        "livemode": True,
+        "test_mode": gateway.test_mode(),
+    }
+
+
+def _payment_body(checkout) -> dict:
+    order = selectors.order_for_response(order_id=checkout.payment.order_id)
+    return dict(PaymentOut(order.payment).data)
+
+
+def _pending_body(outcome: card.Outcome, *, id_field: str) -> dict:
+    body = {"status": outcome.status, id_field: outcome.checkout.public_id}
+    if outcome.client_secret:
+        body["client_secret"] = outcome.client_secret
+    return body
+
+
+# -- views ----------------------------------------------------------------------------------
+
+
+class PaymentPrepareApi(APIView):
+    permission_classes = [WebSessionRequired]
+
+    @extend_schema(
+        tags=["payments"],
+        summary="Start a card checkout (web-only)",
+        description="Prices a cart (`sessionId`) or `items` in the account's currency, opens a "
+        "pending card payment and a Stripe SetupIntent. The browser confirms the card with "
+        "Stripe.js `confirmCardSetup(setupClientSecret)` and then calls checkout. The price "
+        "holds until `expiresAt` (15 minutes). Send `{paymentId}` after a declined or failed "
+        "attempt to get a fresh `setupClientSecret` for the same payment. API keys get 403 "
+        "`web_session_required`.",
+        request=PrepareIn,
+        responses={201: PrepareOut, **CARD_PROBLEMS},
+    )
+    def post(self, request):
+        data = PrepareIn(data=request.data, context={"max_units": 100})
+        data.is_valid(raise_exception=True)
+        account = request.user.account
+        values = data.validated_data
+        if "payment_id" in values:
+            checkout = card.card_checkout_for_payment(
+                account=account, payment_id=values["payment_id"]
+            )
+            prepared = card.card_checkout_renew_setup(checkout=checkout)
+            return Response(PrepareOut(_prepared(prepared, id_field="payment_id")).data, 201)
+        cart = None
+        if "session_id" in values:
+            cart = services.cart_get_or_create(
+                account=account, livemode=True, session_id=values["session_id"]
+            )
+        prepared = card.card_payment_prepare(
+            account=account,
+            user=request.user,
+            lines=values.get("lines"),
+            cart=cart,
+            currency=values.get("base_currency"),
+        )
+        return Response(PrepareOut(_prepared(prepared, id_field="payment_id")).data, 201)
+
+
+class PaymentCheckoutApi(APIView):
+    permission_classes = [WebSessionRequired]
+
+    @extend_schema(
+        tags=["payments"],
+        summary="Pay a prepared card payment (web-only)",
+        description="Creates and confirms the PaymentIntent with the card of the confirmed "
+        "SetupIntent. `200` with the captured payment and its queued recharges (the cart is "
+        'emptied); `202` `{"status": "requires_action", "clientSecret"}` for 3-D Secure: run '
+        "Stripe.js `confirmCardPayment(clientSecret)` and call checkout again. Calling again "
+        "after success changes nothing and answers the same payment.",
+        request=CheckoutIn,
+        responses={200: PaymentOut, 202: RequiresActionOut, **CARD_PROBLEMS},
+    )
+    def post(self, request):
+        data = CheckoutIn(data=request.data)
+        data.is_valid(raise_exception=True)
+        checkout = card.card_checkout_for_payment(
+            account=request.user.account, payment_id=data.validated_data["payment_id"]
+        )
+        outcome = card.card_checkout(checkout=checkout)
+        if outcome.status == "succeeded":
+            return Response(_payment_body(outcome.checkout))
+        return Response(_pending_body(outcome, id_field="payment_id"), status=202)
+
+
+class TopUpPrepareApi(APIView):
+    permission_classes = [WebSessionRequired]
+
+    @extend_schema(
+        tags=["wallet"],
+        summary="Start a card top-up of the wallet (web-only)",
+        description="Opens a pending card top-up of `amount` (wallet currency) and a SetupIntent; "
+        "same flow as the card checkout. `{topupId}` renews the SetupIntent after a failure.",
+        request=TopUpPrepareIn,
+        responses={201: TopUpPrepareOut, **CARD_PROBLEMS},
+    )
+    def post(self, request):
+        data = TopUpPrepareIn(data=request.data)
+        data.is_valid(raise_exception=True)
+        account = request.user.account
+        if topup_id := data.validated_data.get("topup_id"):
+            checkout = card.card_checkout_for_topup(account=account, topup_id=topup_id)
+            prepared = card.card_checkout_renew_setup(checkout=checkout)
+        else:
+            prepared = card.card_topup_prepare(
+                account=account, user=request.user, amount=data.validated_data["amount"]
+            )
+        body = _prepared(prepared, id_field="topup_id")
+        body.pop("livemode")
+        return Response(TopUpPrepareOut(body).data, status=201)
+
+
+class TopUpCheckoutApi(APIView):
+    permission_classes = [WebSessionRequired]
+
+    @extend_schema(
+        tags=["wallet"],
+        summary="Pay a card top-up (web-only)",
+        description="As payment checkout: `200` with the approved top-up (the wallet is "
+        "credited once), `202` for 3-D Secure, `402` on a decline.",
+        request=TopUpCheckoutIn,
+        responses={200: TopUpOut, 202: RequiresActionOut, **CARD_PROBLEMS},
+    )
+    def post(self, request):
+        data = TopUpCheckoutIn(data=request.data)
+        data.is_valid(raise_exception=True)
+        checkout = card.card_checkout_for_topup(
+            account=request.user.account, topup_id=data.validated_data["topup_id"]
+        )
+        outcome = card.card_checkout(checkout=checkout)
+        if outcome.status == "succeeded":
+            return Response(TopUpOut(outcome.checkout.topup).data)
+        return Response(_pending_body(outcome, id_field="topup_id"), status=202)
+
+
+@method_decorator(csrf_exempt, name="dispatch")
+class StripeWebhookView(View):
+    """``POST /webhooks/stripe``: signed by Stripe (no CSRF, no session); 400 when the
+    signature does not verify, 200 otherwise (a replayed event id does nothing)."""
+
+    def post(self, request):
+        try:
+            event = gateway.webhook_event(
+                payload=request.body, signature=request.headers.get("Stripe-Signature")
+            )
+            handled = card.stripe_event_handle(event=event)
+        except ApplicationError as exc:
+            return problem_response(
+                request, status=exc.status, code=exc.code, detail=exc.detail, title=str(exc.title)
+            )
+        return JsonResponse({"received": True, "replayed": not handled})

@@ -1,0 +1,232 @@
+"""The one module that talks to Stripe (decisions.md section 4).
+
+Everything else calls these functions with our own types (Decimal amounts, our ids) and gets
+plain results back; the ``stripe`` SDK does not leak out of here. The same calls run against
+real Stripe and against ``localstripe`` (settings ``STRIPE_API_BASE``), so they stay within
+what both support (../shared/notes/localstripe.md): SetupIntents for the card, a PaymentIntent
+created *and confirmed* in one call, refunds without ``reason``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+from decimal import Decimal
+from functools import lru_cache
+from typing import Any
+
+import stripe
+from django.conf import settings
+
+from orders.card_errors import (
+    CardAuthenticationFailed,
+    CardDeclined,
+    CardPaymentsUnavailable,
+    WebhookSignatureInvalid,
+)
+from reseller.money import to_minor_units
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SetupResult:
+    id: str
+    client_secret: str
+
+
+@dataclass(frozen=True)
+class IntentResult:
+    """What we need of a PaymentIntent."""
+
+    id: str
+    status: str  # succeeded | requires_action | processing | requires_payment_method | ...
+    client_secret: str
+    amount: int  # minor units
+    currency: str  # lower case, as Stripe answers
+    metadata: dict[str, str] = field(default_factory=dict)
+    charge_id: str = ""
+    error_code: str = ""
+
+
+def configured() -> bool:
+    return bool(settings.STRIPE_SECRET_KEY)
+
+
+def publishable_key() -> str:
+    return settings.STRIPE_PUBLISHABLE_KEY
+
+
+def test_mode() -> bool:
+    """True when no real card can be charged: test keys or the local fake server."""
+    return bool(settings.STRIPE_API_BASE) or settings.STRIPE_SECRET_KEY.startswith("sk_test_")
+
+
+@lru_cache(maxsize=4)
+def _client_for(secret_key: str, api_base: str) -> stripe.StripeClient:
+    base = {"api": api_base.rstrip("/")} if api_base else None
+    return stripe.StripeClient(secret_key, base_addresses=base, max_network_retries=2)
+
+
+def client() -> stripe.StripeClient:
+    if not configured():
+        raise CardPaymentsUnavailable()
+    return _client_for(settings.STRIPE_SECRET_KEY, settings.STRIPE_API_BASE)
+
+
+def _get(obj: Any, name: str, default: Any = None) -> Any:
+    if obj is None:
+        return default
+    if isinstance(obj, dict):
+        return obj.get(name, default)
+    return getattr(obj, name, default)
+
+
+def _id_of(value: Any) -> str:
+    """``latest_charge`` and friends come as an id (real Stripe) or expanded (localstripe)."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    return _get(value, "id", "") or ""
+
+
+def intent_result(pi: Any) -> IntentResult:
+    error = _get(pi, "last_payment_error")
+    metadata = _get(pi, "metadata") or {}
+    if not isinstance(metadata, dict):
+        metadata = metadata.to_dict() if hasattr(metadata, "to_dict") else dict(metadata)
+    return IntentResult(
+        id=_get(pi, "id"),
+        status=_get(pi, "status"),
+        client_secret=_get(pi, "client_secret", "") or "",
+        amount=int(_get(pi, "amount", 0)),
+        currency=(_get(pi, "currency", "") or "").lower(),
+        metadata={str(k): str(v) for k, v in metadata.items()},
+        charge_id=_id_of(_get(pi, "latest_charge")),
+        error_code=(_get(error, "code", "") or "") if error else "",
+    )
+
+
+def _unavailable(exc: Exception) -> CardPaymentsUnavailable:
+    logger.warning("stripe call failed: %s", exc)
+    return CardPaymentsUnavailable()
+
+
+def setup_intent_create(*, metadata: dict[str, str]) -> SetupResult:
+    """A Customer and a SetupIntent the browser confirms with ``confirmCardSetup``.
+
+    The Customer keeps the card usable for the PaymentIntent that follows (real Stripe
+    refuses to reuse an unattached PaymentMethod).
+    """
+    try:
+        customer = client().v1.customers.create(params={"metadata": metadata})
+        seti = client().v1.setup_intents.create(
+            params={
+                "customer": customer.id,
+                "payment_method_types": ["card"],
+                "usage": "on_session",
+                "metadata": metadata,
+            }
+        )
+    except stripe.StripeError as exc:
+        raise _unavailable(exc) from exc
+    return SetupResult(id=seti.id, client_secret=seti.client_secret)
+
+
+def setup_intent_card(*, setup_intent_id: str) -> tuple[str, str] | None:
+    """The confirmed card of a SetupIntent as (payment method id, customer id), else None."""
+    try:
+        seti = client().v1.setup_intents.retrieve(setup_intent_id)
+    except stripe.StripeError as exc:
+        raise _unavailable(exc) from exc
+    if _get(seti, "status") != "succeeded" or not _get(seti, "payment_method"):
+        return None
+    return _id_of(_get(seti, "payment_method")), _id_of(_get(seti, "customer"))
+
+
+def payment_intent_confirm(
+    *,
+    amount: Decimal,
+    currency: str,
+    payment_method: str,
+    customer: str,
+    metadata: dict[str, str],
+    idempotency_key: str,
+) -> IntentResult:
+    """Create and confirm a PaymentIntent in one call (localstripe cannot confirm later).
+
+    A decline raises ``CardDeclined``; 3-D Secure comes back as ``requires_action``.
+    """
+    params: dict[str, Any] = {
+        "amount": to_minor_units(amount),
+        "currency": currency.lower(),
+        "payment_method_types": ["card"],
+        "payment_method": payment_method,
+        "confirm": True,
+        "metadata": metadata,
+    }
+    if customer:
+        params["customer"] = customer
+    try:
+        pi = client().v1.payment_intents.create(
+            params=params, options={"idempotency_key": idempotency_key}
+        )
+    except stripe.CardError as exc:
+        code = getattr(exc, "code", "") or "card_declined"
+        if code == "payment_intent_authentication_failure":
+            raise CardAuthenticationFailed() from exc
+        raise CardDeclined() from exc
+    except stripe.StripeError as exc:
+        raise _unavailable(exc) from exc
+    return intent_result(pi)
+
+
+def payment_intent_get(*, payment_intent_id: str) -> IntentResult:
+    try:
+        return intent_result(client().v1.payment_intents.retrieve(payment_intent_id))
+    except stripe.StripeError as exc:
+        raise _unavailable(exc) from exc
+
+
+def card_refund(*, payment, amount: Decimal, reference: str) -> str:
+    """Refund ``amount`` of a captured card payment to the card, once per ``reference``.
+
+    Stripe's idempotency key makes a second call with the same reference return the first
+    refund instead of refunding twice. Returns the refund id.
+    """
+    if not payment.payment_intent_id:
+        raise CardPaymentsUnavailable("This card payment has no PaymentIntent to refund.")
+    try:
+        refund = client().v1.refunds.create(
+            params={
+                "payment_intent": payment.payment_intent_id,
+                "amount": to_minor_units(amount),
+                "metadata": {"paymentId": payment.public_id, "reference": reference},
+            },
+            options={"idempotency_key": f"refund:{payment.public_id}:{reference}"},
+        )
+    except stripe.StripeError as exc:
+        raise _unavailable(exc) from exc
+    return refund.id
+
+
+def webhook_event(*, payload: bytes, signature: str | None) -> dict[str, Any]:
+    """Verify a webhook's ``Stripe-Signature`` and return the event as a plain dict."""
+    secret = settings.STRIPE_WEBHOOK_SECRET
+    if not secret or not signature:
+        raise WebhookSignatureInvalid()
+    try:
+        stripe.WebhookSignature.verify_header(
+            payload.decode("utf-8"), signature, secret, stripe.Webhook.DEFAULT_TOLERANCE
+        )
+    except (stripe.SignatureVerificationError, UnicodeDecodeError) as exc:
+        raise WebhookSignatureInvalid() from exc
+    try:
+        event = json.loads(payload)
+    except ValueError as exc:
+        raise WebhookSignatureInvalid() from exc
+    if not isinstance(event, dict) or not event.get("id") or not event.get("type"):
+        raise WebhookSignatureInvalid()
+    return event

@@ -1,0 +1,259 @@
+"""Site pages: the cart, the card checkout, receipts that follow recharges live, history.
+
+Thin views: forms validate with the API's serializers, writes go through orders.services and
+orders.card (via the JSON API that checkout.js calls), reads through orders.selectors.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.db import transaction
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_GET, require_POST
+from rest_framework.exceptions import ValidationError
+
+from orders import gateway, selectors, services
+from orders.models import Order, Payment
+from orders.pricing import LineRequest, price_order
+from orders.serializers import CartItemIn
+from reseller.errors import ApplicationError, NotFound, flatten_validation_errors
+from wallet.services import wallet_get_or_create
+
+SITE_CART = "default"  # the site's cart is the API's default cart of the account
+FINAL_RECHARGE_STATUSES = {"delivered", "failed"}
+
+
+def _back(request: HttpRequest, fallback: str) -> str:
+    target = request.POST.get("next") or request.headers.get("Referer") or ""
+    if url_has_allowed_host_and_scheme(
+        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        return target
+    return fallback
+
+
+def _cart(request: HttpRequest):
+    return services.cart_get_or_create(
+        account=request.user.account, livemode=True, session_id=SITE_CART
+    )
+
+
+def _quote(request: HttpRequest, items):
+    account = request.user.account
+    currency = wallet_get_or_create(account=account).currency
+    priced = price_order(
+        account=account,
+        currency=currency,
+        lines=[
+            LineRequest(product=i.product, recipient_number=i.recipient_number, quantity=i.quantity)
+            for i in items
+        ],
+    )
+    return priced, list(zip(items, priced.lines, strict=True))
+
+
+def _messages_of(exc: ValidationError) -> list[str]:
+    return [entry["message"] for entry in flatten_validation_errors(exc.detail)]
+
+
+@require_POST
+def cart_add(request: HttpRequest) -> HttpResponse:
+    back = _back(request, reverse("catalog:index"))
+    if not request.user.is_authenticated:
+        messages.info(request, _("Log in or sign up to add top-ups to your cart."))
+        return redirect(f"{reverse('accounts:login')}?next={back}")
+    form = CartItemIn(
+        data={
+            "session_id": SITE_CART,
+            "product_id": request.POST.get("product", ""),
+            "recipient_number": request.POST.get("recipient_number", "").strip(),
+            "quantity": request.POST.get("quantity", "1"),
+        }
+    )
+    try:
+        form.is_valid(raise_exception=True)
+    except ValidationError as exc:
+        for message in _messages_of(exc):
+            messages.error(request, message)
+        return redirect(back)
+    services.cart_add_item(
+        account=request.user.account,
+        livemode=True,
+        session_id=SITE_CART,
+        line=form.validated_data["line"],
+    )
+    messages.success(request, _("Added to your cart."))
+    return redirect("orders:cart")
+
+
+@login_required
+@require_GET
+def cart(request: HttpRequest) -> HttpResponse:
+    items = list(selectors.cart_items(cart=_cart(request)))
+    quote, rows = _quote(request, items)
+    wallet = wallet_get_or_create(account=request.user.account)
+    return render(
+        request,
+        "orders/cart.html",
+        {"rows": rows, "quote": quote, "wallet": wallet, "cards_enabled": gateway.configured()},
+    )
+
+
+def _own_item(request: HttpRequest, item_id: str):
+    try:
+        return selectors.cart_item_get(account=request.user.account, livemode=True, item_id=item_id)
+    except NotFound as exc:
+        raise Http404 from exc
+
+
+@login_required
+@require_POST
+def cart_item_update(request: HttpRequest, item_id: str) -> HttpResponse:
+    item = _own_item(request, item_id)
+    try:
+        quantity = int(request.POST.get("quantity", ""))
+    except ValueError:
+        quantity = 0
+    if not 1 <= quantity <= 20:
+        messages.error(request, _("Choose a quantity from 1 to 20."))
+    else:
+        services.cart_item_set_quantity(item=item, quantity=quantity)
+        messages.success(request, _("Cart updated."))
+    return redirect("orders:cart")
+
+
+@login_required
+@require_POST
+def cart_item_remove(request: HttpRequest, item_id: str) -> HttpResponse:
+    services.cart_remove_item(item=_own_item(request, item_id))
+    messages.success(request, _("Removed from your cart."))
+    return redirect("orders:cart")
+
+
+@login_required
+@require_GET
+def checkout(request: HttpRequest) -> HttpResponse:
+    """The quote and the card form; checkout.js runs prepare → confirmCardSetup → checkout."""
+    items = list(selectors.cart_items(cart=_cart(request)))
+    if not items:
+        messages.info(request, _("Your cart is empty."))
+        return redirect("orders:cart")
+    quote, rows = _quote(request, items)
+    return render(
+        request,
+        "orders/checkout.html",
+        {
+            "rows": rows,
+            "quote": quote,
+            "cards_enabled": gateway.configured(),
+            "test_mode": gateway.test_mode(),
+            "stripe_js_url": settings.STRIPE_JS_URL,
+            "publishable_key": gateway.publishable_key(),
+            "session_id": SITE_CART,
+        },
+    )
+
+
+@login_required
+@require_POST
+def checkout_wallet(request: HttpRequest) -> HttpResponse:
+    """Pay the cart from the wallet (the same service as POST /wallet/checkout)."""
+    cart_obj = _cart(request)
+    items = list(selectors.cart_items(cart=cart_obj))
+    if not items:
+        return redirect("orders:cart")
+    account = request.user.account
+    wallet = wallet_get_or_create(account=account)
+    try:
+        with transaction.atomic():
+            order = services.order_place_with_wallet(
+                account=account,
+                wallet=wallet,
+                livemode=True,
+                channel=Order.Channel.WALLET,
+                lines=[
+                    LineRequest(
+                        product=i.product, recipient_number=i.recipient_number, quantity=i.quantity
+                    )
+                    for i in items
+                ],
+                currency=wallet.currency,
+                user=request.user,
+            )
+            services.cart_clear(cart=cart_obj)
+    except ApplicationError as exc:
+        messages.error(request, exc.detail)
+        return redirect("orders:cart")
+    return redirect("orders:receipt", payment_id=order.payment.public_id)
+
+
+def _own_payment(request: HttpRequest, payment_id: str) -> Payment:
+    payment = (
+        selectors.payment_history(account=request.user.account, livemode=True)
+        .filter(public_id=payment_id)
+        .prefetch_related("order__lines__product__operator")
+        .first()
+    )
+    if payment is None:
+        raise Http404
+    return payment
+
+
+@login_required
+@require_GET
+def receipt(request: HttpRequest, payment_id: str) -> HttpResponse:
+    payment = _own_payment(request, payment_id)
+    recharges = list(payment.recharges.all())
+    return render(
+        request,
+        "orders/receipt.html",
+        {
+            "payment": payment,
+            "recharges": recharges,
+            "lines": list(payment.order.lines.all()),
+            "final": bool(recharges)
+            and all(r.status in FINAL_RECHARGE_STATUSES for r in recharges),
+        },
+    )
+
+
+@login_required
+@require_GET
+def receipt_status(request: HttpRequest, payment_id: str) -> JsonResponse:
+    """What receipt.js polls: the payment's and each recharge's current status."""
+    payment = _own_payment(request, payment_id)
+    recharges = list(payment.recharges.all())
+    return JsonResponse(
+        {
+            "id": payment.public_id,
+            "status": payment.status,
+            "statusLabel": str(payment.get_status_display()),
+            "recharges": [
+                {
+                    "id": r.public_id,
+                    "status": r.status,
+                    "statusLabel": str(r.get_status_display()),
+                    "failureMessage": r.failure_message or None,
+                }
+                for r in recharges
+            ],
+            "final": payment.status != Payment.Status.PENDING
+            and all(r.status in FINAL_RECHARGE_STATUSES for r in recharges),
+        }
+    )
+
+
+@login_required
+@require_GET
+def history(request: HttpRequest) -> HttpResponse:
+    page = Paginator(
+        selectors.payment_history(account=request.user.account, livemode=True), 20
+    ).get_page(request.GET.get("page"))
+    return render(request, "orders/history.html", {"page": page})

@@ -1,0 +1,116 @@
+// Card payments with Stripe.js (decisions.md section 4), for the checkout and wallet pages.
+// prepare (our API) -> confirmCardSetup (Stripe) -> checkout (our API, which creates and
+// confirms the PaymentIntent) -> confirmCardPayment on 3-D Secure -> checkout again.
+(function () {
+  "use strict";
+  const form = document.getElementById("card-form");
+  if (!form || typeof Stripe === "undefined") {
+    return;
+  }
+  const d = form.dataset;
+  const idField = d.kind === "topup" ? "topupId" : "paymentId";
+  const stripe = Stripe(d.publishableKey);
+  const card = stripe.elements().create("card");
+  card.mount("#card-element");
+
+  const button = document.getElementById("pay-button");
+  const errorBox = document.getElementById("card-error");
+  const statusBox = document.getElementById("card-status");
+  let currentId = null; // our payment (or top-up) id once prepared
+  let needsSetup = true; // a SetupIntent takes one card: a new attempt needs a new one
+  let setupSecret = null;
+
+  function csrfToken() {
+    const match = document.cookie.match(/(?:^|;\s*)csrftoken=([^;]+)/);
+    return match ? decodeURIComponent(match[1]) : "";
+  }
+
+  async function post(url, body) {
+    const response = await fetch(url, {
+      method: "POST",
+      credentials: "same-origin",
+      headers: {
+        "Content-Type": "application/json",
+        "Accept-Language": document.documentElement.lang || "en",
+        "X-CSRFToken": csrfToken(),
+      },
+      body: JSON.stringify(body),
+    });
+    let data = {};
+    try {
+      data = await response.json();
+    } catch (e) {
+      data = {};
+    }
+    return { status: response.status, body: data };
+  }
+
+  function busy(on) {
+    button.disabled = on;
+    statusBox.hidden = !on;
+  }
+
+  function fail(message) {
+    busy(false);
+    errorBox.textContent = message || d.msgFailed;
+    errorBox.hidden = false;
+  }
+
+  function prepareBody() {
+    if (currentId) {
+      return { [idField]: currentId };
+    }
+    if (d.kind === "topup") {
+      return { amount: form.elements.amount.value };
+    }
+    return { sessionId: d.sessionId };
+  }
+
+  function problem(result) {
+    if (result.body && result.body.code === "quote_expired") {
+      currentId = null;
+      needsSetup = true;
+      return d.msgExpired;
+    }
+    return (result.body && result.body.detail) || d.msgFailed;
+  }
+
+  function done() {
+    window.location.assign(d.successUrl.replace("PAYMENT_ID", currentId));
+  }
+
+  async function pay() {
+    errorBox.hidden = true;
+    busy(true);
+    if (needsSetup) {
+      const prepared = await post(d.prepareUrl, prepareBody());
+      if (prepared.status !== 201) {
+        return fail(problem(prepared));
+      }
+      currentId = prepared.body[idField];
+      setupSecret = prepared.body.setupClientSecret;
+      needsSetup = false;
+    }
+    const setup = await stripe.confirmCardSetup(setupSecret, { payment_method: { card: card } });
+    needsSetup = true;
+    if (setup.error) {
+      return fail((setup.error && setup.error.message) || d.msgAuth);
+    }
+    let result = await post(d.checkoutUrl, { [idField]: currentId });
+    if (result.status === 202 && result.body.status === "requires_action") {
+      await stripe.confirmCardPayment(result.body.clientSecret); // the server reads the outcome
+      result = await post(d.checkoutUrl, { [idField]: currentId });
+    }
+    if (result.status === 200 || result.status === 202) {
+      return done(); // the receipt shows a payment still processing, too
+    }
+    return fail(problem(result));
+  }
+
+  form.addEventListener("submit", function (event) {
+    event.preventDefault();
+    pay().catch(function () {
+      fail(d.msgFailed);
+    });
+  });
+})();

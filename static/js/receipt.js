@@ -1,0 +1,54 @@
+// Follows a receipt's recharges live: polls the page's status.json until every one is final.
+(function () {
+  "use strict";
+  const receipt = document.getElementById("receipt");
+  if (!receipt || receipt.dataset.final === "true") {
+    return;
+  }
+  const url = receipt.dataset.statusUrl;
+  let delay = 1000;
+
+  function paint(data) {
+    const payment = document.getElementById("payment-status");
+    payment.textContent = data.statusLabel;
+    payment.className = "status status-" + data.status;
+    data.recharges.forEach(function (recharge) {
+      const row = receipt.querySelector('[data-recharge="' + recharge.id + '"]');
+      if (!row) {
+        return;
+      }
+      const badge = row.querySelector(".status");
+      badge.textContent = recharge.statusLabel;
+      badge.className = "status status-" + recharge.status;
+      row.querySelector(".failure").textContent = recharge.failureMessage || "";
+    });
+  }
+
+  async function poll() {
+    try {
+      const response = await fetch(url, { credentials: "same-origin" });
+      if (response.ok) {
+        const data = await response.json();
+        const rows = receipt.querySelectorAll("[data-recharge]").length;
+        if (data.recharges.length !== rows) {
+          window.location.reload(); // the recharges were created since the page was drawn
+          return;
+        }
+        paint(data);
+        if (data.final) {
+          receipt.dataset.final = "true";
+          const note = document.getElementById("live-note");
+          if (note) {
+            note.textContent = "";
+          }
+          return;
+        }
+      }
+    } catch (e) {
+      // network blip: try again a little later
+    }
+    delay = Math.min(delay * 1.5, 10000);
+    window.setTimeout(poll, delay);
+  }
+  window.setTimeout(poll, delay);
+})();

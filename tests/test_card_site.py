@@ -1,0 +1,168 @@
+"""Site pages of the cart, checkout, receipts, history and wallet (server side, no browser)."""
+
+from decimal import Decimal
+
+import pytest
+
+from catalog.tests.factories import ProductFactory
+from orders.models import CartItem, Payment
+from orders.pricing import LineRequest
+from orders.services import cart_add_item
+from tests.conftest import assert_ledger_balanced
+from tests.factories import UserFactory
+from wallet.models import TopUp
+from wallet.services import wallet_topup_manual
+
+pytestmark = pytest.mark.django_db
+
+NUMBER = "+525512345678"
+
+
+@pytest.fixture
+def product():
+    return ProductFactory(retail_price=Decimal("5.00"))
+
+
+@pytest.fixture
+def browser_client(client, user):
+    client.force_login(user)
+    client.user = user
+    return client
+
+
+def add(client, product, number=NUMBER, quantity="1"):
+    return client.post(
+        "/cart/add/",
+        {"product": product.public_id, "recipient_number": number, "quantity": quantity},
+    )
+
+
+def test_add_to_cart_from_a_product_page_then_see_the_quote(browser_client, product):
+    response = add(browser_client, product, quantity="3")
+    assert response.status_code == 302 and response["Location"] == "/cart/"
+    page = browser_client.get("/cart/")
+    assert page.status_code == 200
+    text = page.content.decode()
+    assert NUMBER in text and "15.00 EUR" in text
+    assert "Prices are held for 15 minutes" in text
+
+
+def test_a_bad_number_is_refused_with_a_message_and_nothing_added(browser_client, product):
+    response = add(browser_client, product, number="+2348031234567")
+    assert response.status_code == 302
+    assert CartItem.objects.count() == 0
+    page = browser_client.get(response["Location"], follow=True)
+    assert "error" in page.content.decode()
+
+
+def test_anonymous_visitors_are_sent_to_log_in(client, product):
+    response = add(client, product)
+    assert response.status_code == 302 and "/accounts/login/" in response["Location"]
+    assert CartItem.objects.count() == 0
+
+
+def test_edit_quantities_and_remove_items(browser_client, product):
+    add(browser_client, product)
+    item = CartItem.objects.get()
+    browser_client.post(f"/cart/items/{item.public_id}/", {"quantity": "4"})
+    item.refresh_from_db()
+    assert item.quantity == 4
+    browser_client.post(f"/cart/items/{item.public_id}/", {"quantity": "21"})
+    item.refresh_from_db()
+    assert item.quantity == 4
+    browser_client.post(f"/cart/items/{item.public_id}/remove/")
+    assert CartItem.objects.count() == 0
+
+
+def test_another_accounts_cart_item_is_404(browser_client, product):
+    stranger = UserFactory()
+    item = cart_add_item(
+        account=stranger.account,
+        livemode=True,
+        session_id="default",
+        line=LineRequest(product=product, recipient_number=NUMBER, quantity=1),
+    )
+    assert browser_client.post(f"/cart/items/{item.public_id}/remove/").status_code == 404
+    assert CartItem.objects.count() == 1
+
+
+def test_checkout_page_shows_the_quote_and_the_test_mode_banner(browser_client, product, settings):
+    settings.STRIPE_SECRET_KEY = "sk_test_x"
+    settings.STRIPE_PUBLISHABLE_KEY = "pk_test_x"
+    settings.STRIPE_API_BASE = "http://127.0.0.1:8420"
+    settings.STRIPE_JS_URL = "http://127.0.0.1:8420/js.stripe.com/v3/"
+    add(browser_client, product)
+    page = browser_client.get("/checkout/")
+    text = page.content.decode()
+    assert "No card is charged" in text
+    assert 'src="http://127.0.0.1:8420/js.stripe.com/v3/"' in text
+    assert "<script>" not in text  # CSP: no inline script
+    assert "5.00 EUR" in text
+
+
+def test_pay_the_cart_from_the_wallet_and_follow_the_receipt(
+    browser_client, product, django_capture_on_commit_callbacks
+):
+    wallet_topup_manual(account=browser_client.user.account, amount=Decimal("20.00"))
+    add(browser_client, product, quantity="2")
+    with django_capture_on_commit_callbacks(execute=True):
+        response = browser_client.post("/checkout/wallet/")
+    payment = Payment.objects.get()
+    assert response["Location"] == f"/payments/{payment.public_id}/"
+    assert CartItem.objects.count() == 0
+    status = browser_client.get(f"/payments/{payment.public_id}/status.json").json()
+    assert status["status"] == "captured" and len(status["recharges"]) == 2
+    assert {r["status"] for r in status["recharges"]} <= {"queued", "dispatched", "delivered"}
+    page = browser_client.get(f"/payments/{payment.public_id}/")
+    assert payment.public_id in page.content.decode()
+    history = browser_client.get("/payments/").content.decode()
+    assert payment.public_id in history
+    assert_ledger_balanced()
+
+
+def test_wallet_checkout_without_balance_shows_the_reason(browser_client, product):
+    add(browser_client, product)
+    response = browser_client.post("/checkout/wallet/", follow=True)
+    assert "below the order total" in response.content.decode()
+    assert CartItem.objects.count() == 1 and Payment.objects.count() == 0
+
+
+def test_another_accounts_receipt_is_404(browser_client, product, client):
+    other = UserFactory()
+    wallet_topup_manual(account=other.account, amount=Decimal("20.00"))
+    client.force_login(other)
+    add(client, product)
+    client.post("/checkout/wallet/")
+    payment = Payment.objects.get()
+    client.force_login(browser_client.user)
+    assert client.get(f"/payments/{payment.public_id}/").status_code == 404
+    assert client.get(f"/payments/{payment.public_id}/status.json").status_code == 404
+
+
+def test_wallet_page_shows_balance_and_entries_and_takes_a_bank_transfer_request(
+    browser_client,
+):
+    wallet_topup_manual(account=browser_client.user.account, amount=Decimal("12.50"))
+    page = browser_client.get("/wallet/").content.decode()
+    assert "12.50 EUR" in page
+    response = browser_client.post("/wallet/bank-transfer/", {"amount": "100.00"}, follow=True)
+    topup = TopUp.objects.get(method="bank_transfer")
+    assert topup.status == "pending" and topup.amount == Decimal("100.00")
+    assert topup.public_id in response.content.decode()
+    bad = browser_client.post("/wallet/bank-transfer/", {"amount": "0.001"}, follow=True)
+    assert TopUp.objects.filter(method="bank_transfer").count() == 1
+    assert "Enter an amount" in bad.content.decode()
+    assert_ledger_balanced()
+
+
+@pytest.mark.parametrize("path", ["/cart/", "/checkout/", "/payments/", "/wallet/"])
+def test_site_pages_need_a_login(client, path):
+    response = client.get(path)
+    assert response.status_code == 302 and "/accounts/login/" in response["Location"]
+
+
+@pytest.mark.parametrize("language", ["es", "fr"])
+def test_the_cart_page_answers_in_the_visitors_language(browser_client, language):
+    response = browser_client.get("/cart/", HTTP_ACCEPT_LANGUAGE=language)
+    assert response.status_code == 200
+    assert response["Content-Language"] == language

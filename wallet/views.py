@@ -1,0 +1,79 @@
+"""The site's wallet page: balance, ledger entries, top-ups (bank transfer or card)."""
+
+from __future__ import annotations
+
+from decimal import Decimal, InvalidOperation
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_GET, require_POST
+
+from orders import gateway
+from wallet import selectors
+from wallet.models import TopUp
+from wallet.services import topup_request, wallet_get_or_create
+
+MIN_TOPUP = Decimal("1.00")
+MAX_TOPUP = Decimal("5000.00")
+
+
+@login_required
+@require_GET
+def wallet(request: HttpRequest) -> HttpResponse:
+    account = request.user.account
+    live = wallet_get_or_create(account=account)
+    return render(
+        request,
+        "wallet/wallet.html",
+        {
+            "wallet": live,
+            "entries": list(selectors.wallet_entries(wallet=live)[:50]),
+            "topups": list(selectors.account_topups(account=account)[:20]),
+            "cards_enabled": gateway.configured(),
+            "test_mode": gateway.test_mode(),
+            "stripe_js_url": settings.STRIPE_JS_URL,
+            "publishable_key": gateway.publishable_key(),
+        },
+    )
+
+
+def _amount(raw: str) -> Decimal | None:
+    try:
+        amount = Decimal(raw.replace(",", ".").strip())
+    except (InvalidOperation, AttributeError):
+        return None
+    if not amount.is_finite() or amount != amount.quantize(Decimal("0.01")):
+        return None
+    return amount if MIN_TOPUP <= amount <= MAX_TOPUP else None
+
+
+@login_required
+@require_POST
+def bank_transfer(request: HttpRequest) -> HttpResponse:
+    """Request a bank-transfer top-up: pending until staff see the money and approve it."""
+    amount = _amount(request.POST.get("amount", ""))
+    if amount is None:
+        messages.error(
+            request,
+            _("Enter an amount from %(min)s to %(max)s.") % {"min": MIN_TOPUP, "max": MAX_TOPUP},
+        )
+        return redirect("wallet:wallet")
+    topup = topup_request(
+        account=request.user.account,
+        amount=amount,
+        method=TopUp.Method.BANK_TRANSFER,
+        by=request.user,
+    )
+    messages.success(
+        request,
+        _(
+            "Top-up %(ref)s requested. Send %(amount)s %(currency)s by bank transfer quoting "
+            "%(ref)s; your balance is credited when we receive it."
+        )
+        % {"ref": topup.public_id, "amount": topup.amount, "currency": topup.currency},
+    )
+    return redirect("wallet:wallet")
