@@ -17,6 +17,7 @@ from backoffice.admin_tools import (
     run_each,
 )
 from orders.models import (
+    CardCheckout,
     Cart,
     CartItem,
     IdempotencyRecord,
@@ -25,6 +26,7 @@ from orders.models import (
     Payment,
     Recharge,
     RechargeEvent,
+    StripeEvent,
 )
 
 PAYMENT_CSV = [
@@ -320,3 +322,25 @@ class IdempotencyRecordAdmin(ReadOnlyAdmin):
     search_fields = ("key", "account__name", "account__public_id")
     list_select_related = ("account",)
     date_hierarchy = "created_at"
+
+
+@admin.register(CardCheckout)
+class CardCheckoutAdmin(ReadOnlyAdmin):
+    list_display = ("__str__", "account", "payment_intent_id", "expires_at", "completed_at")
+    list_filter = ("completed_at",)
+    search_fields = (
+        "payment__public_id",
+        "topup__public_id",
+        "payment_intent_id",
+        "setup_intent_id",
+        "account__name",
+    )
+    list_select_related = ("account", "payment", "topup")
+
+
+@admin.register(StripeEvent)
+class StripeEventAdmin(ReadOnlyAdmin):
+    list_display = ("event_id", "type", "payment_intent_id", "received_at")
+    list_filter = ("type",)
+    search_fields = ("event_id", "payment_intent_id")
+    date_hierarchy = "received_at"
