@@ -127,7 +127,7 @@ class ApiKeyCreateForm(forms.Form):
     name = forms.CharField(
         label=_("Name"),
         max_length=ApiKey._meta.get_field("name").max_length,
-        help_text=_("Which integration or environment uses it, e.g. \u201cShop staging\u201d."),
+        help_text=_("Which integration or environment uses it, e.g. “Shop staging”."),
     )
     mode = forms.ChoiceField(
         label=_("Mode"),
