@@ -13,6 +13,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 
+from celery import shared_task
 from django.conf import settings
 from django.db import close_old_connections
 
@@ -50,3 +51,8 @@ def enqueue(task, *args, countdown: float | None = None) -> None:
         timer.start()
     else:
         _run_in_thread(task, args)
+
+
+@shared_task(ignore_result=True)
+def noop_task() -> None:
+    """Does nothing: the worker's floor in the benchmark (bench/run.py, docs/performance.md)."""

@@ -297,3 +297,6 @@ CELERY_BEAT_SCHEDULE = {
     "recharges-sweep": {"task": "orders.tasks.recharges_sweep_task", "schedule": 30.0},
     "idempotency-purge": {"task": "orders.tasks.idempotency_purge_task", "schedule": 3600.0},
 }
+
+# The benchmark's floor endpoint (reseller.bench, POST /api/v1/_bench/floor): only for bench/run.py.
+BENCH_ENDPOINTS = env.bool("BENCH_ENDPOINTS", default=False)
