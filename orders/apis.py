@@ -27,6 +27,7 @@ from orders.serializers import (
 from reseller.api import problems
 from reseller.errors import PROBLEM_CONTENT_TYPE, ApplicationError, problem_body
 from reseller.money import ZERO
+from reseller.pagination import PagePagination
 from wallet.services import wallet_for_request
 
 IDEMPOTENCY_HEADER = OpenApiParameter(
@@ -162,14 +163,15 @@ class QuoteApi(APIView):
 
 
 class PaymentHistoryApi(APIView):
+    # Read by drf-spectacular: the 200 is documented as the page envelope, as it is sent.
+    pagination_class = PagePagination
+
     @extend_schema(
         tags=["payments"],
         summary="Payment history, newest first",
         responses={200: PaymentOut(many=True), **problems(400, 401, 403)},
     )
     def get(self, request):
-        from reseller.pagination import PagePagination
-
         paginator = PagePagination()
         page = paginator.paginate_queryset(
             selectors.payment_history(

@@ -300,3 +300,6 @@ CELERY_BEAT_SCHEDULE = {
 
 # The benchmark's floor endpoint (reseller.bench, POST /api/v1/_bench/floor): only for bench/run.py.
 BENCH_ENDPOINTS = env.bool("BENCH_ENDPOINTS", default=False)
+SPECTACULAR_SETTINGS["POSTPROCESSING_HOOKS"].append(
+    "reseller.schema.document_ambiguous_credentials"
+)
