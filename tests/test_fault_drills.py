@@ -243,9 +243,7 @@ def redis_server(tmp_path):
 @pytest.fixture
 def live_gunicorn(redis_server, tmp_path):
     port = _free_port()
-    env = {
-        k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "CELERY_"))
-    } | {
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "CELERY_"))} | {
         "DJANGO_SETTINGS_MODULE": "reseller.settings.production",
         "DATABASE_URL": _db_url(),
         "REDIS_URL": f"redis://127.0.0.1:{redis_server.port}/0",
@@ -348,8 +346,8 @@ def test_redis_dying_under_load_fails_cleanly_charges_once_and_rate_limits_recov
         status, _h, body = _post(live_gunicorn, plaintext, _body(product), idem)
         assert status == 201, body
         accepted.append(idem)
-    replay_status, replay_headers, _replayed = _post(live_gunicorn, plaintext, _body(product), "up-0")
-    assert replay_status == 201 and replay_headers.get("Idempotent-Replayed") == "true"
+    replay = _post(live_gunicorn, plaintext, _body(product), "up-0")
+    assert replay[0] == 201 and replay[1].get("Idempotent-Replayed") == "true"
 
     # The rate limit counts again: past `limit` requests in the window, 429 with Retry-After.
     after = burst("after", limit + 5)
