@@ -1,5 +1,5 @@
 # The two commands of the README: `make run` and `make test`.
-.PHONY: run test setup browser services lint format migrate worker beat messages clean
+.PHONY: run test setup browser services lint format migrate worker beat messages clean bench
 
 PYTHON := .venv/bin/python
 HOST ?= 127.0.0.1
@@ -21,6 +21,12 @@ services:
 
 browser:
 	@scripts/setup.sh --browser
+
+# The benchmark (docs/performance.md): gunicorn + PostgreSQL + Redis + a Celery worker on
+# 127.0.0.1, one table, bench/results/latest.{json,png}. BENCH_ARGS=--quick for a short run.
+bench: setup services
+	@scripts/bench-deps.sh
+	$(PYTHON) bench/run.py $(BENCH_ARGS)
 
 lint: setup
 	$(PYTHON) -m ruff check .

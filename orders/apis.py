@@ -29,6 +29,7 @@ from orders.serializers import (
 from reseller.api import problems
 from reseller.errors import PROBLEM_CONTENT_TYPE, ApplicationError, problem_body
 from reseller.money import ZERO
+from reseller.pagination import PagePagination
 from wallet.sandbox import sandbox_balance
 from wallet.services import wallet_for_request
 
@@ -165,14 +166,15 @@ class QuoteApi(APIView):
 
 
 class PaymentHistoryApi(APIView):
+    # Read by drf-spectacular: the 200 is documented as the page envelope, as it is sent.
+    pagination_class = PagePagination
+
     @extend_schema(
         tags=["payments"],
         summary="Payment history, newest first",
         responses={200: PaymentOut(many=True), **problems(400, 401, 403)},
     )
     def get(self, request):
-        from reseller.pagination import PagePagination
-
         if not request_livemode(request):
             sandbox_settle()
         paginator = PagePagination()

@@ -46,10 +46,11 @@ PROBLEM_DESCRIPTIONS = {
 }
 
 
-def problems(*statuses: int) -> dict[int, OpenApiResponse]:
-    """Schema entries for the problem responses an endpoint can return."""
+def problems(*statuses: int) -> dict[tuple[int, str], OpenApiResponse]:
+    """Schema entries for the problem responses an endpoint can return, documented with the
+    media type they are sent with (application/problem+json)."""
     return {
-        status: OpenApiResponse(
+        (status, "application/problem+json"): OpenApiResponse(
             response=Problem,
             description=PROBLEM_DESCRIPTIONS.get(status, "Problem details."),
         )

@@ -13,6 +13,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 
+from celery import shared_task
 from django.conf import settings
 from django.db import close_old_connections
 
@@ -84,3 +85,8 @@ def start_in_process_beat() -> None:
             time.sleep(1)
 
     threading.Thread(target=loop, name="inprocess-beat", daemon=True).start()
+
+
+@shared_task(ignore_result=True)
+def noop_task() -> None:
+    """Does nothing: the worker's floor in the benchmark (bench/run.py, docs/performance.md)."""

@@ -1,3 +1,4 @@
+from django.conf import settings
 from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
@@ -13,6 +14,8 @@ api_v1 = [
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
 ]
+if settings.BENCH_ENDPOINTS:  # the benchmark's floor (reseller.bench); off by default
+    api_v1.append(path("_bench/", include("reseller.bench")))
 
 urlpatterns = [
     path("api/v1/", include(api_v1)),

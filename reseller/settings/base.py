@@ -323,3 +323,9 @@ STRIPE_JS_URL = (
     else "https://js.stripe.com/v3/"
 )
 CARD_CHECKOUT_VALIDITY_MINUTES = env.int("CARD_CHECKOUT_VALIDITY_MINUTES", default=15)
+
+# The benchmark's floor endpoint (reseller.bench, POST /api/v1/_bench/floor): only for bench/run.py.
+BENCH_ENDPOINTS = env.bool("BENCH_ENDPOINTS", default=False)
+SPECTACULAR_SETTINGS["POSTPROCESSING_HOOKS"].append(
+    "reseller.schema.document_ambiguous_credentials"
+)

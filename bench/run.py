@@ -1,0 +1,544 @@
+#!/usr/bin/env python
+"""`make bench`: the service run the production way, loaded from this process, one table.
+
+1. Creates a fresh PostgreSQL database (``reseller_bench_main``), migrates it and seeds it
+   (bench/seed.py): a catalog of 100 products, B2B accounts with live keys and funded wallets.
+2. Starts gunicorn (production settings, DEBUG=false, a generated SECRET_KEY, Redis cache and
+   rate limits, Celery broker on Redis) on 127.0.0.1 and one Celery worker (concurrency 1).
+3. Loads it with closed-loop keep-alive clients (bench/load.py), every run bounded in time and
+   in requests: B2B recharges and the floor endpoint at 1/8/32 clients, one hot wallet against
+   many, the catalog at 100 and 10,000 products, the balance at 100 and 1,000,000 entries,
+   the worker's recharge rate against a no-op task's.
+4. Profiles the B2B path in-process (pyinstrument), checks the ledger, stops everything, drops
+   the database, prints the table and writes bench/results/latest.json and latest.png.
+
+Only 127.0.0.1 is ever loaded. See docs/performance.md for what each figure means.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench import load  # noqa: E402
+
+RESULTS = ROOT / "bench" / "results"
+HOST = "127.0.0.1"
+PY = str(ROOT / ".venv" / "bin" / "python") if (ROOT / ".venv").exists() else sys.executable
+BIN = Path(PY).parent
+
+
+class Bench:
+    def __init__(self, args):
+        self.args = args
+        self.db = args.database
+        base = args.postgres.rstrip("/")
+        self.env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "CELERY_"))},
+            "DJANGO_SETTINGS_MODULE": "reseller.settings.production",
+            "DATABASE_URL": f"{base}/{self.db}",
+            "REDIS_URL": f"{args.redis}/{args.cache_db}",
+            "CELERY_BROKER_URL": f"{args.redis}/{args.broker_db}",
+            "CACHE_KEY_PREFIX": "bench",
+            "SECRET_KEY": secrets.token_urlsafe(50),
+            "DEBUG": "false",
+            "SECURE_SSL_REDIRECT": "false",
+            "ALLOWED_HOSTS": f"{HOST},localhost",
+            "BENCH_ENDPOINTS": "true",
+            # The per-key limit (600/min) would cut every run short: the bench measures cost.
+            "API_KEY_RATE_LIMIT_PER_MINUTE": "100000000",
+            "AIRTIME_PROVIDER": "simulator",
+            "AIRTIME_SIMULATOR_LATENCY_MS": "0",
+            "LOG_LEVEL": "WARNING",
+            "PYTHONUNBUFFERED": "1",
+        }
+        self.admin_url = f"{base}/postgres"
+        self.procs: list[subprocess.Popen] = []
+        self.logs = RESULTS / "logs"
+        self.seed: dict = {}
+        self.rows: list[dict] = []
+        self.series: dict[str, list[dict]] = {}
+        self.notes: list[str] = []
+
+    # -- processes -------------------------------------------------------------------------
+    def manage(self, *argv: str, timeout: int = 600) -> str:
+        return self.python("manage.py", *argv, timeout=timeout)
+
+    def python(self, *argv: str, timeout: int = 600) -> str:
+        result = subprocess.run(
+            [PY, *argv],
+            cwd=ROOT,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+        if result.returncode != 0:
+            raise RuntimeError(f"{' '.join(argv)} failed:\n{result.stdout}\n{result.stderr}")
+        return result.stdout
+
+    def seed_cmd(self, *argv: str) -> dict:
+        return json.loads(self.python("bench/seed.py", *argv).strip().splitlines()[-1])
+
+    def psql(self, sql: str) -> None:
+        import psycopg
+
+        with psycopg.connect(self.admin_url, autocommit=True) as conn:
+            conn.execute(sql)
+
+    def start(self, name: str, argv: list[str]) -> subprocess.Popen:
+        self.logs.mkdir(parents=True, exist_ok=True)
+        log = (self.logs / f"{name}.log").open("w")
+        proc = subprocess.Popen(
+            argv, cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )  # fmt: skip
+        self.procs.append(proc)
+        return proc
+
+    def stop_all(self) -> None:
+        for proc in reversed(self.procs):
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+        for proc in reversed(self.procs):
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=10)
+        self.procs.clear()
+
+    # -- setup -----------------------------------------------------------------------------
+    def prepare(self) -> None:
+        import redis
+
+        for db in (self.args.cache_db, self.args.broker_db):
+            redis.Redis.from_url(f"{self.args.redis}/{db}").flushdb()
+        self.psql(f'DROP DATABASE IF EXISTS "{self.db}" WITH (FORCE)')
+        self.psql(f'CREATE DATABASE "{self.db}"')
+        self.manage("migrate", "--noinput", "-v0")
+        self.seed = self.seed_cmd("init", "--clients", str(max(self.args.clients)))
+        log(f"seeded: {self.seed['catalog']}, {len(self.seed['many_keys'])} B2B accounts")
+
+    def serve(self) -> None:
+        self.start(
+            "gunicorn",
+            [
+                str(BIN / "gunicorn"), "reseller.wsgi:application",
+                "--bind", f"{HOST}:{self.args.port}",
+                "--workers", str(self.args.workers),
+                "--worker-class", "gthread", "--threads", str(self.args.threads),
+                "--keep-alive", "30", "--backlog", "256", "--log-level", "warning",
+            ],
+        )  # fmt: skip
+        self.start(
+            "celery",
+            [
+                str(BIN / "celery"), "-A", "reseller", "worker", "--concurrency", "1",
+                "--pool", "prefork", "--loglevel", "WARNING", "--hostname", "bench@%h",
+                "--without-gossip", "--without-mingle",
+            ],
+        )  # fmt: skip
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://{HOST}:{self.args.port}/healthz", timeout=2):
+                    break
+            except OSError:
+                if time.monotonic() > deadline or any(p.poll() is not None for p in self.procs):
+                    raise RuntimeError("gunicorn did not start: see bench/results/logs/") from None
+                time.sleep(0.3)
+        self.celery = celery_app(self.env["CELERY_BROKER_URL"])
+        deadline = time.monotonic() + 60
+        while not self.celery.control.ping(timeout=1.0):
+            if time.monotonic() > deadline:
+                raise RuntimeError("the Celery worker did not answer: see bench/results/logs/")
+        self.worker = next(iter(self.celery.control.ping(timeout=1.0)[0]))
+        # The HTTP figures measure the request path: the worker waits (its queue fills) and is
+        # measured on its own afterwards, so both do not share the two cores at once.
+        self.consume(False)
+
+    def consume(self, on: bool) -> None:
+        control = self.celery.control
+        if on:
+            control.add_consumer("celery", destination=[self.worker], reply=True, timeout=5)
+        else:
+            control.cancel_consumer("celery", destination=[self.worker], reply=True, timeout=5)
+
+    # -- HTTP load -------------------------------------------------------------------------
+    def http(self, name: str, clients: int, factory, expected: int, duration=None) -> dict:
+        result = load.run(
+            host=HOST,
+            port=self.args.port,
+            clients=clients,
+            make_request=factory,
+            duration=duration or self.args.duration,
+            warmup=self.args.warmup,
+            max_requests=self.args.max_requests,
+            expected=expected,
+        )
+        summary = result.summary()
+        self.series.setdefault(name, []).append(summary)
+        log(
+            f"{name:<14} c={clients:<3} {summary['rps']:>8.1f} req/s  p50 {summary['p50_ms']:>7.2f}"
+            f"  p99 {summary['p99_ms']:>7.2f} ms  errors {summary['errors']} {summary['statuses']}"
+        )
+        if summary["errors"]:
+            self.notes.append(f"{name} with {clients} clients: statuses {summary['statuses']}")
+        return summary
+
+    def b2b(self, keys: list[str]):
+        body = json.dumps(
+            {
+                "items": [
+                    {
+                        "productId": self.seed["product_id"],
+                        "recipientNumber": self.seed["recipient"],
+                        "quantity": 1,
+                    }
+                ],
+                "baseCurrency": "EUR",
+            }
+        ).encode()
+
+        def factory(client: int, _n: int):
+            headers = {
+                "x-api-key": keys[client % len(keys)],
+                "Idempotency-Key": uuid.uuid4().hex,
+                "Content-Type": "application/json",
+            }
+            return "POST", "/api/v1/api-access/b2b/recharges", headers, body
+
+        return factory
+
+    def floor(self, keys: list[str]):
+        def factory(client: int, _n: int):
+            headers = {"x-api-key": keys[client % len(keys)], "Content-Type": "application/json"}
+            return "POST", "/api/v1/_bench/floor", headers, b"{}"
+
+        return factory
+
+    def get(self, path: str, key: str):
+        headers = {"x-api-key": key}
+        return lambda _c, _n: ("GET", path, headers, None)
+
+    def run_http(self) -> None:
+        many, hot = self.seed["many_keys"], self.seed["hot_keys"]
+        floor, b2b, b2b_hot = {}, {}, {}
+        for clients in self.args.clients:
+            floor[clients] = self.http("floor", clients, self.floor(many), 201)
+            b2b[clients] = self.http("b2b", clients, self.b2b(many), 201)
+            b2b_hot[clients] = self.http("b2b-hot", clients, self.b2b(hot), 201)
+        for clients in self.args.clients:
+            self.row(
+                f"B2B recharge, {clients} client(s), one wallet each",
+                b2b[clients], f"floor endpoint, {clients} client(s)", floor[clients],
+                aim=0.5, aim_text=">= 0.5 x floor",
+            )  # fmt: skip
+        for clients in self.args.clients[1:]:
+            self.row(
+                f"B2B, {clients} clients on ONE hot wallet",
+                b2b_hot[clients], f"B2B, {clients} clients on {clients} wallets", b2b[clients],
+                aim=0.5, aim_text=">= 0.5 x many",
+            )  # fmt: skip
+
+        key = self.seed["balance_key"]
+        catalog = self.get(
+            f"/api/v1/catalog/recharge-products?country={self.seed['country']}&limit=50", key
+        )
+        small = self.http("catalog-100", 1, catalog, 200)
+        grown = self.seed_cmd("catalog", "--total", str(self.args.products))
+        log(f"catalog grown to {grown}")
+        large = self.http(f"catalog-{grown['products']}", 1, catalog, 200)
+        self.row(
+            f"catalog: 50 of {grown['matching']} in {self.seed['country']}, "
+            f"{grown['products']} products",
+            large, f"same page, {self.seed['catalog']['products']} products", small,
+            aim=0.8, aim_text="about equal (>= 0.8)",
+        )  # fmt: skip
+
+        balance = self.get("/api/v1/wallet/balance", key)
+        small = self.http("balance-100", 1, balance, 200)
+        log(f"inserting {self.args.entries} ledger entries")
+        entries = self.seed_cmd("ledger", "--entries", str(self.args.entries))
+        large = self.http(f"balance-{entries['entries']}", 1, balance, 200)
+        self.row(
+            f"balance read, {entries['entries']:,} ledger entries",
+            large, f"balance read, {self.seed['balance_entries']} entries", small,
+            aim=0.8, aim_text="about equal (>= 0.8)",
+        )  # fmt: skip
+
+    # -- the worker ------------------------------------------------------------------------
+    def drain_seconds(self, publish) -> float:
+        """Publish with the consumer paused, resume it and time until the queue is empty."""
+        import redis
+
+        broker = redis.Redis.from_url(self.env["CELERY_BROKER_URL"])
+        self.consume(False)
+        publish()
+        started = time.perf_counter()
+        self.consume(True)
+        deadline = started + self.args.worker_timeout
+        while broker.llen("celery") or broker.hlen("unacked"):
+            if time.perf_counter() > deadline:
+                raise RuntimeError("the worker did not drain its queue in time")
+            time.sleep(0.005)
+        elapsed = time.perf_counter() - started
+        self.consume(False)
+        return elapsed
+
+    def run_worker(self) -> None:
+        self.celery.control.purge()  # the recharges the HTTP runs queued
+        count = self.args.tasks
+        noop = self.drain_seconds(
+            lambda: [self.celery.send_task("reseller.tasks.noop_task") for _ in range(count)]
+        )
+        ids = self.seed_cmd("queued", "--limit", str(count))["ids"]
+        before = self.seed_cmd("status")["recharges"]
+        processed = self.drain_seconds(
+            lambda: [
+                self.celery.send_task("orders.tasks.recharge_process_task", args=(pk,))
+                for pk in ids
+            ]
+        )
+        after = self.seed_cmd("status")["recharges"]
+        delivered = after.get("delivered", 0) - before.get("delivered", 0)
+        log(f"worker: {count} no-op tasks in {noop:.2f} s, {len(ids)} recharges in {processed:.2f}"
+            f" s ({delivered} delivered)")  # fmt: skip
+        if delivered != len(ids):
+            self.notes.append(f"processor: {delivered} of {len(ids)} recharges delivered")
+        rate = {"rps": round(delivered / processed, 1), "requests": len(ids), "seconds": processed}
+        floor = {"rps": round(count / noop, 1), "requests": count, "seconds": noop}
+        self.series["worker"] = [{"processor": rate, "noop": floor}]
+        self.row(
+            "processor: recharges/s, one worker, simulator 0 ms",
+            rate, "no-op Celery task/s, same worker", floor,
+            aim=1 / 3, aim_text=">= 1/3 x no-op",
+        )  # fmt: skip
+
+    # -- profile, checks -------------------------------------------------------------------
+    def profile(self) -> None:
+        try:
+            out = self.python(
+                "bench/profile_b2b.py",
+                "--key", self.seed["many_keys"][0],
+                "--product", self.seed["product_id"],
+                "--recipient", self.seed["recipient"],
+                "--requests", str(self.args.profile_requests),
+                "--output", str(RESULTS / "b2b-profile.txt"),
+            )  # fmt: skip
+            log(out.strip())
+        except (RuntimeError, subprocess.TimeoutExpired) as exc:
+            self.notes.append(f"profile skipped: {str(exc).splitlines()[0]}")
+
+    def check(self) -> dict:
+        status = self.seed_cmd("status")
+        try:
+            self.manage("check_ledger")
+            status["check_ledger"] = "clean"
+        except RuntimeError as exc:
+            status["check_ledger"] = str(exc)[-500:]
+            self.notes.append("check_ledger found mismatches")
+        return status
+
+    def row(self, name, measured, floor_name, floor, *, aim, aim_text) -> None:
+        ratio = measured["rps"] / floor["rps"] if floor["rps"] else 0.0
+        self.rows.append(
+            {
+                "figure": name,
+                "rps": measured["rps"],
+                "p50_ms": measured.get("p50_ms"),
+                "p99_ms": measured.get("p99_ms"),
+                "floor": floor_name,
+                "floor_rps": floor["rps"],
+                "floor_p50_ms": floor.get("p50_ms"),
+                "floor_p99_ms": floor.get("p99_ms"),
+                "ratio": round(ratio, 2),
+                "aim": aim_text,
+                "met": ratio >= aim,
+            }
+        )
+
+    def teardown(self) -> None:
+        self.stop_all()
+        if not self.args.keep_db:
+            try:
+                self.psql(f'DROP DATABASE IF EXISTS "{self.db}" WITH (FORCE)')
+            except Exception as exc:  # report and go on
+                log(f"could not drop {self.db}: {exc}")
+
+
+def celery_app(broker: str):
+    from celery import Celery
+
+    return Celery("bench-client", broker=broker, set_as_current=False)
+
+
+def log(message: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def fmt(value, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def table(rows: list[dict]) -> str:
+    header = (
+        f"{'figure':<52} {'req/s':>8} {'p50':>7} {'p99':>7} | {'floor':<40} {'req/s':>8} "
+        f"{'p50':>7} {'p99':>7} | {'ratio':>5}  {'aim':<22} met"
+    )
+    lines = [header, "-" * len(header)]
+    for r in rows:
+        lines.append(
+            f"{r['figure']:<52} {r['rps']:>8.1f} {fmt(r['p50_ms'], '7.2f'):>7} "
+            f"{fmt(r['p99_ms'], '7.2f'):>7} | {r['floor']:<40} {r['floor_rps']:>8.1f} "
+            f"{fmt(r['floor_p50_ms'], '7.2f'):>7} {fmt(r['floor_p99_ms'], '7.2f'):>7} | "
+            f"{r['ratio']:>5.2f}  {r['aim']:<22} {'yes' if r['met'] else 'NO'}"
+        )
+    lines.append("(latencies in ms; throughput = successful requests or tasks per second)")
+    return "\n".join(lines)
+
+
+def chart(series: dict, path: Path) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        log("matplotlib is missing (pip install '.[bench]'): no chart")
+        return
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    for name, label in (
+        ("floor", "floor endpoint"),
+        ("b2b", "B2B, one wallet per client"),
+        ("b2b-hot", "B2B, one hot wallet"),
+    ):
+        points = series.get(name, [])
+        xs = [p["clients"] for p in points]
+        left.plot(xs, [p["rps"] for p in points], marker="o", label=label)
+        (line,) = right.plot(xs, [p["p50_ms"] for p in points], marker="o", label=f"{label} p50")
+        right.plot(
+            xs, [p["p99_ms"] for p in points], marker="x", linestyle="--",
+            color=line.get_color(), label=f"{label} p99",
+        )  # fmt: skip
+    ticks = sorted({p["clients"] for points in series.values() for p in points if "clients" in p})
+    for axis, title, unit in ((left, "Throughput", "requests/s"), (right, "Latency", "ms")):
+        axis.set_xscale("log", base=2)
+        axis.set_xticks(ticks, [str(t) for t in ticks])
+        axis.set_xlabel("concurrent clients")
+        axis.set_ylabel(unit)
+        axis.set_title(title)
+        axis.grid(True, alpha=0.3)
+        axis.legend(fontsize=7)
+    right.set_yscale("log")
+    fig.suptitle("reseller: B2B recharge vs floor (gunicorn, PostgreSQL, Redis)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def git_commit() -> str:
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True)
+        return out.stdout.decode().strip()
+    except OSError:
+        return ""
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="small counts, for development")
+    parser.add_argument("--port", type=int, default=18431)
+    parser.add_argument("--postgres", default="postgres://postgres@127.0.0.1:5432")
+    parser.add_argument("--database", default="reseller_bench_main")
+    parser.add_argument("--redis", default="redis://127.0.0.1:6379")
+    parser.add_argument("--cache-db", type=int, default=7)
+    parser.add_argument("--broker-db", type=int, default=8)
+    parser.add_argument("--workers", type=int, default=4, help="gunicorn processes")
+    parser.add_argument("--threads", type=int, default=2, help="threads per gunicorn process")
+    parser.add_argument("--clients", type=int, nargs="+", default=[1, 8, 32])
+    parser.add_argument("--duration", type=float, default=6.0, help="seconds measured per run")
+    parser.add_argument("--warmup", type=float, default=1.5, help="seconds not counted per run")
+    parser.add_argument("--max-requests", type=int, default=20_000, help="cap per run")
+    parser.add_argument("--products", type=int, default=10_000)
+    parser.add_argument("--entries", type=int, default=1_000_000)
+    parser.add_argument("--tasks", type=int, default=1000, help="tasks per worker figure")
+    parser.add_argument("--worker-timeout", type=float, default=120)
+    parser.add_argument("--profile-requests", type=int, default=300)
+    parser.add_argument("--keep-db", action="store_true")
+    parser.add_argument("--output", type=Path, default=RESULTS / "latest.json")
+    args = parser.parse_args()
+    if args.quick:
+        args.duration, args.warmup, args.entries = 1.5, 0.5, 20_000
+        args.products, args.tasks, args.profile_requests = 2_000, 200, 50
+    args.clients = sorted({max(1, min(c, 64)) for c in args.clients})  # bounded
+    args.max_requests = max(10, min(args.max_requests, 100_000))
+    args.duration = min(args.duration, 60.0)
+    return args
+
+
+def main() -> int:
+    args = parse_args()
+    if not shutil.which(str(BIN / "gunicorn")):
+        print("gunicorn is not installed in .venv: run scripts/setup.sh", file=sys.stderr)
+        return 2
+    bench = Bench(args)
+    started = time.monotonic()
+    try:
+        bench.prepare()
+        bench.serve()
+        bench.run_http()
+        bench.run_worker()
+        bench.profile()
+        status = bench.check()
+    finally:
+        bench.teardown()
+    result = {
+        "date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "commit": git_commit(),
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+        "setup": {
+            "server": f"gunicorn gthread, {args.workers} processes x {args.threads} threads, "
+            "reseller.settings.production, DEBUG=false",
+            "worker": "celery prefork, concurrency 1, broker Redis",
+            "client": "closed loop, one keep-alive HTTP/1.1 connection per client thread",
+            "duration_s": args.duration,
+            "warmup_s": args.warmup,
+            "quick": args.quick,
+        },
+        "rows": bench.rows,
+        "series": bench.series,
+        "status": status,
+        "notes": bench.notes,
+        "wall_seconds": round(time.monotonic() - started, 1),
+    }
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(json.dumps(result, indent=2) + "\n")
+    chart(bench.series, args.output.with_suffix(".png"))
+    print()
+    print(table(bench.rows))
+    print(f"\nledger: {status['check_ledger']}; recharges by status: {status['recharges']}")
+    for note in bench.notes:
+        print(f"note: {note}")
+    print(f"written: {args.output} and {args.output.with_suffix('.png')}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

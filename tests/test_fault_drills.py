@@ -1,0 +1,364 @@
+"""Fault drills: a dependency fails in the middle of real traffic.
+
+1. PostgreSQL: the connection of a B2B request is killed (pg_terminate_backend) while the
+   request waits on the wallet lock. It answers a clean problem (5xx), nothing is written,
+   the ledger balances, and the next request is served.
+2. Redis: a private redis-server behind a real gunicorn dies and comes back under load.
+   Requests fail cleanly with 503 problem+json or proceed; nothing is charged twice or for a
+   refused request; the per-key rate limit works again once Redis is back.
+
+Each ends with check_ledger clean and every recharge of every accepted order accounted for.
+(The worker SIGKILL drill belongs to the processor's tests.)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+import uuid
+from decimal import Decimal
+from pathlib import Path
+
+import psycopg
+import pytest
+from django.core.management import call_command
+from django.db import connection
+from django.test import Client
+
+from accounts.services import account_set_b2b, api_key_set_limits
+from catalog import services as catalog_services
+from orders.models import Order, Payment, Recharge
+from tests.conftest import assert_ledger_balanced
+from tests.factories import UserFactory, make_key
+from wallet.models import LedgerEntry, Wallet
+from wallet.services import wallet_topup_manual
+
+pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
+
+ROOT = Path(__file__).resolve().parent.parent
+PROBLEM = "application/problem+json"
+RECIPIENT = "+525512345678"
+
+
+def _product():
+    country, _ = catalog_services.country_upsert(
+        code="MX", name="Mexico", calling_code="+52", currency="MXN"
+    )
+    operator, _ = catalog_services.operator_upsert(country=country, slug="telcel", name="Telcel")
+    product, _ = catalog_services.product_upsert(
+        sku="DRILL-MX-100",
+        operator=operator,
+        name="Telcel 100 MXN",
+        local_amount=Decimal("100"),
+        local_currency="MXN",
+        retail_price=Decimal("5.00"),
+    )
+    return product
+
+
+def _reseller(funds: str = "100.00"):
+    user = UserFactory()
+    account_set_b2b(account=user.account, is_b2b=True)
+    wallet_topup_manual(account=user.account, amount=Decimal(funds))
+    key, plaintext = make_key(user, mode="live", name="Drill")
+    return user, key, plaintext
+
+
+def _body(product) -> dict:
+    return {
+        "items": [{"productId": product.public_id, "recipientNumber": RECIPIENT, "quantity": 1}],
+        "baseCurrency": "EUR",
+    }
+
+
+def _db_url() -> str:
+    s = connection.settings_dict
+    return f"postgres://{s['USER']}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
+
+
+def _wait_for(predicate, timeout: float, step: float = 0.05):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(step)
+    return None
+
+
+def _recharges_accounted_for(orders: int) -> None:
+    """One recharge per accepted unit, each in a state the processor or sweeper owns."""
+    assert Recharge.objects.count() == orders
+    known = {"queued", "dispatched", "waitlisted", "delivered", "failed"}
+    assert set(Recharge.objects.values_list("status", flat=True)) <= known
+    assert Payment.objects.count() == orders  # one charge per accepted order, never two
+
+
+# -- 1. PostgreSQL connection killed mid-request -------------------------------------------
+
+
+def test_killing_the_database_connection_of_a_waiting_b2b_request_writes_nothing():
+    product = _product()
+    user, _key, plaintext = _reseller()
+    wallet = Wallet.objects.get(account=user.account, kind="live")
+    entries_before = LedgerEntry.objects.count()
+    outcome: dict = {}
+
+    def request():
+        client = Client(raise_request_exception=False)
+        try:
+            response = client.post(
+                "/api/v1/api-access/b2b/recharges",
+                _body(product),
+                content_type="application/json",
+                headers={"x-api-key": plaintext, "Idempotency-Key": "drill-pg-1"},
+            )
+            outcome["response"] = response
+        finally:
+            connection.close()  # this thread's (dead) connection
+
+    with (
+        psycopg.connect(_db_url(), autocommit=False) as locker,
+        psycopg.connect(_db_url(), autocommit=True) as killer,  # sees fresh pg_stat_activity
+    ):
+        locker.execute("SELECT id FROM wallet_wallet WHERE id = %s FOR UPDATE", [wallet.pk])
+        locker_pid = locker.info.backend_pid
+        thread = threading.Thread(target=request)
+        thread.start()
+        waiting = _wait_for(
+            lambda: killer.execute(
+                "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+                "AND wait_event_type = 'Lock' AND pid NOT IN (pg_backend_pid(), %s)",
+                [locker_pid],
+            ).fetchone(),
+            timeout=15,
+        )
+        if not waiting:
+            locker.rollback()
+            thread.join(timeout=30)
+        assert waiting, ("the request never waited on the wallet lock", outcome)
+        killer.execute("SELECT pg_terminate_backend(%s)", [waiting[0]])
+        locker.rollback()
+        thread.join(timeout=30)
+
+    response = outcome["response"]
+    assert response.status_code in {500, 503}, response.content
+    assert response.headers["Content-Type"].startswith(PROBLEM)
+    assert response.json()["status"] == response.status_code
+    assert b"Traceback" not in response.content
+
+    wallet.refresh_from_db()
+    assert wallet.balance == Decimal("100.00")
+    assert LedgerEntry.objects.count() == entries_before
+    assert Order.objects.count() == 0
+    assert Payment.objects.count() == 0
+    _recharges_accounted_for(0)
+    assert_ledger_balanced()
+    call_command("check_ledger")
+
+    # The same Idempotency-Key retried at once: the first attempt's claim is held until its
+    # lease (IDEMPOTENCY_LEASE_SECONDS) runs out, so 409 idempotency_key_in_use; never a charge.
+    retry = Client().post(
+        "/api/v1/api-access/b2b/recharges",
+        _body(product),
+        content_type="application/json",
+        headers={"x-api-key": plaintext, "Idempotency-Key": "drill-pg-1"},
+    )
+    assert retry.status_code in {201, 409}, retry.content
+    if retry.status_code == 409:
+        assert retry.json()["code"] == "idempotency_key_in_use"
+    placed = 1 if retry.status_code == 201 else 0
+    assert Payment.objects.count() == placed
+
+    # The service goes on: a new request (new key) is served and charged once.
+    fresh = Client().post(
+        "/api/v1/api-access/b2b/recharges",
+        _body(product),
+        content_type="application/json",
+        headers={"x-api-key": plaintext, "Idempotency-Key": "drill-pg-2"},
+    )
+    assert fresh.status_code == 201, fresh.content
+    _recharges_accounted_for(placed + 1)
+    assert_ledger_balanced()
+
+
+# -- 2. Redis dies and comes back under a real gunicorn ------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Redis:
+    """A private redis-server on a free port, stopped and started again on the same port."""
+
+    def __init__(self, tmp: Path):
+        self.port = _free_port()
+        self.tmp = tmp
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(
+            [shutil.which("redis-server"), "--port", str(self.port), "--bind", "127.0.0.1",
+             "--save", "", "--appendonly", "no", "--dir", str(self.tmp)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        assert _wait_for(self._answers, timeout=10), "redis-server did not start"
+
+    def _answers(self) -> bool:
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as s:
+                s.sendall(b"PING\r\n")
+                return s.recv(16).startswith(b"+PONG")
+        except OSError:
+            return False
+
+    def kill(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait(timeout=10)
+
+
+@pytest.fixture
+def redis_server(tmp_path):
+    if not shutil.which("redis-server"):
+        pytest.skip("redis-server is not installed")
+    server = Redis(tmp_path)
+    server.start()
+    yield server
+    server.kill()
+
+
+@pytest.fixture
+def live_gunicorn(redis_server, tmp_path):
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "CELERY_"))} | {
+        "DJANGO_SETTINGS_MODULE": "reseller.settings.production",
+        "DATABASE_URL": _db_url(),
+        "REDIS_URL": f"redis://127.0.0.1:{redis_server.port}/0",
+        "SECRET_KEY": "drill-" + uuid.uuid4().hex * 2,
+        "SECURE_SSL_REDIRECT": "false",
+        "ALLOWED_HOSTS": "127.0.0.1",
+        "CONN_MAX_AGE": "0",
+        "LOG_LEVEL": "WARNING",
+    }
+    log = (tmp_path / "gunicorn.log").open("w")
+    proc = subprocess.Popen(
+        [str(Path(sys.executable).parent / "gunicorn"), "reseller.wsgi:application",
+         "--bind", f"127.0.0.1:{port}", "--workers", "1", "--worker-class", "gthread",
+         "--threads", "4", "--timeout", "60"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    )  # fmt: skip
+
+    def up() -> bool:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2):
+                return True
+        except OSError:
+            return False
+
+    try:
+        assert _wait_for(up, timeout=30, step=0.2), (tmp_path / "gunicorn.log").read_text()
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+
+
+def _post(base: str, plaintext: str, body: dict, key: str) -> tuple[int, dict, dict]:
+    request = urllib.request.Request(
+        f"{base}/api/v1/api-access/b2b/recharges",
+        data=json.dumps(body).encode(),
+        method="POST",
+        headers={
+            "x-api-key": plaintext,
+            "Idempotency-Key": key,
+            "Content-Type": "application/json",
+        },
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, dict(response.headers), json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, dict(error.headers), json.loads(error.read() or b"{}")
+
+
+def test_redis_dying_under_load_fails_cleanly_charges_once_and_rate_limits_recover(
+    redis_server, live_gunicorn
+):
+    product = _product()
+    user, key, plaintext = _reseller(funds="1000.00")
+    limit = 30
+    api_key_set_limits(key=key, rate_limit_per_minute=limit, max_units_per_request=None)
+    accepted: list[str] = []
+    statuses: list[int] = []
+
+    def burst(prefix: str, count: int) -> list[tuple[int, dict, dict]]:
+        results: list[tuple[int, dict, dict]] = []
+        lock = threading.Lock()
+
+        def one(n: int):
+            idem = f"{prefix}-{n}"
+            status, headers, body = _post(live_gunicorn, plaintext, _body(product), idem)
+            with lock:
+                results.append((status, headers, body))
+                statuses.append(status)
+                if status == 201:
+                    accepted.append(idem)
+
+        threads = [threading.Thread(target=one, args=(n,)) for n in range(count)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=60)
+        return results
+
+    before = burst("up", 4)
+    assert [s for s, _h, _b in before] == [201] * 4
+
+    redis_server.kill()
+    during = burst("down", 8)
+    for status, headers, body in during:
+        assert status in {201, 503}, (status, body)
+        if status == 503:
+            assert headers["Content-Type"].startswith(PROBLEM)
+            assert body["code"] == "service_unavailable"
+
+    # A refused request charged nothing: replaying it once Redis is back places it once.
+    redis_server.start()
+    refused = [f"down-{n}" for n in range(8) if f"down-{n}" not in accepted]
+    for idem in refused[:2]:
+        status, _h, body = _post(live_gunicorn, plaintext, _body(product), idem)
+        assert status == 201, body
+        accepted.append(idem)
+    replay = _post(live_gunicorn, plaintext, _body(product), "up-0")
+    assert replay[0] == 201 and replay[1].get("Idempotent-Replayed") == "true"
+
+    # The rate limit counts again: past `limit` requests in the window, 429 with Retry-After.
+    after = burst("after", limit + 5)
+    limited = [(s, h) for s, h, _b in after if s == 429]
+    assert limited, [s for s, _h, _b in after]
+    assert all("Retry-After" in h for _s, h in limited)
+    assert {s for s, _h, _b in after} <= {201, 429}
+
+    assert Order.objects.count() == len(accepted)
+    wallet = Wallet.objects.get(account=user.account, kind="live")
+    assert wallet.balance == Decimal("1000.00") - Decimal("5.00") * len(accepted)
+    _recharges_accounted_for(len(accepted))
+    assert_ledger_balanced()
+    call_command("check_ledger")
