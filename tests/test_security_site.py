@@ -172,6 +172,34 @@ def _site_routes() -> list[tuple[str, str]]:
     return [(name, route) for name, route in found if not route.startswith(skipped)]
 
 
+def _cart_item_and_payment(user, operator):
+    """A cart item and a paid wallet order of the user, for the pages that show them."""
+    from decimal import Decimal
+
+    from django.db import transaction
+
+    from catalog.tests.factories import ProductFactory
+    from orders.pricing import LineRequest
+    from orders.services import cart_add_item, order_place_with_wallet
+    from wallet.services import wallet_get_or_create, wallet_topup_manual
+
+    product = ProductFactory(operator=operator, retail_price=Decimal("5.00"))
+    line = LineRequest(product=product, recipient_number="+525512345678", quantity=1)
+    item = cart_add_item(account=user.account, livemode=True, session_id="default", line=line)
+    wallet_topup_manual(account=user.account, amount=Decimal("10.00"))
+    with transaction.atomic():
+        order = order_place_with_wallet(
+            account=user.account,
+            wallet=wallet_get_or_create(account=user.account),
+            livemode=True,
+            channel="wallet",
+            lines=[line],
+            currency="EUR",
+            user=user,
+        )
+    return item, order.payment
+
+
 @pytest.fixture
 def site_pages(db):
     """Every site page rendered with GET: reverse() each named route, with arguments for
@@ -187,12 +215,18 @@ def site_pages(db):
     country, _ = catalog_services.country_upsert(
         code="MX", name="Mexico", calling_code="+52", currency="MXN"
     )
-    catalog_services.operator_upsert(country=country, slug="telcel", name="Telcel")
+    operator, _ = catalog_services.operator_upsert(country=country, slug="telcel", name="Telcel")
+    item, payment = _cart_item_and_payment(user, operator)
     arguments = {
         "accounts:api-key": [key.public_id],
         "accounts:api-key-revoke": [key.public_id],
+        "accounts:api-key-sandbox-topup": [key.public_id],
         "catalog:country": ["MX"],
         "catalog:operator": ["MX", "telcel"],
+        "orders:cart-item-update": [item.public_id],
+        "orders:cart-item-remove": [item.public_id],
+        "orders:receipt": [payment.public_id],
+        "orders:receipt-status": [payment.public_id],
     }
 
     def pages(*, logged_in: bool):
