@@ -56,6 +56,7 @@ def api_key_verify(*, plaintext: str) -> ApiKey:
         raise ApiKeyRevoked()
     if not key.user.is_active or key.user.account_id != key.account_id:
         raise InvalidApiKey()
+    key.user.account = key.account  # the same row, already loaded: no second query
     return key
 
 

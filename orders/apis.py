@@ -208,7 +208,7 @@ def place_wallet_order(request, *, channel: str, key_required: bool) -> Response
             user=request.user,
             api_key=request_api_key(request),
         )
-        return 201, dict(OrderOut(selectors.order_for_response(order_id=order.pk)).data)
+        return 201, dict(OrderOut(order).data)
 
     def problem(exc: ApplicationError) -> dict:
         return problem_body(

@@ -117,9 +117,16 @@ def _create_order_rows(
     return order, payment, lines
 
 
-def recharges_create(*, order: Order, payment: Payment) -> list[Recharge]:
-    """One queued recharge per unit of every line, with its first history event."""
+def recharges_create(
+    *, order: Order, payment: Payment, lines: list[OrderLine] | None = None
+) -> list[Recharge]:
+    """One queued recharge per unit of every line, with its first history event.
+
+    ``lines`` are the order's lines when the caller has them in memory (saves a query).
+    """
     now = timezone.now()
+    if lines is None:
+        lines = list(order.lines.select_related("product"))
     recharges = [
         Recharge(
             order=order,
@@ -135,7 +142,7 @@ def recharges_create(*, order: Order, payment: Payment) -> list[Recharge]:
             created_at=now,
             updated_at=now,
         )
-        for line in order.lines.select_related("product")
+        for line in lines
         for _unit in range(line.quantity)
     ]
     Recharge.objects.bulk_create(recharges)
@@ -155,6 +162,7 @@ def recharges_create(*, order: Order, payment: Payment) -> list[Recharge]:
         from orders.sandbox import sandbox_simulate
 
         sandbox_simulate(recharges=recharges)  # test keys never reach the processor
+        payment.refresh_from_db(fields=["status", "refunded_amount", "updated_at"])
         return recharges
     ids = [r.pk for r in recharges]
     transaction.on_commit(lambda: recharges_enqueue(recharge_ids=ids))
@@ -203,7 +211,7 @@ def order_place_with_wallet(
                 "total": fmt(priced.total, locked.currency),
             }
         )
-    order, payment, _lines = _create_order_rows(
+    order, payment, order_lines = _create_order_rows(
         account=account,
         livemode=livemode,
         channel=channel,
@@ -219,9 +227,33 @@ def order_place_with_wallet(
         amount=priced.total,
         reference=payment.public_id,
         memo=f"order {order.public_id}",
+        fresh_reference=True,  # the payment was created just above
     )
-    recharges_create(order=order, payment=payment)
+    recharges = recharges_create(order=order, payment=payment, lines=order_lines)
+    order_graph_attach(order=order, payment=payment, lines=order_lines, recharges=recharges)
     return order
+
+
+def order_graph_attach(
+    *, order: Order, payment: Payment, lines: list[OrderLine], recharges: list[Recharge]
+) -> Order:
+    """Give a just-created order its payment, lines and recharges as if prefetched, so the
+    201 answer is rendered from memory instead of read back (the same objects, same values)."""
+    order.payment = payment
+    order._prefetched_objects_cache = {
+        "lines": _as_prefetched(order.lines, lines),
+        "recharges": _as_prefetched(order.recharges, recharges),
+    }
+    payment._prefetched_objects_cache = {"recharges": _as_prefetched(payment.recharges, recharges)}
+    return order
+
+
+def _as_prefetched(manager, objects: list):
+    """A queryset that already holds its rows, as prefetch_related leaves it."""
+    queryset = manager.get_queryset()
+    queryset._result_cache = list(objects)
+    queryset._prefetch_done = True
+    return queryset
 
 
 def cart_item_set_quantity(*, item: CartItem, quantity: int) -> CartItem:

@@ -277,3 +277,22 @@ def test_wallet_balance_shows_available_currency_and_livemode(reseller):
     fund(reseller, "42.50")
     body = key_client(reseller).get("/api/v1/wallet/balance").json()
     assert body == {"available": "42.50", "currency": "EUR", "livemode": True}
+
+
+def test_the_201_answer_equals_the_order_as_stored(reseller, product):
+    """The answer is rendered from memory; it must say exactly what a fresh read says."""
+    import json
+
+    from djangorestframework_camel_case.util import camelize
+
+    from orders.selectors import order_for_response
+    from orders.serializers import OrderOut
+
+    fund(reseller, "100.00")
+    body = (
+        key_client(reseller)
+        .post(B2B, envelope(product, quantity=3), HTTP_IDEMPOTENCY_KEY="same-as-stored")
+        .json()
+    )
+    stored = OrderOut(order_for_response(order_id=Order.objects.get().pk)).data
+    assert body == json.loads(json.dumps(camelize(stored)))

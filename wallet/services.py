@@ -59,12 +59,15 @@ def ledger_post(
     reference: str,
     memo: str = "",
     by: User | None = None,
+    fresh_reference: bool = False,
 ) -> tuple[LedgerEntry, bool]:
     """Append one entry and move the cached balance; the caller holds the wallet lock.
 
     Returns ``(entry, created)``. If an entry of this kind and reference exists already, it is
-    returned and nothing moves. A debit that would take the balance below zero raises
-    InsufficientBalance and writes nothing.
+    returned and nothing moves (``fresh_reference``: the caller vouches that the reference
+    was made for this entry, e.g. a new payment id, so the check is left to the constraint).
+    A debit that would take the balance below zero raises InsufficientBalance and writes
+    nothing.
     """
     assert transaction.get_connection().in_atomic_block, "ledger_post needs a transaction"
     amount = quantize(amount)
@@ -77,23 +80,29 @@ def ledger_post(
                 "total": fmt(-amount, wallet.currency),
             }
         )
-    try:
-        with transaction.atomic():
-            entry = LedgerEntry.objects.create(
-                wallet=wallet,
-                kind=kind,
-                amount=amount,
-                balance_after=new_balance,
-                currency=wallet.currency,
-                reference=reference,
-                memo=memo[:255],
-                created_by=by,
-            )
-    except IntegrityError:
-        existing = LedgerEntry.objects.filter(wallet=wallet, kind=kind, reference=reference).first()
-        if existing is None:
-            raise
-        return existing, False
+    entry = LedgerEntry(
+        wallet=wallet,
+        kind=kind,
+        amount=amount,
+        balance_after=new_balance,
+        currency=wallet.currency,
+        reference=reference,
+        memo=memo[:255],
+        created_by=by,
+    )
+    if fresh_reference:  # a reference made for this very entry cannot collide: no savepoint
+        entry.save()
+    else:
+        try:
+            with transaction.atomic():
+                entry.save()
+        except IntegrityError:
+            existing = LedgerEntry.objects.filter(
+                wallet=wallet, kind=kind, reference=reference
+            ).first()
+            if existing is None:
+                raise
+            return existing, False
     Wallet.objects.filter(pk=wallet.pk).update(
         balance=F("balance") + amount, updated_at=timezone.now()
     )
@@ -101,7 +110,9 @@ def ledger_post(
     return entry, True
 
 
-def wallet_debit(*, wallet: Wallet, amount: Decimal, reference: str, memo: str = "") -> LedgerEntry:
+def wallet_debit(
+    *, wallet: Wallet, amount: Decimal, reference: str, memo: str = "", fresh_reference=False
+) -> LedgerEntry:
     """Capture a wallet payment. The caller holds the lock and owns the transaction."""
     entry, _created = ledger_post(
         wallet=wallet,
@@ -109,6 +120,7 @@ def wallet_debit(*, wallet: Wallet, amount: Decimal, reference: str, memo: str =
         amount=-_positive(amount),
         reference=reference,
         memo=memo,
+        fresh_reference=fresh_reference,
     )
     return entry
 
