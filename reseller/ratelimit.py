@@ -39,6 +39,26 @@ def _redis():
     return redis.Redis.from_url(settings.REDIS_URL, socket_timeout=2, socket_connect_timeout=2)
 
 
+def _redis_incr(key: str, window: int) -> int:
+    """INCR + EXPIRE in one MULTI/EXEC. A connection that breaks while it is being set up can
+    surface from redis-py as a bare OSError/ValueError; it is retried once on a fresh
+    connection, then reported as a redis ConnectionError (503 service_unavailable)."""
+    import redis
+
+    for attempt in (1, 2):
+        try:
+            pipe = _redis().pipeline(transaction=True)
+            pipe.incr(key)
+            pipe.expire(key, window + 1, nx=True)
+            return int(pipe.execute()[0])
+        except (redis.ConnectionError, redis.TimeoutError, OSError, ValueError) as exc:
+            if attempt == 2:
+                if isinstance(exc, redis.ConnectionError | redis.TimeoutError):
+                    raise
+                raise redis.ConnectionError(f"redis connection broke: {exc}") from exc
+    raise AssertionError("unreachable")
+
+
 _memory: dict[str, tuple[int, float]] = {}
 _memory_lock = threading.Lock()
 
@@ -54,10 +74,7 @@ def hit(scope: str, ident: str, *, limit: int, window: int, now: float | None = 
     reset = max(1, math.ceil((slot + 1) * window - now))
     key = f"{_prefix()}:rl:{scope}:{ident}:{slot}"
     if settings.REDIS_URL:
-        pipe = _redis().pipeline(transaction=True)
-        pipe.incr(key)
-        pipe.expire(key, window + 1, nx=True)
-        count = int(pipe.execute()[0])
+        count = _redis_incr(key, window)
     else:
         with _memory_lock:
             if len(_memory) > 10_000:
