@@ -74,3 +74,15 @@ def client_for(plaintext: str) -> APIClient:
     client = APIClient()
     client.credentials(HTTP_X_API_KEY=plaintext)
     return client
+
+
+def assert_problem(response, status, code):
+    assert response.status_code == status, response.content
+    assert response["Content-Type"].startswith("application/problem+json")
+    body = response.json()
+    assert body["status"] == status
+    assert body["code"] == code
+    assert body["type"].endswith("/" + code)
+    assert body["title"] and body["detail"]
+    assert body["requestId"] == response["X-Request-Id"]
+    return body

@@ -7,8 +7,8 @@ from django.core.management import CommandError, call_command
 
 from accounts import keys
 from accounts.models import Account, ApiKey
+from tests.conftest import assert_problem
 from tests.factories import make_key
-from tests.test_auth_api import assert_problem
 
 pytestmark = pytest.mark.django_db
 

@@ -14,9 +14,8 @@ from accounts import permissions, services
 from accounts.authentication import request_api_key, request_livemode, request_units_per_request
 from accounts.permissions import B2BApiKeyRequired, StaffRequired, WebSessionRequired
 from accounts.throttling import RECHARGE_THROTTLE_CLASSES
-from tests.conftest import bearer
+from tests.conftest import assert_problem, bearer
 from tests.factories import UserFactory, make_key
-from tests.test_auth_api import assert_problem
 
 pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.test_access_permissions")]
 

@@ -10,9 +10,8 @@ from django.test import override_settings
 from rest_framework.test import APIClient
 
 from accounts import services
-from tests.conftest import bearer
+from tests.conftest import assert_problem, bearer
 from tests.factories import make_key
-from tests.test_auth_api import assert_problem
 
 pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.test_access_permissions")]
 

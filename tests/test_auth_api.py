@@ -5,6 +5,7 @@ import time_machine
 from django.test import override_settings
 
 from accounts.models import Account, User
+from tests.conftest import assert_problem
 from tests.factories import PASSWORD, UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -12,18 +13,6 @@ pytestmark = pytest.mark.django_db
 LOGIN = "/api/v1/auth/login"
 REFRESH = "/api/v1/auth/refresh"
 ME = "/api/v1/auth/me"
-
-
-def assert_problem(response, status, code):
-    assert response.status_code == status, response.content
-    assert response["Content-Type"].startswith("application/problem+json")
-    body = response.json()
-    assert body["status"] == status
-    assert body["code"] == code
-    assert body["type"].endswith("/" + code)
-    assert body["title"] and body["detail"]
-    assert body["requestId"] == response["X-Request-Id"]
-    return body
 
 
 def test_login_with_email_and_password_returns_tokens_and_user(api, user):

@@ -16,9 +16,8 @@ from orders.models import Order, Payment, Recharge
 from orders.pricing import LineRequest
 from orders.processor import recharge_process
 from orders.services import order_place_with_wallet
-from tests.conftest import assert_ledger_balanced, bearer
+from tests.conftest import assert_ledger_balanced, assert_problem, bearer
 from tests.factories import UserFactory, make_key
-from tests.test_auth_api import assert_problem
 from wallet.models import LedgerEntry, TopUp, Wallet
 from wallet.services import (
     ledger_post,

@@ -17,9 +17,8 @@ from tests.card_support import (
     localstripe_fixture,  # noqa: F401 (fixtures localstripe, stripe_local)
     stripe_local_fixture,  # noqa: F401
 )
-from tests.conftest import assert_ledger_balanced, bearer
+from tests.conftest import assert_ledger_balanced, assert_problem, bearer
 from tests.factories import UserFactory, make_key
-from tests.test_auth_api import assert_problem
 
 pytestmark = pytest.mark.django_db
 

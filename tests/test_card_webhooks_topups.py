@@ -17,9 +17,8 @@ from tests.card_support import (
     localstripe_fixture,  # noqa: F401 (fixtures localstripe, stripe_local)
     stripe_local_fixture,  # noqa: F401
 )
-from tests.conftest import assert_ledger_balanced, bearer
+from tests.conftest import assert_ledger_balanced, assert_problem, bearer
 from tests.factories import make_key
-from tests.test_auth_api import assert_problem
 from wallet.models import LedgerEntry, TopUp, Wallet
 
 pytestmark = pytest.mark.django_db

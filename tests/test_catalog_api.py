@@ -12,20 +12,13 @@ from catalog.tests.factories import (
     PromotionFactory,
     make_country,
 )
+from tests.conftest import assert_problem
 
 pytestmark = pytest.mark.django_db
 
 COUNTRIES = "/api/v1/catalog/countries"
 OPERATORS = "/api/v1/catalog/operators"
 PRODUCTS = "/api/v1/catalog/recharge-products"
-
-
-def assert_problem(response, status, code):
-    assert response.status_code == status, response.content
-    assert response["Content-Type"].startswith("application/problem+json")
-    body = response.json()
-    assert body["code"] == code
-    return body
 
 
 def error_fields(response) -> dict[str, str]:

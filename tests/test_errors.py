@@ -3,7 +3,7 @@
 import pytest
 from django.test import Client, override_settings
 
-from tests.test_auth_api import assert_problem
+from tests.conftest import assert_problem
 
 pytestmark = pytest.mark.django_db
 

@@ -6,9 +6,8 @@ import pytest
 from rest_framework.test import APIClient
 
 from catalog.tests.factories import FxRateFactory, PromotionFactory
-from tests.conftest import bearer
+from tests.conftest import assert_problem, bearer
 from tests.factories import UserFactory, make_key
-from tests.test_auth_api import assert_problem
 
 pytestmark = pytest.mark.django_db
 NUMBER = "+525512345678"

@@ -10,9 +10,8 @@ from rest_framework.test import APIClient
 from accounts.services import account_set_b2b
 from catalog.tests.factories import ProductFactory
 from orders.models import IdempotencyRecord, Order, Recharge
-from tests.conftest import assert_ledger_balanced
+from tests.conftest import assert_ledger_balanced, assert_problem
 from tests.factories import UserFactory, make_key
-from tests.test_auth_api import assert_problem
 from wallet.models import LedgerEntry, Wallet
 from wallet.services import wallet_topup_manual
 

@@ -6,9 +6,8 @@ import pytest
 from rest_framework.test import APIClient
 
 from orders.models import Order, Payment, Recharge
-from tests.conftest import assert_ledger_balanced, bearer, client_for
+from tests.conftest import assert_ledger_balanced, assert_problem, bearer, client_for
 from tests.factories import UserFactory, make_key
-from tests.test_auth_api import assert_problem
 from wallet.models import LedgerEntry, Wallet
 from wallet.services import wallet_topup_manual
 

@@ -10,9 +10,8 @@ from django.db import connection
 from django.utils import timezone
 
 from orders.models import IdempotencyRecord, Order, Recharge
-from tests.conftest import assert_ledger_balanced, client_for
+from tests.conftest import assert_ledger_balanced, assert_problem, client_for
 from tests.factories import UserFactory, make_key
-from tests.test_auth_api import assert_problem
 from wallet.models import TopUp, Wallet
 from wallet.sandbox import SandboxBalanceCap, SandboxTopupLimit, sandbox_topup
 from wallet.services import wallet_topup_manual
