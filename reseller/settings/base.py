@@ -275,6 +275,8 @@ LOGGING = {
     "loggers": {
         "django": {"handlers": ["console"], "level": LOG_LEVEL, "propagate": False},
         "django.server": {"handlers": ["console"], "level": "WARNING", "propagate": False},
+        # One line per task at INFO is noise (the sweeper runs every 30 s); failures still log.
+        "celery.app.trace": {"level": "WARNING"},
     },
 }
 
