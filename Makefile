@@ -46,7 +46,7 @@ beat: setup
 	.venv/bin/celery -A reseller beat --loglevel=INFO
 
 messages: setup
-	$(PYTHON) manage.py makemessages -l es -l fr --ignore=.venv --ignore=staticfiles
+	$(PYTHON) manage.py makemessages -l es -l fr --ignore=.venv --ignore=staticfiles --ignore=tests --ignore=test-artifacts --ignore=bench
 	$(PYTHON) manage.py compilemessages --ignore=.venv
 
 clean:
