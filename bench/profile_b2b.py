@@ -131,7 +131,8 @@ def main() -> int:
     lines += ["", "Call tree:", profiler.output_text(unicode=False, color=False, short_mode=True)]
     lines += profile_processor(count=min(100, args.requests))
     args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text("\n".join(lines) + "\n")
+    # Paths relative to the repository: the report says nothing about the machine it ran on.
+    args.output.write_text(("\n".join(lines) + "\n").replace(f"{ROOT}/", ""))
     print("\n".join(line for line in lines if "ms each" in line or "statements per" in line))
     return 0
 
