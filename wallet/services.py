@@ -24,16 +24,11 @@ from wallet.models import LedgerEntry, TopUp, Wallet
 
 def wallet_get_or_create(*, account: Account) -> Wallet:
     """The account's live wallet, created empty on first use."""
-    wallet = Wallet.objects.filter(account=account, kind=Wallet.Kind.LIVE).first()
-    if wallet is not None:
-        return wallet
-    try:
-        with transaction.atomic():
-            return Wallet.objects.create(
-                account=account, kind=Wallet.Kind.LIVE, currency=account.wallet_currency
-            )
-    except IntegrityError:  # created by a concurrent request
-        return Wallet.objects.get(account=account, kind=Wallet.Kind.LIVE)
+    # get_or_create survives a concurrent creation: the unique constraint decides, it re-reads.
+    wallet, _created = Wallet.objects.get_or_create(
+        account=account, kind=Wallet.Kind.LIVE, defaults={"currency": account.wallet_currency}
+    )
+    return wallet
 
 
 def wallet_lock(*, wallet_id: int) -> Wallet:
@@ -245,13 +240,9 @@ def wallet_for_request(request) -> Wallet:
 
 def sandbox_wallet_for_key(*, key) -> Wallet:
     """Each test key has its own fake EUR balance, starting at 0 (decisions.md section 6)."""
-    wallet = Wallet.objects.filter(api_key=key, kind=Wallet.Kind.SANDBOX).first()
-    if wallet is not None:
-        return wallet
-    try:
-        with transaction.atomic():
-            return Wallet.objects.create(
-                account_id=key.account_id, kind=Wallet.Kind.SANDBOX, currency="EUR", api_key=key
-            )
-    except IntegrityError:
-        return Wallet.objects.get(api_key=key, kind=Wallet.Kind.SANDBOX)
+    wallet, _created = Wallet.objects.get_or_create(
+        api_key=key,
+        kind=Wallet.Kind.SANDBOX,
+        defaults={"account_id": key.account_id, "currency": "EUR"},
+    )
+    return wallet
