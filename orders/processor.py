@@ -89,16 +89,23 @@ def recharge_refund(*, recharge: Recharge, actor=None) -> None:
         from orders.gateway import card_refund  # card payments go back to the card
 
         card_refund(payment=payment, amount=recharge.amount, reference=recharge.ledger_reference)
-    payment.refunded_amount += recharge.amount
-    payment.status = (
-        Payment.Status.REFUNDED
-        if payment.refunded_amount >= payment.amount
-        else Payment.Status.PARTIALLY_REFUNDED
-    )
-    payment.updated_at = timezone.now()
-    payment.save(update_fields=["refunded_amount", "status", "updated_at"])
+    _payment_add_refunded(payment, recharge.amount)
     recharge.refunded = True
     recharge.save(update_fields=["refunded"])
+
+
+def _payment_add_refunded(payment: Payment, amount: Decimal) -> None:
+    """Move a (locked) payment's refunded amount by ``amount`` (negative when a staff retry
+    takes a refund back); its status follows: captured, partially refunded or refunded."""
+    payment.refunded_amount += amount
+    if payment.refunded_amount <= 0:
+        payment.status = Payment.Status.CAPTURED
+    elif payment.refunded_amount >= payment.amount:
+        payment.status = Payment.Status.REFUNDED
+    else:
+        payment.status = Payment.Status.PARTIALLY_REFUNDED
+    payment.updated_at = timezone.now()
+    payment.save(update_fields=["refunded_amount", "status", "updated_at"])
 
 
 def _fail(recharge: Recharge, *, code: str, message: str, raw=None, actor=None) -> Outcome:
@@ -270,13 +277,7 @@ def recharge_retry(*, recharge_id: int, actor) -> Recharge:
                 reference=f"{recharge.public_id}:retry{recharge.retries + 1}",
                 memo=f"retry of {recharge.public_id}",
             )
-            payment.refunded_amount -= recharge.amount
-            payment.status = (
-                Payment.Status.CAPTURED
-                if payment.refunded_amount == Decimal(0)
-                else Payment.Status.PARTIALLY_REFUNDED
-            )
-            payment.save(update_fields=["refunded_amount", "status"])
+            _payment_add_refunded(payment, -recharge.amount)
         transition(
             recharge,
             S.QUEUED,

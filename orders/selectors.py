@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.db.models import Prefetch, QuerySet
 
 from accounts.models import Account
-from orders.models import Cart, CartItem, Order, Payment, Recharge
+from orders.models import Cart, CartItem, Order, OrderLine, Payment, Recharge
 from reseller.errors import NotFound
 
 
@@ -17,12 +17,7 @@ def order_for_response(*, order_id: int) -> Order:
     return (
         Order.objects.select_related("payment__order")
         .prefetch_related(
-            Prefetch(
-                "lines",
-                queryset=Order.lines.rel.related_model.objects.select_related("product").order_by(
-                    "id"
-                ),
-            ),
+            Prefetch("lines", queryset=OrderLine.objects.select_related("product").order_by("id")),
             Prefetch("recharges", queryset=_recharges()),
             Prefetch("payment__recharges", queryset=_recharges()),
         )
