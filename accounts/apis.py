@@ -13,17 +13,10 @@ from rest_framework_simplejwt.serializers import TokenRefreshSerializer
 from rest_framework_simplejwt.tokens import RefreshToken
 
 from accounts import selectors, services
+from accounts.errors import TokenInvalid
 from accounts.serializers import LoginIn, LoginOut, MeIn, MeOut, RefreshIn, RefreshOut
 from reseller.api import problems
-from reseller.errors import ApplicationError
 from reseller.net import client_ip
-
-
-class TokenInvalid(ApplicationError):
-    code = "token_invalid"
-    status = 401
-    title = "Not authenticated"
-    default_detail = "The token is invalid, expired or already used."
 
 
 class LoginApi(APIView):

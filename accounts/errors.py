@@ -8,6 +8,11 @@ class InvalidCredentials(NotAuthenticated):
     default_detail = _("The email or password is incorrect.")
 
 
+class TokenInvalid(NotAuthenticated):
+    code = "token_invalid"
+    default_detail = _("The token is invalid, expired or already used.")
+
+
 class EmailTaken(ApplicationError):
     code = "validation_error"
     status = 400
