@@ -30,7 +30,7 @@ from accounts.forms import (
     SignupForm,
 )
 from accounts.models import BillingProfile
-from orders.sandbox import sandbox_settle
+from orders.recharges.sandbox import sandbox_settle
 from orders.selectors import sandbox_recharges
 from reseller.errors import ApplicationError
 from wallet.sandbox import AMOUNTS as SANDBOX_AMOUNTS

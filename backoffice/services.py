@@ -16,8 +16,8 @@ from django.utils.translation import gettext_lazy as _
 from accounts import services as account_services
 from accounts.models import Account, ApiKey, User
 from backoffice.models import StaffAction
-from orders import processor
 from orders.models import Recharge
+from orders.recharges import processor
 from reseller.errors import ValidationFailed
 from wallet import services as wallet_services
 from wallet.models import LedgerEntry, TopUp, Wallet

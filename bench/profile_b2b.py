@@ -141,7 +141,7 @@ def profile_processor(*, count: int) -> list[str]:
     """The worker's share: ``recharge_process`` (the task's body) on queued recharges, in
     process, with the simulator at 0 ms."""
     from orders.models import Recharge
-    from orders.processor import recharge_process
+    from orders.recharges.processor import recharge_process
 
     ids = list(
         Recharge.objects.filter(status="queued")

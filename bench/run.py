@@ -312,7 +312,7 @@ class Bench:
         before = self.seed_cmd("status")["recharges"]
         processed = self.drain_seconds(
             lambda: [
-                self.celery.send_task("orders.tasks.recharge_process_task", args=(pk,))
+                self.celery.send_task("orders.recharges.tasks.recharge_process_task", args=(pk,))
                 for pk in ids
             ]
         )

@@ -13,7 +13,7 @@ from orders import selectors, services
 from orders.idempotency import fingerprint, read_key, run_idempotent
 from orders.models import Order
 from orders.pricing import LineRequest, price_order
-from orders.sandbox import sandbox_settle
+from orders.recharges.sandbox import sandbox_settle
 from orders.serializers import (
     CartItemIn,
     CartItemOut,

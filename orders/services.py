@@ -159,7 +159,7 @@ def recharges_create(
         ]
     )
     if not order.livemode:
-        from orders.sandbox import sandbox_simulate
+        from orders.recharges.sandbox import sandbox_simulate
 
         sandbox_simulate(recharges=recharges)  # test keys never reach the processor
         payment.refresh_from_db(fields=["status", "refunded_amount", "updated_at"])
@@ -171,7 +171,7 @@ def recharges_create(
 
 def recharges_enqueue(*, recharge_ids: list[int]) -> None:
     """Hand recharges to the processor; a lost message is found again by the sweeper."""
-    from orders.tasks import recharge_process_task
+    from orders.recharges.tasks import recharge_process_task
 
     for recharge_id in recharge_ids:
         try:

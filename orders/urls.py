@@ -2,7 +2,8 @@
 
 from django.urls import path
 
-from orders import card_apis, views
+from orders import views
+from orders.card import apis as card_apis
 
 app_name = "orders"
 

@@ -1,6 +1,7 @@
 from django.urls import path
 
-from orders import apis, card_apis
+from orders import apis
+from orders.card import apis as card_apis
 
 urlpatterns = [
     path("cart", apis.CartApi.as_view(), name="cart"),

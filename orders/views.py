@@ -19,7 +19,8 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 from rest_framework.exceptions import ValidationError
 
-from orders import gateway, selectors, services
+from orders import selectors, services
+from orders.card import gateway
 from orders.models import Order, Payment
 from orders.pricing import LineRequest, price_order
 from orders.serializers import CartItemIn

@@ -14,7 +14,7 @@ from accounts.services import account_set_b2b
 from catalog.tests.factories import CountryFactory, OperatorFactory, ProductFactory
 from orders.models import Order, Payment, Recharge
 from orders.pricing import LineRequest
-from orders.processor import recharge_process
+from orders.recharges.processor import recharge_process
 from orders.services import order_place_with_wallet
 from tests.conftest import assert_ledger_balanced, assert_problem, bearer
 from tests.factories import UserFactory, make_key

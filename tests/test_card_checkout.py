@@ -264,7 +264,7 @@ def test_without_stripe_keys_prepare_is_503_and_writes_nothing(shopper, settings
 
 
 def test_card_refund_returns_that_amount_to_the_card(shopper, stripe_local):
-    from orders.gateway import card_refund
+    from orders.card.gateway import card_refund
 
     body = prepare(shopper)
     stripe_local.browser_confirm_setup(body["setupClientSecret"])

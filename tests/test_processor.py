@@ -9,14 +9,14 @@ from django.test import override_settings
 from django.utils import timezone
 
 from catalog.tests.factories import ProductFactory, PromotionFactory
-from orders import processor
 from orders.models import Payment, Recharge
 from orders.pricing import LineRequest
-from orders.providers.reloadly import ReloadlyProvider
-from orders.providers.simulator import SimulatorProvider
+from orders.recharges import processor
+from orders.recharges.providers.reloadly import ReloadlyProvider
+from orders.recharges.providers.simulator import SimulatorProvider
+from orders.recharges.state import ALLOWED, IllegalTransition, transition
+from orders.recharges.tasks import recharges_sweep_task
 from orders.services import order_place_with_wallet
-from orders.state import ALLOWED, IllegalTransition, transition
-from orders.tasks import recharges_sweep_task
 from tests.conftest import assert_ledger_balanced
 from tests.factories import UserFactory
 from tests.fakes.reloadly import FakeReloadly

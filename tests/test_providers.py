@@ -4,15 +4,15 @@ from decimal import Decimal
 
 import pytest
 
-from orders.providers import (
+from orders.recharges.providers import (
     PermanentError,
     ProviderResult,
     TopupRequest,
     TransientError,
     UpstreamTimeout,
 )
-from orders.providers.reloadly import ReloadlyProvider
-from orders.providers.simulator import SimulatorProvider
+from orders.recharges.providers.reloadly import ReloadlyProvider
+from orders.recharges.providers.simulator import SimulatorProvider
 from tests.fakes.reloadly import FakeReloadly
 
 

@@ -22,8 +22,8 @@ from django.test import override_settings
 from catalog.tests.factories import ProductFactory
 from orders.models import Recharge
 from orders.pricing import LineRequest
+from orders.recharges.tasks import recharges_sweep_task
 from orders.services import order_place_with_wallet
-from orders.tasks import recharges_sweep_task
 from reseller.celery import app as celery_app
 from tests.conftest import assert_ledger_balanced
 from tests.factories import UserFactory

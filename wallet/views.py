@@ -12,7 +12,7 @@ from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
-from orders import gateway
+from orders.card import gateway
 from wallet import selectors
 from wallet.models import TopUp
 from wallet.services import topup_request, wallet_get_or_create

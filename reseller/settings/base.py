@@ -174,6 +174,8 @@ CELERY_TASK_TIME_LIMIT = 120
 CELERY_TASK_SOFT_TIME_LIMIT = 90
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TIMEZONE = "UTC"
+# Task modules outside an app's top-level tasks.py (autodiscovery finds only those).
+CELERY_IMPORTS = ["orders.recharges.tasks"]
 CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_QUEUE", default="celery")
 
 REST_FRAMEWORK = {
@@ -290,7 +292,7 @@ def refuse_insecure_production(debug: bool, secret_key: str) -> None:
         )
 
 
-# Upstream airtime providers (orders.providers).
+# Upstream airtime providers (orders.recharges.providers).
 AIRTIME_SIMULATOR_LATENCY_MS = env.int("AIRTIME_SIMULATOR_LATENCY_MS", default=0)
 RELOADLY_CLIENT_ID = env.str("RELOADLY_CLIENT_ID", default="")
 RELOADLY_CLIENT_SECRET = env.str("RELOADLY_CLIENT_SECRET", default="")
@@ -311,13 +313,16 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
 }
 CELERY_BEAT_SCHEDULE = {
     "recharges-sweep": {
-        "task": "orders.tasks.recharges_sweep_task",
+        "task": "orders.recharges.tasks.recharges_sweep_task",
         "schedule": RECHARGE_SWEEP_INTERVAL_SECONDS,
     },
-    "idempotency-purge": {"task": "orders.tasks.idempotency_purge_task", "schedule": 3600.0},
+    "idempotency-purge": {
+        "task": "orders.tasks.idempotency_purge_task",
+        "schedule": 3600.0,
+    },
 }
 
-# Card checkout (orders.gateway, docs/payments.md). Stripe.js comes from the fake server when
+# Card checkout (orders.card.gateway, docs/payments.md). Stripe.js comes from the fake server when
 # STRIPE_API_BASE points at localstripe, else from Stripe.
 STRIPE_JS_URL = (
     f"{STRIPE_API_BASE.rstrip('/')}/js.stripe.com/v3/"

@@ -21,7 +21,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from orders.models import Recharge
-from orders.state import transition
+from orders.recharges.state import transition
 
 S = Recharge.Status
 PROCESSING_TIME = timedelta(seconds=10)
@@ -38,7 +38,7 @@ def sandbox_outcome(number: str) -> str:
 
 def sandbox_simulate(*, recharges: list[Recharge]) -> None:
     """Give each new test recharge its simulated outcome (inside the order transaction)."""
-    from orders.processor import recharge_refund
+    from orders.recharges.processor import recharge_refund
 
     now = timezone.now()
     processing = False
@@ -54,7 +54,7 @@ def sandbox_simulate(*, recharges: list[Recharge]) -> None:
         if outcome in MESSAGES:
             recharge_refund(recharge=recharge)
     if processing:
-        from orders.tasks import sandbox_settle_task
+        from orders.recharges.tasks import sandbox_settle_task
         from reseller.tasks import enqueue
 
         transaction.on_commit(

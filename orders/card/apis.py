@@ -14,7 +14,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.permissions import WebSessionRequired
-from orders import card, gateway, selectors, services
+from orders import selectors, services
+from orders.card import gateway
+from orders.card import services as card
 from orders.serializers import MAX_LINES, OrderLineIn, PaymentOut, validate_lines
 from reseller.api import Problem, StrictSerializer, problems
 from reseller.errors import ApplicationError, problem_response

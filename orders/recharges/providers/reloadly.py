@@ -18,7 +18,7 @@ import requests
 from django.conf import settings
 from django.core.cache import cache
 
-from orders.providers.base import (
+from orders.recharges.providers.base import (
     PermanentError,
     ProviderResult,
     TopupRequest,

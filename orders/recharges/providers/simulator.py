@@ -21,7 +21,7 @@ from decimal import Decimal
 from django.conf import settings
 from django.core.cache import cache
 
-from orders.providers.base import (
+from orders.recharges.providers.base import (
     PermanentError,
     ProviderResult,
     TopupRequest,

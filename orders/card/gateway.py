@@ -19,7 +19,7 @@ from typing import Any
 import stripe
 from django.conf import settings
 
-from orders.card_errors import (
+from orders.card.errors import (
     CardAuthenticationFailed,
     CardDeclined,
     CardPaymentsUnavailable,

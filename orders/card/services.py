@@ -24,8 +24,8 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from accounts.models import Account, User
-from orders import gateway
-from orders.card_errors import (
+from orders.card import gateway
+from orders.card.errors import (
     CardAuthenticationFailed,
     CardDeclined,
     CartEmpty,

@@ -24,7 +24,7 @@ from django.utils import timezone
 
 from catalog.selectors import product_waitlist_promotion
 from orders.models import Payment, Recharge
-from orders.providers import (
+from orders.recharges.providers import (
     PermanentError,
     ProviderResult,
     TopupRequest,
@@ -32,7 +32,7 @@ from orders.providers import (
     UpstreamTimeout,
     get_provider,
 )
-from orders.state import transition
+from orders.recharges.state import transition
 
 logger = logging.getLogger(__name__)
 S = Recharge.Status
@@ -86,7 +86,7 @@ def recharge_refund(*, recharge: Recharge, actor=None) -> None:
             by=actor,
         )
     else:
-        from orders.gateway import card_refund  # card payments go back to the card
+        from orders.card.gateway import card_refund  # card payments go back to the card
 
         card_refund(payment=payment, amount=recharge.amount, reference=recharge.ledger_reference)
     _payment_add_refunded(payment, recharge.amount)
@@ -265,7 +265,7 @@ def recharge_retry(*, recharge_id: int, actor) -> Recharge:
     with transaction.atomic():
         recharge = _lock(recharge_id)
         if recharge.status != S.FAILED:
-            from orders.state import IllegalTransition
+            from orders.recharges.state import IllegalTransition
 
             raise IllegalTransition("Only a failed recharge can be retried.")
         payment = Payment.objects.select_for_update(of=("self",)).get(pk=recharge.payment_id)

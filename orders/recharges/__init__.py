@@ -1,0 +1,1 @@
+"""Recharge processing: state machine, processor, tasks, sandbox outcomes and providers."""
