@@ -15,7 +15,7 @@ CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 TRUSTED_PROXIES = env.list("TRUSTED_PROXIES", default=[])
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "backoffice.apps.BackofficeAdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",

@@ -8,7 +8,7 @@ from django.contrib import admin
 from django.utils.translation import gettext_lazy as _
 
 from backoffice import services as staff
-from backoffice.admin_tools import (
+from backoffice.admin.tools import (
     ReadOnlyAdmin,
     ReadOnlyInline,
     ReasonForm,

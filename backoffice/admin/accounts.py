@@ -6,7 +6,7 @@ from django.utils.translation import ngettext
 
 from accounts.models import Account, ApiKey, BillingProfile, User
 from backoffice import services as staff
-from backoffice.admin_tools import form_action, run_each
+from backoffice.admin.tools import form_action, run_each
 
 
 class DiscountForm(forms.Form):

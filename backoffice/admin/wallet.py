@@ -13,7 +13,7 @@ from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 
 from backoffice import services as staff
-from backoffice.admin_tools import ReadOnlyAdmin, form_action, run_each
+from backoffice.admin.tools import ReadOnlyAdmin, form_action, run_each
 from wallet.models import LedgerEntry, TopUp, Wallet
 
 

@@ -1,16 +1,14 @@
-"""The audit trail in the admin, and the dashboard page mounted at /admin/dashboard/."""
+"""The audit trail of staff actions in the admin."""
 
 from __future__ import annotations
 
 import json
 
 from django.contrib import admin
-from django.urls import path
 from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 
-from backoffice import views
-from backoffice.admin_tools import ReadOnlyAdmin
+from backoffice.admin.tools import ReadOnlyAdmin
 from backoffice.models import StaffAction
 
 
@@ -35,25 +33,3 @@ class StaffActionAdmin(ReadOnlyAdmin):
     @admin.display(description=_("detail"))
     def detail_pretty(self, obj: StaffAction) -> str:
         return format_html("<pre>{}</pre>", json.dumps(obj.detail, indent=2, sort_keys=True))
-
-
-def _with_dashboard(get_urls):
-    """Mount the dashboard on the default admin site, behind its staff login."""
-
-    def urls():
-        site = admin.site
-        return [
-            path(
-                "dashboard/",
-                site.admin_view(lambda request: views.dashboard(request, admin_site=site)),
-                name="dashboard",
-            ),
-            *get_urls(),
-        ]
-
-    return urls
-
-
-if not getattr(admin.site.get_urls, "with_dashboard", False):
-    admin.site.get_urls = _with_dashboard(admin.site.get_urls)
-    admin.site.get_urls.with_dashboard = True

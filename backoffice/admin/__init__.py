@@ -1,0 +1,9 @@
+"""Every app's admin registrations live here, on ``BackofficeAdminSite`` (the default site).
+
+Django's autodiscovery imports this package; importing the modules below registers them.
+No app outside backoffice imports the back office: it imports the apps' models and services.
+"""
+
+from backoffice.admin import accounts, catalog, orders, staff_actions, wallet
+
+__all__ = ["accounts", "catalog", "orders", "staff_actions", "wallet"]
