@@ -13,10 +13,20 @@ from rest_framework_simplejwt.serializers import TokenRefreshSerializer
 from rest_framework_simplejwt.tokens import RefreshToken
 
 from accounts import selectors, services
+from accounts.authentication import request_api_key
 from accounts.errors import TokenInvalid
-from accounts.serializers import LoginIn, LoginOut, MeIn, MeOut, RefreshIn, RefreshOut
+from accounts.serializers import ApiKeyOut, LoginIn, LoginOut, MeIn, MeOut, RefreshIn, RefreshOut
 from reseller.api import problems
 from reseller.net import client_ip
+
+
+def _me(request) -> dict:
+    """The body of GET and PATCH /auth/me: the user read afresh, and the key when one was used."""
+    payload = dict(MeOut(selectors.user_with_account(request.user.pk)).data)
+    key = request_api_key(request)
+    if key is not None:
+        payload["api_key"] = ApiKeyOut(key).data
+    return payload
 
 
 class LoginApi(APIView):
@@ -35,7 +45,6 @@ class LoginApi(APIView):
         data = LoginIn(data=request.data)
         data.is_valid(raise_exception=True)
         user = services.user_login(
-            request=request,
             address=client_ip(request),
             email=data.validated_data["email"],
             password=data.validated_data["password"],
@@ -83,7 +92,7 @@ class MeApi(APIView):
         responses={200: MeOut, **problems(400, 401, 403, 429)},
     )
     def get(self, request):
-        return Response(selectors.me_payload(request))
+        return Response(_me(request))
 
     @extend_schema(
         tags=["auth"],
@@ -102,5 +111,4 @@ class MeApi(APIView):
             account_data=data.validated_data.get("account"),
             billing_data=data.validated_data.get("billing"),
         )
-        request.user.refresh_from_db()
-        return Response(selectors.me_payload(request))
+        return Response(_me(request))

@@ -75,19 +75,30 @@ class UserManager(BaseUserManager["User"]):
     def get_by_natural_key(self, username: str) -> User:
         return self.get(email__iexact=username)
 
-    def create_user(self, email: str, password: str | None = None, **extra) -> User:
-        from accounts.services import user_create
+    def create_user(
+        self,
+        email: str,
+        password: str | None = None,
+        *,
+        account_name: str | None = None,
+        is_b2b: bool = False,
+        **extra,
+    ) -> User:
+        """A user with its own account and empty billing profile: every user has both.
 
-        return user_create(email=email, password=password, **extra)
+        ``accounts.services.user_create`` adds the checks (email taken, password rules).
+        A ``None`` password makes the user unable to log in with one.
+        """
+        account = Account.objects.create(name=account_name or email, is_b2b=is_b2b)
+        BillingProfile.objects.create(account=account)
+        user = self.model(email=email, account=account, **extra)
+        user.set_password(password)
+        user.save(using=self._db)
+        return user
 
     def create_superuser(self, email: str, password: str | None = None, **extra) -> User:
-        from accounts.services import user_create
-
-        extra.pop("is_staff", None)
-        extra.pop("is_superuser", None)
-        return user_create(
-            email=email, password=password, is_staff=True, is_superuser=True, **extra
-        )
+        extra.update(is_staff=True, is_superuser=True)
+        return self.create_user(email, password, **extra)
 
 
 class User(AbstractBaseUser, PermissionsMixin):

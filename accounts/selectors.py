@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
 
 from accounts import keys
 from accounts.errors import ApiKeyRevoked, InvalidApiKey
-from accounts.models import Account, ApiKey, BillingProfile, User
-from accounts.serializers import ApiKeyOut, MeOut
+from accounts.models import Account, ApiKey, User
 
 # Compared against when no key has the prefix, so an unknown key costs what a wrong one does.
 _NO_SUCH_DIGEST = keys.digest("rsl_live_no-such-key")
@@ -23,18 +20,6 @@ def user_with_account(user_id: int) -> User:
 def user_by_email(*, email: str) -> User | None:
     """The user with this email in any letter case, with its account, or None."""
     return User.objects.select_related("account").filter(email__iexact=email.strip()).first()
-
-
-def me_payload(request) -> dict[str, Any]:
-    from accounts.authentication import request_api_key
-
-    user = request.user
-    BillingProfile.objects.get_or_create(account=user.account)
-    payload = dict(MeOut(user).data)
-    key = request_api_key(request)
-    if key is not None:
-        payload["api_key"] = ApiKeyOut(key).data
-    return payload
 
 
 def api_key_verify(*, plaintext: str) -> ApiKey:

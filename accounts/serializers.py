@@ -59,7 +59,7 @@ class MeOut(serializers.Serializer):
     user = UserOut(source="*")
     account = AccountOut()
     billing = BillingOut(source="account.billing")
-    # Filled in by selectors.me_payload, and only when the caller used an API key.
+    # Filled in by the view, and only when the caller used an API key.
     api_key = ApiKeyOut(required=False, help_text="Present only when called with an API key.")
 
 

@@ -12,7 +12,6 @@ from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import Q
-from django.http import HttpRequest
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
@@ -57,29 +56,22 @@ def user_create(
     email = normalise_email(email)
     if User.objects.filter(email__iexact=email).exists():
         raise EmailTaken()
-    user = User(
-        email=email,
-        first_name=first_name,
-        last_name=last_name,
-        language=language,
-        is_staff=is_staff,
-        is_superuser=is_superuser,
-    )
+    fields = {
+        "first_name": first_name,
+        "last_name": last_name,
+        "language": language,
+        "is_staff": is_staff,
+        "is_superuser": is_superuser,
+    }
     if validate and password is not None:
-        validate_password(password, user)
-    account = Account.objects.create(name=account_name or email, is_b2b=is_b2b)
-    BillingProfile.objects.create(account=account)
-    user.account = account
-    if password is None:
-        user.set_unusable_password()
-    else:
-        user.set_password(password)
+        validate_password(password, User(email=email, **fields))
     try:
         with transaction.atomic():
-            user.save()
+            return User.objects.create_user(
+                email, password, account_name=account_name, is_b2b=is_b2b, **fields
+            )
     except IntegrityError as exc:  # a concurrent sign-up with the same email
         raise EmailTaken() from exc
-    return user
 
 
 @transaction.atomic
@@ -128,10 +120,10 @@ def login_rate_check(*, address: str, email: str) -> None:
             )
 
 
-def user_login(*, request: HttpRequest | None, address: str, email: str, password: str) -> User:
+def user_login(*, address: str, email: str, password: str) -> User:
     """Check the rate limits, then the credentials; the same error for any wrong pair."""
     login_rate_check(address=address, email=email)
-    user = authenticate(request, username=normalise_email(email), password=password)
+    user = authenticate(None, username=normalise_email(email), password=password)
     if user is None or not user.is_active:
         raise InvalidCredentials()
     return user
