@@ -30,11 +30,11 @@ from accounts.forms import (
     SignupForm,
 )
 from accounts.models import BillingProfile
-from orders.recharges.sandbox import sandbox_settle
 from orders.selectors import sandbox_recharges
 from reseller.errors import ApplicationError
-from wallet.sandbox import AMOUNTS as SANDBOX_AMOUNTS
-from wallet.sandbox import sandbox_balance, sandbox_balances, sandbox_topup
+from sandbox.balances import AMOUNTS as SANDBOX_AMOUNTS
+from sandbox.balances import sandbox_balance, sandbox_balances, sandbox_topup
+from sandbox.outcomes import sandbox_settle
 
 
 def _remember_language(response: HttpResponse, language: str) -> HttpResponse:
@@ -194,7 +194,7 @@ def api_key_detail(request: HttpRequest, key_id: str) -> HttpResponse:
         return redirect("accounts:api-key", key_id=key.public_id)
     context = {"key": key, "form": form}
     if not key.livemode:
-        sandbox_settle()
+        sandbox_settle(api_key=key)
         context["sandbox_balance"] = sandbox_balance(key=key)[0]
         context["sandbox_amounts"] = [int(amount) for amount in SANDBOX_AMOUNTS]
         context["sandbox_recharges"] = sandbox_recharges(api_key=key)

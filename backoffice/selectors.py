@@ -26,6 +26,7 @@ from django.utils import timezone
 from accounts.models import Account, ApiKey, User
 from catalog.models import Product
 from orders.models import Payment, Recharge
+from orders.recharges.state import LIVE_FINAL, LIVE_STATUSES
 from reseller.money import ZERO, quantize
 from wallet.models import TopUp, Wallet
 
@@ -36,9 +37,7 @@ SOLD = (
     Payment.Status.REFUNDED,
     Payment.Status.PARTIALLY_REFUNDED,
 )
-FINISHED = (Recharge.Status.DELIVERED, Recharge.Status.FAILED)
 # The statuses of live recharges (decisions.md section 5); sandbox rows have their own.
-LIVE_STATUSES = ("queued", "waitlisted", "dispatched", "delivered", "failed")
 WINDOWS = (("today", 0), ("last_7_days", 7), ("last_30_days", 30))
 
 
@@ -357,7 +356,7 @@ def dashboard(*, days: int = 30, currency: str = "EUR", top: int = 8) -> dict:
         .annotate(
             delivered=Count("id", filter=Q(status=Recharge.Status.DELIVERED)),
             failed=Count("id", filter=Q(status=Recharge.Status.FAILED)),
-            finished=Count("id", filter=Q(status__in=FINISHED)),
+            finished=Count("id", filter=Q(status__in=LIVE_FINAL)),
         )
         .filter(finished__gt=0)
         .order_by("-finished", "product__operator__name")[:top]

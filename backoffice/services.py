@@ -18,6 +18,7 @@ from accounts.models import Account, ApiKey, User
 from backoffice.models import StaffAction
 from orders.models import Recharge
 from orders.recharges import processor
+from orders.recharges.tasks import recharges_enqueue
 from reseller.errors import ValidationFailed
 from wallet import services as wallet_services
 from wallet.models import LedgerEntry, TopUp, Wallet
@@ -109,7 +110,9 @@ def staff_wallet_adjust(
 
 @transaction.atomic
 def staff_recharge_retry(*, recharge: Recharge, actor: User) -> Recharge:
-    recharge = processor.recharge_retry(recharge_id=recharge.pk, actor=actor)
+    recharge = processor.recharge_retry(
+        recharge_id=recharge.pk, actor=actor, enqueue=recharges_enqueue
+    )
     audit(
         actor=actor,
         action="recharge.retry",

@@ -10,10 +10,9 @@ from accounts.authentication import request_api_key, request_livemode, request_u
 from accounts.permissions import B2BApiKeyRequired, TestKeyRequired
 from accounts.throttling import RECHARGE_THROTTLE_CLASSES
 from orders import selectors, services
-from orders.idempotency import fingerprint, read_key, run_idempotent
+from orders.idempotency import fingerprint, read_key
 from orders.models import Order
-from orders.pricing import LineRequest, price_order
-from orders.recharges.sandbox import sandbox_settle
+from orders.pricing import line_requests, price_order
 from orders.serializers import (
     CartItemIn,
     CartItemOut,
@@ -27,11 +26,11 @@ from orders.serializers import (
     SandboxOut,
 )
 from reseller.api import problems
-from reseller.errors import PROBLEM_CONTENT_TYPE, ApplicationError, problem_body
+from reseller.errors import PROBLEM_CONTENT_TYPE
 from reseller.money import ZERO
 from reseller.pagination import PagePagination
-from wallet.sandbox import sandbox_balance
-from wallet.services import wallet_for_request
+from sandbox.balances import sandbox_balance
+from sandbox.outcomes import sandbox_settle
 
 IDEMPOTENCY_HEADER = OpenApiParameter(
     name="Idempotency-Key",
@@ -52,10 +51,7 @@ def _cart_payload(request, session_id: str) -> dict:
     priced = price_order(
         account=account,
         currency=currency,
-        lines=[
-            LineRequest(product=i.product, recipient_number=i.recipient_number, quantity=i.quantity)
-            for i in items
-        ],
+        lines=line_requests(items),
     )
     return {
         "session_id": cart.session_id,
@@ -153,12 +149,7 @@ class QuoteApi(APIView):
                 livemode=request_livemode(request),
                 session_id=data.validated_data["session_id"],
             )
-            lines = [
-                LineRequest(
-                    product=i.product, recipient_number=i.recipient_number, quantity=i.quantity
-                )
-                for i in selectors.cart_items(cart=cart)
-            ]
+            lines = line_requests(selectors.cart_items(cart=cart))
         quote = price_order(
             account=account, lines=lines, currency=data.validated_data.get("base_currency", "EUR")
         )
@@ -176,7 +167,7 @@ class PaymentHistoryApi(APIView):
     )
     def get(self, request):
         if not request_livemode(request):
-            sandbox_settle()
+            sandbox_settle(api_key=request_api_key(request))
         paginator = PagePagination()
         page = paginator.paginate_queryset(
             selectors.payment_history(
@@ -189,46 +180,23 @@ class PaymentHistoryApi(APIView):
 
 
 def place_wallet_order(request, *, channel: str, key_required: bool) -> Response:
-    """Wallet checkout and B2B recharge share this: validate, then place at most once."""
+    """Wallet checkout and B2B recharge: validate, then place through the one order service."""
     key = read_key(request.headers.get("Idempotency-Key"), required=key_required)
     data = OrderIn(data=request.data, context={"max_units": request_units_per_request(request)})
     data.is_valid(raise_exception=True)
-    account = request.user.account
-    livemode = request_livemode(request)
-    wallet = wallet_for_request(request)
-
-    def operation():
-        order = services.order_place_with_wallet(
-            account=account,
-            wallet=wallet,
-            livemode=livemode,
-            channel=channel,
-            lines=data.validated_data["lines"],
-            currency=data.validated_data["base_currency"],
-            user=request.user,
-            api_key=request_api_key(request),
-        )
-        return 201, dict(OrderOut(order).data)
-
-    def problem(exc: ApplicationError) -> dict:
-        return problem_body(
-            status=exc.status,
-            code=exc.code,
-            title=exc.title,
-            detail=exc.detail,
-            request_id=getattr(request, "request_id", None),
-            fields=exc.fields,
-        )
-
-    outcome = run_idempotent(
-        account=account,
-        livemode=livemode,
-        key=key,
+    outcome = services.order_place(
+        account=request.user.account,
+        user=request.user,
+        api_key=request_api_key(request),
+        channel=channel,
+        lines=data.validated_data["lines"],
+        currency=data.validated_data["base_currency"],
+        render=lambda order: dict(OrderOut(order).data),
+        idempotency_key=key,
         request_fingerprint=fingerprint(
             method=request.method, path=request.path, body=request.data
         ),
-        operation=operation,
-        problem_body=problem,
+        request_id=getattr(request, "request_id", None),
     )
     response = Response(
         outcome.body,
@@ -293,8 +261,8 @@ class SandboxApi(APIView):
         responses={200: SandboxOut, **problems(401, 403)},
     )
     def get(self, request):
-        sandbox_settle()
         key = request_api_key(request)
+        sandbox_settle(api_key=key)
         balance, currency = sandbox_balance(key=key)
         return Response(
             SandboxOut(

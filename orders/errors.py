@@ -41,3 +41,10 @@ class CurrencyMismatch(ApplicationError):
     status = 400
     title = _("Currency mismatch")
     default_detail = _("baseCurrency must equal the wallet currency.")
+
+
+class CartAlreadyPaid(ApplicationError):
+    code = "cart_empty"
+    status = 409
+    title = _("Conflict")
+    default_detail = _("The cart has no lines left to pay: it was paid meanwhile.")

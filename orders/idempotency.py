@@ -130,7 +130,7 @@ def run_idempotent(
     key: str | None,
     request_fingerprint: str,
     operation: Callable[[], tuple[int, dict[str, Any]]],
-    problem_body: Callable[[ApplicationError], dict[str, Any]],
+    request_id: str | None = None,
 ) -> Outcome:
     """Run ``operation`` at most once per key; it returns (status, body) or raises."""
     if key is None:
@@ -150,7 +150,7 @@ def run_idempotent(
     except IdempotencyKeyInUse:
         raise
     except ApplicationError as exc:
-        body = problem_body(exc)
+        body = exc.as_problem(request_id=request_id)
         _store(record, status=exc.status, body=body)
         raise
     except BaseException:

@@ -6,6 +6,7 @@ account's discount, rounded half up to cents; line total = unit price * quantity
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -25,6 +26,14 @@ class LineRequest:
     product: Product
     recipient_number: str  # E.164, already validated against the product's country
     quantity: int
+
+
+def line_requests(items: Iterable) -> list[LineRequest]:
+    """The lines to price for cart items (or any rows with product, number and quantity)."""
+    return [
+        LineRequest(product=i.product, recipient_number=i.recipient_number, quantity=i.quantity)
+        for i in items
+    ]
 
 
 @dataclass(frozen=True)

@@ -64,6 +64,23 @@ def validate_currency(value: str) -> str:
     return value
 
 
+def validate_units(items: list[dict], *, max_units: int | None) -> None:
+    """Σ quantity of one request against the caller's limit (live or test key, settings)."""
+    units = sum(item["quantity"] for item in items)
+    if max_units is not None and units > max_units:
+        raise serializers.ValidationError(
+            {
+                "items": [
+                    ErrorDetail(
+                        _("At most %(max)d recharge units per request; this one has %(units)d.")
+                        % {"max": max_units, "units": units},
+                        code="too_many_units",
+                    )
+                ]
+            }
+        )
+
+
 class OrderIn(StrictSerializer):
     """The order request envelope: lines and the base currency."""
 
@@ -74,20 +91,7 @@ class OrderIn(StrictSerializer):
         return validate_currency(value)
 
     def validate(self, data):
-        max_units = self.context.get("max_units")
-        units = sum(item["quantity"] for item in data["items"])
-        if max_units is not None and units > max_units:
-            raise serializers.ValidationError(
-                {
-                    "items": [
-                        ErrorDetail(
-                            _("At most %(max)d recharge units per request; this one has %(units)d.")
-                            % {"max": max_units, "units": units},
-                            code="too_many_units",
-                        )
-                    ]
-                }
-            )
+        validate_units(data["items"], max_units=self.context.get("max_units"))
         data["lines"] = validate_lines(data["items"])
         return data
 

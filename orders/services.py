@@ -9,13 +9,16 @@ after commit. A failure anywhere leaves nothing behind.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from accounts.models import Account, User
-from orders.errors import CurrencyMismatch
+from orders.errors import CartAlreadyPaid, CurrencyMismatch
+from orders.idempotency import Outcome, run_idempotent
 from orders.models import (
     Cart,
     CartItem,
@@ -25,12 +28,12 @@ from orders.models import (
     Recharge,
     RechargeEvent,
 )
-from orders.pricing import LineRequest, PricedOrder, price_order
-from reseller.money import fmt
-from reseller.tasks import enqueue
-from wallet.errors import InsufficientBalance
+from orders.pricing import LineRequest, PricedOrder, line_requests, price_order
+from orders.recharges.tasks import recharges_enqueue, sandbox_settle_later
+from orders.selectors import cart_items
+from sandbox.outcomes import sandbox_simulate
 from wallet.models import Wallet
-from wallet.services import wallet_debit, wallet_lock
+from wallet.services import balance_check, wallet_debit, wallet_for, wallet_lock
 
 logger = logging.getLogger(__name__)
 
@@ -64,7 +67,7 @@ def cart_clear(*, cart: Cart) -> None:
     cart.items.all().delete()
 
 
-def _create_order_rows(
+def order_create(
     *,
     account: Account,
     livemode: bool,
@@ -76,6 +79,10 @@ def _create_order_rows(
     method: str,
     wallet: Wallet | None,
 ) -> tuple[Order, Payment, list[OrderLine]]:
+    """Write an order, its lines and its one payment (wallet-paid or a pending card payment).
+
+    Recharges are created separately (``recharges_create``) once the payment is captured.
+    """
     now = timezone.now()
     order = Order.objects.create(
         account=account,
@@ -159,9 +166,9 @@ def recharges_create(
         ]
     )
     if not order.livemode:
-        from orders.recharges.sandbox import sandbox_simulate
-
-        sandbox_simulate(recharges=recharges)  # test keys never reach the processor
+        # Test keys never reach the processor: the outcome is simulated in this transaction.
+        if sandbox_simulate(recharges=recharges):
+            transaction.on_commit(sandbox_settle_later)
         payment.refresh_from_db(fields=["status", "refunded_amount", "updated_at"])
         return recharges
     ids = [r.pk for r in recharges]
@@ -169,20 +176,7 @@ def recharges_create(
     return recharges
 
 
-def recharges_enqueue(*, recharge_ids: list[int]) -> None:
-    """Hand recharges to the processor; a lost message is found again by the sweeper."""
-    from orders.recharges.tasks import recharge_process_task
-
-    for recharge_id in recharge_ids:
-        try:
-            enqueue(recharge_process_task, recharge_id)
-        except Exception:  # broker down: the periodic sweeper re-enqueues queued rows
-            logger.warning(
-                "could not enqueue recharge %s; the sweeper will retry", recharge_id, exc_info=True
-            )
-            return
-
-
+@transaction.atomic(savepoint=False)  # one transaction with the caller's, if it has one
 def order_place_with_wallet(
     *,
     account: Account,
@@ -194,8 +188,7 @@ def order_place_with_wallet(
     user: User | None = None,
     api_key=None,
 ) -> Order:
-    """Price and pay an order from a wallet; the caller owns the transaction."""
-    assert transaction.get_connection().in_atomic_block, "order placement needs a transaction"
+    """Price and pay an order from a wallet: lock it, check, write, debit, queue recharges."""
     if currency.upper() != wallet.currency:
         raise CurrencyMismatch(
             _("baseCurrency %(given)s differs from the wallet currency %(wallet)s.")
@@ -203,15 +196,8 @@ def order_place_with_wallet(
         )
     priced = price_order(account=account, lines=lines, currency=wallet.currency)
     locked = wallet_lock(wallet_id=wallet.pk)
-    if locked.balance < priced.total:
-        raise InsufficientBalance(
-            _("Available balance %(balance)s is below the order total %(total)s.")
-            % {
-                "balance": fmt(locked.balance, locked.currency),
-                "total": fmt(priced.total, locked.currency),
-            }
-        )
-    order, payment, order_lines = _create_order_rows(
+    balance_check(wallet=locked, amount=priced.total)
+    order, payment, order_lines = order_create(
         account=account,
         livemode=livemode,
         channel=channel,
@@ -232,6 +218,64 @@ def order_place_with_wallet(
     recharges = recharges_create(order=order, payment=payment, lines=order_lines)
     order_graph_attach(order=order, payment=payment, lines=order_lines, recharges=recharges)
     return order
+
+
+def order_place(
+    *,
+    account: Account,
+    channel: str,
+    currency: str,
+    render: Callable[[Order], dict[str, Any]],
+    lines: list[LineRequest] | None = None,
+    cart: Cart | None = None,
+    user: User | None = None,
+    api_key=None,
+    idempotency_key: str | None = None,
+    request_fingerprint: str = "",
+    request_id: str | None = None,
+) -> Outcome:
+    """The one way to pay an order from a wallet: wallet checkout API, B2B API and the site.
+
+    The wallet is the key's sandbox balance for a test key, else the account's live wallet.
+    With ``idempotency_key`` the order is placed at most once per key (a replay returns the
+    stored answer, ``render``-ed when it was placed). With ``cart`` the lines are the cart's,
+    read under the cart's row lock inside the order's transaction, and exactly the lines paid
+    are removed: concurrent submits of one cart pay it once, the others get ``CartAlreadyPaid``.
+    """
+    livemode = api_key.livemode if api_key is not None else True
+    wallet = wallet_for(account=account, api_key=api_key)
+
+    def operation() -> tuple[int, dict[str, Any]]:
+        items: list[CartItem] = []
+        order_lines = lines
+        if cart is not None:
+            Cart.objects.select_for_update(of=("self",)).filter(pk=cart.pk).first()
+            items = list(cart_items(cart=cart))
+            if not items:
+                raise CartAlreadyPaid()
+            order_lines = line_requests(items)
+        order = order_place_with_wallet(
+            account=account,
+            wallet=wallet,
+            livemode=livemode,
+            channel=channel,
+            lines=order_lines or [],
+            currency=currency,
+            user=user,
+            api_key=api_key,
+        )
+        if items:
+            CartItem.objects.filter(pk__in=[item.pk for item in items]).delete()
+        return 201, render(order)
+
+    return run_idempotent(
+        account=account,
+        livemode=livemode,
+        key=idempotency_key,
+        request_fingerprint=request_fingerprint,
+        operation=operation,
+        request_id=request_id,
+    )
 
 
 def order_graph_attach(

@@ -10,7 +10,6 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -21,14 +20,15 @@ from rest_framework.exceptions import ValidationError
 
 from orders import selectors, services
 from orders.card import gateway
+from orders.errors import CartAlreadyPaid
 from orders.models import Order, Payment
-from orders.pricing import LineRequest, price_order
+from orders.pricing import line_requests, price_order
+from orders.recharges.state import FINAL
 from orders.serializers import CartItemIn
 from reseller.errors import ApplicationError, NotFound, flatten_validation_errors
 from wallet.services import wallet_get_or_create
 
 SITE_CART = "default"  # the site's cart is the API's default cart of the account
-FINAL_RECHARGE_STATUSES = {"delivered", "failed"}
 
 
 def _back(request: HttpRequest, fallback: str) -> str:
@@ -52,10 +52,7 @@ def _quote(request: HttpRequest, items):
     priced = price_order(
         account=account,
         currency=currency,
-        lines=[
-            LineRequest(product=i.product, recipient_number=i.recipient_number, quantity=i.quantity)
-            for i in items
-        ],
+        lines=line_requests(items),
     )
     return priced, list(zip(items, priced.lines, strict=True))
 
@@ -165,34 +162,33 @@ def checkout(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_POST
 def checkout_wallet(request: HttpRequest) -> HttpResponse:
-    """Pay the cart from the wallet (the same service as POST /wallet/checkout)."""
+    """Pay the cart from the wallet: the same order service as POST /wallet/checkout.
+
+    The cart's lines are read under its lock inside the order's transaction, so a double
+    click (or a retried request) pays the cart once; the later submits land on the receipt.
+    """
     cart_obj = _cart(request)
-    items = list(selectors.cart_items(cart=cart_obj))
-    if not items:
+    if not selectors.cart_items(cart=cart_obj).exists():
         return redirect("orders:cart")
     account = request.user.account
-    wallet = wallet_get_or_create(account=account)
     try:
-        with transaction.atomic():
-            order = services.order_place_with_wallet(
-                account=account,
-                wallet=wallet,
-                livemode=True,
-                channel=Order.Channel.WALLET,
-                lines=[
-                    LineRequest(
-                        product=i.product, recipient_number=i.recipient_number, quantity=i.quantity
-                    )
-                    for i in items
-                ],
-                currency=wallet.currency,
-                user=request.user,
-            )
-            services.cart_clear(cart=cart_obj)
+        outcome = services.order_place(
+            account=account,
+            user=request.user,
+            channel=Order.Channel.WALLET,
+            cart=cart_obj,
+            currency=wallet_get_or_create(account=account).currency,
+            render=lambda order: {"paymentId": order.payment.public_id},
+        )
+    except CartAlreadyPaid:
+        latest = selectors.payment_history(account=account, livemode=True).first()
+        if latest is None:
+            return redirect("orders:cart")
+        return redirect("orders:receipt", payment_id=latest.public_id)
     except ApplicationError as exc:
         messages.error(request, exc.detail)
         return redirect("orders:cart")
-    return redirect("orders:receipt", payment_id=order.payment.public_id)
+    return redirect("orders:receipt", payment_id=outcome.body["paymentId"])
 
 
 def _own_payment(request: HttpRequest, payment_id: str) -> Payment:
@@ -219,8 +215,7 @@ def receipt(request: HttpRequest, payment_id: str) -> HttpResponse:
             "payment": payment,
             "recharges": recharges,
             "lines": list(payment.order.lines.all()),
-            "final": bool(recharges)
-            and all(r.status in FINAL_RECHARGE_STATUSES for r in recharges),
+            "final": bool(recharges) and all(r.status in FINAL for r in recharges),
         },
     )
 
@@ -246,7 +241,7 @@ def receipt_status(request: HttpRequest, payment_id: str) -> JsonResponse:
                 for r in recharges
             ],
             "final": payment.status != Payment.Status.PENDING
-            and all(r.status in FINAL_RECHARGE_STATUSES for r in recharges),
+            and all(r.status in FINAL for r in recharges),
         }
     )
 

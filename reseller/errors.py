@@ -82,6 +82,17 @@ class ApplicationError(Exception):
             self.status = status
         super().__init__(self.detail)
 
+    def as_problem(self, *, request_id: str | None) -> dict[str, Any]:
+        """This error as a problem+json body (what the exception handler sends)."""
+        return problem_body(
+            status=self.status,
+            code=self.code,
+            title=self.title,
+            detail=self.detail,
+            request_id=request_id,
+            fields=self.fields,
+        )
+
 
 class ValidationFailed(ApplicationError):
     code = "validation_error"

@@ -216,3 +216,37 @@ def test_an_expired_idempotency_key_can_be_used_again(time_machine):
     again = client.post(B2B, body(product), HTTP_IDEMPOTENCY_KEY="day")
     assert again.status_code == 201 and "Idempotent-Replayed" not in again
     assert Order.objects.count() == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_site_wallet_checkouts_of_one_cart_pay_it_once_and_land_on_its_receipt():
+    """A double click or a retried request: four POST /checkout/wallet/ with one session."""
+    from django.test import Client
+
+    from orders.models import CartItem, Payment
+
+    product = ProductFactory(retail_price=Decimal("5.00"))
+    user = UserFactory()
+    wallet_topup_manual(account=user.account, amount=Decimal("100.00"))
+    first = Client()
+    first.force_login(user)
+    first.post(
+        "/cart/add/",
+        {"product": product.public_id, "recipient_number": NUMBER, "quantity": "2"},
+    )
+    session = first.cookies["sessionid"].value
+
+    def checkout(_n):
+        client = Client()
+        client.cookies["sessionid"] = session
+        return client.post("/checkout/wallet/")
+
+    responses = run_concurrently(4, checkout)
+    payment = Payment.objects.get()  # exactly one
+    assert {r.status_code for r in responses} == {302}
+    assert {r["Location"] for r in responses} == {f"/payments/{payment.public_id}/"}
+    assert Recharge.objects.count() == 2 and CartItem.objects.count() == 0
+    wallet = Wallet.objects.get(account=user.account, kind="live")
+    assert wallet.balance == Decimal("90.00")
+    assert LedgerEntry.objects.filter(wallet=wallet, kind="payment").count() == 1
+    assert_ledger_balanced()

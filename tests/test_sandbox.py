@@ -10,10 +10,10 @@ from django.db import connection
 from django.utils import timezone
 
 from orders.models import IdempotencyRecord, Order, Recharge
+from sandbox.balances import SandboxBalanceCap, SandboxTopupLimit, sandbox_topup
 from tests.conftest import assert_ledger_balanced, assert_problem, client_for
 from tests.factories import UserFactory, make_key
 from wallet.models import TopUp, Wallet
-from wallet.sandbox import SandboxBalanceCap, SandboxTopupLimit, sandbox_topup
 from wallet.services import wallet_topup_manual
 
 pytestmark = pytest.mark.django_db

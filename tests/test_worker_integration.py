@@ -243,8 +243,8 @@ def test_a_sandbox_0003_recharge_turns_to_success_after_10_real_seconds(fake, wo
     from rest_framework.test import APIClient
 
     from accounts.services import account_set_b2b
+    from sandbox.balances import sandbox_topup
     from tests.factories import make_key
-    from wallet.sandbox import sandbox_topup
 
     workers()
     user = UserFactory()

@@ -6,9 +6,10 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.authentication import request_api_key
 from orders.serializers import BalanceOut
 from reseller.api import problems
-from wallet.services import wallet_for_request
+from wallet.services import wallet_for
 
 
 class BalanceApi(APIView):
@@ -20,7 +21,7 @@ class BalanceApi(APIView):
         responses={200: BalanceOut, **problems(401, 403)},
     )
     def get(self, request):
-        wallet = wallet_for_request(request)
+        wallet = wallet_for(account=request.user.account, api_key=request_api_key(request))
         return Response(
             BalanceOut(
                 {

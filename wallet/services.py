@@ -31,6 +31,30 @@ def wallet_get_or_create(*, account: Account) -> Wallet:
     return wallet
 
 
+# Bounds of one wallet top-up (bank transfer or card), in the wallet currency.
+TOPUP_MIN = Decimal("1.00")
+TOPUP_MAX = Decimal("5000.00")
+
+
+def wallet_for(*, account: Account, api_key=None) -> Wallet:
+    """The wallet a caller pays from: a test key's sandbox balance, else the live wallet."""
+    if api_key is not None and not api_key.livemode:
+        return sandbox_wallet_for_key(key=api_key)
+    return wallet_get_or_create(account=account)
+
+
+def balance_check(*, wallet: Wallet, amount: Decimal) -> None:
+    """Refuse (402) a debit of ``amount`` that the (locked) wallet's balance does not cover."""
+    if wallet.balance < amount:
+        raise InsufficientBalance(
+            _("Available balance %(balance)s is below the order total %(total)s.")
+            % {
+                "balance": fmt(wallet.balance, wallet.currency),
+                "total": fmt(amount, wallet.currency),
+            }
+        )
+
+
 def wallet_lock(*, wallet_id: int) -> Wallet:
     """Take the wallet's row lock for the rest of the transaction and read it fresh."""
     return Wallet.objects.select_for_update(of=("self",)).get(pk=wallet_id)
@@ -46,6 +70,7 @@ def _positive(amount: Decimal) -> Decimal:
     return value
 
 
+@transaction.atomic(savepoint=False)  # joins the caller's transaction, which holds the lock
 def ledger_post(
     *,
     wallet: Wallet,
@@ -64,17 +89,10 @@ def ledger_post(
     A debit that would take the balance below zero raises InsufficientBalance and writes
     nothing.
     """
-    assert transaction.get_connection().in_atomic_block, "ledger_post needs a transaction"
     amount = quantize(amount)
+    if amount < ZERO:
+        balance_check(wallet=wallet, amount=-amount)
     new_balance = wallet.balance + amount
-    if new_balance < ZERO:
-        raise InsufficientBalance(
-            _("Available balance %(balance)s is below the order total %(total)s.")
-            % {
-                "balance": fmt(wallet.balance, wallet.currency),
-                "total": fmt(-amount, wallet.currency),
-            }
-        )
     entry = LedgerEntry(
         wallet=wallet,
         kind=kind,
@@ -226,16 +244,6 @@ def wallet_topup_manual(
     """An operator's approved top-up (the `wallet_topup` command)."""
     topup = topup_request(account=account, amount=amount, method=TopUp.Method.MANUAL, by=by)
     return topup_approve(topup_id=topup.pk, by=by, note=note or "operator top-up")
-
-
-def wallet_for_request(request) -> Wallet:
-    """The wallet a request pays from: a test key's sandbox balance, else the live wallet."""
-    from accounts.authentication import request_api_key
-
-    key = request_api_key(request)
-    if key is not None and not key.livemode:
-        return sandbox_wallet_for_key(key=key)
-    return wallet_get_or_create(account=request.user.account)
 
 
 def sandbox_wallet_for_key(*, key) -> Wallet:

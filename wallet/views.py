@@ -15,10 +15,7 @@ from django.views.decorators.http import require_GET, require_POST
 from orders.card import gateway
 from wallet import selectors
 from wallet.models import TopUp
-from wallet.services import topup_request, wallet_get_or_create
-
-MIN_TOPUP = Decimal("1.00")
-MAX_TOPUP = Decimal("5000.00")
+from wallet.services import TOPUP_MAX, TOPUP_MIN, topup_request, wallet_get_or_create
 
 
 @login_required
@@ -48,7 +45,7 @@ def _amount(raw: str) -> Decimal | None:
         return None
     if not amount.is_finite() or amount != amount.quantize(Decimal("0.01")):
         return None
-    return amount if MIN_TOPUP <= amount <= MAX_TOPUP else None
+    return amount if TOPUP_MIN <= amount <= TOPUP_MAX else None
 
 
 @login_required
@@ -59,7 +56,7 @@ def bank_transfer(request: HttpRequest) -> HttpResponse:
     if amount is None:
         messages.error(
             request,
-            _("Enter an amount from %(min)s to %(max)s.") % {"min": MIN_TOPUP, "max": MAX_TOPUP},
+            _("Enter an amount from %(min)s to %(max)s.") % {"min": TOPUP_MIN, "max": TOPUP_MAX},
         )
         return redirect("wallet:wallet")
     topup = topup_request(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
+from django.conf import settings
 from django.http import JsonResponse
 from django.utils.decorators import method_decorator
 from django.views import View
@@ -17,9 +18,16 @@ from accounts.permissions import WebSessionRequired
 from orders import selectors, services
 from orders.card import gateway
 from orders.card import services as card
-from orders.serializers import MAX_LINES, OrderLineIn, PaymentOut, validate_lines
+from orders.serializers import (
+    MAX_LINES,
+    OrderLineIn,
+    PaymentOut,
+    validate_lines,
+    validate_units,
+)
 from reseller.api import Problem, StrictSerializer, problems
 from reseller.errors import ApplicationError, problem_response
+from wallet.services import TOPUP_MAX, TOPUP_MIN
 
 CARD_PROBLEMS = {
     **problems(400, 401, 403, 404, 503),
@@ -63,11 +71,7 @@ class PrepareIn(StrictSerializer):
                 {"session_id": [_one_of("sessionId, items or paymentId")]}
             )
         if "items" in data:
-            units = sum(item["quantity"] for item in data["items"])
-            if units > self.context["max_units"]:
-                raise serializers.ValidationError(
-                    {"items": [f"At most {self.context['max_units']} recharge units per request."]}
-                )
+            validate_units(data["items"], max_units=settings.API_KEY_UNITS_PER_REQUEST_LIVE)
             data["lines"] = validate_lines(data["items"])
         return data
 
@@ -103,8 +107,8 @@ class TopUpPrepareIn(StrictSerializer):
     amount = serializers.DecimalField(
         max_digits=12,
         decimal_places=2,
-        min_value=Decimal("1.00"),
-        max_value=Decimal("5000.00"),
+        min_value=TOPUP_MIN,
+        max_value=TOPUP_MAX,
         required=False,
     )
     topup_id = serializers.CharField(max_length=40, required=False)
@@ -183,7 +187,7 @@ class PaymentPrepareApi(APIView):
         responses={201: PrepareOut, **CARD_PROBLEMS},
     )
     def post(self, request):
-        data = PrepareIn(data=request.data, context={"max_units": 100})
+        data = PrepareIn(data=request.data)
         data.is_valid(raise_exception=True)
         account = request.user.account
         values = data.validated_data

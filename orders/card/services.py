@@ -35,9 +35,9 @@ from orders.card.errors import (
 )
 from orders.errors import CurrencyMismatch
 from orders.models import CardCheckout, Cart, Order, Payment, StripeEvent
-from orders.pricing import LineRequest, price_order
+from orders.pricing import LineRequest, line_requests, price_order
 from orders.selectors import cart_items
-from orders.services import _create_order_rows, cart_clear, recharges_create
+from orders.services import order_create, cart_clear, recharges_create
 from reseller.errors import ApplicationError, NotFound
 from reseller.money import quantize, to_minor_units
 from wallet.models import TopUp
@@ -110,14 +110,11 @@ def card_payment_prepare(
         )
     if lines is None:
         assert cart is not None
-        lines = [
-            LineRequest(product=i.product, recipient_number=i.recipient_number, quantity=i.quantity)
-            for i in cart_items(cart=cart)
-        ]
+        lines = line_requests(cart_items(cart=cart))
     if not lines:
         raise CartEmpty()
     priced = price_order(account=account, lines=lines, currency=wallet.currency)
-    _order, payment, _lines = _create_order_rows(
+    _order, payment, _lines = order_create(
         account=account,
         livemode=True,
         channel=Order.Channel.CARD,

@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 
@@ -258,8 +259,14 @@ def waitlist_release(*, recharge_id: int) -> bool:
         return True
 
 
-def recharge_retry(*, recharge_id: int, actor) -> Recharge:
-    """Staff: send a failed recharge again, paying for it again from the same wallet."""
+def recharge_retry(
+    *, recharge_id: int, actor, enqueue: Callable[..., None] | None = None
+) -> Recharge:
+    """Staff: send a failed recharge again, paying for it again from the same wallet.
+
+    ``enqueue`` (``recharges_enqueue`` of the tasks module) is called after commit; the
+    processor does not import its own tasks. Without it the sweeper picks the row up.
+    """
     from wallet.services import wallet_debit, wallet_lock
 
     with transaction.atomic():
@@ -291,15 +298,10 @@ def recharge_retry(*, recharge_id: int, actor) -> Recharge:
                 "attempts": 0,
             },
         )
-        recharge_id_ = recharge.pk
-        transaction.on_commit(lambda: _enqueue_one(recharge_id_))
+        if enqueue is not None:
+            ids = [recharge.pk]
+            transaction.on_commit(lambda: enqueue(recharge_ids=ids))
         return recharge
-
-
-def _enqueue_one(recharge_id: int) -> None:
-    from orders.services import recharges_enqueue
-
-    recharges_enqueue(recharge_ids=[recharge_id])
 
 
 def recharge_fail_by_staff(*, recharge_id: int, actor, reason: str) -> Recharge:

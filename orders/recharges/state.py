@@ -47,6 +47,9 @@ TIMESTAMP = {
 }
 
 FINAL = frozenset({S.DELIVERED, S.FAILED, S.SUCCESS, S.REJECTED, S.TIMEOUT})
+# The statuses a live recharge can have, in the order it goes through them; the final ones.
+LIVE_STATUSES = (S.QUEUED, S.WAITLISTED, S.DISPATCHED, S.DELIVERED, S.FAILED)
+LIVE_FINAL = tuple(status for status in LIVE_STATUSES if status in FINAL)
 
 
 class IllegalTransition(ApplicationError):

@@ -1,4 +1,5 @@
-"""Celery tasks: thin wrappers that take ids and call the processor (safe to run twice)."""
+"""Celery tasks of recharges: thin wrappers that take ids and call the processor (safe to run
+twice), and ``recharges_enqueue``, the one way recharges are handed to the workers."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from celery import shared_task
 
 from orders.recharges import processor
 from reseller.tasks import enqueue
+from sandbox.outcomes import PROCESSING_TIME, sandbox_settle
 
 logger = logging.getLogger(__name__)
 
@@ -23,8 +25,6 @@ def recharge_process_task(recharge_id: int) -> str:
 @shared_task(ignore_result=True)
 def recharges_sweep_task() -> dict[str, int]:
     """Every 30 s (beat): re-enqueue lost or stuck recharges and release opened waitlists."""
-    from orders.recharges.sandbox import sandbox_settle
-
     sandbox_settle()
     due = processor.recharges_due()
     for recharge_id in due["waitlisted"]:
@@ -40,6 +40,21 @@ def recharges_sweep_task() -> dict[str, int]:
 @shared_task(ignore_result=True)
 def sandbox_settle_task() -> int:
     """Test mode: processing recharges whose 10 seconds are over become success."""
-    from orders.recharges.sandbox import sandbox_settle
-
     return sandbox_settle()
+
+
+def recharges_enqueue(*, recharge_ids: list[int]) -> None:
+    """Hand recharges to the processor; a lost message is found again by the sweeper."""
+    for recharge_id in recharge_ids:
+        try:
+            enqueue(recharge_process_task, recharge_id)
+        except Exception:  # broker down: the periodic sweeper re-enqueues queued rows
+            logger.warning(
+                "could not enqueue recharge %s; the sweeper will retry", recharge_id, exc_info=True
+            )
+            return
+
+
+def sandbox_settle_later() -> None:
+    """After an order with ``0003`` test recharges commits: settle them when their time is up."""
+    enqueue(sandbox_settle_task, countdown=PROCESSING_TIME.total_seconds() + 0.5)

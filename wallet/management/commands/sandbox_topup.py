@@ -2,7 +2,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from accounts.models import ApiKey
 from reseller.errors import ApplicationError
-from wallet.sandbox import sandbox_topup
+from sandbox.balances import sandbox_topup
 
 
 class Command(BaseCommand):

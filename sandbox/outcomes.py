@@ -8,9 +8,9 @@ The outcome is chosen by the last four digits of the recipient number:
     else  success
 
 Outcomes are applied in the order's own transaction, so the 201 answer already shows them.
-A processing row becomes success when its 10 seconds have passed: a delayed task does it, and
-every read of test recharges settles what is due first, so the answer never depends on a
-worker being up.
+A processing row becomes success when its 10 seconds have passed: a delayed task settles it,
+the beat sweeper settles every key's, and a read of a key's test recharges first settles that
+key's own (never other accounts'), so the answer never depends on a worker being up.
 """
 
 from __future__ import annotations
@@ -36,8 +36,11 @@ def sandbox_outcome(number: str) -> str:
     return ENDINGS.get(number[-4:], S.SUCCESS)
 
 
-def sandbox_simulate(*, recharges: list[Recharge]) -> None:
-    """Give each new test recharge its simulated outcome (inside the order transaction)."""
+def sandbox_simulate(*, recharges: list[Recharge]) -> bool:
+    """Give each new test recharge its simulated outcome (inside the order transaction).
+
+    True when some are ``processing``: the caller enqueues ``sandbox_settle_task`` after commit.
+    """
     from orders.recharges.processor import recharge_refund
 
     now = timezone.now()
@@ -53,20 +56,17 @@ def sandbox_simulate(*, recharges: list[Recharge]) -> None:
         transition(recharge, outcome, note="sandbox simulation", extra_fields=extra)
         if outcome in MESSAGES:
             recharge_refund(recharge=recharge)
-    if processing:
-        from orders.recharges.tasks import sandbox_settle_task
-        from reseller.tasks import enqueue
-
-        transaction.on_commit(
-            lambda: enqueue(sandbox_settle_task, countdown=PROCESSING_TIME.total_seconds() + 0.5)
-        )
+    return processing
 
 
-def sandbox_settle() -> int:
-    """Move every processing test recharge whose 10 seconds are over to success."""
+def sandbox_settle(*, api_key=None) -> int:
+    """Move processing test recharges whose 10 seconds are over to success: those of
+    ``api_key`` only when given (a read of that key's data), else every key's (the sweeper)."""
     due = Recharge.objects.filter(
         status=S.PROCESSING, livemode=False, sandbox_ready_at__lte=timezone.now()
     )
+    if api_key is not None:
+        due = due.filter(order__api_key=api_key)
     settled = 0
     with transaction.atomic():
         for recharge in due.select_for_update(of=("self",), skip_locked=True).order_by("id"):

@@ -1,0 +1,143 @@
+"""The shape of the house (README "How the code is laid out"): which module may import which.
+
+Read from the source with ``ast``, so function-level imports count as much as top-level ones.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+APPS = ("accounts", "catalog", "orders", "wallet", "backoffice", "reseller")
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for app in APPS:
+        for path in (ROOT / app).rglob("*.py"):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            if "migrations" in parts or "tests" in parts:
+                continue
+            name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+            found[name] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def _imports(name: str, path: Path) -> set[str]:
+    """Our modules that ``name`` imports (``from pkg import mod`` counts as importing pkg.mod)."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    targets: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            targets.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            for alias in node.names:
+                sub = f"{base}.{alias.name}"
+                targets.add(sub if sub in MODULES else base)
+    # A module imports its package's __init__ implicitly; only explicit edges matter here.
+    return {target for target in targets if target in MODULES and target != name}
+
+
+GRAPH = {name: _imports(name, path) for name, path in MODULES.items()}
+
+
+def _cycles() -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in GRAPH[node]:
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
+    for node in sorted(GRAPH):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_import_cycle_between_our_modules():
+    assert _cycles() == []
+
+
+def test_no_app_imports_the_back_office():
+    offenders = sorted(
+        f"{name} imports {target}"
+        for name, targets in GRAPH.items()
+        if not name.startswith("backoffice")
+        for target in targets
+        if target.startswith("backoffice")
+    )
+    assert offenders == []
+
+
+def test_every_admin_registration_lives_in_the_back_office():
+    stray = [name for name in MODULES if name.endswith(".admin") and name != "backoffice.admin"]
+    assert stray == []
+
+
+IMPORT_EACH_FIRST = """
+import os, sys, django
+django.setup()
+failed = []
+for name in sys.argv[1:]:
+    pid = os.fork()
+    if pid == 0:  # a child that has imported nothing of ours but settings and models
+        try:
+            __import__(name)
+        except BaseException as exc:
+            print(f"{name}: {exc!r}", file=sys.stderr)
+            os._exit(1)
+        os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    if status:
+        failed.append(name)
+print(" ".join(failed))
+"""
+
+
+def test_every_module_imports_first_in_a_fresh_interpreter():
+    """No module depends on another having been imported before it (import order is free):
+    after django.setup(), each module is imported first, alone, in a forked child."""
+    result = subprocess.run(
+        [sys.executable, "-c", IMPORT_EACH_FIRST, *sorted(MODULES)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "DJANGO_SETTINGS_MODULE": "reseller.settings.test"},
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "", result.stderr
