@@ -13,7 +13,7 @@ from rest_framework import serializers
 from rest_framework.exceptions import ErrorDetail
 
 from orders.models import Payment, Recharge
-from reseller.errors import ValidationFailed, flatten_validation_errors
+from reseller.errors import ValidationFailed, flatten_validation_errors, refuse_unknown_params
 
 PAGE_PARAMS = ("page", "limit")
 
@@ -109,19 +109,7 @@ class AdminQuery(serializers.Serializer):
     def parse(cls, request) -> dict:
         params = request.query_params
         by_wire = {wire_name(name): name for name in cls().fields}
-        unknown = sorted(set(params) - set(by_wire) - set(PAGE_PARAMS))
-        if unknown:
-            raise ValidationFailed(
-                _("Unknown query parameter."),
-                fields=[
-                    {
-                        "field": name,
-                        "code": "unknown_parameter",
-                        "message": str(_("This query parameter is not supported here.")),
-                    }
-                    for name in unknown
-                ],
-            )
+        refuse_unknown_params(params, allowed=set(by_wire) | set(PAGE_PARAMS))
         data = {}
         for wire, name in by_wire.items():
             if wire in params:

@@ -7,7 +7,6 @@ typo (``?contry=MX``) is a 400 and not the whole catalog.
 from __future__ import annotations
 
 from django.utils import timezone
-from django.utils.translation import gettext as _
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.generics import ListAPIView
 from rest_framework.response import Response
@@ -17,7 +16,7 @@ from catalog import selectors
 from catalog.filters import OperatorFilter, ProductFilter
 from catalog.serializers import CountryOut, OperatorOut, ProductOut
 from reseller.api import problems
-from reseller.errors import ValidationFailed
+from reseller.errors import refuse_unknown_params
 
 PAGE_PARAMS = {"page", "limit"}
 LANGUAGE_NOTE = " Names and promotion texts are in the language of `Accept-Language` (en, es, fr)."
@@ -30,25 +29,8 @@ class CatalogListApi(ListAPIView):
         filterset = getattr(self, "filterset_class", None)
         return PAGE_PARAMS | (set(filterset.base_filters) if filterset else set())
 
-    def reject_unknown_params(self, request) -> None:
-        allowed = self.allowed_params()
-        unknown = sorted(set(request.query_params) - allowed)
-        if unknown:
-            raise ValidationFailed(
-                _("Unknown query parameter."),
-                fields=[
-                    {
-                        "field": name,
-                        "code": "unknown_parameter",
-                        "message": _("Unknown query parameter. Allowed: %(allowed)s.")
-                        % {"allowed": ", ".join(sorted(allowed))},
-                    }
-                    for name in unknown
-                ],
-            )
-
     def list(self, request, *args, **kwargs):
-        self.reject_unknown_params(request)
+        refuse_unknown_params(request.query_params, allowed=self.allowed_params())
         return super().list(request, *args, **kwargs)
 
 
@@ -111,7 +93,7 @@ class ProductListApi(CatalogListApi):
         return super().get(request, *args, **kwargs)
 
     def list(self, request, *args, **kwargs):
-        self.reject_unknown_params(request)
+        refuse_unknown_params(request.query_params, allowed=self.allowed_params())
         at = timezone.now()
         queryset = self.filter_queryset(self.get_queryset())
         page = self.paginate_queryset(queryset)

@@ -64,7 +64,7 @@ def fingerprint(*, method: str, path: str, body: Any) -> str:
 
 
 def _lease() -> timedelta:
-    return timedelta(seconds=getattr(settings, "IDEMPOTENCY_LEASE_SECONDS", 60))
+    return timedelta(seconds=settings.IDEMPOTENCY_LEASE_SECONDS)
 
 
 def _claim(

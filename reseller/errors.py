@@ -101,6 +101,24 @@ class ValidationFailed(ApplicationError):
     default_detail = _("The request has invalid fields.")
 
 
+def refuse_unknown_params(given, *, allowed: set[str]) -> None:
+    """A misspelt filter is a 400 naming it, never a silently unfiltered list."""
+    unknown = sorted(set(given) - allowed)
+    if unknown:
+        raise ValidationFailed(
+            _("Unknown query parameter."),
+            fields=[
+                {
+                    "field": name,
+                    "code": "unknown_parameter",
+                    "message": _("Unknown query parameter. Allowed: %(allowed)s.")
+                    % {"allowed": ", ".join(sorted(allowed))},
+                }
+                for name in unknown
+            ],
+        )
+
+
 class NotAuthenticated(ApplicationError):
     code = "not_authenticated"
     status = 401

@@ -16,6 +16,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
+from accounts.errors import TestKeyRequiredError
 from reseller.errors import ApplicationError, RateLimited, ValidationFailed
 from reseller.money import ZERO, quantize
 from wallet.models import LedgerEntry, TopUp, Wallet
@@ -38,13 +39,6 @@ class SandboxTopupLimit(RateLimited):
     code = "sandbox_topup_limit"
     title = gettext_lazy("Too many sandbox additions")
     default_detail = gettext_lazy("At most 5 sandbox additions per hour per key.")
-
-
-class NotATestKey(ApplicationError):
-    code = "test_key_required"
-    status = 403
-    title = gettext_lazy("Forbidden")
-    default_detail = gettext_lazy("Only an active test key has a sandbox balance.")
 
 
 def parse_amount(raw) -> Decimal:
@@ -73,7 +67,7 @@ def _bad_amount() -> ValidationFailed:
 def sandbox_topup(*, key, amount, by=None) -> Wallet:
     """Add fake euros to a test key's sandbox balance, under the sandbox rules."""
     if key.livemode or not key.is_active:
-        raise NotATestKey()
+        raise TestKeyRequiredError(_("Only an active test key has a sandbox balance."))
     value = parse_amount(amount)
     wallet = wallet_lock(wallet_id=sandbox_wallet_for_key(key=key).pk)
     now = timezone.now()

@@ -37,7 +37,7 @@ from orders.errors import CurrencyMismatch
 from orders.models import CardCheckout, Cart, Order, Payment, StripeEvent
 from orders.pricing import LineRequest, line_requests, price_order
 from orders.selectors import cart_items
-from orders.services import order_create, cart_clear, recharges_create
+from orders.services import cart_clear, order_create, recharges_create
 from reseller.errors import ApplicationError, NotFound
 from reseller.money import quantize, to_minor_units
 from wallet.models import TopUp
@@ -47,7 +47,7 @@ logger = logging.getLogger(__name__)
 
 
 def _validity() -> timedelta:
-    return timedelta(minutes=getattr(settings, "CARD_CHECKOUT_VALIDITY_MINUTES", 15))
+    return timedelta(minutes=settings.CARD_CHECKOUT_VALIDITY_MINUTES)
 
 
 @dataclass(frozen=True)

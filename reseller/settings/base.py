@@ -132,9 +132,21 @@ X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 
+# Stripe: card checkout and card top-ups (orders.card.gateway, docs/payments.md).
+STRIPE_API_BASE = env.str("STRIPE_API_BASE", default="")  # a local fake Stripe (localstripe)
+STRIPE_SECRET_KEY = env.str("STRIPE_SECRET_KEY", default="")
+STRIPE_PUBLISHABLE_KEY = env.str("STRIPE_PUBLISHABLE_KEY", default="")
+STRIPE_WEBHOOK_SECRET = env.str("STRIPE_WEBHOOK_SECRET", default="")
+# Stripe.js comes from the fake server when STRIPE_API_BASE points at localstripe.
+STRIPE_JS_URL = (
+    f"{STRIPE_API_BASE.rstrip('/')}/js.stripe.com/v3/"
+    if STRIPE_API_BASE
+    else "https://js.stripe.com/v3/"
+)
+CARD_CHECKOUT_VALIDITY_MINUTES = env.int("CARD_CHECKOUT_VALIDITY_MINUTES", default=15)
+
 # Content Security Policy (Django's own middleware): only our origin, plus the Stripe origin
-# that Stripe.js needs once the card checkout arrives.
-STRIPE_API_BASE = env.str("STRIPE_API_BASE", default="")
+# that Stripe.js needs.
 _STRIPE_ORIGINS = ["https://js.stripe.com", "https://api.stripe.com"]
 if STRIPE_API_BASE:
     _STRIPE_ORIGINS.append(STRIPE_API_BASE.rstrip("/"))
@@ -151,12 +163,25 @@ SECURE_CSP = {
     "frame-ancestors": ["'none'"],
 }
 
-STRIPE_SECRET_KEY = env.str("STRIPE_SECRET_KEY", default="")
-STRIPE_PUBLISHABLE_KEY = env.str("STRIPE_PUBLISHABLE_KEY", default="")
-STRIPE_WEBHOOK_SECRET = env.str("STRIPE_WEBHOOK_SECRET", default="")
-
+# Recharges: the upstream airtime provider (orders.recharges.providers) and the processor.
 AIRTIME_PROVIDER = env.str("AIRTIME_PROVIDER", default="simulator")
 WAITLIST_HORIZON_HOURS = env.int("WAITLIST_HORIZON_HOURS", default=72)
+# Rules of the simulator (orders.recharges.providers.simulator): None = its built-in endings.
+AIRTIME_SIMULATOR_RULES = None
+AIRTIME_SIMULATOR_LATENCY_MS = env.int("AIRTIME_SIMULATOR_LATENCY_MS", default=0)
+RELOADLY_CLIENT_ID = env.str("RELOADLY_CLIENT_ID", default="")
+RELOADLY_CLIENT_SECRET = env.str("RELOADLY_CLIENT_SECRET", default="")
+RELOADLY_BASE_URL = env.str("RELOADLY_BASE_URL", default="https://topups-sandbox.reloadly.com")
+RELOADLY_AUTH_URL = env.str("RELOADLY_AUTH_URL", default="https://auth.reloadly.com")
+RELOADLY_TIMEOUT_SECONDS = env.float("RELOADLY_TIMEOUT_SECONDS", default=10.0)
+IDEMPOTENCY_LEASE_SECONDS = env.int("IDEMPOTENCY_LEASE_SECONDS", default=60)
+# Without a broker: run tasks on a thread pool of the web process (False: inline, for tests).
+TASKS_IN_PROCESS_THREADED = env.bool("TASKS_IN_PROCESS_THREADED", default=True)
+# How long a recharge may sit in a state before the sweeper looks at it again.
+RECHARGE_STUCK_QUEUED_SECONDS = env.int("RECHARGE_STUCK_QUEUED_SECONDS", default=60)
+RECHARGE_STUCK_DISPATCHED_SECONDS = env.int("RECHARGE_STUCK_DISPATCHED_SECONDS", default=300)
+RECHARGE_MAX_ATTEMPTS = env.int("RECHARGE_MAX_ATTEMPTS", default=8)
+RECHARGE_SWEEP_INTERVAL_SECONDS = env.float("RECHARGE_SWEEP_INTERVAL_SECONDS", default=30.0)
 
 # Celery: no broker configured means every task runs in-process (the embedded default).
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="")
@@ -177,6 +202,20 @@ CELERY_TIMEZONE = "UTC"
 # Task modules outside an app's top-level tasks.py (autodiscovery finds only those).
 CELERY_IMPORTS = ["orders.recharges.tasks"]
 CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_QUEUE", default="celery")
+# Unacknowledged messages of a killed worker come back after this; the sweeper is faster.
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": env.int("CELERY_VISIBILITY_TIMEOUT", default=3600)
+}
+CELERY_BEAT_SCHEDULE = {
+    "recharges-sweep": {
+        "task": "orders.recharges.tasks.recharges_sweep_task",
+        "schedule": RECHARGE_SWEEP_INTERVAL_SECONDS,
+    },
+    "idempotency-purge": {
+        "task": "orders.tasks.idempotency_purge_task",
+        "schedule": 3600.0,
+    },
+}
 
 REST_FRAMEWORK = {
     # The key class comes first: it refuses a key sent with a Bearer token (ambiguous), and as
@@ -291,45 +330,6 @@ def refuse_insecure_production(debug: bool, secret_key: str) -> None:
             "refusing to start with the development default."
         )
 
-
-# Upstream airtime providers (orders.recharges.providers).
-AIRTIME_SIMULATOR_LATENCY_MS = env.int("AIRTIME_SIMULATOR_LATENCY_MS", default=0)
-RELOADLY_CLIENT_ID = env.str("RELOADLY_CLIENT_ID", default="")
-RELOADLY_CLIENT_SECRET = env.str("RELOADLY_CLIENT_SECRET", default="")
-RELOADLY_BASE_URL = env.str("RELOADLY_BASE_URL", default="https://topups-sandbox.reloadly.com")
-RELOADLY_AUTH_URL = env.str("RELOADLY_AUTH_URL", default="https://auth.reloadly.com")
-RELOADLY_TIMEOUT_SECONDS = env.float("RELOADLY_TIMEOUT_SECONDS", default=10.0)
-IDEMPOTENCY_LEASE_SECONDS = env.int("IDEMPOTENCY_LEASE_SECONDS", default=60)
-# Without a broker: run tasks on a thread pool of the web process (False: inline, for tests).
-TASKS_IN_PROCESS_THREADED = env.bool("TASKS_IN_PROCESS_THREADED", default=True)
-# How long a recharge may sit in a state before the sweeper looks at it again.
-RECHARGE_STUCK_QUEUED_SECONDS = env.int("RECHARGE_STUCK_QUEUED_SECONDS", default=60)
-RECHARGE_STUCK_DISPATCHED_SECONDS = env.int("RECHARGE_STUCK_DISPATCHED_SECONDS", default=300)
-RECHARGE_MAX_ATTEMPTS = env.int("RECHARGE_MAX_ATTEMPTS", default=8)
-RECHARGE_SWEEP_INTERVAL_SECONDS = env.float("RECHARGE_SWEEP_INTERVAL_SECONDS", default=30.0)
-# Unacknowledged messages of a killed worker come back after this; the sweeper is faster.
-CELERY_BROKER_TRANSPORT_OPTIONS = {
-    "visibility_timeout": env.int("CELERY_VISIBILITY_TIMEOUT", default=3600)
-}
-CELERY_BEAT_SCHEDULE = {
-    "recharges-sweep": {
-        "task": "orders.recharges.tasks.recharges_sweep_task",
-        "schedule": RECHARGE_SWEEP_INTERVAL_SECONDS,
-    },
-    "idempotency-purge": {
-        "task": "orders.tasks.idempotency_purge_task",
-        "schedule": 3600.0,
-    },
-}
-
-# Card checkout (orders.card.gateway, docs/payments.md). Stripe.js comes from the fake server when
-# STRIPE_API_BASE points at localstripe, else from Stripe.
-STRIPE_JS_URL = (
-    f"{STRIPE_API_BASE.rstrip('/')}/js.stripe.com/v3/"
-    if STRIPE_API_BASE
-    else "https://js.stripe.com/v3/"
-)
-CARD_CHECKOUT_VALIDITY_MINUTES = env.int("CARD_CHECKOUT_VALIDITY_MINUTES", default=15)
 
 # The benchmark's floor endpoint (reseller.bench, POST /api/v1/_bench/floor): only for bench/run.py.
 BENCH_ENDPOINTS = env.bool("BENCH_ENDPOINTS", default=False)

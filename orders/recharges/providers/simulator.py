@@ -47,9 +47,7 @@ class SimulatorProvider:
             settings.AIRTIME_SIMULATOR_LATENCY_MS if latency_ms is None else latency_ms
         )
         self.rules = (
-            rules
-            if rules is not None
-            else (getattr(settings, "AIRTIME_SIMULATOR_RULES", None) or DEFAULT_RULES)
+            rules if rules is not None else (settings.AIRTIME_SIMULATOR_RULES or DEFAULT_RULES)
         )
 
     def _key(self, reference: str) -> str:
