@@ -237,6 +237,9 @@ class Recharge(models.Model):
     attempts = models.PositiveSmallIntegerField(default=0)
     retries = models.PositiveSmallIntegerField(default=0, help_text="Staff retries after failure")
     refunded = models.BooleanField(default=False)
+    # A card refund is recorded under the lock and sent to Stripe after commit; the Stripe
+    # refund's id lands here (empty while owed: the sweeper sends it again, idempotently).
+    card_refund_id = models.CharField(max_length=64, blank=True)
     queued_at = models.DateTimeField(null=True, blank=True)
     dispatched_at = models.DateTimeField(null=True, blank=True)
     delivered_at = models.DateTimeField(null=True, blank=True)
@@ -303,6 +306,11 @@ class CardCheckout(models.Model):
     setup_intent_id = models.CharField(max_length=128, blank=True)
     payment_intent_id = models.CharField(max_length=128, blank=True, db_index=True)
     attempts = models.PositiveSmallIntegerField(default=0)
+    # Set while a PaymentIntent is being created on Stripe (no row lock is held meanwhile):
+    # a concurrent checkout sees the attempt in flight and answers ``processing``.
+    attempt_started_at = models.DateTimeField(null=True, blank=True)
+    # The cart lines this payment pays for: exactly these leave the cart when it succeeds.
+    cart_item_ids = models.JSONField(default=list, blank=True)
     failure_code = models.CharField(max_length=64, blank=True)
     expires_at = models.DateTimeField()
     completed_at = models.DateTimeField(null=True, blank=True)

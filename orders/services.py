@@ -63,10 +63,6 @@ def cart_remove_item(*, item: CartItem) -> None:
     item.delete()
 
 
-def cart_clear(*, cart: Cart) -> None:
-    cart.items.all().delete()
-
-
 def order_create(
     *,
     account: Account,

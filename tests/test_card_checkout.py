@@ -298,3 +298,19 @@ def test_a_card_recharge_that_finally_fails_is_refunded_to_the_card(
     assert payment.refunded_amount == Decimal("5.00")
     assert [r["amount"] for r in stripe_local.refunds(payment.payment_intent_id)] == [500]
     assert_ledger_balanced()
+
+
+def test_a_card_payment_removes_exactly_the_cart_lines_it_charged(shopper, product, stripe_local):
+    body = prepare(shopper)  # the cart's one line (two units)
+    late = shopper.post(
+        CART_ITEMS,
+        {"productId": product.public_id, "recipientNumber": "+525512340000", "quantity": 1},
+        format="json",
+    )
+    assert late.status_code == 201
+    stripe_local.browser_confirm_setup(body["setupClientSecret"])
+    assert checkout(shopper, body["paymentId"]).status_code == 200
+    cart = Cart.objects.get(account=shopper.user.account, session_id="default")
+    assert list(cart.items.values_list("recipient_number", flat=True)) == ["+525512340000"]
+    assert Payment.objects.get(public_id=body["paymentId"]).amount == Decimal("10.00")
+    assert_ledger_balanced()

@@ -4,11 +4,16 @@ One flow serves both things a card pays for: an order (a pending card ``Payment`
 recharges are queued when the money is taken) and a wallet top-up (a pending ``TopUp``
 approved when the money is taken). ``CardCheckout`` holds the Stripe side of either.
 
-- prepare: price, write the pending payment (or top-up) and its checkout, create a SetupIntent.
-- checkout: lock the checkout row, re-check its state, create+confirm the PaymentIntent with
-  the card the browser confirmed, and complete on ``succeeded``. Completing twice completes once.
+- prepare: price, write the pending payment (or top-up) and its checkout and commit; then
+  create the SetupIntent and attach it (a Stripe failure removes what was written).
+- checkout: under the checkout's row lock, re-check its state and record the attempt; commit;
+  create+confirm the PaymentIntent with the card the browser confirmed; then, under the lock
+  again, complete on ``succeeded``. Completing twice completes once.
 - webhook: ``payment_intent.succeeded`` completes the same checkout when the browser never came
   back; ``payment_intent.payment_failed`` marks the attempt failed (the checkout stays payable).
+
+Stripe is never called while a row lock is held (docs/payments.md): lock, decide, record the
+intent, commit; call Stripe; apply the answer under the lock.
 """
 
 from __future__ import annotations
@@ -34,10 +39,10 @@ from orders.card.errors import (
     QuoteExpired,
 )
 from orders.errors import CurrencyMismatch
-from orders.models import CardCheckout, Cart, Order, Payment, StripeEvent
+from orders.models import CardCheckout, Cart, CartItem, Order, Payment, StripeEvent
 from orders.pricing import LineRequest, line_requests, price_order
 from orders.selectors import cart_items
-from orders.services import cart_clear, order_create, recharges_create
+from orders.services import order_create, recharges_create
 from reseller.errors import ApplicationError, NotFound
 from reseller.money import quantize, to_minor_units
 from wallet.models import TopUp
@@ -73,25 +78,51 @@ class Outcome:
 # -- prepare --------------------------------------------------------------------------------
 
 
-def _attach_setup_intent(checkout: CardCheckout) -> str:
-    setup = gateway.setup_intent_create(
-        metadata={_metadata_key(checkout): checkout.public_id, "account": str(checkout.account_id)}
-    )
-    checkout.setup_intent_id = setup.id
-    checkout.updated_at = timezone.now()
-    checkout.save(update_fields=["setup_intent_id", "updated_at"])
-    if checkout.payment_id:
-        Payment.objects.filter(pk=checkout.payment_id).update(
-            setup_intent_id=setup.id, updated_at=checkout.updated_at
+def _attach_setup_intent(checkout: CardCheckout, *, discard_on_failure: bool) -> Prepared:
+    """Create a SetupIntent for a committed checkout (no transaction open) and attach it.
+
+    ``discard_on_failure``: a checkout just prepared is removed again when Stripe fails, so a
+    failed prepare leaves nothing behind (its order and payment, or its top-up, go with it).
+    """
+    try:
+        setup = gateway.setup_intent_create(
+            metadata={
+                _metadata_key(checkout): checkout.public_id,
+                "account": str(checkout.account_id),
+            }
         )
-    return setup.client_secret
+    except ApplicationError:
+        if discard_on_failure:
+            _discard(checkout)
+        raise
+    now = timezone.now()
+    with transaction.atomic():
+        CardCheckout.objects.filter(pk=checkout.pk).update(setup_intent_id=setup.id, updated_at=now)
+        if checkout.payment_id:
+            Payment.objects.filter(pk=checkout.payment_id).update(
+                setup_intent_id=setup.id, updated_at=now
+            )
+    checkout.setup_intent_id = setup.id
+    checkout.updated_at = now
+    return Prepared(checkout=checkout, setup_client_secret=setup.client_secret)
+
+
+@transaction.atomic
+def _discard(checkout: CardCheckout) -> None:
+    """Remove a checkout that never reached Stripe, with what it was about to pay for."""
+    CardCheckout.objects.filter(pk=checkout.pk).delete()
+    if checkout.payment_id:
+        order_id = Payment.objects.get(pk=checkout.payment_id).order_id
+        Payment.objects.filter(pk=checkout.payment_id).delete()
+        Order.objects.filter(pk=order_id).delete()  # its lines go with it
+    else:
+        TopUp.objects.filter(pk=checkout.topup_id).delete()
 
 
 def _metadata_key(checkout: CardCheckout) -> str:
     return "paymentId" if checkout.payment_id else "topupId"
 
 
-@transaction.atomic
 def card_payment_prepare(
     *,
     account: Account,
@@ -102,15 +133,33 @@ def card_payment_prepare(
 ) -> Prepared:
     """Price an order (given lines, or a cart's items) in the wallet currency and open a
     pending card payment with its SetupIntent. A Stripe failure leaves nothing behind."""
+    with transaction.atomic():
+        checkout = _payment_checkout_create(
+            account=account, user=user, lines=lines, cart=cart, currency=currency
+        )
+    return _attach_setup_intent(checkout, discard_on_failure=True)
+
+
+def _payment_checkout_create(
+    *,
+    account: Account,
+    user: User | None,
+    lines: list[LineRequest] | None,
+    cart: Cart | None,
+    currency: str | None,
+) -> CardCheckout:
     wallet = wallet_get_or_create(account=account)
     if currency and currency.upper() != wallet.currency:
         raise CurrencyMismatch(
             _("baseCurrency %(given)s differs from the account currency %(wallet)s.")
             % {"given": currency.upper(), "wallet": wallet.currency}
         )
+    item_ids: list[int] = []
     if lines is None:
         assert cart is not None
-        lines = line_requests(cart_items(cart=cart))
+        items = list(cart_items(cart=cart))
+        item_ids = [item.pk for item in items]
+        lines = line_requests(items)
     if not lines:
         raise CartEmpty()
     priced = price_order(account=account, lines=lines, currency=wallet.currency)
@@ -128,42 +177,41 @@ def card_payment_prepare(
     expires_at = timezone.now() + _validity()
     Payment.objects.filter(pk=payment.pk).update(expires_at=expires_at)
     payment.expires_at = expires_at
-    checkout = CardCheckout.objects.create(
+    return CardCheckout.objects.create(
         account=account,
         payment=payment,
         cart=cart,
+        cart_item_ids=item_ids,
         amount=payment.amount,
         currency=payment.currency,
         expires_at=expires_at,
     )
-    return Prepared(checkout=checkout, setup_client_secret=_attach_setup_intent(checkout))
 
 
-@transaction.atomic
 def card_topup_prepare(*, account: Account, user: User | None, amount: Decimal) -> Prepared:
     """A pending card top-up of the live wallet with its SetupIntent."""
-    topup = topup_request(
-        account=account, amount=quantize(amount), method=TopUp.Method.CARD, by=user
-    )
-    checkout = CardCheckout.objects.create(
-        account=account,
-        topup=topup,
-        amount=topup.amount,
-        currency=topup.currency,
-        expires_at=timezone.now() + _validity(),
-    )
-    return Prepared(checkout=checkout, setup_client_secret=_attach_setup_intent(checkout))
+    with transaction.atomic():
+        topup = topup_request(
+            account=account, amount=quantize(amount), method=TopUp.Method.CARD, by=user
+        )
+        checkout = CardCheckout.objects.create(
+            account=account,
+            topup=topup,
+            amount=topup.amount,
+            currency=topup.currency,
+            expires_at=timezone.now() + _validity(),
+        )
+    return _attach_setup_intent(checkout, discard_on_failure=True)
 
 
-@transaction.atomic
 def card_checkout_renew_setup(*, checkout: CardCheckout) -> Prepared:
     """A fresh SetupIntent for another card after a failed attempt (same payment, same price)."""
-    checkout = _lock(checkout.pk)
+    checkout = CardCheckout.objects.select_related("payment", "topup").get(pk=checkout.pk)
     if checkout.completed_at is not None:
         raise PaymentNotPayable()
     if checkout.expires_at <= timezone.now():
         raise QuoteExpired()
-    return Prepared(checkout=checkout, setup_client_secret=_attach_setup_intent(checkout))
+    return _attach_setup_intent(checkout, discard_on_failure=False)
 
 
 # -- reads ----------------------------------------------------------------------------------
@@ -202,24 +250,71 @@ def _lock(pk: int) -> CardCheckout:
 # -- checkout -------------------------------------------------------------------------------
 
 
+# An attempt whose Stripe call has not come back after this long is taken to be dead: the
+# next checkout sends it again (same Stripe idempotency key, so never a second charge).
+ATTEMPT_IN_FLIGHT = timedelta(seconds=60)
+
+
+@dataclass(frozen=True)
+class _Step:
+    """What checkout decided under the lock, to do on Stripe once the lock is released."""
+
+    kind: str  # "done", "in_flight", "follow" (an existing PaymentIntent) or "confirm"
+    payment_intent_id: str = ""
+    setup_intent_id: str = ""
+
+
 def card_checkout(*, checkout: CardCheckout) -> Outcome:
     """Take the money with the card the browser confirmed; safe to call any number of times.
 
-    The checkout row stays locked while Stripe is called, so two concurrent calls create one
-    PaymentIntent (and Stripe's idempotency key covers a retried network call).
+    Three steps, so Stripe is never called under a row lock: decide and record the attempt
+    under the checkout's lock; call Stripe; apply its answer under the lock. A concurrent
+    call meanwhile answers ``processing`` (and Stripe's idempotency key covers a retry).
     """
     with transaction.atomic():
-        checkout = _lock(checkout.pk)
-        outcome = _checkout_locked(checkout)
-    checkout.refresh_from_db()
+        step = _checkout_decide(_lock(checkout.pk))
+    if step.kind == "done":
+        return _outcome(checkout, "succeeded")
+    if step.kind == "in_flight":
+        return _outcome(checkout, "processing")
+    if step.kind == "follow":
+        intent = gateway.payment_intent_get(payment_intent_id=step.payment_intent_id)
+    else:
+        intent_or_error = _confirm_on_stripe(checkout, setup_intent_id=step.setup_intent_id)
+        if isinstance(intent_or_error, ApplicationError):
+            with transaction.atomic():
+                locked = _lock(checkout.pk)
+                if locked.setup_intent_id == step.setup_intent_id:
+                    _attempt_failed(locked, code=intent_or_error.code)
+            raise intent_or_error
+        intent = intent_or_error
+    with transaction.atomic():
+        locked = _lock(checkout.pk)
+        if step.kind == "confirm" and locked.completed_at is None:
+            now = timezone.now()
+            locked.payment_intent_id = intent.id
+            locked.attempt_started_at = None
+            locked.updated_at = now
+            locked.save(update_fields=["payment_intent_id", "attempt_started_at", "updated_at"])
+            if locked.payment_id:
+                Payment.objects.filter(pk=locked.payment_id).update(
+                    payment_intent_id=intent.id, updated_at=now
+                )
+        outcome = _follow(locked, intent)
     if outcome.error is not None:
         raise outcome.error
-    return Outcome(checkout=checkout, status=outcome.status, client_secret=outcome.client_secret)
+    return _outcome(checkout, outcome.status, outcome.client_secret)
 
 
-def _checkout_locked(checkout: CardCheckout) -> Outcome:
+def _outcome(checkout: CardCheckout, status: str, client_secret: str = "") -> Outcome:
+    checkout.refresh_from_db()
+    return Outcome(checkout=checkout, status=status, client_secret=client_secret)
+
+
+def _checkout_decide(checkout: CardCheckout) -> _Step:
+    """Under the lock: is this checkout payable, and what is to be asked of Stripe?"""
     if checkout.completed_at is not None:
-        return Outcome(checkout=checkout, status="succeeded")
+        return _Step("done")
     if checkout.payment_id and checkout.payment.status not in (
         Payment.Status.PENDING,
         Payment.Status.FAILED,
@@ -227,40 +322,46 @@ def _checkout_locked(checkout: CardCheckout) -> Outcome:
         raise PaymentNotPayable()
     if checkout.topup_id and checkout.topup.status != TopUp.Status.PENDING:
         raise PaymentNotPayable()
-
-    if checkout.payment_intent_id:  # an attempt in flight: where is it now?
-        intent = gateway.payment_intent_get(payment_intent_id=checkout.payment_intent_id)
-        return _follow(checkout, intent)
-
-    if checkout.expires_at <= timezone.now():
+    if checkout.payment_intent_id:  # an attempt made: where is it now?
+        return _Step("follow", payment_intent_id=checkout.payment_intent_id)
+    now = timezone.now()
+    if checkout.attempt_started_at and checkout.attempt_started_at > now - ATTEMPT_IN_FLIGHT:
+        return _Step("in_flight")
+    if checkout.expires_at <= now:
         raise QuoteExpired()
     if not checkout.setup_intent_id:
         raise PaymentMethodRequired()
-    card = gateway.setup_intent_card(setup_intent_id=checkout.setup_intent_id)
+    checkout.attempts += 1
+    checkout.attempt_started_at = now
+    checkout.updated_at = now
+    checkout.save(update_fields=["attempts", "attempt_started_at", "updated_at"])
+    return _Step("confirm", setup_intent_id=checkout.setup_intent_id)
+
+
+def _confirm_on_stripe(
+    checkout: CardCheckout, *, setup_intent_id: str
+) -> gateway.IntentResult | ApplicationError:
+    """Create and confirm the PaymentIntent (no transaction open): the intent, or the error
+    of a refused card (declined, 3-D Secure failed) for the caller to record."""
+    card = gateway.setup_intent_card(setup_intent_id=setup_intent_id)
     if card is None:
+        CardCheckout.objects.filter(pk=checkout.pk).update(attempt_started_at=None)
         raise PaymentMethodRequired()
     payment_method, customer = card
-    checkout.attempts += 1
     try:
-        intent = gateway.payment_intent_confirm(
+        return gateway.payment_intent_confirm(
             amount=checkout.amount,
             currency=checkout.currency,
             payment_method=payment_method,
             customer=customer,
             metadata={_metadata_key(checkout): checkout.public_id},
-            idempotency_key=f"checkout:{checkout.public_id}:{checkout.setup_intent_id}",
+            idempotency_key=f"checkout:{checkout.public_id}:{setup_intent_id}",
         )
     except (CardDeclined, CardAuthenticationFailed) as exc:
-        _attempt_failed(checkout, code=exc.code)
-        return Outcome(checkout=checkout, status="failed", error=exc)
-    checkout.payment_intent_id = intent.id
-    checkout.updated_at = timezone.now()
-    checkout.save(update_fields=["payment_intent_id", "attempts", "updated_at"])
-    if checkout.payment_id:
-        Payment.objects.filter(pk=checkout.payment_id).update(
-            payment_intent_id=intent.id, updated_at=checkout.updated_at
-        )
-    return _follow(checkout, intent)
+        return exc
+    except ApplicationError:
+        CardCheckout.objects.filter(pk=checkout.pk).update(attempt_started_at=None)
+        raise
 
 
 def _follow(checkout: CardCheckout, intent: gateway.IntentResult) -> Outcome:
@@ -286,12 +387,14 @@ def _attempt_failed(checkout: CardCheckout, *, code: str) -> None:
     checkout.failure_code = code
     checkout.payment_intent_id = ""
     checkout.setup_intent_id = ""  # a used SetupIntent cannot take another card
+    checkout.attempt_started_at = None
     checkout.updated_at = now
     checkout.save(
         update_fields=[
             "failure_code",
             "payment_intent_id",
             "setup_intent_id",
+            "attempt_started_at",
             "attempts",
             "updated_at",
         ]
@@ -343,8 +446,10 @@ def _complete(checkout: CardCheckout, intent: gateway.IntentResult) -> None:
             ]
         )
         recharges_create(order=payment.order, payment=payment)
-        if checkout.cart_id:
-            cart_clear(cart=checkout.cart)
+        if checkout.cart_item_ids:  # exactly the lines this payment paid for
+            CartItem.objects.filter(
+                cart_id=checkout.cart_id, pk__in=checkout.cart_item_ids
+            ).delete()
         checkout.payment = payment
     else:
         TopUp.objects.filter(pk=checkout.topup_id).update(external_reference=intent.id)
@@ -366,8 +471,20 @@ def _checkout_for_intent(intent: gateway.IntentResult) -> CardCheckout | None:
 
 
 def stripe_event_handle(*, event: dict) -> bool:
-    """Handle one verified webhook event once. Returns False for a replay (nothing done)."""
+    """Handle one verified webhook event once. Returns False for a replay (nothing done).
+
+    A ``succeeded`` event is trusted only after asking Stripe (it is signed, but may be
+    stale); that call is made before the transaction that records the event and locks the
+    checkout, so no lock is held while Stripe answers.
+    """
     obj = (event.get("data") or {}).get("object") or {}
+    relevant = event["type"] in ("payment_intent.succeeded", "payment_intent.payment_failed")
+    intent = gateway.intent_result(obj) if relevant else None
+    current = None
+    if intent is not None and event["type"] == "payment_intent.succeeded":
+        if StripeEvent.objects.filter(event_id=event["id"]).exists():
+            return False  # a replay: do not even ask Stripe
+        current = gateway.payment_intent_get(payment_intent_id=intent.id)
     with transaction.atomic():
         try:
             with transaction.atomic():
@@ -380,17 +497,14 @@ def stripe_event_handle(*, event: dict) -> bool:
                 )
         except IntegrityError:
             return False
-        if event["type"] not in ("payment_intent.succeeded", "payment_intent.payment_failed"):
+        if intent is None:
             return True
-        intent = gateway.intent_result(obj)
         found = _checkout_for_intent(intent)
         if found is None:
             logger.info("webhook %s: no checkout for %s", event["id"], intent.id)
             return True
         checkout = _lock(found.pk)
-        if event["type"] == "payment_intent.succeeded":
-            # Trust the event's object only after asking Stripe (it is signed, but may be stale).
-            current = gateway.payment_intent_get(payment_intent_id=intent.id)
+        if current is not None:
             if current.status == "succeeded":
                 try:
                     _complete(checkout, current)

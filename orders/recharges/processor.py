@@ -24,6 +24,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from catalog.selectors import product_waitlist_promotion
+from orders.card.gateway import card_refund
 from orders.models import Payment, Recharge
 from orders.recharges.providers import (
     PermanentError,
@@ -34,6 +35,7 @@ from orders.recharges.providers import (
     get_provider,
 )
 from orders.recharges.state import transition
+from reseller.errors import ApplicationError
 
 logger = logging.getLogger(__name__)
 S = Recharge.Status
@@ -87,12 +89,34 @@ def recharge_refund(*, recharge: Recharge, actor=None) -> None:
             by=actor,
         )
     else:
-        from orders.card.gateway import card_refund  # card payments go back to the card
-
-        card_refund(payment=payment, amount=recharge.amount, reference=recharge.ledger_reference)
+        # Card payments go back to the card: recorded here, sent to Stripe after commit (no
+        # lock held during the call); the sweeper re-sends one whose call did not come back.
+        recharge_id = recharge.pk
+        transaction.on_commit(lambda: card_refund_send(recharge_id=recharge_id), robust=True)
     _payment_add_refunded(payment, recharge.amount)
     recharge.refunded = True
     recharge.save(update_fields=["refunded"])
+
+
+def card_refund_send(*, recharge_id: int) -> str | None:
+    """Send the card refund a failed recharge owes to Stripe; idempotent, never under a lock.
+
+    Stripe's idempotency key (the recharge's ledger reference) makes a resend return the first
+    refund. Returns the refund id, or None when nothing is owed or Stripe is unreachable.
+    """
+    recharge = Recharge.objects.select_related("payment").get(pk=recharge_id)
+    payment = recharge.payment
+    if not recharge.refunded or recharge.card_refund_id or payment.method != Payment.Method.CARD:
+        return recharge.card_refund_id or None
+    try:
+        refund_id = card_refund(
+            payment=payment, amount=recharge.amount, reference=recharge.ledger_reference
+        )
+    except ApplicationError:
+        logger.warning("card refund of %s not sent; the sweeper retries", recharge.public_id)
+        return None
+    Recharge.objects.filter(pk=recharge_id, card_refund_id="").update(card_refund_id=refund_id)
+    return refund_id
 
 
 def _payment_add_refunded(payment: Payment, amount: Decimal) -> None:
@@ -243,6 +267,14 @@ def recharges_due() -> dict[str, list[int]]:
             Recharge.objects.filter(status=S.WAITLISTED, waitlisted_until__lte=now).values_list(
                 "pk", flat=True
             )[:1000]
+        ),
+        "card_refunds": list(
+            Recharge.objects.filter(
+                refunded=True,
+                card_refund_id="",
+                payment__method=Payment.Method.CARD,
+                updated_at__lt=stuck_queued,
+            ).values_list("pk", flat=True)[:1000]
         ),
     }
 

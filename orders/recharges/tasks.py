@@ -31,6 +31,8 @@ def recharges_sweep_task() -> dict[str, int]:
         processor.waitlist_release(recharge_id=recharge_id)
     for recharge_id in due["queued"] + due["dispatched"] + due["waitlisted"]:
         enqueue(recharge_process_task, recharge_id)
+    for recharge_id in due["card_refunds"]:
+        processor.card_refund_send(recharge_id=recharge_id)
     counts = {name: len(ids) for name, ids in due.items()}
     if any(counts.values()):
         logger.info("sweeper re-enqueued %s", counts)
