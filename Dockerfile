@@ -2,9 +2,9 @@
 FROM python:3.13-slim
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 DJANGO_SETTINGS_MODULE=reseller.settings.production
 WORKDIR /app
-COPY pyproject.toml ./
-RUN python -c 'import tomllib; print("\n".join(tomllib.load(open("pyproject.toml","rb"))["project"]["dependencies"]))' > /tmp/req.txt \
-    && pip install --no-cache-dir -r /tmp/req.txt
+# The production lock: every dependency pinned with its hashes (`make lock` writes it).
+COPY requirements/prod.txt ./requirements/prod.txt
+RUN pip install --no-cache-dir --require-hashes -r requirements/prod.txt
 COPY . .
 RUN SECRET_KEY=build-only-collectstatic python manage.py collectstatic --noinput
 RUN useradd --create-home app

@@ -1,5 +1,5 @@
 # The two commands of the README: `make run` and `make test`.
-.PHONY: run test setup browser services lint format migrate worker beat messages clean bench
+.PHONY: run test setup browser services lint format typecheck audit lock migrate worker beat messages clean bench
 
 PYTHON := .venv/bin/python
 HOST ?= 127.0.0.1
@@ -14,6 +14,7 @@ run: setup
 test: setup browser services
 	$(PYTHON) -m ruff check .
 	$(PYTHON) -m ruff format --check .
+	$(PYTHON) -m mypy
 	$(PYTHON) -m pytest $(PYTEST_ARGS)
 
 services:
@@ -31,6 +32,20 @@ bench: setup services
 lint: setup
 	$(PYTHON) -m ruff check .
 	$(PYTHON) -m ruff format --check .
+
+typecheck: setup
+	$(PYTHON) -m mypy
+
+# Known vulnerabilities with a fixed version, over the locked environment. Needs PyPI's
+# vulnerability data: it fails (never skips) where that cannot be reached.
+audit: setup
+	.venv/bin/pip-audit --local --progress-spinner off --strict
+
+# Regenerate the hashed locks from pyproject.toml (newest versions within its ranges).
+lock: setup
+	.venv/bin/uv pip compile pyproject.toml --generate-hashes --python-version 3.13 --custom-compile-command "make lock" -q -o requirements/prod.txt
+	.venv/bin/uv pip compile pyproject.toml --extra dev --generate-hashes --python-version 3.13 --custom-compile-command "make lock" -q -o requirements/dev.txt
+	.venv/bin/uv pip compile pyproject.toml --extra dev --extra bench --generate-hashes --python-version 3.13 --custom-compile-command "make lock" -q -o requirements/bench.txt
 
 format: setup
 	$(PYTHON) -m ruff check --fix .

@@ -20,10 +20,10 @@ class EmailTaken(ApplicationError):
     default_detail = _("An account with this email already exists.")
 
 
-# Refusals of an API key (decisions.md section 2). ---------------------------------------------
+# Refusals of an API key (docs/contract.md section 2). ---------------------------------------------
 
 
-class CredentialRefused(ApplicationError, drf_exceptions.APIException):
+class CredentialRefused(ApplicationError, drf_exceptions.APIException):  # type: ignore[misc]
     """Raised by an authentication class.
 
     Also a DRF ``APIException`` only so that DRF marks the request unauthenticated before the

@@ -71,7 +71,7 @@ class ProfileForm(forms.ModelForm):
         try:
             return validate_phone(self.cleaned_data.get("phone", ""))
         except DRFValidationError as exc:
-            raise forms.ValidationError(exc.detail[0]) from exc
+            raise forms.ValidationError(exc.detail[0]) from exc  # type: ignore[index]
 
 
 class AccountNameForm(forms.Form):
@@ -112,7 +112,7 @@ class IpWhitelistField(forms.CharField):
             return "\n".join(value)
         return value
 
-    def to_python(self, value) -> list[str]:
+    def to_python(self, value) -> list[str]:  # type: ignore[override]
         return keys.split_whitelist(super().to_python(value) or "")
 
     def validate(self, value) -> None:

@@ -72,7 +72,7 @@ class BillingProfile(models.Model):
 class UserManager(BaseUserManager["User"]):
     use_in_migrations = True
 
-    def get_by_natural_key(self, username: str) -> User:
+    def get_by_natural_key(self, username: str) -> User:  # type: ignore[override]
         return self.get(email__iexact=username)
 
     def create_user(
@@ -117,7 +117,7 @@ class User(AbstractBaseUser, PermissionsMixin):
 
     USERNAME_FIELD = "email"
     EMAIL_FIELD = "email"
-    REQUIRED_FIELDS: list[str] = []
+    REQUIRED_FIELDS: list[str] = []  # type: ignore[misc]
 
     class Meta:
         constraints = [models.UniqueConstraint(Lower("email"), name="user_email_ci_unique")]
@@ -137,7 +137,7 @@ def new_api_key_id() -> str:
 
 
 class ApiKey(models.Model):
-    """A server-to-server credential of an account (decisions.md section 3).
+    """A server-to-server credential of an account (docs/contract.md section 3).
 
     Only the SHA-256 of the plaintext is stored, with the visible ``prefix`` used to show and
     find the key. Requests made with the key act as ``user`` (who created it) on ``account``.

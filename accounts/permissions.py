@@ -1,4 +1,4 @@
-"""DRF permission classes for the access rules of decisions.md sections 2 and 3.
+"""DRF permission classes for the access rules of docs/contract.md sections 2 and 3.
 
 Each also requires an authenticated caller: without credentials DRF answers 401
 ``not_authenticated``. The refusals are 403 problems with the codes below (docs/access.md).

@@ -137,7 +137,7 @@ def account_set_b2b(*, account: Account, is_b2b: bool) -> Account:
     return account
 
 
-# API keys (decisions.md section 3; docs/access.md). --------------------------------------------
+# API keys (docs/contract.md section 3; docs/access.md). ------------------------------------
 
 API_KEY_NAME_MAX_LENGTH = ApiKey._meta.get_field("name").max_length
 
@@ -153,7 +153,7 @@ def _field_error(field: str, error: ValidationError) -> ValidationFailed:
 
 def _clean_name(name: str) -> str:
     name = " ".join(name.split())
-    if not name or len(name) > API_KEY_NAME_MAX_LENGTH:
+    if not name or len(name) > API_KEY_NAME_MAX_LENGTH:  # type: ignore[operator]
         raise ValidationFailed(
             fields=[
                 {
@@ -202,7 +202,7 @@ def api_key_create(
                     user=user,
                     name=name,
                     mode=mode,
-                    prefix=keys.parse(plaintext).prefix,
+                    prefix=keys.parse(plaintext).prefix,  # type: ignore[union-attr]
                     secret_hash=keys.digest(plaintext),
                     ip_whitelist=whitelist,
                 )

@@ -26,7 +26,7 @@ def _count(request: Request, view, *, scope: str, key: ApiKey, limit: int) -> No
     decision = ratelimit.hit(scope, key.public_id, limit=limit, window=WINDOW_SECONDS)
     tightest = getattr(request, "_rate_limit_decision", None)
     if tightest is None or decision.remaining < tightest.remaining or not decision.allowed:
-        request._rate_limit_decision = decision
+        request._rate_limit_decision = decision  # type: ignore[attr-defined]
         view.headers.update(decision.headers())  # DRF adds these to the response, even errors
     if not decision.allowed:
         raise RateLimited(

@@ -29,6 +29,7 @@ from accounts.forms import (
     ProfileForm,
     SignupForm,
 )
+from accounts.http import AuthenticatedRequest
 from accounts.models import BillingProfile
 from orders.selectors import sandbox_recharges
 from reseller.errors import ApplicationError
@@ -80,7 +81,7 @@ class LogoutView(auth_views.LogoutView):
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def profile(request: HttpRequest) -> HttpResponse:
+def profile(request: AuthenticatedRequest) -> HttpResponse:
     user = request.user
     billing, _created = BillingProfile.objects.get_or_create(account=user.account)
     post = request.POST if request.method == "POST" else None
@@ -114,7 +115,7 @@ SANDBOX_GUIDE = [
 ]
 
 
-# API keys (decisions.md section 3): created, restricted and revoked here, never over the API.
+# API keys (docs/contract.md section 3): created, restricted and revoked here, never over the API.
 # Keys of other accounts do not exist for these pages (404).
 
 _FORM_TOKEN_SECONDS = 3600
@@ -137,17 +138,17 @@ def _spend_form_token(request: HttpRequest, token: str) -> bool:
 
 @login_required
 @require_GET
-def api_keys(request: HttpRequest) -> HttpResponse:
+def api_keys(request: AuthenticatedRequest) -> HttpResponse:
     keys = list(selectors.api_keys_of_account(account=request.user.account))
     balances = sandbox_balances(keys=[key for key in keys if not key.livemode])
     for key in keys:
-        key.sandbox_balance = balances.get(key.pk)
+        key.sandbox_balance = balances.get(key.pk)  # type: ignore[attr-defined]
     return render(request, "accounts/keys.html", {"keys": keys})
 
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def api_key_create(request: HttpRequest) -> HttpResponse:
+def api_key_create(request: AuthenticatedRequest) -> HttpResponse:
     if request.method == "GET":
         form = ApiKeyCreateForm(initial={"form_token": _issue_form_token(request)})
         return render(request, "accounts/keys_new.html", {"form": form})
@@ -178,7 +179,7 @@ def api_key_create(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def api_key_detail(request: HttpRequest, key_id: str) -> HttpResponse:
+def api_key_detail(request: AuthenticatedRequest, key_id: str) -> HttpResponse:
     key = selectors.api_key_of_account(account=request.user.account, public_id=key_id)
     form = ApiKeyWhitelistForm(
         request.POST if request.method == "POST" else None,
@@ -204,7 +205,7 @@ def api_key_detail(request: HttpRequest, key_id: str) -> HttpResponse:
 
 @login_required
 @require_POST
-def api_key_sandbox_topup(request: HttpRequest, key_id: str) -> HttpResponse:
+def api_key_sandbox_topup(request: AuthenticatedRequest, key_id: str) -> HttpResponse:
     """The dashboard's sandbox buttons: the same service and rules as the CLI."""
     key = selectors.api_key_of_account(account=request.user.account, public_id=key_id)
     try:
@@ -222,7 +223,7 @@ def api_key_sandbox_topup(request: HttpRequest, key_id: str) -> HttpResponse:
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def api_key_revoke(request: HttpRequest, key_id: str) -> HttpResponse:
+def api_key_revoke(request: AuthenticatedRequest, key_id: str) -> HttpResponse:
     key = selectors.api_key_of_account(account=request.user.account, public_id=key_id)
     if request.method == "POST":
         services.api_key_revoke(key=key, by=request.user)

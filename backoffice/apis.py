@@ -48,7 +48,7 @@ DATE_PARAMS = [
 
 
 class StaffListApi(ListAPIView):
-    """A filtered staff list in the envelope of decisions.md section 1."""
+    """A filtered staff list in the envelope of docs/contract.md section 1."""
 
     permission_classes = [StaffRequired]
     filter_backends: list = []
@@ -78,8 +78,8 @@ class SummaryApi(APIView):
 
 class UsersApi(StaffListApi):
     serializer_class = AdminUserOut
-    query_class = UserQuery
-    selector = staticmethod(selectors.users_list)
+    query_class = UserQuery  # type: ignore[assignment]
+    selector = staticmethod(selectors.users_list)  # type: ignore[assignment]
 
     @extend_schema(
         tags=TAG,
@@ -100,8 +100,8 @@ class UsersApi(StaffListApi):
 
 class RechargesApi(StaffListApi):
     serializer_class = AdminRechargeOut
-    query_class = RechargeQuery
-    selector = staticmethod(selectors.recharges_list)
+    query_class = RechargeQuery  # type: ignore[assignment]
+    selector = staticmethod(selectors.recharges_list)  # type: ignore[assignment]
 
     @extend_schema(
         tags=TAG,
@@ -124,8 +124,8 @@ class RechargesApi(StaffListApi):
 
 class PaymentsApi(StaffListApi):
     serializer_class = AdminPaymentOut
-    query_class = PaymentQuery
-    selector = staticmethod(selectors.payments_list)
+    query_class = PaymentQuery  # type: ignore[assignment]
+    selector = staticmethod(selectors.payments_list)  # type: ignore[assignment]
 
     @extend_schema(
         tags=TAG,
@@ -147,8 +147,8 @@ class PaymentsApi(StaffListApi):
 
 class ProductsApi(StaffListApi):
     serializer_class = AdminProductOut
-    query_class = ProductQuery
-    selector = staticmethod(selectors.products_list)
+    query_class = ProductQuery  # type: ignore[assignment]
+    selector = staticmethod(selectors.products_list)  # type: ignore[assignment]
 
     @extend_schema(
         tags=TAG,

@@ -115,7 +115,7 @@ def column_chart(
             if value <= 0:
                 continue
             h = plot_h * value / top_value
-            base -= h
+            base -= h  # type: ignore[assignment]
             body.append(
                 f'<rect x="{x:.1f}" y="{base:.1f}" width="{bar:.1f}" height="{h:.1f}" '
                 f'fill="{serie.color}"><title>{escape(name)}: '

@@ -37,7 +37,7 @@ SOLD = (
     Payment.Status.REFUNDED,
     Payment.Status.PARTIALLY_REFUNDED,
 )
-# The statuses of live recharges (decisions.md section 5); sandbox rows have their own.
+# The statuses of live recharges (docs/contract.md section 5); sandbox rows have their own.
 WINDOWS = (("today", 0), ("last_7_days", 7), ("last_30_days", 30))
 
 
@@ -72,10 +72,10 @@ def summary() -> dict:
     for name, days in WINDOWS:
         since = window_start(days)
         payment_agg[f"{name}_count"] = Count("id", filter=Q(created_at__gte=since))
-        payment_agg[f"{name}_amount"] = Sum("amount", filter=Q(created_at__gte=since))
-        payment_agg[f"{name}_refunded"] = Sum("refunded_amount", filter=Q(created_at__gte=since))
+        payment_agg[f"{name}_amount"] = Sum("amount", filter=Q(created_at__gte=since))  # type: ignore[assignment]
+        payment_agg[f"{name}_refunded"] = Sum("refunded_amount", filter=Q(created_at__gte=since))  # type: ignore[assignment]
         recharge_agg[f"{name}_count"] = Count("id", filter=Q(created_at__gte=since))
-        recharge_agg[f"{name}_amount"] = Sum("amount", filter=Q(created_at__gte=since))
+        recharge_agg[f"{name}_amount"] = Sum("amount", filter=Q(created_at__gte=since))  # type: ignore[assignment]
     payment_rows = list(payments.values("currency").annotate(**payment_agg).order_by("currency"))
     recharge_rows = list(recharges.values("currency").annotate(**recharge_agg).order_by("currency"))
 
@@ -102,7 +102,7 @@ def summary() -> dict:
             out[name] = entry
         return out
 
-    by_status = dict.fromkeys(LIVE_STATUSES, 0)
+    by_status: dict[str, int] = dict.fromkeys(LIVE_STATUSES, 0)
     for row in (
         Recharge.objects.filter(livemode=True, created_at__gte=since_30, status__in=LIVE_STATUSES)
         .values("status")
@@ -344,7 +344,7 @@ def dashboard(*, days: int = 30, currency: str = "EUR", top: int = 8) -> dict:
             )
         )
 
-    by_status = dict.fromkeys(LIVE_STATUSES, 0)
+    by_status: dict[str, int] = dict.fromkeys(LIVE_STATUSES, 0)
     for point_counts in recharges_by_day.values():
         for status, n in point_counts.items():
             if status in by_status:

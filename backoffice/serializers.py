@@ -95,7 +95,7 @@ class ModeField(serializers.ChoiceField):
     def __init__(self, **kwargs):
         super().__init__(choices=["live", "test"], **kwargs)
 
-    def to_internal_value(self, data) -> bool:
+    def to_internal_value(self, data) -> bool:  # type: ignore[override]
         return super().to_internal_value(data) == "live"
 
 
@@ -108,7 +108,7 @@ class AdminQuery(serializers.Serializer):
     @classmethod
     def parse(cls, request) -> dict:
         params = request.query_params
-        by_wire = {wire_name(name): name for name in cls().fields}
+        by_wire = {wire_name(name): name for name in cls().fields}  # type: ignore[arg-type]
         refuse_unknown_params(params, allowed=set(by_wire) | set(PAGE_PARAMS))
         data = {}
         for wire, name in by_wire.items():

@@ -201,7 +201,7 @@ def _clean_discount(value: Decimal | str) -> Decimal:
         percent = Decimal(str(value)).quantize(Decimal("0.01"))
     except (InvalidOperation, ValueError) as exc:
         raise ValidationFailed(
-            fields=[{"field": "discountPercent", "code": "invalid", "message": _("A number.")}]
+            fields=[{"field": "discountPercent", "code": "invalid", "message": _("A number.")}]  # type: ignore[dict-item]
         ) from exc
     if not Decimal("0") <= percent <= Decimal("100"):
         raise ValidationFailed(
@@ -209,7 +209,7 @@ def _clean_discount(value: Decimal | str) -> Decimal:
                 {
                     "field": "discountPercent",
                     "code": "out_of_range",
-                    "message": _("Between 0 and 100."),
+                    "message": _("Between 0 and 100."),  # type: ignore[dict-item]
                 }
             ]
         )

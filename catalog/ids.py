@@ -17,7 +17,7 @@ ID_LENGTH = 20
 
 def stable_id(prefix: str, natural_key: str) -> str:
     number = int.from_bytes(hashlib.sha256(f"{prefix}:{natural_key}".encode()).digest(), "big")
-    chars = []
+    chars = []  # type: ignore[var-annotated]
     while len(chars) < ID_LENGTH:
         number, rest = divmod(number, 62)
         chars.append(_ALPHABET[rest])

@@ -141,7 +141,8 @@ class Operator(TranslatableModel):
         ):
             errors["carrier_names"] = _("A list of names.")
         if not isinstance(self.prefixes, list) or not all(
-            isinstance(p, str) and prefix_validator.regex.match(p) for p in self.prefixes
+            isinstance(p, str) and prefix_validator.regex.match(p)  # type: ignore[union-attr]
+            for p in self.prefixes
         ):
             errors["prefixes"] = _("A list of digit strings.")
         if errors:

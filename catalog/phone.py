@@ -71,8 +71,8 @@ def phone_parse(raw: str, *, field: str = "recipientNumber") -> PhoneNumber:
         raise InvalidPhoneNumber(_("This is not a mobile phone number."), field=field)
     return PhoneNumber(
         e164=phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.E164),
-        country=phonenumbers.region_code_for_number(number),
-        calling_code=number.country_code,
+        country=phonenumbers.region_code_for_number(number),  # type: ignore[arg-type]
+        calling_code=number.country_code,  # type: ignore[arg-type]
         national_number=phonenumbers.national_significant_number(number),
         carrier=carrier.name_for_number(number, "en") or "",
     )

@@ -134,7 +134,7 @@ def products_get(*, product_ids: Iterable[str], at: datetime | None = None) -> d
 
 
 def _promotion_sort_key(promotion: Promotion, at: datetime) -> tuple:
-    specific = 0 if promotion.product_ids else 1
+    specific = 0 if promotion.product_ids else 1  # type: ignore[attr-defined]
     if promotion.status_at(at) == PromotionStatus.ACTIVE:
         return (0, specific, promotion.starts_at, promotion.pk)
     return (1, promotion.starts_at, specific, promotion.pk)
@@ -170,16 +170,16 @@ def products_attach_promotions(*, products: Sequence[Product], at: datetime | No
         for promotion_id, product_id in links:
             targets[promotion_id].add(product_id)
     for promotion in promotions:
-        promotion.product_ids = frozenset(targets.get(promotion.pk, ()))
+        promotion.product_ids = frozenset(targets.get(promotion.pk, ()))  # type: ignore[attr-defined]
     for product in products:
-        product.promotion_candidates = [
+        product.promotion_candidates = [  # type: ignore[attr-defined]
             promo
             for promo in promotions
             if promo.operator_id == product.operator_id
-            and (not promo.product_ids or product.pk in promo.product_ids)
+            and (not promo.product_ids or product.pk in promo.product_ids)  # type: ignore[attr-defined]
         ]
-        product.promotions_loaded_at = at
-        product.promotion = _pick(product.promotion_candidates, at)
+        product.promotions_loaded_at = at  # type: ignore[attr-defined]
+        product.promotion = _pick(product.promotion_candidates, at)  # type: ignore[attr-defined]
 
 
 def product_promotion(*, product: Product, at: datetime | None = None) -> Promotion | None:
@@ -193,7 +193,7 @@ def product_promotion(*, product: Product, at: datetime | None = None) -> Promot
     loaded_at = getattr(product, "promotions_loaded_at", None)
     if loaded_at is None or at < loaded_at:
         products_attach_promotions(products=[product], at=at)
-    return _pick(product.promotion_candidates, at)
+    return _pick(product.promotion_candidates, at)  # type: ignore[attr-defined]
 
 
 def waitlist_horizon(horizon_hours: int | None = None) -> timedelta:

@@ -82,7 +82,7 @@ def country_upsert(
     if created:
         country = Country(code=code, **values)
         return country, _save(country, created=True, changed=[])
-    return country, _save(country, created=False, changed=_apply(country, values))
+    return country, _save(country, created=False, changed=_apply(country, values))  # type: ignore[return-value]
 
 
 @transaction.atomic
@@ -223,12 +223,12 @@ def promotion_upsert(
     else:
         outcome = _save(promotion, created=False, changed=_apply(promotion, values))
     wanted = {p.pk for p in products}
-    current = set(promotion.products.values_list("pk", flat=True)) if not created else set()
+    current = set(promotion.products.values_list("pk", flat=True)) if not created else set()  # type: ignore[union-attr]
     if wanted != current:
-        promotion.products.set(wanted)
+        promotion.products.set(wanted)  # type: ignore[union-attr]
         if outcome == Outcome.UNCHANGED:
             outcome = Outcome.UPDATED
-    return promotion, outcome
+    return promotion, outcome  # type: ignore[return-value]
 
 
 @transaction.atomic

@@ -86,7 +86,7 @@ def operator(request: HttpRequest, code: str, slug: str) -> HttpResponse:
     groups = [
         (kind, list(items)) for kind, items in groupby(products, key=lambda p: p.product_type)
     ]
-    promotions = {p.promotion.pk: p.promotion for p in products if p.promotion}
+    promotions = {p.promotion.pk: p.promotion for p in products if p.promotion}  # type: ignore[attr-defined]
     return render(
         request,
         "catalog/operator.html",

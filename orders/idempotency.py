@@ -1,4 +1,4 @@
-"""Idempotency-Key handling built on a unique constraint (decisions.md section 5).
+"""Idempotency-Key handling built on a unique constraint (docs/contract.md section 5).
 
 1. Claim: INSERT (account, mode, key) in its own short transaction. The database lets exactly
    one request in; the others find the row and get the stored answer (replay), 409 while the

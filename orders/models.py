@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from django.db import models
 from django.utils import timezone
 
 
 class IdempotencyRecord(models.Model):
-    """One Idempotency-Key of one account in one mode, kept 24 hours (decisions.md section 5).
+    """One Idempotency-Key of one account in one mode, kept 24 hours (docs/contract.md section 5).
 
     The unique constraint, not a read, decides which request runs: the first INSERT wins, the
     others find its row. ``token`` fences the owner: the result is stored only by the request
@@ -42,7 +43,7 @@ class IdempotencyRecord(models.Model):
         return f"{self.key} ({self.state})"
 
 
-MONEY = {"max_digits": 12, "decimal_places": 2}
+MONEY: dict[str, Any] = {"max_digits": 12, "decimal_places": 2}
 
 
 def _id(prefix: str):
@@ -209,7 +210,7 @@ class Recharge(models.Model):
         DISPATCHED = "dispatched", "Dispatched"
         DELIVERED = "delivered", "Delivered"
         FAILED = "failed", "Failed"
-        # Test mode only: the simulated outcomes of the sandbox (decisions.md section 6).
+        # Test mode only: the simulated outcomes of the sandbox (docs/contract.md section 6).
         PROCESSING = "processing", "Processing (sandbox)"
         SUCCESS = "success", "Success (sandbox)"
         REJECTED = "rejected", "Rejected (sandbox)"
@@ -283,7 +284,7 @@ class RechargeEvent(models.Model):
 
 
 class CardCheckout(models.Model):
-    """The card side of one card payment or one card top-up (decisions.md section 4).
+    """The card side of one card payment or one card top-up (docs/contract.md section 4).
 
     Exactly one of ``payment`` and ``topup`` is set. It holds the Stripe objects of the
     current attempt: a SetupIntent the browser confirms, then the PaymentIntent the server
@@ -331,7 +332,7 @@ class CardCheckout(models.Model):
 
     @property
     def public_id(self) -> str:
-        return self.payment.public_id if self.payment_id else self.topup.public_id
+        return self.payment.public_id if self.payment_id else self.topup.public_id  # type: ignore[union-attr]
 
 
 class StripeEvent(models.Model):

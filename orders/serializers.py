@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 from rest_framework import serializers
 from rest_framework.exceptions import ErrorDetail
@@ -13,7 +16,7 @@ from orders.pricing import LineRequest
 from reseller.api import StrictSerializer
 
 MAX_LINES = 50
-CURRENCY_FIELD = {
+CURRENCY_FIELD: dict[str, Any] = {
     "regex": r"^[A-Z]{3}$",
     "max_length": 3,
     "error_messages": {"invalid": _("Use an ISO 4217 code such as EUR.")},
@@ -38,7 +41,7 @@ def validate_lines(items: list[dict], *, nested: bool = True) -> list[LineReques
         product = products.get(item["product_id"])
         if product is None:
             errors[index]["product_id"] = [
-                ErrorDetail(_("No such recharge product."), code="unknown_product")
+                ErrorDetail(gettext("No such recharge product."), code="unknown_product")
             ]
             continue
         try:
@@ -72,7 +75,9 @@ def validate_units(items: list[dict], *, max_units: int | None) -> None:
             {
                 "items": [
                     ErrorDetail(
-                        _("At most %(max)d recharge units per request; this one has %(units)d.")
+                        gettext(
+                            "At most %(max)d recharge units per request; this one has %(units)d."
+                        )
                         % {"max": max_units, "units": units},
                         code="too_many_units",
                     )
@@ -84,7 +89,7 @@ def validate_units(items: list[dict], *, max_units: int | None) -> None:
 class OrderIn(StrictSerializer):
     """The order request envelope: lines and the base currency."""
 
-    items = OrderLineIn(many=True, allow_empty=False, max_length=MAX_LINES)
+    items = OrderLineIn(many=True, allow_empty=False, max_length=MAX_LINES)  # type: ignore[call-arg]
     base_currency = serializers.RegexField(**CURRENCY_FIELD)
 
     def validate_base_currency(self, value: str) -> str:
@@ -100,7 +105,7 @@ class QuoteIn(StrictSerializer):
     """Either a cart (``sessionId``) or explicit ``items``; ``baseCurrency`` defaults to EUR."""
 
     session_id = serializers.CharField(max_length=100, required=False)
-    items = OrderLineIn(many=True, allow_empty=False, max_length=MAX_LINES, required=False)
+    items = OrderLineIn(many=True, allow_empty=False, max_length=MAX_LINES, required=False)  # type: ignore[call-arg]
     base_currency = serializers.RegexField(**CURRENCY_FIELD, required=False)
 
     def validate_base_currency(self, value: str) -> str:
@@ -111,7 +116,9 @@ class QuoteIn(StrictSerializer):
             raise serializers.ValidationError(
                 {
                     "session_id": [
-                        ErrorDetail(_("Send either sessionId or items, not both."), code="invalid")
+                        ErrorDetail(
+                            gettext("Send either sessionId or items, not both."), code="invalid"
+                        )
                     ]
                 }
             )

@@ -280,11 +280,11 @@ def order_graph_attach(
     """Give a just-created order its payment, lines and recharges as if prefetched, so the
     201 answer is rendered from memory instead of read back (the same objects, same values)."""
     order.payment = payment
-    order._prefetched_objects_cache = {
+    order._prefetched_objects_cache = {  # type: ignore[attr-defined]
         "lines": _as_prefetched(order.lines, lines),
         "recharges": _as_prefetched(order.recharges, recharges),
     }
-    payment._prefetched_objects_cache = {"recharges": _as_prefetched(payment.recharges, recharges)}
+    payment._prefetched_objects_cache = {"recharges": _as_prefetched(payment.recharges, recharges)}  # type: ignore[attr-defined]
     return order
 
 

@@ -18,6 +18,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 from rest_framework.exceptions import ValidationError
 
+from accounts.http import AuthenticatedRequest
 from orders import selectors, services
 from orders.card import gateway
 from orders.errors import CartAlreadyPaid
@@ -40,14 +41,14 @@ def _back(request: HttpRequest, fallback: str) -> str:
     return fallback
 
 
-def _cart(request: HttpRequest):
+def _cart(request: AuthenticatedRequest):
     return services.cart_get_or_create(
         account=request.user.account, livemode=True, session_id=SITE_CART
     )
 
 
 def _quote(request: HttpRequest, items):
-    account = request.user.account
+    account = request.user.account  # type: ignore[union-attr]
     currency = wallet_get_or_create(account=account).currency
     priced = price_order(
         account=account,
@@ -93,7 +94,7 @@ def cart_add(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_GET
-def cart(request: HttpRequest) -> HttpResponse:
+def cart(request: AuthenticatedRequest) -> HttpResponse:
     items = list(selectors.cart_items(cart=_cart(request)))
     quote, rows = _quote(request, items)
     wallet = wallet_get_or_create(account=request.user.account)
@@ -106,14 +107,14 @@ def cart(request: HttpRequest) -> HttpResponse:
 
 def _own_item(request: HttpRequest, item_id: str):
     try:
-        return selectors.cart_item_get(account=request.user.account, livemode=True, item_id=item_id)
+        return selectors.cart_item_get(account=request.user.account, livemode=True, item_id=item_id)  # type: ignore[union-attr]
     except NotFound as exc:
         raise Http404 from exc
 
 
 @login_required
 @require_POST
-def cart_item_update(request: HttpRequest, item_id: str) -> HttpResponse:
+def cart_item_update(request: AuthenticatedRequest, item_id: str) -> HttpResponse:
     item = _own_item(request, item_id)
     try:
         quantity = int(request.POST.get("quantity", ""))
@@ -129,7 +130,7 @@ def cart_item_update(request: HttpRequest, item_id: str) -> HttpResponse:
 
 @login_required
 @require_POST
-def cart_item_remove(request: HttpRequest, item_id: str) -> HttpResponse:
+def cart_item_remove(request: AuthenticatedRequest, item_id: str) -> HttpResponse:
     services.cart_remove_item(item=_own_item(request, item_id))
     messages.success(request, _("Removed from your cart."))
     return redirect("orders:cart")
@@ -137,7 +138,7 @@ def cart_item_remove(request: HttpRequest, item_id: str) -> HttpResponse:
 
 @login_required
 @require_GET
-def checkout(request: HttpRequest) -> HttpResponse:
+def checkout(request: AuthenticatedRequest) -> HttpResponse:
     """The quote and the card form; checkout.js runs prepare → confirmCardSetup → checkout."""
     items = list(selectors.cart_items(cart=_cart(request)))
     if not items:
@@ -161,7 +162,7 @@ def checkout(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_POST
-def checkout_wallet(request: HttpRequest) -> HttpResponse:
+def checkout_wallet(request: AuthenticatedRequest) -> HttpResponse:
     """Pay the cart from the wallet: the same order service as POST /wallet/checkout.
 
     The cart's lines are read under its lock inside the order's transaction, so a double
@@ -193,7 +194,7 @@ def checkout_wallet(request: HttpRequest) -> HttpResponse:
 
 def _own_payment(request: HttpRequest, payment_id: str) -> Payment:
     payment = (
-        selectors.payment_history(account=request.user.account, livemode=True)
+        selectors.payment_history(account=request.user.account, livemode=True)  # type: ignore[union-attr]
         .filter(public_id=payment_id)
         .prefetch_related("order__lines__product__operator")
         .first()
@@ -205,7 +206,7 @@ def _own_payment(request: HttpRequest, payment_id: str) -> Payment:
 
 @login_required
 @require_GET
-def receipt(request: HttpRequest, payment_id: str) -> HttpResponse:
+def receipt(request: AuthenticatedRequest, payment_id: str) -> HttpResponse:
     payment = _own_payment(request, payment_id)
     recharges = list(payment.recharges.all())
     return render(
@@ -222,7 +223,7 @@ def receipt(request: HttpRequest, payment_id: str) -> HttpResponse:
 
 @login_required
 @require_GET
-def receipt_status(request: HttpRequest, payment_id: str) -> JsonResponse:
+def receipt_status(request: AuthenticatedRequest, payment_id: str) -> JsonResponse:
     """What receipt.js polls: the payment's and each recharge's current status."""
     payment = _own_payment(request, payment_id)
     recharges = list(payment.recharges.all())
@@ -248,7 +249,7 @@ def receipt_status(request: HttpRequest, payment_id: str) -> JsonResponse:
 
 @login_required
 @require_GET
-def history(request: HttpRequest) -> HttpResponse:
+def history(request: AuthenticatedRequest) -> HttpResponse:
     page = Paginator(
         selectors.payment_history(account=request.user.account, livemode=True), 20
     ).get_page(request.GET.get("page"))

@@ -2,13 +2,13 @@
 
 Domain code raises ``ApplicationError`` subclasses (or DRF's own exceptions); the DRF
 exception handler below and ``ApiProblemMiddleware`` turn everything into
-``application/problem+json`` with a stable ``code`` (decisions.md section 2).
+``application/problem+json`` with a stable ``code`` (docs/contract.md section 2).
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.db import DatabaseError, InterfaceError, OperationalError
@@ -17,6 +17,9 @@ from django.utils.translation import gettext_lazy as _
 from djangorestframework_camel_case.util import camelize_re, underscore_to_camel
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
+
+if TYPE_CHECKING:
+    from django_stubs_ext import StrOrPromise
 
 logger = logging.getLogger(__name__)
 
@@ -61,8 +64,8 @@ class ApplicationError(Exception):
 
     code = "bad_request"
     status = 400
-    title = _("Bad request")
-    default_detail = ""
+    title: StrOrPromise = _("Bad request")
+    default_detail: StrOrPromise = ""
 
     def __init__(
         self,
@@ -106,7 +109,7 @@ def refuse_unknown_params(given, *, allowed: set[str]) -> None:
     unknown = sorted(set(given) - allowed)
     if unknown:
         raise ValidationFailed(
-            _("Unknown query parameter."),
+            _("Unknown query parameter."),  # type: ignore[arg-type]
             fields=[
                 {
                     "field": name,
@@ -162,8 +165,8 @@ def problem_body(
     *,
     status: int,
     code: str,
-    title: str,
-    detail: str,
+    title: StrOrPromise,
+    detail: StrOrPromise,
     request_id: str | None,
     fields: list[dict[str, str]] | None = None,
 ) -> dict[str, Any]:
@@ -250,7 +253,9 @@ def _field_code(code: str | None) -> str:
     return _FIELD_CODE_NAMES.get(code, code)
 
 
-def _from_drf(exc: drf.APIException) -> tuple[int, str, str, str, list | None, dict]:
+def _from_drf(
+    exc: drf.APIException,
+) -> tuple[int, str, StrOrPromise, StrOrPromise, list | None, dict]:
     status = exc.status_code
     headers: dict[str, str] = {}
     if isinstance(exc, drf.ValidationError):
@@ -273,7 +278,7 @@ def _from_drf(exc: drf.APIException) -> tuple[int, str, str, str, list | None, d
             headers,
         )
     if isinstance(exc, drf.Throttled):
-        wait = int(exc.wait or 1)
+        wait = int(exc.wait or 1)  # type: ignore[attr-defined]
         headers["Retry-After"] = str(max(1, wait))
         return (429, "rate_limited", _("Too many requests"), str(exc.detail), None, headers)
     if isinstance(exc, drf.NotAuthenticated):
@@ -282,12 +287,12 @@ def _from_drf(exc: drf.APIException) -> tuple[int, str, str, str, list | None, d
         code = "token_invalid"
         detail = exc.detail
         if isinstance(detail, dict):
-            detail = detail.get("detail", _("The token is invalid or expired."))
+            detail = detail.get("detail", _("The token is invalid or expired."))  # type: ignore[arg-type]
         return (401, code, _("Not authenticated"), str(detail), None, headers)
     if isinstance(exc, drf.MethodNotAllowed):
         return (405, "method_not_allowed", _("Method not allowed"), str(exc.detail), None, headers)
     code = STATUS_CODES.get(status, "error")
-    detail = exc.detail if not isinstance(exc.detail, dict | list) else exc.default_detail
+    detail = exc.detail if not isinstance(exc.detail, dict | list) else exc.default_detail  # type: ignore[assignment]
     return (status, code, STATUS_TITLES.get(status, _("Error")), str(detail), None, headers)
 
 
@@ -309,7 +314,7 @@ def exception_handler(exc: Exception, context: dict) -> Response:
             404,
             "not_found",
             _("Not found"),
-            _("No such object."),
+            _("No such object."),  # type: ignore[assignment]
             None,
         )
     elif isinstance(exc, DjangoPermissionDenied):
@@ -317,11 +322,11 @@ def exception_handler(exc: Exception, context: dict) -> Response:
             403,
             "permission_denied",
             _("Forbidden"),
-            _("You do not have permission to perform this action."),
+            _("You do not have permission to perform this action."),  # type: ignore[assignment]
             None,
         )
     elif isinstance(exc, drf.APIException):
-        status, code, title, detail, fields, headers = _from_drf(exc)
+        status, code, title, detail, fields, headers = _from_drf(exc)  # type: ignore[assignment]
         if isinstance(exc, drf.AuthenticationFailed | drf.NotAuthenticated) and request:
             view = context.get("view")
             auth_header = view.get_authenticate_header(request) if view else None
@@ -333,7 +338,7 @@ def exception_handler(exc: Exception, context: dict) -> Response:
             503,
             "service_unavailable",
             _("Service unavailable"),
-            ServiceUnavailable.default_detail,
+            ServiceUnavailable.default_detail,  # type: ignore[assignment]
             None,
         )
         headers["Retry-After"] = "5"
@@ -346,7 +351,7 @@ def exception_handler(exc: Exception, context: dict) -> Response:
             500,
             "internal_error",
             _("Internal server error"),
-            _("Something went wrong on our side. Nothing was charged twice; retry later."),
+            _("Something went wrong on our side. Nothing was charged twice; retry later."),  # type: ignore[assignment]
             None,
         )
     body = problem_body(

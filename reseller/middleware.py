@@ -38,7 +38,7 @@ class RequestIdMiddleware:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         given = request.headers.get("X-Request-Id", "")
         request_id = given if _SAFE_REQUEST_ID.match(given) else f"req_{uuid.uuid4().hex}"
-        request.request_id = request_id
+        request.request_id = request_id  # type: ignore[attr-defined]
         token = _request_id.set(request_id)
         try:
             response = self.get_response(request)

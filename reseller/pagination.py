@@ -1,4 +1,4 @@
-"""The list envelope of decisions.md section 1: ?page=&limit= (max 100)."""
+"""The list envelope of docs/contract.md section 1: ?page=&limit= (max 100)."""
 
 from __future__ import annotations
 
@@ -60,7 +60,7 @@ class PagePagination(PageNumberPagination):
     def _link(self, number: int) -> str:
         from rest_framework.utils.urls import replace_query_param
 
-        url = self.request.build_absolute_uri()
+        url = self.request.build_absolute_uri()  # type: ignore[union-attr]
         url = replace_query_param(url, "limit", self.limit)
         return replace_query_param(url, "page", number)
 

@@ -25,7 +25,7 @@ class ApiKeyScheme(OpenApiAuthenticationExtension):
 
 def document_ambiguous_credentials(result, generator, request, public):
     """Every operation that accepts credentials can answer 400 ``ambiguous_credentials``
-    (an x-api-key together with an Authorization header, decisions.md section 2): document it
+    (an x-api-key together with an Authorization header, docs/contract.md section 2): document it
     where the operation does not list a 400 already. A drf-spectacular postprocessing hook."""
     from reseller.api import PROBLEM_DESCRIPTIONS
 

@@ -1,11 +1,11 @@
 from django.conf import settings
 from django.contrib import admin
-from django.urls import include, path
+from django.urls import URLPattern, URLResolver, include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from reseller import views
 
-api_v1 = [
+api_v1: list[URLPattern | URLResolver] = [
     path("", include("accounts.urls_api")),
     path("", include("catalog.urls_api")),
     path("", include("orders.urls_api")),

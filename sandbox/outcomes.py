@@ -1,4 +1,4 @@
-"""Simulated recharges of test keys (decisions.md section 6). No provider is ever called.
+"""Simulated recharges of test keys (docs/contract.md section 6). No provider is ever called.
 
 The outcome is chosen by the last four digits of the recipient number:
 
@@ -26,7 +26,7 @@ from orders.recharges.state import transition
 S = Recharge.Status
 PROCESSING_TIME = timedelta(seconds=10)
 ENDINGS = {"0002": S.REJECTED, "0003": S.PROCESSING, "0004": S.TIMEOUT}
-MESSAGES = {
+MESSAGES: dict[str, tuple[str, str]] = {
     S.REJECTED: ("rejected", "Sandbox: numbers ending in 0002 are rejected."),
     S.TIMEOUT: ("timeout", "Sandbox: numbers ending in 0004 time out."),
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Creates .venv with Python >= 3.12 and installs the project with its dev tools. Idempotent:
-# re-runs pip only when pyproject.toml changed since the last install.
+# Creates .venv with Python >= 3.12 and installs the project's dependencies and dev tools from
+# the lock (requirements/dev.txt: every version pinned, every file's hash checked). Idempotent:
+# re-runs pip only when the lock changed since the last install. `make lock` regenerates it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,15 +27,14 @@ if [ ! -x .venv/bin/python ]; then
 fi
 
 stamp=.venv/.installed
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
-  echo "setup: installing dependencies"
+lock=requirements/dev.txt
+if [ ! -f "$stamp" ] || [ "$lock" -nt "$stamp" ]; then
+  echo "setup: installing dependencies from $lock"
   .venv/bin/python -m pip install --quiet --upgrade pip 2>&1 | grep -v "^WARNING: Location" || true
   # The project runs from this folder (manage.py, celery -A reseller); only its dependencies
-  # are installed, read from pyproject.toml.
-  deps=$(.venv/bin/python -c 'import tomllib; p = tomllib.load(open("pyproject.toml", "rb"))["project"]; print("\n".join(p["dependencies"] + p["optional-dependencies"]["dev"]))')
-  mapfile -t reqs <<<"$deps"
-  .venv/bin/python -m pip install --quiet "${reqs[@]}" 2>&1 | grep -v "^WARNING: Location" || true
-  .venv/bin/python -c "import django, rest_framework, celery" # fail loudly if pip failed
+  # are installed. --require-hashes: a file that differs from the one locked is refused.
+  .venv/bin/python -m pip install --quiet --require-hashes -r "$lock" 2>&1 | grep -v "^WARNING: Location" || true
+  .venv/bin/python -c "import django, rest_framework, celery, mypy" # fail loudly if pip failed
   touch "$stamp"
 fi
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import Any
 
 from django.conf import settings
 from django.db import models
@@ -11,7 +12,7 @@ from django.utils.translation import gettext_lazy as _
 
 from reseller.ids import make_id
 
-MONEY = {"max_digits": 12, "decimal_places": 2}
+MONEY: dict[str, Any] = {"max_digits": 12, "decimal_places": 2}
 
 
 def new_wallet_id() -> str:

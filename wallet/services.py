@@ -247,7 +247,7 @@ def wallet_topup_manual(
 
 
 def sandbox_wallet_for_key(*, key) -> Wallet:
-    """Each test key has its own fake EUR balance, starting at 0 (decisions.md section 6)."""
+    """Each test key has its own fake EUR balance, starting at 0 (docs/contract.md section 6)."""
     wallet, _created = Wallet.objects.get_or_create(
         api_key=key,
         kind=Wallet.Kind.SANDBOX,

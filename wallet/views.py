@@ -7,11 +7,12 @@ from decimal import Decimal, InvalidOperation
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
+from accounts.http import AuthenticatedRequest
 from orders.card import gateway
 from wallet import selectors
 from wallet.models import TopUp
@@ -20,7 +21,7 @@ from wallet.services import TOPUP_MAX, TOPUP_MIN, topup_request, wallet_get_or_c
 
 @login_required
 @require_GET
-def wallet(request: HttpRequest) -> HttpResponse:
+def wallet(request: AuthenticatedRequest) -> HttpResponse:
     account = request.user.account
     live = wallet_get_or_create(account=account)
     return render(
@@ -50,7 +51,7 @@ def _amount(raw: str) -> Decimal | None:
 
 @login_required
 @require_POST
-def bank_transfer(request: HttpRequest) -> HttpResponse:
+def bank_transfer(request: AuthenticatedRequest) -> HttpResponse:
     """Request a bank-transfer top-up: pending until staff see the money and approve it."""
     amount = _amount(request.POST.get("amount", ""))
     if amount is None:

@@ -68,7 +68,7 @@ class AccountAdmin(admin.ModelAdmin):
             lambda account: staff.staff_account_set_b2b(
                 account=account, is_b2b=is_b2b, actor=request.user
             ),
-            done_message=_("%(count)d account(s) changed."),
+            done_message=_("%(count)d account(s) changed."),  # type: ignore[arg-type]
         )
 
     @admin.action(description=_("Set discount of selected accounts"), permissions=["change"])

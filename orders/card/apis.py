@@ -29,7 +29,7 @@ from reseller.api import Problem, StrictSerializer, problems
 from reseller.errors import ApplicationError, problem_response
 from wallet.services import TOPUP_MAX, TOPUP_MIN
 
-CARD_PROBLEMS = {
+CARD_PROBLEMS = {  # type: ignore[misc]
     **problems(400, 401, 403, 404, 503),
     402: OpenApiResponse(
         response=Problem,
@@ -60,7 +60,7 @@ class PrepareIn(StrictSerializer):
     """Exactly one of: ``sessionId`` (a cart), ``items`` (+ ``baseCurrency``), ``paymentId``."""
 
     session_id = serializers.CharField(max_length=100, required=False)
-    items = OrderLineIn(many=True, allow_empty=False, max_length=MAX_LINES, required=False)
+    items = OrderLineIn(many=True, allow_empty=False, max_length=MAX_LINES, required=False)  # type: ignore[call-arg]
     base_currency = serializers.RegexField(r"^[A-Z]{3}$", max_length=3, required=False)
     payment_id = serializers.CharField(max_length=40, required=False)
 

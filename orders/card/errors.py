@@ -1,4 +1,4 @@
-"""Errors of the card checkout and card top-ups (decisions.md section 4, docs/payments.md)."""
+"""Errors of the card checkout and card top-ups (docs/contract.md section 4, docs/payments.md)."""
 
 from django.utils.translation import gettext_lazy as _
 

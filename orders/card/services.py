@@ -1,4 +1,4 @@
-"""Card checkout and card top-ups (decisions.md section 4): prepare, checkout, webhooks.
+"""Card checkout and card top-ups (docs/contract.md section 4): prepare, checkout, webhooks.
 
 One flow serves both things a card pays for: an order (a pending card ``Payment`` whose
 recharges are queued when the money is taken) and a wallet top-up (a pending ``TopUp``
@@ -116,7 +116,7 @@ def _discard(checkout: CardCheckout) -> None:
         Payment.objects.filter(pk=checkout.payment_id).delete()
         Order.objects.filter(pk=order_id).delete()  # its lines go with it
     else:
-        TopUp.objects.filter(pk=checkout.topup_id).delete()
+        TopUp.objects.filter(pk=checkout.topup_id).delete()  # type: ignore[misc]
 
 
 def _metadata_key(checkout: CardCheckout) -> str:
@@ -315,12 +315,12 @@ def _checkout_decide(checkout: CardCheckout) -> _Step:
     """Under the lock: is this checkout payable, and what is to be asked of Stripe?"""
     if checkout.completed_at is not None:
         return _Step("done")
-    if checkout.payment_id and checkout.payment.status not in (
+    if checkout.payment_id and checkout.payment.status not in (  # type: ignore[operator, union-attr]
         Payment.Status.PENDING,
         Payment.Status.FAILED,
     ):
         raise PaymentNotPayable()
-    if checkout.topup_id and checkout.topup.status != TopUp.Status.PENDING:
+    if checkout.topup_id and checkout.topup.status != TopUp.Status.PENDING:  # type: ignore[union-attr]
         raise PaymentNotPayable()
     if checkout.payment_intent_id:  # an attempt made: where is it now?
         return _Step("follow", payment_intent_id=checkout.payment_intent_id)
@@ -447,13 +447,13 @@ def _complete(checkout: CardCheckout, intent: gateway.IntentResult) -> None:
         )
         recharges_create(order=payment.order, payment=payment)
         if checkout.cart_item_ids:  # exactly the lines this payment paid for
-            CartItem.objects.filter(
+            CartItem.objects.filter(  # type: ignore[misc]
                 cart_id=checkout.cart_id, pk__in=checkout.cart_item_ids
             ).delete()
         checkout.payment = payment
     else:
-        TopUp.objects.filter(pk=checkout.topup_id).update(external_reference=intent.id)
-        checkout.topup = topup_approve(topup_id=checkout.topup_id, note="card payment")
+        TopUp.objects.filter(pk=checkout.topup_id).update(external_reference=intent.id)  # type: ignore[misc]
+        checkout.topup = topup_approve(topup_id=checkout.topup_id, note="card payment")  # type: ignore[arg-type]
 
 
 # -- webhooks -------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""The recharge processor (decisions.md section 5): one recharge, moved forward safely.
+"""The recharge processor (docs/contract.md section 5): one recharge, moved forward safely.
 
 ``recharge_process`` is idempotent and safe to run twice or concurrently for the same row:
 
@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from decimal import Decimal
 
 from django.conf import settings
@@ -250,8 +251,8 @@ def recharge_process(*, recharge_id: int, provider=None) -> Outcome:
 def recharges_due() -> dict[str, list[int]]:
     """What the sweeper should look at now: lost messages, stuck calls, opened waitlists."""
     now = timezone.now()
-    stuck_queued = now - timezone.timedelta(seconds=settings.RECHARGE_STUCK_QUEUED_SECONDS)
-    stuck_dispatched = now - timezone.timedelta(seconds=settings.RECHARGE_STUCK_DISPATCHED_SECONDS)
+    stuck_queued = now - timedelta(seconds=settings.RECHARGE_STUCK_QUEUED_SECONDS)
+    stuck_dispatched = now - timedelta(seconds=settings.RECHARGE_STUCK_DISPATCHED_SECONDS)
     return {
         "queued": list(
             Recharge.objects.filter(status=S.QUEUED, updated_at__lt=stuck_queued).values_list(

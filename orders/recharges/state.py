@@ -1,4 +1,4 @@
-"""The recharge state machine (decisions.md section 5), in one place.
+"""The recharge state machine (docs/contract.md section 5), in one place.
 
     queued ──► dispatched ──► delivered
       │  ▲          │
@@ -36,7 +36,7 @@ SANDBOX_ALLOWED: dict[str, frozenset[str]] = {
     S.TIMEOUT: frozenset(),
 }
 
-TIMESTAMP = {
+TIMESTAMP: dict[str, str] = {
     S.QUEUED: "queued_at",
     S.DISPATCHED: "dispatched_at",
     S.DELIVERED: "delivered_at",

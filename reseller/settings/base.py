@@ -1,6 +1,7 @@
 """Settings shared by every environment; every value that varies comes from reseller.env."""
 
 from datetime import timedelta
+from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.translation import gettext_lazy as _
@@ -11,7 +12,7 @@ DEBUG = env.bool("DEBUG", default=False)
 SECRET_KEY = env.str("SECRET_KEY", default=INSECURE_SECRET_KEY)
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
-# Addresses of reverse proxies whose X-Forwarded-For we believe (decisions.md section 3).
+# Addresses of reverse proxies whose X-Forwarded-For we believe (docs/contract.md section 3).
 TRUSTED_PROXIES = env.list("TRUSTED_PROXIES", default=[])
 
 INSTALLED_APPS = [
@@ -253,7 +254,7 @@ SIMPLE_JWT = {
     "USER_ID_CLAIM": "user_id",
 }
 
-SPECTACULAR_SETTINGS = {
+SPECTACULAR_SETTINGS: dict[str, Any] = {
     "TITLE": "reseller API",
     "DESCRIPTION": (
         "Airtime recharge platform API. Authenticate server-to-server with an `x-api-key` "
@@ -283,12 +284,12 @@ SPECTACULAR_SETTINGS = {
     ],
 }
 
-# Login attempts allowed per window, per client address and per email (decisions.md section 3).
+# Login attempts allowed per window, per client address and per email (docs/contract.md section 3).
 LOGIN_RATE_PER_ADDRESS = env.int("LOGIN_RATE_PER_ADDRESS", default=30)
 LOGIN_RATE_PER_EMAIL = env.int("LOGIN_RATE_PER_EMAIL", default=10)
 LOGIN_RATE_WINDOW_SECONDS = env.int("LOGIN_RATE_WINDOW_SECONDS", default=300)
 
-# API keys (decisions.md sections 3, 6 and 7; docs/access.md). Staff may override the request
+# API keys (docs/contract.md sections 3, 6 and 7; docs/access.md). Staff may override the request
 # limit and the units per request of one key in the admin.
 API_KEY_RATE_LIMIT_PER_MINUTE = env.int("API_KEY_RATE_LIMIT_PER_MINUTE", default=600)
 TEST_KEY_RECHARGES_PER_MINUTE = 10
@@ -323,7 +324,7 @@ LOGGING = {
 
 
 def refuse_insecure_production(debug: bool, secret_key: str) -> None:
-    """Production must never run with the development secret (decisions.md section 9)."""
+    """Production must never run with the development secret (docs/contract.md section 9)."""
     if not debug and secret_key == INSECURE_SECRET_KEY:
         raise ImproperlyConfigured(
             "SECRET_KEY must be set in the environment when DEBUG is false; "

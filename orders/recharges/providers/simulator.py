@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import time
 from decimal import Decimal
+from typing import Any
 
 from django.conf import settings
 from django.core.cache import cache
@@ -76,7 +77,7 @@ class SimulatorProvider:
             raise TransientError("Simulated upstream outage.", code="upstream_unavailable")
         if rule == "timeout_lost":
             raise UpstreamTimeout("Simulated timeout before the provider got the request.")
-        result = {
+        result: dict[str, Any] = {
             "status": ProviderResult.DELIVERED,
             "transaction_id": f"sim_{random_base62(16)}",
             "raw": {
