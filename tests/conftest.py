@@ -3,10 +3,14 @@ from decimal import Decimal
 import pytest
 from django.core.cache import cache
 from rest_framework.test import APIClient
-from rest_framework_simplejwt.tokens import RefreshToken
 
 from reseller import ratelimit
+from tests.card_support import (  # noqa: F401 (fixtures for every test module)
+    localstripe_fixture,
+    stripe_local_fixture,
+)
 from tests.factories import UserFactory
+from tests.helpers import bearer
 
 
 @pytest.fixture(autouse=True)
@@ -32,10 +36,6 @@ def staff(db):
     return UserFactory(is_staff=True, is_superuser=True)
 
 
-def bearer(user) -> dict:
-    return {"HTTP_AUTHORIZATION": f"Bearer {RefreshToken.for_user(user).access_token}"}
-
-
 @pytest.fixture
 def user_api(user):
     client = APIClient()
@@ -44,17 +44,10 @@ def user_api(user):
     return client
 
 
-def assert_ledger_balanced():
-    """Every test that moves money ends with this: cached balances equal their entries."""
-    from wallet.selectors import ledger_mismatches
-
-    assert ledger_mismatches() == []
-
-
 @pytest.fixture
 def product(db):
     """A Mexican airtime product at 5.00 EUR (MX mobile numbers look like +525512345678)."""
-    from catalog.tests.factories import ProductFactory
+    from tests.factories import ProductFactory
 
     return ProductFactory(retail_price=Decimal("5.00"))
 
@@ -67,22 +60,3 @@ def reseller(db):
     user = UserFactory()
     account_set_b2b(account=user.account, is_b2b=True)
     return user
-
-
-def client_for(plaintext: str) -> APIClient:
-    """An API client that sends this API key."""
-    client = APIClient()
-    client.credentials(HTTP_X_API_KEY=plaintext)
-    return client
-
-
-def assert_problem(response, status, code):
-    assert response.status_code == status, response.content
-    assert response["Content-Type"].startswith("application/problem+json")
-    body = response.json()
-    assert body["status"] == status
-    assert body["code"] == code
-    assert body["type"].endswith("/" + code)
-    assert body["title"] and body["detail"]
-    assert body["requestId"] == response["X-Request-Id"]
-    return body

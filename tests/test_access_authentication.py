@@ -12,8 +12,8 @@ from django.test import override_settings
 
 from accounts import keys, services
 from accounts.models import ApiKey
-from tests.conftest import assert_problem, bearer
 from tests.factories import UserFactory, make_key
+from tests.helpers import assert_problem, bearer
 
 pytestmark = pytest.mark.django_db
 

@@ -1,4 +1,4 @@
-"""Operator commands for keys and B2B (decisions.md section 8)."""
+"""Operator commands for keys and B2B (docs/contract.md section 8)."""
 
 import io
 
@@ -7,8 +7,8 @@ from django.core.management import CommandError, call_command
 
 from accounts import keys
 from accounts.models import Account, ApiKey
-from tests.conftest import assert_problem
 from tests.factories import make_key
+from tests.helpers import assert_problem
 
 pytestmark = pytest.mark.django_db
 

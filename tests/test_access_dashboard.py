@@ -9,8 +9,8 @@ from django.urls import reverse
 
 from accounts import services
 from accounts.models import ApiKey
-from tests.conftest import assert_problem
 from tests.factories import UserFactory, make_key
+from tests.helpers import assert_problem
 
 pytestmark = pytest.mark.django_db
 

@@ -1,4 +1,4 @@
-"""The reusable permission classes, each refusal with its code (decisions.md sections 2, 3).
+"""The reusable permission classes, each refusal with its code (docs/contract.md sections 2, 3).
 
 The endpoints that will declare them do not exist yet, so this module is also the urlconf of
 small probe views that declare them exactly as those endpoints will.
@@ -14,8 +14,8 @@ from accounts import permissions, services
 from accounts.authentication import request_api_key, request_livemode, request_units_per_request
 from accounts.permissions import B2BApiKeyRequired, StaffRequired, WebSessionRequired
 from accounts.throttling import RECHARGE_THROTTLE_CLASSES
-from tests.conftest import assert_problem, bearer
 from tests.factories import UserFactory, make_key
+from tests.helpers import assert_problem, bearer
 
 pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.test_access_permissions")]
 

@@ -1,17 +1,18 @@
-"""Per-key rate limits (decisions.md sections 6 and 7): shared, exact, refused requests free."""
+"""Per-key rate limits (docs/contract.md sections 6 and 7): shared, exact, refused requests free."""
 
 import threading
 import time
 from collections import Counter
 
 import pytest
+import time_machine
 from django.db import connection
 from django.test import override_settings
 from rest_framework.test import APIClient
 
 from accounts import services
-from tests.conftest import assert_problem, bearer
 from tests.factories import make_key
+from tests.helpers import assert_problem, bearer
 
 pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.test_access_permissions")]
 
@@ -22,10 +23,11 @@ WEB_ONLY = "/api/v1/probe/web-only"
 
 @pytest.fixture(autouse=True)
 def _fresh_window():
-    """Limits count per fixed minute: start a test early enough in one to finish inside it."""
-    left = 60 - time.time() % 60
-    if left < 10:
-        time.sleep(left + 0.05)
+    """Limits count per fixed minute: every test starts at the first second of one (the clock
+    is moved there and ticks on), so no test straddles two windows and none waits."""
+    start = (int(time.time()) // 60 + 1) * 60 + 1
+    with time_machine.travel(start, tick=True):
+        yield
 
 
 def test_live_key_default_is_600_per_minute_and_successes_carry_ratelimit_headers(api, user):

@@ -1,12 +1,12 @@
-"""Login, token refresh and /auth/me (decisions.md section 3)."""
+"""Login, token refresh and /auth/me (docs/contract.md section 3)."""
 
 import pytest
 import time_machine
 from django.test import override_settings
 
 from accounts.models import Account, User
-from tests.conftest import assert_problem
 from tests.factories import PASSWORD, UserFactory
+from tests.helpers import assert_problem
 
 pytestmark = pytest.mark.django_db
 

@@ -16,9 +16,8 @@ from django.test import Client
 from accounts.models import Account
 from backoffice.models import StaffAction
 from orders.models import Payment
-from tests.conftest import assert_ledger_balanced
 from tests.factories import UserFactory, make_key
-from tests.test_backoffice_api import REJECTS, fund, place, process
+from tests.helpers import REJECTS, assert_ledger_balanced, fund, place, process
 from wallet.models import LedgerEntry, TopUp, Wallet
 from wallet.services import topup_request
 
@@ -41,7 +40,7 @@ def shop():
 
 @pytest.fixture
 def product():
-    from catalog.tests.factories import ProductFactory
+    from tests.factories import ProductFactory
 
     return ProductFactory(retail_price=Decimal("5.00"))
 

@@ -6,75 +6,32 @@ from datetime import timedelta
 from decimal import Decimal
 
 import pytest
-from django.db import transaction
 from django.utils import timezone
 from rest_framework.test import APIClient
 
 from accounts.services import account_set_b2b
-from catalog.tests.factories import CountryFactory, OperatorFactory, ProductFactory
 from orders.models import Order, Payment, Recharge
-from orders.pricing import LineRequest
-from orders.recharges.processor import recharge_process
-from orders.services import order_place_with_wallet
-from tests.conftest import assert_ledger_balanced, assert_problem, bearer
-from tests.factories import UserFactory, make_key
-from wallet.models import LedgerEntry, TopUp, Wallet
+from tests.factories import CountryFactory, OperatorFactory, ProductFactory, UserFactory, make_key
+from tests.helpers import (
+    DELIVERS,
+    REJECTS,
+    assert_ledger_balanced,
+    assert_problem,
+    bearer,
+    fund,
+    place,
+    process,
+    sandbox_order,
+)
+from wallet.models import TopUp, Wallet
 from wallet.services import (
-    ledger_post,
-    sandbox_wallet_for_key,
     topup_request,
-    wallet_get_or_create,
-    wallet_lock,
-    wallet_topup_manual,
 )
 
 pytestmark = pytest.mark.django_db
 
 BASE = "/api/v1/admin/"
 ENDPOINTS = ["summary", "users", "recharges", "payments", "products"]
-DELIVERS = "+525512345678"
-REJECTS = "+525512349990"  # the simulator's permanent rejection
-
-
-# -- helpers shared by the back-office tests ------------------------------------------------------
-
-
-def fund(user, amount: str) -> None:
-    wallet_topup_manual(account=user.account, amount=Decimal(amount))
-
-
-def place(user, product, *, number=DELIVERS, quantity=1, wallet=None, livemode=True) -> Order:
-    """An order paid from the wallet by the real service, as the checkout does."""
-    with transaction.atomic():
-        wallet = wallet or wallet_get_or_create(account=user.account)
-        return order_place_with_wallet(
-            account=user.account,
-            wallet=wallet,
-            livemode=livemode,
-            channel=Order.Channel.WALLET,
-            lines=[LineRequest(product=product, recipient_number=number, quantity=quantity)],
-            currency="EUR",
-            user=user,
-        )
-
-
-def process(order: Order) -> None:
-    """Run the processor (built-in simulator) on every recharge of an order."""
-    for recharge_id in order.recharges.values_list("pk", flat=True):
-        recharge_process(recharge_id=recharge_id)
-
-
-def sandbox_order(user, product, *, quantity=1) -> Order:
-    key, _plaintext = make_key(user, mode="test")
-    with transaction.atomic():
-        wallet = wallet_lock(wallet_id=sandbox_wallet_for_key(key=key).pk)
-        ledger_post(
-            wallet=wallet,
-            kind=LedgerEntry.Kind.TOPUP,
-            amount=Decimal("50"),
-            reference=f"sbx-{key.prefix}",
-        )
-    return place(user, product, quantity=quantity, wallet=wallet, livemode=False)
 
 
 def staff_client(staff) -> APIClient:

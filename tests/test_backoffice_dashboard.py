@@ -10,9 +10,8 @@ import pytest
 from django.test import Client
 
 from backoffice import charts, selectors
-from catalog.tests.factories import CountryFactory, OperatorFactory, ProductFactory
-from tests.factories import UserFactory
-from tests.test_backoffice_api import REJECTS, fund, place, process
+from tests.factories import CountryFactory, OperatorFactory, ProductFactory, UserFactory
+from tests.helpers import REJECTS, fund, place, process
 
 pytestmark = pytest.mark.django_db
 
@@ -82,7 +81,7 @@ def test_the_dashboard_is_for_staff_only(user):
 
 
 def test_the_dashboard_series_cover_every_day_and_count_live_data_only(client):
-    from tests.test_backoffice_api import sandbox_order
+    from tests.helpers import sandbox_order
 
     sandbox_order(UserFactory(), ProductFactory(), quantity=2)
     data = selectors.dashboard(days=30)

@@ -1,4 +1,4 @@
-"""Card checkout against a real localstripe (decisions.md section 4): prepare, the browser's
+"""Card checkout against a real localstripe (docs/contract.md section 4): prepare, the browser's
 card confirmation, checkout, 3-D Secure, declines, idempotency and access rules."""
 
 from datetime import timedelta
@@ -8,17 +8,14 @@ import pytest
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from catalog.tests.factories import ProductFactory
 from orders.models import CardCheckout, Cart, Payment, Recharge
 from tests.card_support import (
     DECLINED,
     PUBLISHABLE_KEY,
     THREE_D_SECURE,
-    localstripe_fixture,  # noqa: F401 (fixtures localstripe, stripe_local)
-    stripe_local_fixture,  # noqa: F401
 )
-from tests.conftest import assert_ledger_balanced, assert_problem, bearer
-from tests.factories import UserFactory, make_key
+from tests.factories import ProductFactory, UserFactory, make_key
+from tests.helpers import assert_ledger_balanced, assert_problem, bearer
 
 pytestmark = pytest.mark.django_db
 

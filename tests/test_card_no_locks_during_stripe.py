@@ -18,16 +18,14 @@ import requests
 from django.db import connection
 from rest_framework.test import APIClient
 
-from catalog.tests.factories import ProductFactory
 from orders.card import services as card
 from orders.models import Payment
 from tests.card_support import (
     SECRET_KEY,
-    localstripe_fixture,  # noqa: F401 (fixture localstripe)
     stripe_settings,
 )
-from tests.conftest import assert_ledger_balanced, bearer
-from tests.factories import UserFactory
+from tests.factories import ProductFactory, UserFactory
+from tests.helpers import assert_ledger_balanced, bearer
 
 IN_TRANSACTION = """
     SELECT count(*) FROM pg_stat_activity

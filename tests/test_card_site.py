@@ -4,12 +4,11 @@ from decimal import Decimal
 
 import pytest
 
-from catalog.tests.factories import ProductFactory
 from orders.models import CartItem, Payment
 from orders.pricing import LineRequest
 from orders.services import cart_add_item
-from tests.conftest import assert_ledger_balanced
-from tests.factories import UserFactory
+from tests.factories import ProductFactory, UserFactory
+from tests.helpers import assert_ledger_balanced
 from wallet.models import TopUp
 from wallet.services import wallet_topup_manual
 

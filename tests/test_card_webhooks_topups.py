@@ -8,17 +8,14 @@ import pytest
 import stripe
 from rest_framework.test import APIClient
 
-from catalog.tests.factories import ProductFactory
 from orders.models import Payment, Recharge, StripeEvent
 from tests.card_support import (
     DECLINED,
     THREE_D_SECURE,
     WEBHOOK_SECRET,
-    localstripe_fixture,  # noqa: F401 (fixtures localstripe, stripe_local)
-    stripe_local_fixture,  # noqa: F401
 )
-from tests.conftest import assert_ledger_balanced, assert_problem, bearer
-from tests.factories import make_key
+from tests.factories import ProductFactory, make_key
+from tests.helpers import assert_ledger_balanced, assert_problem, bearer
 from wallet.models import LedgerEntry, TopUp, Wallet
 
 pytestmark = pytest.mark.django_db

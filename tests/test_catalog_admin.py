@@ -4,13 +4,13 @@ import pytest
 from django.urls import reverse
 
 from catalog.models import Product, Promotion
-from catalog.tests.factories import (
+from tests.factories import (
     FxRateFactory,
     OperatorFactory,
     ProductFactory,
     PromotionFactory,
+    UserFactory,
 )
-from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
 

@@ -5,14 +5,14 @@ from decimal import Decimal
 import pytest
 
 from catalog.models import Product
-from catalog.tests.factories import (
+from tests.factories import (
     CountryFactory,
     OperatorFactory,
     ProductFactory,
     PromotionFactory,
     make_country,
 )
-from tests.conftest import assert_problem
+from tests.helpers import assert_problem
 
 pytestmark = pytest.mark.django_db
 

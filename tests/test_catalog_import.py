@@ -10,7 +10,7 @@ from django.core.management import CommandError, call_command
 from catalog.ids import product_public_id
 from catalog.importing import catalog_import, read_json
 from catalog.models import Product
-from catalog.tests.factories import OperatorFactory, make_country
+from tests.factories import OperatorFactory, make_country
 
 pytestmark = pytest.mark.django_db
 

@@ -5,7 +5,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from catalog.tests.factories import OperatorFactory, ProductFactory, PromotionFactory, make_country
+from tests.factories import OperatorFactory, ProductFactory, PromotionFactory, make_country
 
 pytestmark = pytest.mark.django_db
 

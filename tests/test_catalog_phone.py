@@ -6,8 +6,8 @@ from rest_framework import serializers
 from catalog.errors import InvalidPhoneNumber, PhoneCountryMismatch
 from catalog.phone import operator_detect, phone_parse, recipient_validate
 from catalog.serializers import ProductIdField, RecipientNumberField
-from catalog.tests.factories import OperatorFactory, ProductFactory, make_country
 from reseller.errors import flatten_validation_errors
+from tests.factories import OperatorFactory, ProductFactory, make_country
 
 pytestmark = pytest.mark.django_db
 

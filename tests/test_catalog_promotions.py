@@ -10,8 +10,8 @@ from django.test import override_settings
 
 from catalog import selectors, services
 from catalog.models import PromotionStatus
-from catalog.tests.factories import OperatorFactory, ProductFactory, PromotionFactory
-from tests.conftest import bearer
+from tests.factories import OperatorFactory, ProductFactory, PromotionFactory
+from tests.helpers import bearer
 
 pytestmark = pytest.mark.django_db
 

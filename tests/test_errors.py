@@ -1,9 +1,9 @@
-"""The error contract (decisions.md section 2): every error under /api/ is problem+json."""
+"""The error contract (docs/contract.md section 2): every error under /api/ is problem+json."""
 
 import pytest
 from django.test import Client, override_settings
 
-from tests.conftest import assert_problem
+from tests.helpers import assert_problem
 
 pytestmark = pytest.mark.django_db
 

@@ -37,8 +37,8 @@ from django.test import Client
 from accounts.services import account_set_b2b, api_key_set_limits
 from catalog import services as catalog_services
 from orders.models import Order, Payment, Recharge
-from tests.conftest import assert_ledger_balanced
 from tests.factories import UserFactory, make_key
+from tests.helpers import assert_ledger_balanced
 from wallet.models import LedgerEntry, Wallet
 from wallet.services import wallet_topup_manual
 

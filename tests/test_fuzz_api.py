@@ -26,8 +26,8 @@ from schemathesis.checks import (
 
 from accounts.services import account_set_b2b
 from reseller.wsgi import application
-from tests.conftest import assert_ledger_balanced, bearer
 from tests.factories import UserFactory, make_key
+from tests.helpers import assert_ledger_balanced, bearer
 from wallet.services import wallet_topup_manual
 
 pytestmark = pytest.mark.django_db

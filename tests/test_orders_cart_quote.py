@@ -5,9 +5,8 @@ from decimal import Decimal
 import pytest
 from rest_framework.test import APIClient
 
-from catalog.tests.factories import FxRateFactory, PromotionFactory
-from tests.conftest import assert_problem, bearer
-from tests.factories import UserFactory, make_key
+from tests.factories import FxRateFactory, PromotionFactory, UserFactory, make_key
+from tests.helpers import assert_problem, bearer
 
 pytestmark = pytest.mark.django_db
 NUMBER = "+525512345678"

@@ -8,10 +8,9 @@ from django.db import connection
 from rest_framework.test import APIClient
 
 from accounts.services import account_set_b2b
-from catalog.tests.factories import ProductFactory
 from orders.models import IdempotencyRecord, Order, Recharge
-from tests.conftest import assert_ledger_balanced, assert_problem
-from tests.factories import UserFactory, make_key
+from tests.factories import ProductFactory, UserFactory, make_key
+from tests.helpers import assert_ledger_balanced, assert_problem
 from wallet.models import LedgerEntry, Wallet
 from wallet.services import wallet_topup_manual
 

@@ -1,4 +1,4 @@
-"""Wallet checkout and B2B recharges (decisions.md sections 4 and 5), on PostgreSQL."""
+"""Wallet checkout and B2B recharges (docs/contract.md sections 4 and 5), on PostgreSQL."""
 
 from decimal import Decimal
 
@@ -6,8 +6,8 @@ import pytest
 from rest_framework.test import APIClient
 
 from orders.models import Order, Payment, Recharge
-from tests.conftest import assert_ledger_balanced, assert_problem, bearer, client_for
 from tests.factories import UserFactory, make_key
+from tests.helpers import assert_ledger_balanced, assert_problem, bearer, client_for
 from wallet.models import LedgerEntry, Wallet
 from wallet.services import wallet_topup_manual
 
@@ -162,7 +162,7 @@ def test_bad_order_envelopes_are_400_and_charge_nothing(reseller, product, paylo
 
 
 def test_base_currency_other_than_the_wallet_currency_is_400_currency_mismatch(reseller, product):
-    from catalog.tests.factories import FxRateFactory
+    from tests.factories import FxRateFactory
 
     FxRateFactory(base_currency="EUR", quote_currency="USD")
     fund(reseller, "100.00")

@@ -1,4 +1,4 @@
-"""The recharge processor and its state machine (decisions.md section 5)."""
+"""The recharge processor and its state machine (docs/contract.md section 5)."""
 
 from datetime import timedelta
 from decimal import Decimal
@@ -8,7 +8,6 @@ from django.db import transaction
 from django.test import override_settings
 from django.utils import timezone
 
-from catalog.tests.factories import ProductFactory, PromotionFactory
 from orders.models import Payment, Recharge
 from orders.pricing import LineRequest
 from orders.recharges import processor
@@ -17,9 +16,9 @@ from orders.recharges.providers.simulator import SimulatorProvider
 from orders.recharges.state import ALLOWED, IllegalTransition, transition
 from orders.recharges.tasks import recharges_sweep_task
 from orders.services import order_place_with_wallet
-from tests.conftest import assert_ledger_balanced
-from tests.factories import UserFactory
+from tests.factories import ProductFactory, PromotionFactory, UserFactory
 from tests.fakes.reloadly import FakeReloadly
+from tests.helpers import assert_ledger_balanced
 from wallet.models import LedgerEntry, Wallet
 from wallet.services import wallet_get_or_create, wallet_topup_manual
 

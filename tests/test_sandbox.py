@@ -1,4 +1,4 @@
-"""Test keys simulate everything on an isolated balance (decisions.md section 6)."""
+"""Test keys simulate everything on an isolated balance (docs/contract.md section 6)."""
 
 import threading
 from datetime import timedelta
@@ -11,8 +11,8 @@ from django.utils import timezone
 
 from orders.models import IdempotencyRecord, Order, Recharge
 from sandbox.balances import SandboxBalanceCap, SandboxTopupLimit, sandbox_topup
-from tests.conftest import assert_ledger_balanced, assert_problem, client_for
 from tests.factories import UserFactory, make_key
+from tests.helpers import assert_ledger_balanced, assert_problem, client_for
 from wallet.models import TopUp, Wallet
 from wallet.services import wallet_topup_manual
 

@@ -178,9 +178,9 @@ def _cart_item_and_payment(user, operator):
 
     from django.db import transaction
 
-    from catalog.tests.factories import ProductFactory
     from orders.pricing import LineRequest
     from orders.services import cart_add_item, order_place_with_wallet
+    from tests.factories import ProductFactory
     from wallet.services import wallet_get_or_create, wallet_topup_manual
 
     product = ProductFactory(operator=operator, retail_price=Decimal("5.00"))

@@ -1,4 +1,4 @@
-"""The wallet ledger (decisions.md section 4): append-only, exact, never below zero."""
+"""The wallet ledger (docs/contract.md section 4): append-only, exact, never below zero."""
 
 import threading
 from decimal import Decimal
@@ -8,8 +8,8 @@ from django.core.management import CommandError, call_command
 from django.db import IntegrityError, connection, transaction
 
 from reseller.errors import ApplicationError
-from tests.conftest import assert_ledger_balanced
 from tests.factories import UserFactory
+from tests.helpers import assert_ledger_balanced
 from wallet import services
 from wallet.errors import InsufficientBalance, TopUpNotPending
 from wallet.models import LedgerEntry, TopUp, Wallet

@@ -19,15 +19,14 @@ import redis
 from django.db import connection, transaction
 from django.test import override_settings
 
-from catalog.tests.factories import ProductFactory
 from orders.models import Recharge
 from orders.pricing import LineRequest
 from orders.recharges.tasks import recharges_sweep_task
 from orders.services import order_place_with_wallet
 from reseller.celery import app as celery_app
-from tests.conftest import assert_ledger_balanced
-from tests.factories import UserFactory
+from tests.factories import ProductFactory, UserFactory
 from tests.fakes.reloadly import FakeReloadly
+from tests.helpers import assert_ledger_balanced
 from wallet.models import Wallet
 from wallet.services import wallet_get_or_create, wallet_topup_manual
 

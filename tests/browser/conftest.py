@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 from tests.card_support import (
-    localstripe_fixture,  # noqa: F401 (fixture localstripe)
     stripe_settings,
 )
 

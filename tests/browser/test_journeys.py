@@ -1,4 +1,4 @@
-"""One test per user journey, in a real browser (decisions.md section 4, issue 8)."""
+"""One test per user journey, in a real browser (docs/contract.md section 4, issue 8)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,9 @@ from decimal import Decimal
 
 import pytest
 
-from catalog.tests.factories import OperatorFactory, ProductFactory
 from orders.models import Payment, Recharge
 from tests.card_support import DECLINED, THREE_D_SECURE, VISA
-from tests.factories import PASSWORD, UserFactory
+from tests.factories import PASSWORD, OperatorFactory, ProductFactory, UserFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -1,0 +1,97 @@
+"""Helpers shared by the tests: assertions, authenticated clients, orders placed through the
+real services. Fixtures live in conftest.py, factories in factories.py; no test module imports
+another test module."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from django.db import transaction
+from rest_framework.test import APIClient
+from rest_framework_simplejwt.tokens import RefreshToken
+
+from orders.models import Order
+from orders.pricing import LineRequest
+from orders.recharges.processor import recharge_process
+from orders.services import order_place_with_wallet
+from tests.factories import make_key
+from wallet.models import LedgerEntry
+from wallet.services import (
+    ledger_post,
+    sandbox_wallet_for_key,
+    wallet_get_or_create,
+    wallet_lock,
+    wallet_topup_manual,
+)
+
+
+def bearer(user) -> dict:
+    return {"HTTP_AUTHORIZATION": f"Bearer {RefreshToken.for_user(user).access_token}"}
+
+
+def assert_ledger_balanced():
+    """Every test that moves money ends with this: cached balances equal their entries."""
+    from wallet.selectors import ledger_mismatches
+
+    assert ledger_mismatches() == []
+
+
+def client_for(plaintext: str) -> APIClient:
+    """An API client that sends this API key."""
+    client = APIClient()
+    client.credentials(HTTP_X_API_KEY=plaintext)
+    return client
+
+
+def assert_problem(response, status, code):
+    assert response.status_code == status, response.content
+    assert response["Content-Type"].startswith("application/problem+json")
+    body = response.json()
+    assert body["status"] == status
+    assert body["code"] == code
+    assert body["type"].endswith("/" + code)
+    assert body["title"] and body["detail"]
+    assert body["requestId"] == response["X-Request-Id"]
+    return body
+
+
+DELIVERS = "+525512345678"
+REJECTS = "+525512349990"  # the simulator's permanent rejection
+
+
+def fund(user, amount: str) -> None:
+    wallet_topup_manual(account=user.account, amount=Decimal(amount))
+
+
+def place(user, product, *, number=DELIVERS, quantity=1, wallet=None, livemode=True) -> Order:
+    """An order paid from the wallet by the real service, as the checkout does."""
+    with transaction.atomic():
+        wallet = wallet or wallet_get_or_create(account=user.account)
+        return order_place_with_wallet(
+            account=user.account,
+            wallet=wallet,
+            livemode=livemode,
+            channel=Order.Channel.WALLET,
+            lines=[LineRequest(product=product, recipient_number=number, quantity=quantity)],
+            currency="EUR",
+            user=user,
+        )
+
+
+def process(order: Order) -> None:
+    """Run the processor (built-in simulator) on every recharge of an order."""
+    for recharge_id in order.recharges.values_list("pk", flat=True):
+        recharge_process(recharge_id=recharge_id)
+
+
+def sandbox_order(user, product, *, quantity=1) -> Order:
+    key, _plaintext = make_key(user, mode="test")
+    with transaction.atomic():
+        wallet = wallet_lock(wallet_id=sandbox_wallet_for_key(key=key).pk)
+        ledger_post(
+            wallet=wallet,
+            kind=LedgerEntry.Kind.TOPUP,
+            amount=Decimal("50"),
+            reference=f"sbx-{key.prefix}",
+        )
+    return place(user, product, quantity=quantity, wallet=wallet, livemode=False)
