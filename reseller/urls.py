@@ -14,8 +14,8 @@ api_v1: list[URLPattern | URLResolver] = [
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
 ]
-if settings.BENCH_ENDPOINTS:  # the benchmark's floor (reseller.bench); off by default
-    api_v1.append(path("_bench/", include("reseller.bench")))
+if settings.BENCH_ENDPOINTS:  # the benchmark's floor (bench.floor); off by default
+    api_v1.append(path("_bench/", include("bench.floor.apis")))
 
 urlpatterns = [
     path("api/v1/", include(api_v1)),

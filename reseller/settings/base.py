@@ -332,8 +332,10 @@ def refuse_insecure_production(debug: bool, secret_key: str) -> None:
         )
 
 
-# The benchmark's floor endpoint (reseller.bench, POST /api/v1/_bench/floor): only for bench/run.py.
+# The benchmark's floor endpoint (bench.floor, POST /api/v1/_bench/floor): only for bench/run.py.
 BENCH_ENDPOINTS = env.bool("BENCH_ENDPOINTS", default=False)
+if BENCH_ENDPOINTS:
+    INSTALLED_APPS.append("bench.floor")
 SPECTACULAR_SETTINGS["POSTPROCESSING_HOOKS"].append(
     "reseller.schema.document_ambiguous_credentials"
 )

@@ -1,4 +1,4 @@
-"""Models of the core app: only the benchmark's floor row (reseller.bench)."""
+"""The floor endpoint's one table (bench.floor.apis)."""
 
 from django.db import models
 

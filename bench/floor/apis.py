@@ -1,4 +1,4 @@
-"""Endpoints for the benchmark (bench/run.py), mounted only when BENCH_ENDPOINTS=true.
+"""The benchmark's endpoint (bench/run.py), mounted only when BENCH_ENDPOINTS=true.
 
 ``POST /api/v1/_bench/floor`` is the floor the B2B recharge is measured against: the same
 authentication (the same API key), permission and throttles as
@@ -14,7 +14,7 @@ from rest_framework.views import APIView
 
 from accounts.permissions import B2BApiKeyRequired
 from accounts.throttling import RECHARGE_THROTTLE_CLASSES
-from reseller.models import BenchFloorRow
+from bench.floor.models import BenchFloorRow
 
 
 class BenchFloorApi(APIView):

@@ -1,0 +1,1 @@
+"""The benchmark (make bench): the load driver, its seed, its profiler and the floor endpoint."""
