@@ -3,20 +3,18 @@
 from __future__ import annotations
 
 from django.contrib.auth.models import update_last_login
+from django.utils.translation import gettext as _
 from drf_spectacular.utils import extend_schema
-from rest_framework.exceptions import AuthenticationFailed
 from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
-from rest_framework_simplejwt.exceptions import TokenError
-from rest_framework_simplejwt.serializers import TokenRefreshSerializer
 from rest_framework_simplejwt.tokens import RefreshToken
 
 from accounts import selectors, services
 from accounts.authentication import request_api_key
-from accounts.errors import TokenInvalid
 from accounts.serializers import ApiKeyOut, LoginIn, LoginOut, MeIn, MeOut, RefreshIn, RefreshOut
 from reseller.api import problems
+from reseller.errors import PermissionDenied
 from reseller.net import client_ip
 
 
@@ -73,12 +71,8 @@ class RefreshApi(APIView):
     def post(self, request):
         data = RefreshIn(data=request.data)
         data.is_valid(raise_exception=True)
-        serializer = TokenRefreshSerializer(data={"refresh": data.validated_data["refresh"]})
-        try:
-            serializer.is_valid(raise_exception=True)
-        except (TokenError, AuthenticationFailed) as exc:
-            raise TokenInvalid() from exc
-        return Response(RefreshOut(serializer.validated_data).data)
+        pair = services.token_refresh(refresh=data.validated_data["refresh"])
+        return Response(RefreshOut(pair).data)
 
 
 class MeApi(APIView):
@@ -103,6 +97,9 @@ class MeApi(APIView):
         responses={200: MeOut, **problems(400, 401, 403, 429)},
     )
     def patch(self, request):
+        key = request_api_key(request)
+        if key is not None and not key.livemode:
+            raise PermissionDenied(_("A test key cannot change the live profile."))
         data = MeIn(data=request.data)
         data.is_valid(raise_exception=True)
         services.user_update_profile(

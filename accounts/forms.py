@@ -1,8 +1,12 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
+from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth import password_validation
 from django.contrib.auth.forms import AuthenticationForm
+from django.http import HttpRequest
 from django.utils.translation import gettext_lazy as _
 
 from accounts import keys
@@ -45,10 +49,12 @@ class SignupForm(forms.Form):
         return data
 
 
-class EmailLoginForm(AuthenticationForm):
-    username = forms.EmailField(
-        label=_("Email"), widget=forms.EmailInput(attrs={"autofocus": True})
-    )
+class RateLimitedLogin:
+    """The login limits (per address and per email) for a Django login form: every login door
+    (the site, the API, the admin) counts and refuses the same way."""
+
+    request: HttpRequest | None
+    data: Any
 
     def clean(self):
         email = self.data.get("username", "")
@@ -57,6 +63,16 @@ class EmailLoginForm(AuthenticationForm):
         except RateLimited as exc:
             raise forms.ValidationError(exc.detail, code="rate_limited") from exc
         return super().clean()
+
+
+class EmailLoginForm(RateLimitedLogin, AuthenticationForm):
+    username = forms.EmailField(
+        label=_("Email"), widget=forms.EmailInput(attrs={"autofocus": True})
+    )
+
+
+class AdminLoginForm(RateLimitedLogin, AdminAuthenticationForm):
+    """The admin's login, limited like the site's."""
 
 
 class ProfileForm(forms.ModelForm):

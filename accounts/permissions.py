@@ -6,6 +6,7 @@ Each also requires an authenticated caller: without credentials DRF answers 401
 
 from __future__ import annotations
 
+from django.utils.translation import gettext as _
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 
@@ -60,6 +61,9 @@ class StaffRequired(_AuthenticatedRule):
     def check(self, request: Request) -> None:
         if not request.user.is_staff:
             raise PermissionDenied()
+        key = request_api_key(request)
+        if key is not None and not key.livemode:  # test keys see test data only, everywhere
+            raise PermissionDenied(_("A test key cannot use the back office: it shows live data."))
 
 
 class TestKeyRequired(_AuthenticatedRule):

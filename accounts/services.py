@@ -14,9 +14,15 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
+from rest_framework.exceptions import AuthenticationFailed
+from rest_framework_simplejwt.exceptions import TokenError
+from rest_framework_simplejwt.serializers import TokenRefreshSerializer
+from rest_framework_simplejwt.settings import api_settings as jwt_settings
+from rest_framework_simplejwt.token_blacklist.models import BlacklistedToken, OutstandingToken
+from rest_framework_simplejwt.tokens import RefreshToken
 
 from accounts import keys
-from accounts.errors import ApiKeyNotEditable, EmailTaken, InvalidCredentials
+from accounts.errors import ApiKeyNotEditable, EmailTaken, InvalidCredentials, TokenInvalid
 from accounts.models import Account, ApiKey, BillingProfile, User
 from reseller import ratelimit
 from reseller.errors import PermissionDenied, RateLimited, ValidationFailed
@@ -127,6 +133,25 @@ def user_login(*, address: str, email: str, password: str) -> User:
     if user is None or not user.is_active:
         raise InvalidCredentials()
     return user
+
+
+@transaction.atomic
+def token_refresh(*, refresh: str) -> dict[str, str]:
+    """Rotate a refresh token exactly once, even under concurrent requests with the same one.
+
+    The token's outstanding row is locked before the blacklist is checked, so of N concurrent
+    refreshes the first rotates it and the others find it blacklisted (401 token_invalid).
+    """
+    try:
+        jti = RefreshToken(refresh)[jwt_settings.JTI_CLAIM]  # type: ignore[arg-type]
+        outstanding = OutstandingToken.objects.select_for_update().filter(jti=jti).first()
+        if outstanding is None or BlacklistedToken.objects.filter(token=outstanding).exists():
+            raise TokenInvalid()
+        serializer = TokenRefreshSerializer(data={"refresh": refresh})
+        serializer.is_valid(raise_exception=True)
+    except (TokenError, AuthenticationFailed) as exc:
+        raise TokenInvalid() from exc
+    return dict(serializer.validated_data)
 
 
 @transaction.atomic

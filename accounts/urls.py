@@ -12,10 +12,10 @@ urlpatterns = [
     path("profile/", views.profile, name="profile"),
     path("keys/", views.api_keys, name="api-keys"),
     path("keys/new/", views.api_key_create, name="api-key-create"),
-    path("keys/<str:key_id>/", views.api_key_detail, name="api-key"),
-    path("keys/<str:key_id>/revoke/", views.api_key_revoke, name="api-key-revoke"),
+    path("keys/<id:key_id>/", views.api_key_detail, name="api-key"),
+    path("keys/<id:key_id>/revoke/", views.api_key_revoke, name="api-key-revoke"),
     path(
-        "keys/<str:key_id>/sandbox/topup/",
+        "keys/<id:key_id>/sandbox/topup/",
         views.api_key_sandbox_topup,
         name="api-key-sandbox-topup",
     ),

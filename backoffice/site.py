@@ -9,11 +9,14 @@ from __future__ import annotations
 from django.contrib import admin
 from django.urls import URLPattern, URLResolver, path
 
+from accounts.forms import AdminLoginForm
 from backoffice import views
 
 
 class BackofficeAdminSite(admin.AdminSite):
     """The default admin site (see ``BackofficeAdminConfig``); every app registers on it."""
+
+    login_form = AdminLoginForm  # the same login limits as the site and the API
 
     def get_urls(self) -> list[URLResolver | URLPattern]:
         dashboard = self.admin_view(lambda request: views.dashboard(request, admin_site=self))

@@ -11,7 +11,7 @@ urlpatterns = [
         name="catalog-recharge-products",
     ),
     path(
-        "catalog/recharge-products/<str:product_id>",
+        "catalog/recharge-products/<id:product_id>",
         apis.ProductDetailApi.as_view(),
         name="catalog-recharge-product",
     ),

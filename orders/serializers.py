@@ -13,7 +13,7 @@ from catalog.errors import FxRateNotFound, PhoneNumberError
 from catalog.phone import recipient_validate
 from catalog.selectors import fx_rate, products_get
 from orders.pricing import LineRequest
-from reseller.api import StrictSerializer
+from reseller.api import JsonIntegerField, StrictSerializer
 
 MAX_LINES = 50
 CURRENCY_FIELD: dict[str, Any] = {
@@ -26,7 +26,7 @@ CURRENCY_FIELD: dict[str, Any] = {
 class OrderLineIn(StrictSerializer):
     product_id = serializers.CharField(max_length=64)
     recipient_number = serializers.CharField(max_length=32)
-    quantity = serializers.IntegerField(min_value=1, max_value=20)
+    quantity = JsonIntegerField(min_value=1, max_value=20)
 
 
 def validate_lines(items: list[dict], *, nested: bool = True) -> list[LineRequest]:
@@ -131,7 +131,7 @@ class CartItemIn(StrictSerializer):
     session_id = serializers.CharField(max_length=100, required=False, default="default")
     product_id = serializers.CharField(max_length=64)
     recipient_number = serializers.CharField(max_length=32)
-    quantity = serializers.IntegerField(min_value=1, max_value=20)
+    quantity = JsonIntegerField(min_value=1, max_value=20)
 
     def validate(self, data):
         (line,) = validate_lines([data], nested=False)

@@ -6,7 +6,7 @@ from orders.card import apis as card_apis
 urlpatterns = [
     path("cart", apis.CartApi.as_view(), name="cart"),
     path("cart/items", apis.CartItemsApi.as_view(), name="cart-items"),
-    path("cart/items/<str:item_id>", apis.CartItemApi.as_view(), name="cart-item"),
+    path("cart/items/<id:item_id>", apis.CartItemApi.as_view(), name="cart-item"),
     path("payments/quote", apis.QuoteApi.as_view(), name="payments-quote"),
     path("payments/prepare", card_apis.PaymentPrepareApi.as_view(), name="payments-prepare"),
     path("payments/checkout", card_apis.PaymentCheckoutApi.as_view(), name="payments-checkout"),

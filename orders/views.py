@@ -58,6 +58,13 @@ def _quote(request: HttpRequest, items):
     return priced, list(zip(items, priced.lines, strict=True))
 
 
+def _form_int(raw: str) -> int | str:
+    """A form's digits as the integer the API serializers take (anything else stays as is,
+    and is refused by them with a clear message)."""
+    raw = raw.strip()
+    return int(raw) if raw.isascii() and raw.isdigit() and len(raw) < 6 else raw
+
+
 def _messages_of(exc: ValidationError) -> list[str]:
     return [entry["message"] for entry in flatten_validation_errors(exc.detail)]
 
@@ -73,7 +80,7 @@ def cart_add(request: HttpRequest) -> HttpResponse:
             "session_id": SITE_CART,
             "product_id": request.POST.get("product", ""),
             "recipient_number": request.POST.get("recipient_number", "").strip(),
-            "quantity": request.POST.get("quantity", "1"),
+            "quantity": _form_int(request.POST.get("quantity", "1")),
         }
     )
     try:

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import json
+
+from django.conf import settings
 from django.utils.translation import gettext_lazy as _
+from djangorestframework_camel_case.parser import CamelCaseJSONParser
+from djangorestframework_camel_case.util import underscoreize
 from drf_spectacular.utils import OpenApiResponse, inline_serializer
 from rest_framework import authentication, serializers
+from rest_framework.exceptions import ParseError
 
 
 class SessionAuthentication(authentication.SessionAuthentication):
@@ -58,6 +64,18 @@ def problems(*statuses: int) -> dict[tuple[int, str], OpenApiResponse]:
     }
 
 
+class JsonIntegerField(serializers.IntegerField):
+    """An integer that is a JSON integer: ``"1"``, ``" 1"``, ``1.0`` and ``true`` are refused
+    (DRF's IntegerField would coerce them). The contract says a JSON integer."""
+
+    default_error_messages = {"invalid": _("A whole number (a JSON integer) is required.")}
+
+    def to_internal_value(self, data):
+        if type(data) is not int:  # bool is an int subclass: refused too
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
 class StrictSerializer(serializers.Serializer):
     """Refuses fields it does not declare, so read-only or unknown fields are never applied."""
 
@@ -77,3 +95,45 @@ class StrictSerializer(serializers.Serializer):
                     }
                 )
         return super().to_internal_value(data)
+
+
+class JsonParser(CamelCaseJSONParser):
+    """JSON bodies, camelCase on the wire: nested at most ``settings.JSON_MAX_DEPTH`` levels.
+
+    A deeper body (or one the decoder cannot nest) is 400 ``invalid_json`` before anything
+    recurses over it; ``addressLine1`` becomes ``address_line1`` (no underscore before a digit,
+    the inverse of how the renderer writes it).
+    """
+
+    json_underscoreize = {"no_underscore_before_number": True}
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        parser_context = parser_context or {}
+        encoding = parser_context.get("encoding", settings.DEFAULT_CHARSET)
+        try:
+            data = json.loads(stream.read().decode(encoding))
+        except (ValueError, RecursionError) as exc:
+            raise ParseError(_("The request body is not valid JSON.")) from exc
+        if _depth(data) > settings.JSON_MAX_DEPTH:
+            raise ParseError(
+                _("The JSON body is nested more than %(depth)d levels.")
+                % {"depth": settings.JSON_MAX_DEPTH}
+            )
+        return underscoreize(data, **self.json_underscoreize)
+
+
+def _depth(data) -> int:
+    """How deeply objects and arrays nest in a decoded JSON value (iteratively: no recursion)."""
+    deepest, stack = 0, [(data, 1)]
+    while stack:
+        value, level = stack.pop()
+        children: list
+        if isinstance(value, dict):
+            children = list(value.values())
+        elif isinstance(value, list):
+            children = value
+        else:
+            continue
+        deepest = max(deepest, level)
+        stack.extend((child, level + 1) for child in children)
+    return deepest

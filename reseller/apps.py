@@ -10,6 +10,11 @@ class ResellerConfig(AppConfig):
 
     def ready(self) -> None:
         from django.conf import settings
+        from django.urls import register_converter
+
+        from reseller.converters import PublicIdConverter
+
+        register_converter(PublicIdConverter, "id")
 
         from reseller import schema  # noqa: F401  (registers the OpenAPI extensions)
 

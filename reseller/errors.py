@@ -11,6 +11,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import RequestDataTooBig
 from django.db import DatabaseError, InterfaceError, OperationalError
 from django.http import Http404, JsonResponse
 from django.utils.translation import gettext_lazy as _
@@ -269,14 +270,7 @@ def _from_drf(
             headers,
         )
     if isinstance(exc, drf.ParseError):
-        return (
-            400,
-            "invalid_json",
-            _("Invalid JSON"),
-            _("The request body is not valid JSON."),
-            None,
-            headers,
-        )
+        return (400, "invalid_json", _("Invalid JSON"), str(exc.detail), None, headers)
     if isinstance(exc, drf.Throttled):
         wait = int(exc.wait or 1)  # type: ignore[attr-defined]
         headers["Retry-After"] = str(max(1, wait))
@@ -315,6 +309,14 @@ def exception_handler(exc: Exception, context: dict) -> Response:
             "not_found",
             _("Not found"),
             _("No such object."),  # type: ignore[assignment]
+            None,
+        )
+    elif isinstance(exc, RequestDataTooBig):
+        status, code, title, detail, fields = (
+            413,
+            "request_too_large",
+            _("Request too large"),
+            _("The request body is larger than this service accepts."),  # type: ignore[assignment]
             None,
         )
     elif isinstance(exc, DjangoPermissionDenied):

@@ -46,7 +46,7 @@ def parse_amount(raw) -> Decimal:
         amount = Decimal(str(raw))
     except (InvalidOperation, ValueError) as exc:
         raise _bad_amount() from exc
-    if amount not in AMOUNTS or amount != quantize(amount):
+    if not amount.is_finite() or amount not in AMOUNTS:  # sNaN cannot even be compared
         raise _bad_amount()
     return quantize(amount)
 

@@ -218,3 +218,22 @@ def test_card_topups_refuse_api_keys(user, stripe_local):
     client.credentials(HTTP_X_API_KEY=plaintext)
     response = client.post("/api/v1/wallet/topups/prepare", {"amount": "10.00"}, format="json")
     assert_problem(response, 403, "web_session_required")
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        "not an object",
+        {"object": "a string"},
+        {"object": {"id": 42, "object": "payment_intent"}},
+        {"object": {"id": "pi_1", "object": "payment_intent", "metadata": ["a", "list"]}},
+        {"object": {"id": "pi_1", "object": "payment_intent", "amount": "500"}},
+    ],
+)
+def test_a_signed_but_malformed_event_is_400_and_records_nothing(client, stripe_local, data):
+    event = {"id": "evt_bad", "object": "event", "type": "payment_intent.succeeded", "data": data}
+    response = post_event(client, event)
+    assert response.status_code == 400, response.content
+    assert response["Content-Type"].startswith("application/problem+json")
+    assert response.json()["code"] == "validation_error"
+    assert StripeEvent.objects.count() == 0

@@ -10,6 +10,15 @@ class InsufficientBalance(ApplicationError):
     default_detail = _("The available balance is below the order total.")
 
 
+class CardTopUpNeedsPayment(ApplicationError):
+    code = "topup_not_approvable"
+    status = 409
+    title = _("Conflict")
+    default_detail = _(
+        "A card top-up is approved only by its succeeded card payment, never by hand."
+    )
+
+
 class TopUpNotPending(ApplicationError):
     code = "topup_not_pending"
     status = 409

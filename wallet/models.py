@@ -157,7 +157,12 @@ class TopUp(models.Model):
     class Meta:
         ordering = ["-id"]
         constraints = [
-            models.CheckConstraint(condition=models.Q(amount__gt=0), name="topup_amount_positive")
+            models.CheckConstraint(condition=models.Q(amount__gt=0), name="topup_amount_positive"),
+            # A card top-up is credited only for a card payment: its PaymentIntent id is set.
+            models.CheckConstraint(
+                condition=~models.Q(method="card", status="approved", external_reference=""),
+                name="topup_card_approved_with_payment",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -18,7 +18,12 @@ from django.utils.translation import gettext as _
 
 from accounts.models import Account, User
 from reseller.money import ZERO, fmt, quantize
-from wallet.errors import InsufficientBalance, InvalidAmount, TopUpNotPending
+from wallet.errors import (
+    CardTopUpNeedsPayment,
+    InsufficientBalance,
+    InvalidAmount,
+    TopUpNotPending,
+)
 from wallet.models import LedgerEntry, TopUp, Wallet
 
 
@@ -200,13 +205,24 @@ def topup_request(
 
 
 @transaction.atomic
-def topup_approve(*, topup_id: int, by: User | None = None, note: str = "") -> TopUp:
-    """Credit the wallet for a pending top-up. Approving twice credits once."""
+def topup_approve(
+    *, topup_id: int, by: User | None = None, note: str = "", payment_intent_id: str = ""
+) -> TopUp:
+    """Credit the wallet for a pending top-up. Approving twice credits once.
+
+    A card top-up is approved only with the id of its succeeded PaymentIntent (the card
+    checkout passes it); staff can approve bank transfers, never a card top-up nobody paid.
+    A database constraint holds the same rule.
+    """
     topup = TopUp.objects.select_for_update(of=("self",)).get(pk=topup_id)
     if topup.status == TopUp.Status.APPROVED:
         return topup
     if topup.status != TopUp.Status.PENDING:
         raise TopUpNotPending()
+    if topup.method == TopUp.Method.CARD:
+        if not payment_intent_id:
+            raise CardTopUpNeedsPayment()
+        topup.external_reference = payment_intent_id
     wallet = wallet_lock(wallet_id=topup.wallet_id)
     ledger_post(
         wallet=wallet,
@@ -220,7 +236,7 @@ def topup_approve(*, topup_id: int, by: User | None = None, note: str = "") -> T
     topup.decided_by = by
     topup.decided_at = timezone.now()
     topup.note = note[:255] or topup.note
-    topup.save(update_fields=["status", "decided_by", "decided_at", "note"])
+    topup.save(update_fields=["status", "decided_by", "decided_at", "note", "external_reference"])
     return topup
 
 

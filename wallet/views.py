@@ -40,13 +40,14 @@ def wallet(request: AuthenticatedRequest) -> HttpResponse:
 
 
 def _amount(raw: str) -> Decimal | None:
+    """A top-up amount typed in a form, or None for anything else (NaN, 1e100, 29 digits…)."""
     try:
         amount = Decimal(raw.replace(",", ".").strip())
+        if not amount.is_finite() or not TOPUP_MIN <= amount <= TOPUP_MAX:
+            return None  # bounds first: quantizing a huge number raises
+        return amount if amount == amount.quantize(Decimal("0.01")) else None
     except (InvalidOperation, AttributeError):
         return None
-    if not amount.is_finite() or amount != amount.quantize(Decimal("0.01")):
-        return None
-    return amount if TOPUP_MIN <= amount <= TOPUP_MAX else None
 
 
 @login_required

@@ -67,3 +67,10 @@ class WebhookSignatureInvalid(ApplicationError):
     status = 400
     title = _("Invalid signature")
     default_detail = _("The Stripe-Signature header does not match the payload.")
+
+
+class WebhookEventMalformed(ApplicationError):
+    code = "validation_error"
+    status = 400
+    title = _("Validation error")
+    default_detail = _("The event does not have the shape of a Stripe event.")

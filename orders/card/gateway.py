@@ -23,6 +23,7 @@ from orders.card.errors import (
     CardAuthenticationFailed,
     CardDeclined,
     CardPaymentsUnavailable,
+    WebhookEventMalformed,
     WebhookSignatureInvalid,
 )
 from reseller.money import to_minor_units
@@ -230,4 +231,40 @@ def webhook_event(*, payload: bytes, signature: str | None) -> dict[str, Any]:
         raise WebhookSignatureInvalid() from exc
     if not isinstance(event, dict) or not event.get("id") or not event.get("type"):
         raise WebhookSignatureInvalid()
+    _check_event_shape(event)
     return event
+
+
+# The fields of an event (and of its PaymentIntent) that we read, with the types we expect.
+_EVENT_FIELDS = {"id": str, "type": str, "data": dict}
+_OBJECT_FIELDS = {
+    "id": str,
+    "object": str,
+    "status": str,
+    "amount": int,
+    "currency": str,
+    "client_secret": str,
+    "metadata": dict,
+    "last_payment_error": dict,
+}
+
+
+def _check_event_shape(event: dict[str, Any]) -> None:
+    """A signed event is trusted to be Stripe's, not to be well formed: check what we read."""
+    obj = event.get("data", {}).get("object") if isinstance(event.get("data"), dict) else None
+    wrong = [name for name, kind in _EVENT_FIELDS.items() if not isinstance(event.get(name), kind)]
+    if not isinstance(obj, dict):
+        wrong.append("data.object")
+    else:
+        wrong += [
+            f"data.object.{name}"
+            for name, kind in _OBJECT_FIELDS.items()
+            if obj.get(name) is not None
+            and (not isinstance(obj[name], kind) or isinstance(obj[name], bool))
+        ]
+    if wrong:
+        raise WebhookEventMalformed(
+            fields=[
+                {"field": name, "code": "invalid", "message": "Unexpected type."} for name in wrong
+            ]
+        )

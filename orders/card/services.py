@@ -452,8 +452,10 @@ def _complete(checkout: CardCheckout, intent: gateway.IntentResult) -> None:
             ).delete()
         checkout.payment = payment
     else:
-        TopUp.objects.filter(pk=checkout.topup_id).update(external_reference=intent.id)  # type: ignore[misc]
-        checkout.topup = topup_approve(topup_id=checkout.topup_id, note="card payment")  # type: ignore[arg-type]
+        assert checkout.topup_id is not None  # a checkout pays a payment or a top-up
+        checkout.topup = topup_approve(
+            topup_id=checkout.topup_id, note="card payment", payment_intent_id=intent.id
+        )
 
 
 # -- webhooks -------------------------------------------------------------------------------

@@ -218,6 +218,11 @@ CELERY_BEAT_SCHEDULE = {
     },
 }
 
+# Limits on what a request may send (docs/security.md): a bigger body is 413
+# request_too_large, a deeper JSON body 400 invalid_json. Batches of 10,000 lines fit in 5 MB.
+DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("DATA_UPLOAD_MAX_MEMORY_SIZE", default=5 * 1024 * 1024)
+JSON_MAX_DEPTH = env.int("JSON_MAX_DEPTH", default=32)
+
 REST_FRAMEWORK = {
     # The key class comes first: it refuses a key sent with a Bearer token (ambiguous), and as
     # the first class it answers 401 (not 403) with WWW-Authenticate. docs/access.md.
@@ -228,7 +233,7 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_RENDERER_CLASSES": ["djangorestframework_camel_case.render.CamelCaseJSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["djangorestframework_camel_case.parser.CamelCaseJSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["reseller.api.JsonParser"],
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_PAGINATION_CLASS": "reseller.pagination.PagePagination",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
