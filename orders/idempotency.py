@@ -23,7 +23,8 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Func
 from django.utils import timezone
 
 from accounts.models import Account
@@ -67,6 +68,30 @@ def _lease() -> timedelta:
     return timedelta(seconds=settings.IDEMPOTENCY_LEASE_SECONDS)
 
 
+def _holder() -> dict[str, Any]:
+    """This request's database session, recorded with a claim (PostgreSQL only)."""
+    if connection.vendor != "postgresql":
+        return {}
+    return {
+        "holder_pid": Func(function="pg_backend_pid"),
+        "holder_since": Func(function="pg_postmaster_start_time"),
+    }
+
+
+def _holder_gone(record: IdempotencyRecord) -> bool:
+    """True when the session that claimed ``record`` no longer exists: the request died with
+    its connection, or PostgreSQL restarted since. Such a claim is dead, whatever its lease."""
+    if connection.vendor != "postgresql" or record.holder_pid is None:
+        return False
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_postmaster_start_time() <> %s"
+            " OR NOT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = %s)",
+            [record.holder_since, record.holder_pid],
+        )
+        return bool(cursor.fetchone()[0])
+
+
 def _claim(
     *, account: Account, livemode: bool, key: str, print_: str
 ) -> IdempotencyRecord | Outcome:
@@ -81,6 +106,7 @@ def _claim(
                     fingerprint=print_,
                     created_at=now,
                     claimed_at=now,
+                    **_holder(),
                 )
         except IntegrityError:
             pass
@@ -102,11 +128,11 @@ def _claim(
                 replayed=True,
                 is_problem=(existing.response_status or 200) >= 400,
             )
-        if existing.claimed_at < now - _lease():
+        if existing.claimed_at < now - _lease() or _holder_gone(existing):
             token = uuid.uuid4()
             taken = IdempotencyRecord.objects.filter(
                 pk=existing.pk, token=existing.token, state=IdempotencyRecord.State.IN_PROGRESS
-            ).update(token=token, claimed_at=now)
+            ).update(token=token, claimed_at=now, **_holder())
             if taken:
                 existing.token = token
                 return existing

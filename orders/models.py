@@ -31,6 +31,11 @@ class IdempotencyRecord(models.Model):
     response_body = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
     claimed_at = models.DateTimeField(default=timezone.now)
+    # On PostgreSQL, the database session of the request holding the claim: when that session
+    # is gone (the request died, or the server restarted), a retry takes the claim over at
+    # once instead of waiting for the lease (docs/orders.md, "Idempotency").
+    holder_pid = models.IntegerField(null=True, blank=True)
+    holder_since = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [

@@ -9,7 +9,7 @@ import pytest
 from django.test import Client
 
 from orders.models import Order
-from tests.factories import ProductFactory, UserFactory, make_key
+from tests.factories import UserFactory, make_key
 from tests.helpers import assert_ledger_balanced, assert_problem, bearer, client_for
 from wallet.services import wallet_topup_manual
 
@@ -130,10 +130,6 @@ def test_staff_jwt_still_reads_the_back_office(staff, api):
     assert api.get("/api/v1/admin/summary").status_code == 200
 
 
-def test_unused_factory_import_guard():
-    assert ProductFactory is not None
-
-
 @pytest.mark.parametrize("amount", ["sNaN", "1e100", "1" * 29, "NaN"])
 def test_junk_numbers_in_the_sandbox_top_up_are_400(user, amount):
     from reseller.errors import ValidationFailed
@@ -220,4 +216,54 @@ def test_the_admin_action_leaves_an_unpaid_card_top_up_pending(user, staff):
         {"action": "approve", "_selected_action": [topup.pk]},
     )
     assert TopUp.objects.get(pk=topup.pk).status == "pending"
+    assert_ledger_balanced()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_claim_whose_request_died_is_taken_over_at_once_and_a_live_one_is_409(product):
+    """After a 503 (the request's database session died), a retry with the same
+    Idempotency-Key runs at once instead of 409 for the rest of the lease."""
+    import psycopg
+    from django.db import connection
+
+    from accounts.services import account_set_b2b
+    from orders.idempotency import fingerprint
+
+    user = UserFactory()
+    account_set_b2b(account=user.account, is_b2b=True)
+    wallet_topup_manual(account=user.account, amount=Decimal("50.00"))
+    _key, plaintext = make_key(user, mode="live")
+    line = {"productId": product.public_id, "recipientNumber": NUMBER, "quantity": 1}
+    wire = {"items": [line], "baseCurrency": "EUR"}
+    parsed = {
+        "items": [{"product_id": product.public_id, "recipient_number": NUMBER, "quantity": 1}],
+        "base_currency": "EUR",
+    }
+    params = connection.get_connection_params()
+    dsn = psycopg.conninfo.make_conninfo(
+        **{k: v for k, v in params.items() if k in ("host", "port", "user", "dbname", "password")}
+    )
+
+    def claim_from_another_session(key: str) -> psycopg.Connection:
+        other = psycopg.connect(dsn, autocommit=True)
+        other.execute(
+            "INSERT INTO orders_idempotencyrecord (account_id, livemode, key, fingerprint, token,"
+            " state, created_at, claimed_at, holder_pid, holder_since) VALUES (%s, true, %s, %s,"
+            " gen_random_uuid(), 'in_progress', now(), now(), pg_backend_pid(),"
+            " pg_postmaster_start_time())",
+            [user.account.pk, key, fingerprint(method="POST", path=B2B, body=parsed)],
+        )
+        return other
+
+    alive = claim_from_another_session("claim-alive")
+    busy = client_for(plaintext).post(B2B, wire, format="json", HTTP_IDEMPOTENCY_KEY="claim-alive")
+    assert_problem(busy, 409, "idempotency_key_in_use")
+    alive.close()
+
+    claim_from_another_session("claim-dead").close()  # the request's session is gone
+    retried = client_for(plaintext).post(
+        B2B, wire, format="json", HTTP_IDEMPOTENCY_KEY="claim-dead"
+    )
+    assert retried.status_code == 201, retried.content
+    assert Order.objects.count() == 1
     assert_ledger_balanced()
