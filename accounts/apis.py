@@ -8,7 +8,6 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
-from rest_framework_simplejwt.tokens import RefreshToken
 
 from accounts import selectors, services
 from accounts.authentication import request_api_key
@@ -35,7 +34,9 @@ class LoginApi(APIView):
         tags=["auth"],
         summary="Log in with email and password",
         description="Starts a browser session: returns a JWT access token (15 minutes) and a "
-        "refresh token (7 days, rotated on use). Attempts are limited per address and per email.",
+        "refresh token (7 days, rotated on use). Attempts are limited per address and per email. "
+        "Staff accounts also send `otp` (their authenticator's code or a recovery code); "
+        "without it they get 401 `otp_required`.",
         request=LoginIn,
         responses={200: LoginOut, **problems(400, 401, 429)},
     )
@@ -46,8 +47,9 @@ class LoginApi(APIView):
             address=client_ip(request),
             email=data.validated_data["email"],
             password=data.validated_data["password"],
+            otp=data.validated_data["otp"],
         )
-        refresh = RefreshToken.for_user(user)
+        refresh = services.tokens_for(user)
         update_last_login(None, user)
         return Response(
             LoginOut(

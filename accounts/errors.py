@@ -8,6 +8,14 @@ class InvalidCredentials(NotAuthenticated):
     default_detail = _("The email or password is incorrect.")
 
 
+class SecondFactorRequired(NotAuthenticated):
+    code = "otp_required"
+    default_detail = _(
+        "Staff accounts log in with a second factor: send otp, the 6-digit code of your "
+        "authenticator app or one of your recovery codes."
+    )
+
+
 class TokenInvalid(NotAuthenticated):
     code = "token_invalid"
     default_detail = _("The token is invalid, expired or already used.")

@@ -3,16 +3,21 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
-from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth import password_validation
 from django.contrib.auth.forms import AuthenticationForm
 from django.http import HttpRequest
 from django.utils.translation import gettext_lazy as _
+from django_otp.admin import OTPAdminAuthenticationForm
 
 from accounts import keys
 from accounts.models import ApiKey, BillingProfile, User
 from accounts.serializers import validate_phone
-from accounts.services import BILLING_FIELDS, login_rate_check, normalise_email
+from accounts.services import (
+    BILLING_FIELDS,
+    login_rate_check,
+    normalise_email,
+    second_factor_device,
+)
 from reseller.errors import RateLimited
 from reseller.net import client_ip
 
@@ -71,8 +76,16 @@ class EmailLoginForm(RateLimitedLogin, AuthenticationForm):
     )
 
 
-class AdminLoginForm(RateLimitedLogin, AdminAuthenticationForm):
-    """The admin's login, limited like the site's."""
+class AdminLoginForm(RateLimitedLogin, OTPAdminAuthenticationForm):
+    """The admin's login: limited like the site's, and staff give their second factor (the
+    authenticator's code, or a recovery code, in ``otp_token``)."""
+
+    def _verify_token(self, user, token, device=None):
+        # No device list to choose from: the code's shape says which device it is for.
+        device = device or second_factor_device(user=user, code=token)
+        if device is None:
+            raise forms.ValidationError(self.otp_error_messages["invalid_token"])
+        return super()._verify_token(user, token, device)
 
 
 class ProfileForm(forms.ModelForm):

@@ -6,9 +6,11 @@ Each also requires an authenticated caller: without credentials DRF answers 401
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.utils.translation import gettext as _
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
+from rest_framework_simplejwt.tokens import Token
 
 from accounts.authentication import request_api_key
 from accounts.errors import (
@@ -62,8 +64,20 @@ class StaffRequired(_AuthenticatedRule):
         if not request.user.is_staff:
             raise PermissionDenied()
         key = request_api_key(request)
-        if key is not None and not key.livemode:  # test keys see test data only, everywhere
-            raise PermissionDenied(_("A test key cannot use the back office: it shows live data."))
+        if key is not None:
+            if not key.livemode:  # test keys see test data only, everywhere
+                raise PermissionDenied(
+                    _("A test key cannot use the back office: it shows live data.")
+                )
+            if settings.STAFF_KEYS_REQUIRE_WHITELIST and not key.ip_whitelist:
+                raise PermissionDenied(
+                    _("Staff keys need an IP whitelist here (STAFF_KEYS_REQUIRE_WHITELIST).")
+                )
+        elif isinstance(request.auth, Token):
+            if request.auth.get("otp") is not True:
+                raise PermissionDenied(_("Log in again with your second factor."))
+        elif not getattr(request.user, "is_verified", lambda: False)():
+            raise PermissionDenied(_("Log in to the back office with your second factor."))
 
 
 class TestKeyRequired(_AuthenticatedRule):

@@ -125,6 +125,12 @@ class MeIn(StrictSerializer):
 class LoginIn(StrictSerializer):
     email = serializers.CharField(max_length=254)
     password = serializers.CharField(max_length=1024, trim_whitespace=False)
+    otp = serializers.CharField(
+        max_length=32,
+        required=False,
+        default="",
+        help_text="Staff only: the 6-digit code of the authenticator app, or a recovery code.",
+    )
 
 
 class LoginOut(serializers.Serializer):

@@ -14,6 +14,8 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
+from django_otp.plugins.otp_static.models import StaticDevice, StaticToken
+from django_otp.plugins.otp_totp.models import TOTPDevice
 from rest_framework.exceptions import AuthenticationFailed
 from rest_framework_simplejwt.exceptions import TokenError
 from rest_framework_simplejwt.serializers import TokenRefreshSerializer
@@ -22,7 +24,13 @@ from rest_framework_simplejwt.token_blacklist.models import BlacklistedToken, Ou
 from rest_framework_simplejwt.tokens import RefreshToken
 
 from accounts import keys
-from accounts.errors import ApiKeyNotEditable, EmailTaken, InvalidCredentials, TokenInvalid
+from accounts.errors import (
+    ApiKeyNotEditable,
+    EmailTaken,
+    InvalidCredentials,
+    SecondFactorRequired,
+    TokenInvalid,
+)
 from accounts.models import Account, ApiKey, BillingProfile, User
 from reseller import ratelimit
 from reseller.errors import PermissionDenied, RateLimited, ValidationFailed
@@ -126,13 +134,64 @@ def login_rate_check(*, address: str, email: str) -> None:
             )
 
 
-def user_login(*, address: str, email: str, password: str) -> User:
-    """Check the rate limits, then the credentials; the same error for any wrong pair."""
+def user_login(*, address: str, email: str, password: str, otp: str = "") -> User:
+    """Check the rate limits, then the credentials; the same error for any wrong pair.
+
+    Staff also need their second factor (``otp``: a TOTP code or a recovery code); a wrong
+    one is the same error as a wrong password.
+    """
     login_rate_check(address=address, email=email)
     user = authenticate(None, username=normalise_email(email), password=password)
     if user is None or not user.is_active:
         raise InvalidCredentials()
+    if user.is_staff:
+        if not otp:
+            raise SecondFactorRequired()
+        if second_factor_verify(user=user, code=otp) is None:
+            raise InvalidCredentials()
     return user
+
+
+def second_factor_device(*, user: User, code: str) -> TOTPDevice | StaticDevice | None:
+    """The device a code is for: six digits are the authenticator's, anything else a recovery
+    code. Only that device is tried, so a mistyped code never throttles the other one."""
+    code = code.strip()
+    kind = TOTPDevice if len(code) == 6 and code.isdigit() else StaticDevice
+    return kind.objects.filter(user=user, confirmed=True).first()
+
+
+def second_factor_verify(*, user: User, code: str) -> TOTPDevice | StaticDevice | None:
+    """The device that accepts ``code`` (a recovery code is used up), or None."""
+    device = second_factor_device(user=user, code=code)
+    if device is None or not device.verify_is_allowed()[0]:
+        return None
+    return device if device.verify_token(code.strip()) else None
+
+
+def tokens_for(user: User) -> RefreshToken:
+    """A JWT pair for a logged-in user. A staff user's carries ``otp``: it was issued after
+    the second factor, which the back office requires of staff JWTs."""
+    refresh = RefreshToken.for_user(user)
+    if user.is_staff:
+        refresh["otp"] = True
+    return refresh
+
+
+@transaction.atomic
+def totp_device_enrol(*, user: User) -> TOTPDevice:
+    """Enrol (or replace) a staff user's authenticator: RFC 6238, SHA-1, 6 digits, 30 s."""
+    TOTPDevice.objects.filter(user=user).delete()
+    return TOTPDevice.objects.create(user=user, name="authenticator", confirmed=True)
+
+
+@transaction.atomic
+def recovery_codes_create(*, user: User, count: int = 10) -> list[str]:
+    """Replace a staff user's recovery codes: ``count`` one-use codes, shown once."""
+    StaticDevice.objects.filter(user=user).delete()
+    device = StaticDevice.objects.create(user=user, name="recovery codes", confirmed=True)
+    codes = [StaticToken.random_token() for _ in range(count)]
+    StaticToken.objects.bulk_create([StaticToken(device=device, token=code) for code in codes])
+    return codes
 
 
 @transaction.atomic

@@ -6,17 +6,25 @@ the first registration, and that import must not trigger the registrations thems
 
 from __future__ import annotations
 
-from django.contrib import admin
 from django.urls import URLPattern, URLResolver, path
+from django_otp.admin import OTPAdminSite
 
 from accounts.forms import AdminLoginForm
 from backoffice import views
 
 
-class BackofficeAdminSite(admin.AdminSite):
-    """The default admin site (see ``BackofficeAdminConfig``); every app registers on it."""
+class BackofficeAdminSite(OTPAdminSite):
+    """The default admin site (see ``BackofficeAdminConfig``); every app registers on it.
 
-    login_form = AdminLoginForm  # the same login limits as the site and the API
+    Staff sign in with a second factor (django-otp): a session whose user was not verified by
+    their authenticator (or a recovery code) is treated as not staff. Logins are limited like
+    the site's and the API's.
+    """
+
+    login_form = AdminLoginForm
+
+    def __init__(self, name: str = "admin") -> None:
+        super().__init__(name)
 
     def get_urls(self) -> list[URLResolver | URLPattern]:
         dashboard = self.admin_view(lambda request: views.dashboard(request, admin_site=self))

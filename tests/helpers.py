@@ -8,7 +8,6 @@ from decimal import Decimal
 
 from django.db import transaction
 from rest_framework.test import APIClient
-from rest_framework_simplejwt.tokens import RefreshToken
 
 from orders.models import Order
 from orders.pricing import LineRequest
@@ -26,7 +25,28 @@ from wallet.services import (
 
 
 def bearer(user) -> dict:
-    return {"HTTP_AUTHORIZATION": f"Bearer {RefreshToken.for_user(user).access_token}"}
+    """The Authorization header of a JWT as POST /auth/login issues it (for staff: after
+    their second factor, as the login requires)."""
+    from accounts.services import tokens_for
+
+    return {"HTTP_AUTHORIZATION": f"Bearer {tokens_for(user).access_token}"}
+
+
+def second_factor_login(client, user):
+    """Log a staff user in as the admin login does: password and an enrolled authenticator.
+
+    The session then carries the verified device (django-otp), as after a real login.
+    """
+    from django_otp import DEVICE_ID_SESSION_KEY
+
+    from accounts.services import totp_device_enrol
+
+    device = totp_device_enrol(user=user)
+    client.force_login(user)
+    session = client.session
+    session[DEVICE_ID_SESSION_KEY] = device.persistent_id
+    session.save()
+    return client
 
 
 def assert_ledger_balanced():

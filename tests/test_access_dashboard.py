@@ -10,7 +10,7 @@ from django.urls import reverse
 from accounts import services
 from accounts.models import ApiKey
 from tests.factories import UserFactory, make_key
-from tests.helpers import assert_problem
+from tests.helpers import assert_problem, second_factor_login
 
 pytestmark = pytest.mark.django_db
 
@@ -193,7 +193,7 @@ def test_newcomer_signs_up_creates_a_test_key_and_calls_me_with_it(client, api):
 
 @pytest.fixture
 def admin_client(client):
-    client.force_login(UserFactory(is_staff=True, is_superuser=True))
+    second_factor_login(client, UserFactory(is_staff=True, is_superuser=True))
     return client
 
 

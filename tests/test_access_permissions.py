@@ -15,7 +15,7 @@ from accounts.authentication import request_api_key, request_livemode, request_u
 from accounts.permissions import B2BApiKeyRequired, StaffRequired, WebSessionRequired
 from accounts.throttling import RECHARGE_THROTTLE_CLASSES
 from tests.factories import UserFactory, make_key
-from tests.helpers import assert_problem, bearer
+from tests.helpers import assert_problem, bearer, second_factor_login
 
 pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.test_access_permissions")]
 
@@ -111,7 +111,9 @@ def test_admin_endpoint_needs_a_staff_user_else_permission_denied(api, user, sta
     _staff_key, staff_plaintext = make_key(staff, mode="live")
     assert api.get(ADMIN, HTTP_X_API_KEY=staff_plaintext).status_code == 200
     assert api.get(ADMIN, **bearer(staff)).status_code == 200
-    client.force_login(staff)
+    client.force_login(staff)  # a session without the second factor: refused
+    assert_problem(client.get(ADMIN), 403, "permission_denied")
+    second_factor_login(client, staff)
     assert client.get(ADMIN).status_code == 200
 
 

@@ -17,7 +17,7 @@ from accounts.models import Account
 from backoffice.models import StaffAction
 from orders.models import Payment
 from tests.factories import UserFactory, make_key
-from tests.helpers import REJECTS, assert_ledger_balanced, fund, place, process
+from tests.helpers import REJECTS, assert_ledger_balanced, fund, place, process, second_factor_login
 from wallet.models import LedgerEntry, TopUp, Wallet
 from wallet.services import topup_request
 
@@ -27,7 +27,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def client(staff) -> Client:
     client = Client()
-    client.force_login(staff)
+    second_factor_login(client, staff)
     return client
 
 
@@ -436,7 +436,7 @@ def test_a_view_only_staff_user_sees_no_money_actions(shop):
     clerk = UserFactory(is_staff=True)
     clerk.user_permissions.add(*Permission.objects.filter(codename__startswith="view_"))
     client = Client()
-    client.force_login(clerk)
+    second_factor_login(client, clerk)
     page = client.get("/admin/wallet/topup/").content.decode()
     assert 'value="approve"' not in page
     topup = topup_request(

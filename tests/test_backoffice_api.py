@@ -22,6 +22,7 @@ from tests.helpers import (
     place,
     process,
     sandbox_order,
+    second_factor_login,
 )
 from wallet.models import TopUp, Wallet
 from wallet.services import (
@@ -97,7 +98,7 @@ def test_admin_endpoints_answer_a_staff_jwt(staff, endpoint):
 
 def test_admin_endpoints_answer_a_staff_session(staff):
     client = APIClient()
-    client.force_login(staff)
+    second_factor_login(client, staff)
     assert client.get(BASE + "summary").status_code == 200
 
 

@@ -11,7 +11,7 @@ from django.test import Client
 
 from backoffice import charts, selectors
 from tests.factories import CountryFactory, OperatorFactory, ProductFactory, UserFactory
-from tests.helpers import REJECTS, fund, place, process
+from tests.helpers import REJECTS, fund, place, process, second_factor_login
 
 pytestmark = pytest.mark.django_db
 
@@ -21,7 +21,7 @@ URL = "/admin/dashboard/"
 @pytest.fixture
 def client(staff) -> Client:
     client = Client()
-    client.force_login(staff)
+    second_factor_login(client, staff)
     return client
 
 

@@ -11,13 +11,14 @@ from tests.factories import (
     PromotionFactory,
     UserFactory,
 )
+from tests.helpers import second_factor_login
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
 def admin_client(client):
-    client.force_login(UserFactory(is_staff=True, is_superuser=True))
+    second_factor_login(client, UserFactory(is_staff=True, is_superuser=True))
     return client
 
 

@@ -10,7 +10,13 @@ from django.test import Client
 
 from orders.models import Order
 from tests.factories import UserFactory, make_key
-from tests.helpers import assert_ledger_balanced, assert_problem, bearer, client_for
+from tests.helpers import (
+    assert_ledger_balanced,
+    assert_problem,
+    bearer,
+    client_for,
+    second_factor_login,
+)
 from wallet.services import wallet_topup_manual
 
 pytestmark = pytest.mark.django_db
@@ -210,7 +216,7 @@ def test_the_admin_action_leaves_an_unpaid_card_top_up_pending(user, staff):
 
     topup = topup_request(account=user.account, amount=Decimal("50.00"), method="card", by=user)
     client = Client()
-    client.force_login(staff)
+    second_factor_login(client, staff)
     client.post(
         "/admin/wallet/topup/",
         {"action": "approve", "_selected_action": [topup.pk]},

@@ -18,7 +18,7 @@ from django.urls import URLPattern, URLResolver, get_resolver
 
 from accounts.services import account_set_b2b
 from tests.factories import UserFactory, make_key
-from tests.helpers import assert_ledger_balanced
+from tests.helpers import assert_ledger_balanced, second_factor_login
 from wallet.services import wallet_topup_manual
 
 pytestmark = pytest.mark.django_db
@@ -83,7 +83,7 @@ def _urls() -> list[str]:
 def callers(product):
     staff = UserFactory(is_staff=True, is_superuser=True)
     session = Client(raise_request_exception=False)
-    session.force_login(staff)
+    second_factor_login(session, staff)
     reseller = UserFactory()
     account_set_b2b(account=reseller.account, is_b2b=True)
     wallet_topup_manual(account=reseller.account, amount=Decimal("50.00"))

@@ -6,6 +6,7 @@ from django.urls import reverse
 
 from accounts.models import User
 from tests.factories import PASSWORD
+from tests.helpers import second_factor_login
 
 pytestmark = pytest.mark.django_db
 
@@ -155,6 +156,6 @@ def test_security_headers_on_pages(client):
 
 
 def test_admin_lists_users_and_accounts_for_staff(client, staff):
-    client.force_login(staff)
+    second_factor_login(client, staff)
     assert client.get("/admin/accounts/user/").status_code == 200
     assert client.get("/admin/accounts/account/").status_code == 200

@@ -9,7 +9,7 @@ from django.db import IntegrityError, connection, transaction
 
 from reseller.errors import ApplicationError
 from tests.factories import UserFactory
-from tests.helpers import assert_ledger_balanced
+from tests.helpers import assert_ledger_balanced, second_factor_login
 from wallet import services
 from wallet.errors import InsufficientBalance, TopUpNotPending
 from wallet.models import LedgerEntry, TopUp, Wallet
@@ -181,7 +181,7 @@ def test_staff_approves_a_bank_top_up_from_the_admin(client, staff, user):
     topup = services.topup_request(
         account=user.account, amount=Decimal("40.00"), method=TopUp.Method.BANK_TRANSFER
     )
-    client.force_login(staff)
+    second_factor_login(client, staff)
     response = client.post(
         "/admin/wallet/topup/", {"action": "approve", "_selected_action": [topup.pk]}
     )

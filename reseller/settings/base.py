@@ -26,6 +26,9 @@ INSTALLED_APPS = [
     "django.contrib.humanize",
     "rest_framework",
     "rest_framework_simplejwt.token_blacklist",
+    "django_otp",
+    "django_otp.plugins.otp_totp",
+    "django_otp.plugins.otp_static",
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
@@ -47,6 +50,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django_otp.middleware.OTPMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
@@ -218,6 +222,11 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": 3600.0,
     },
 }
+
+# Staff second factor (docs/security.md): TOTP (RFC 6238) for the admin and staff JWTs, with
+# one-use recovery codes. Staff API keys may be held to an IP whitelist by policy.
+OTP_TOTP_ISSUER = "reseller"
+STAFF_KEYS_REQUIRE_WHITELIST = env.bool("STAFF_KEYS_REQUIRE_WHITELIST", default=False)
 
 # Limits on what a request may send (docs/security.md): a bigger body is 413
 # request_too_large, a deeper JSON body 400 invalid_json. Batches of 10,000 lines fit in 5 MB.

@@ -1,0 +1,127 @@
+"""Staff sign in with a second factor (docs/security.md, "Staff accounts"): TOTP (RFC 6238) or a
+one-use recovery code, on the admin and for staff JWTs; staff keys may need a whitelist."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import struct
+import time
+from io import StringIO
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+from django.core.management import call_command
+from django.test import Client
+from rest_framework_simplejwt.tokens import RefreshToken
+
+from tests.factories import PASSWORD, UserFactory, make_key
+from tests.helpers import assert_problem, client_for
+
+pytestmark = pytest.mark.django_db
+
+LOGIN = "/api/v1/auth/login"
+SUMMARY = "/api/v1/admin/summary"
+
+
+def rfc6238(secret_b32: str, at: float | None = None) -> str:
+    """An independent TOTP (SHA-1, 6 digits, 30 s): what an authenticator app computes."""
+    key = base64.b32decode(secret_b32 + "=" * (-len(secret_b32) % 8))
+    counter = int((time.time() if at is None else at) // 30)
+    digest = hmac.new(key, struct.pack(">Q", counter), hashlib.sha1).digest()
+    offset = digest[-1] & 0x0F
+    code = (struct.unpack(">I", digest[offset : offset + 4])[0] & 0x7FFFFFFF) % 1_000_000
+    return f"{code:06d}"
+
+
+def enrol(staff) -> str:
+    out = StringIO()
+    call_command("create_totp_device", "--email", staff.email, stdout=out)
+    return out.getvalue()
+
+
+def secret_of(uri: str) -> str:
+    return parse_qs(urlparse(uri).query)["secret"][0]
+
+
+def test_create_totp_device_prints_only_an_rfc6238_otpauth_uri(staff):
+    uri = enrol(staff)
+    assert uri.count("\n") == 1 and uri.startswith("otpauth://totp/")
+    query = parse_qs(urlparse(uri.strip()).query)
+    assert query.get("algorithm", ["SHA1"]) == ["SHA1"]
+    assert query.get("digits", ["6"]) == ["6"] and query.get("period", ["30"]) == ["30"]
+    # Enrolling again replaces the device: the first secret stops working.
+    again = enrol(staff)
+    assert secret_of(again) != secret_of(uri)
+
+
+def test_the_api_login_of_staff_needs_the_second_factor(api, staff):
+    secret = secret_of(enrol(staff))
+    body = {"email": staff.email, "password": PASSWORD}
+    assert_problem(api.post(LOGIN, body, format="json"), 401, "otp_required")
+    right = api.post(LOGIN, {**body, "otp": rfc6238(secret)}, format="json")
+    assert right.status_code == 200, right.content
+    wrong = api.post(LOGIN, {**body, "otp": "000000"}, format="json")
+    assert_problem(wrong, 401, "not_authenticated")  # the same answer as a wrong password
+    api.credentials(HTTP_AUTHORIZATION=f"Bearer {right.json()['access']}")
+    assert api.get(SUMMARY).status_code == 200
+
+
+def test_a_staff_jwt_issued_without_the_second_factor_is_refused_by_the_back_office(api, staff):
+    api.credentials(HTTP_AUTHORIZATION=f"Bearer {RefreshToken.for_user(staff).access_token}")
+    assert_problem(api.get(SUMMARY), 403, "permission_denied")
+
+
+def test_ordinary_users_log_in_without_a_second_factor(api, user):
+    response = api.post(LOGIN, {"email": user.email, "password": PASSWORD}, format="json")
+    assert response.status_code == 200
+
+
+def test_recovery_codes_work_once_instead_of_the_authenticator(api, staff):
+    out = StringIO()
+    call_command("create_recovery_codes", "--email", staff.email, stdout=out)
+    codes = out.getvalue().split()
+    assert len(codes) == 10 and len(set(codes)) == 10
+    body = {"email": staff.email, "password": PASSWORD, "otp": codes[0]}
+    assert api.post(LOGIN, body, format="json").status_code == 200
+    assert_problem(api.post(LOGIN, body, format="json"), 401, "not_authenticated")
+
+
+def test_the_admin_login_asks_for_the_second_factor(staff):
+    secret = secret_of(enrol(staff))
+    client = Client()
+    without = client.post("/admin/login/", {"username": staff.email, "password": PASSWORD})
+    assert without.status_code == 200 and "_auth_user_id" not in client.session
+    response = client.post(
+        "/admin/login/?next=/admin/",
+        {"username": staff.email, "password": PASSWORD, "otp_token": rfc6238(secret)},
+    )
+    assert response.status_code == 302 and response["Location"] == "/admin/"
+    assert client.get("/admin/").status_code == 200
+
+
+def test_a_staff_user_without_an_enrolled_device_cannot_use_the_admin(staff):
+    client = Client()
+    response = client.post(
+        "/admin/login/", {"username": staff.email, "password": PASSWORD, "otp_token": "123456"}
+    )
+    assert response.status_code == 200 and "_auth_user_id" not in client.session
+    client.force_login(staff)  # a session without a verified device is not the admin's
+    assert client.get("/admin/").status_code == 302
+
+
+def test_staff_keys_need_a_whitelist_when_the_policy_says_so(staff, settings):
+    _bare, bare = make_key(staff, mode="live")
+    _listed, listed = make_key(staff, mode="live", ip_whitelist=["127.0.0.1"])
+    assert client_for(bare).get(SUMMARY).status_code == 200
+    settings.STAFF_KEYS_REQUIRE_WHITELIST = True
+    assert_problem(client_for(bare).get(SUMMARY), 403, "permission_denied")
+    assert client_for(listed).get(SUMMARY, REMOTE_ADDR="127.0.0.1").status_code == 200
+
+
+def test_a_non_staff_user_cannot_enrol_a_device():
+    from django.core.management.base import CommandError
+
+    with pytest.raises(CommandError):
+        call_command("create_totp_device", "--email", UserFactory().email, stdout=StringIO())
