@@ -38,8 +38,19 @@ if [ ! -f "$stamp" ] || [ "$lock" -nt "$stamp" ]; then
   touch "$stamp"
 fi
 
-# Browser tests (tests/browser) drive Debian's Chromium; never a downloaded browser build.
-# `scripts/setup.sh --browser` (make test) installs it with apt-get when it is missing.
+# Browser tests (tests/browser) drive Debian's Chromium, never a downloaded browser build; the
+# reverse-proxy drill (tests/test_fault_drills.py) starts Debian's nginx.
+# `scripts/setup.sh --browser` (make test) installs what is missing with apt-get.
+if [ "${1:-}" = "--browser" ] && ! command -v nginx >/dev/null 2>&1 && [ ! -x /usr/sbin/nginx ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "setup: installing nginx (the reverse-proxy drill)"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends nginx >/dev/null
+  else
+    echo "setup: nginx is missing; the reverse-proxy drill needs it (apt-get install nginx)" >&2
+  fi
+fi
 if [ "${1:-}" = "--browser" ] && [ ! -x /usr/bin/chromium ] && ! command -v chromium >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "setup: installing chromium and chromium-driver (browser tests)"

@@ -165,18 +165,16 @@ def test_killing_the_database_connection_of_a_waiting_b2b_request_writes_nothing
     assert_ledger_balanced()
     call_command("check_ledger")
 
-    # The same Idempotency-Key retried at once: the first attempt's claim is held until its
-    # lease (IDEMPOTENCY_LEASE_SECONDS) runs out, so 409 idempotency_key_in_use; never a charge.
+    # The same Idempotency-Key retried at once: the first attempt's database session is gone,
+    # so its claim is dead and the retry runs now (no 409 until a lease runs out).
     retry = Client().post(
         "/api/v1/api-access/b2b/recharges",
         _body(product),
         content_type="application/json",
         headers={"x-api-key": plaintext, "Idempotency-Key": "drill-pg-1"},
     )
-    assert retry.status_code in {201, 409}, retry.content
-    if retry.status_code == 409:
-        assert retry.json()["code"] == "idempotency_key_in_use"
-    placed = 1 if retry.status_code == 201 else 0
+    assert retry.status_code == 201, retry.content
+    placed = 1
     assert Payment.objects.count() == placed
 
     # The service goes on: a new request (new key) is served and charged once.
@@ -362,3 +360,220 @@ def test_redis_dying_under_load_fails_cleanly_charges_once_and_rate_limits_recov
     _recharges_accounted_for(len(accepted))
     assert_ledger_balanced()
     call_command("check_ledger")
+
+
+def test_redis_killed_in_the_middle_of_requests_answers_503_charges_once_and_recovers(
+    redis_server, live_gunicorn
+):
+    """Redis dies while requests are in flight (not between bursts): each answers 201 or a
+    clean 503, a 503 charged nothing, and once Redis is back the same gunicorn serves again."""
+    product = _product()
+    user, key, plaintext = _reseller(funds="1000.00")
+    api_key_set_limits(key=key, rate_limit_per_minute=1000, max_units_per_request=None)
+    results: dict[str, int] = {}
+    lock = threading.Lock()
+    stop = threading.Event()
+
+    def client(worker: int) -> None:
+        n = 0
+        while not stop.is_set() and n < 40:
+            idem = f"mid-{worker}-{n}"
+            try:
+                status, _headers, body = _post(live_gunicorn, plaintext, _body(product), idem)
+            except OSError:
+                status, body = 0, {}
+            assert status in {201, 503, 0}, (status, body)
+            with lock:
+                results[idem] = status
+            n += 1
+
+    threads = [threading.Thread(target=client, args=(w,)) for w in range(6)]
+    for thread in threads:
+        thread.start()
+    assert _wait_for(lambda: len(results) >= 6, timeout=30)
+    redis_server.kill()  # with requests in flight
+    time.sleep(1.0)
+    redis_server.start()
+    time.sleep(0.5)
+    stop.set()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert 503 in results.values() and 201 in results.values()
+
+    # The same processes serve again, and every refused key, retried, is charged once.
+    for idem, status in list(results.items()):
+        if status != 201:
+            retried, _h, body = _post(live_gunicorn, plaintext, _body(product), idem)
+            assert retried == 201, body
+            results[idem] = 201
+    assert Order.objects.count() == len(results)
+    wallet = Wallet.objects.get(account=user.account, kind="live")
+    assert wallet.balance == Decimal("1000.00") - Decimal("5.00") * len(results)
+    _recharges_accounted_for(len(results))
+    assert_ledger_balanced()
+
+
+# -- 3. A real reverse proxy (nginx) in front of gunicorn -----------------------------------
+
+PROXY_ADDRESS = "127.0.0.9"  # nginx connects to gunicorn from here: the one trusted proxy
+
+
+def _gunicorn(env_extra: dict, tmp_path: Path, name: str):
+    """A production-settings gunicorn on a free port; yields its base URL, then stops it."""
+    port = _free_port()
+    env = (
+        {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "CELERY_"))}
+        | {
+            "DJANGO_SETTINGS_MODULE": "reseller.settings.production",
+            "DATABASE_URL": _db_url(),
+            "SECRET_KEY": "drill-" + uuid.uuid4().hex * 2,
+            "SECURE_SSL_REDIRECT": "false",
+            "ALLOWED_HOSTS": "*",
+            "CONN_MAX_AGE": "0",
+            "LOG_LEVEL": "WARNING",
+        }
+        | env_extra
+    )
+    log_path = tmp_path / f"{name}.log"
+    log = log_path.open("w")
+    proc = subprocess.Popen(
+        [str(Path(sys.executable).parent / "gunicorn"), "reseller.wsgi:application",
+         "--bind", f"127.0.0.1:{port}", "--workers", "1", "--worker-class", "gthread",
+         "--threads", "4", "--timeout", "60"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    )  # fmt: skip
+
+    def up() -> bool:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2):
+                return True
+        except OSError:
+            return False
+
+    try:
+        assert _wait_for(up, timeout=30, step=0.2), log_path.read_text()
+        yield port
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+
+
+@pytest.fixture
+def gunicorn_behind_proxy(tmp_path):
+    import redis
+
+    redis.Redis.from_url("redis://127.0.0.1:6379/14").flushdb()  # the drill's own counters
+    yield from _gunicorn(
+        {"TRUSTED_PROXIES": PROXY_ADDRESS, "REDIS_URL": "redis://127.0.0.1:6379/14"},
+        tmp_path,
+        "gunicorn-proxied",
+    )
+
+
+@pytest.fixture
+def nginx(gunicorn_behind_proxy, tmp_path):
+    binary = shutil.which("nginx") or "/usr/sbin/nginx"
+    if not Path(binary).exists():
+        pytest.fail("nginx is not installed: scripts/setup.sh --browser installs it")
+    port = _free_port()
+    temp = tmp_path / "nginx"
+    temp.mkdir()
+    user = "user root;" if os.geteuid() == 0 else ""
+    (temp / "nginx.conf").write_text(
+        f"""{user}
+worker_processes 1;
+daemon off;
+pid {temp}/nginx.pid;
+error_log {temp}/error.log warn;
+events {{ worker_connections 64; }}
+http {{
+  access_log off;
+  client_body_temp_path {temp}/body; proxy_temp_path {temp}/proxy;
+  fastcgi_temp_path {temp}/fastcgi; uwsgi_temp_path {temp}/uwsgi; scgi_temp_path {temp}/scgi;
+  server {{
+    listen 127.0.0.1:{port};
+    location / {{
+      proxy_pass http://127.0.0.1:{gunicorn_behind_proxy};
+      proxy_bind {PROXY_ADDRESS};
+      proxy_set_header Host $host;
+      proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+    }}
+  }}
+}}
+"""
+    )
+    proc = subprocess.Popen(
+        [binary, "-p", str(temp), "-c", str(temp / "nginx.conf")],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+
+    def up() -> bool:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return True
+        except OSError:
+            return False
+
+    try:
+        assert _wait_for(up, timeout=15), (temp / "error.log").read_text()
+        yield port
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def _get_from(source: str, port: int, path: str, headers: dict) -> tuple[int, dict]:
+    """GET from a chosen loopback source address (the client's "real" address)."""
+    import http.client
+
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=20, source_address=(source, 0))
+    try:
+        conn.request("GET", path, headers=headers)
+        response = conn.getresponse()
+        return response.status, json.loads(response.read() or b"{}")
+    finally:
+        conn.close()
+
+
+def _login_from(source: str, port: int, email: str) -> int:
+    import http.client
+
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=20, source_address=(source, 0))
+    try:
+        body = json.dumps({"email": email, "password": "wrong-password"})
+        conn.request(
+            "POST", "/api/v1/auth/login", body=body, headers={"Content-Type": "application/json"}
+        )
+        response = conn.getresponse()
+        response.read()
+        return response.status
+    finally:
+        conn.close()
+
+
+def test_behind_nginx_the_whitelist_and_limits_see_the_real_client_and_forgeries_do_not_pass(
+    nginx, gunicorn_behind_proxy, settings
+):
+    user, _key, _plaintext = _reseller()
+    _listed, listed = make_key(user, mode="live", name="Listed", ip_whitelist=["127.0.0.2"])
+    me = "/api/v1/auth/me"
+    # Through the proxy, the whitelist sees the client's own address.
+    assert _get_from("127.0.0.2", nginx, me, {"x-api-key": listed})[0] == 200
+    status, body = _get_from("127.0.0.3", nginx, me, {"x-api-key": listed})
+    assert (status, body.get("code")) == (403, "ip_not_allowed")
+    # A forged header through the proxy: nginx appends the real peer, which is what counts.
+    forged = {"x-api-key": listed, "X-Forwarded-For": "127.0.0.2"}
+    assert _get_from("127.0.0.3", nginx, me, forged)[0] == 403
+    # The same forgery sent straight to gunicorn, not from the proxy: the header is ignored.
+    status, body = _get_from("127.0.0.3", gunicorn_behind_proxy, me, forged)
+    assert (status, body.get("code")) == (403, "ip_not_allowed")
+    # Login limits count per real client address: one address is cut off, another is not.
+    per_address = settings.LOGIN_RATE_PER_ADDRESS
+    statuses = [_login_from("127.0.0.4", nginx, f"x{n}@example.com") for n in range(per_address)]
+    assert set(statuses) == {401}
+    assert _login_from("127.0.0.4", nginx, "late@example.com") == 429
+    assert _login_from("127.0.0.5", nginx, "other@example.com") == 401
