@@ -273,3 +273,15 @@ def test_a_claim_whose_request_died_is_taken_over_at_once_and_a_live_one_is_409(
     assert retried.status_code == 201, retried.content
     assert Order.objects.count() == 1
     assert_ledger_balanced()
+
+
+def test_gunicorn_reads_its_request_limits_from_the_environment(monkeypatch):
+    import runpy
+
+    from django.conf import settings
+
+    monkeypatch.setenv("GUNICORN_LIMIT_REQUEST_LINE", "2048")
+    config = runpy.run_path(str(settings.BASE_DIR / "gunicorn.conf.py"))
+    assert config["limit_request_line"] == 2048
+    assert config["limit_request_fields"] == 100
+    assert config["limit_request_field_size"] == 8190

@@ -1,0 +1,13 @@
+"""Gunicorn's request limits, read from the environment (docs/security.md).
+
+Gunicorn loads ./gunicorn.conf.py by itself when started from the repository root (the
+Dockerfile, docker-compose and the README's commands do). The body size is Django's
+DATA_UPLOAD_MAX_MEMORY_SIZE (413 request_too_large); gunicorn bounds what comes before it and
+answers 400 itself when a request line or header is over its limit.
+"""
+
+import os
+
+limit_request_line = int(os.environ.get("GUNICORN_LIMIT_REQUEST_LINE", "4094"))
+limit_request_fields = int(os.environ.get("GUNICORN_LIMIT_REQUEST_FIELDS", "100"))
+limit_request_field_size = int(os.environ.get("GUNICORN_LIMIT_REQUEST_FIELD_SIZE", "8190"))
