@@ -15,7 +15,6 @@ from django.shortcuts import redirect, render
 from django.utils import translation
 from django.utils.cache import add_never_cache_headers
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy as _lazy
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from accounts import selectors, services
@@ -35,6 +34,7 @@ from orders.selectors import sandbox_recharges
 from reseller.errors import ApplicationError
 from sandbox.balances import AMOUNTS as SANDBOX_AMOUNTS
 from sandbox.balances import sandbox_balance, sandbox_balances, sandbox_topup
+from sandbox.outcomes import GUIDE as SANDBOX_GUIDE
 from sandbox.outcomes import sandbox_settle
 
 
@@ -105,14 +105,6 @@ def profile(request: AuthenticatedRequest) -> HttpResponse:
         "accounts/profile.html",
         {"profile_form": profile_form, "account_form": account_form, "billing_form": billing_form},
     )
-
-
-SANDBOX_GUIDE = [
-    ("0002", _lazy("rejected: the amount comes back to the sandbox balance")),
-    ("0003", _lazy("processing for 10 seconds, then success")),
-    ("0004", _lazy("timeout: the amount comes back to the sandbox balance")),
-    ("…", _lazy("any other ending succeeds")),
-]
 
 
 # API keys (docs/contract.md section 3): created, restricted and revoked here, never over the API.

@@ -19,6 +19,7 @@ from datetime import timedelta
 
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext_lazy
 
 from orders.models import Recharge
 from orders.recharges.state import transition
@@ -30,6 +31,15 @@ MESSAGES: dict[str, tuple[str, str]] = {
     S.REJECTED: ("rejected", "Sandbox: numbers ending in 0002 are rejected."),
     S.TIMEOUT: ("timeout", "Sandbox: numbers ending in 0004 time out."),
 }
+
+
+# What the key dashboard tells a developer about the endings (the same rules as ENDINGS).
+GUIDE = [
+    ("0002", gettext_lazy("rejected: the amount comes back to the sandbox balance")),
+    ("0003", gettext_lazy("processing for 10 seconds, then success")),
+    ("0004", gettext_lazy("timeout: the amount comes back to the sandbox balance")),
+    ("…", gettext_lazy("any other ending succeeds")),
+]
 
 
 def sandbox_outcome(number: str) -> str:
