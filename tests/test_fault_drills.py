@@ -240,42 +240,9 @@ def redis_server(tmp_path):
 
 @pytest.fixture
 def live_gunicorn(redis_server, tmp_path):
-    port = _free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "CELERY_"))} | {
-        "DJANGO_SETTINGS_MODULE": "reseller.settings.production",
-        "DATABASE_URL": _db_url(),
-        "REDIS_URL": f"redis://127.0.0.1:{redis_server.port}/0",
-        "SECRET_KEY": "drill-" + uuid.uuid4().hex * 2,
-        "SECURE_SSL_REDIRECT": "false",
-        "ALLOWED_HOSTS": "127.0.0.1",
-        "CONN_MAX_AGE": "0",
-        "LOG_LEVEL": "WARNING",
-    }
-    log = (tmp_path / "gunicorn.log").open("w")
-    proc = subprocess.Popen(
-        [str(Path(sys.executable).parent / "gunicorn"), "reseller.wsgi:application",
-         "--bind", f"127.0.0.1:{port}", "--workers", "1", "--worker-class", "gthread",
-         "--threads", "4", "--timeout", "60"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-    )  # fmt: skip
-
-    def up() -> bool:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2):
-                return True
-        except OSError:
-            return False
-
-    try:
-        assert _wait_for(up, timeout=30, step=0.2), (tmp_path / "gunicorn.log").read_text()
+    env = {"REDIS_URL": f"redis://127.0.0.1:{redis_server.port}/0", "ALLOWED_HOSTS": "127.0.0.1"}
+    for port in _gunicorn(env, tmp_path, "gunicorn"):
         yield f"http://127.0.0.1:{port}"
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
 
 
 def _post(base: str, plaintext: str, body: dict, key: str) -> tuple[int, dict, dict]:

@@ -1,8 +1,8 @@
 """Replace a staff user's recovery codes: ten one-use codes, printed once, one a line."""
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand
 
-from accounts.selectors import user_by_email
+from accounts.management.staff import staff_user
 from accounts.services import recovery_codes_create
 
 
@@ -13,10 +13,6 @@ class Command(BaseCommand):
         parser.add_argument("--email", required=True)
 
     def handle(self, *args, **options):
-        user = user_by_email(email=options["email"])
-        if user is None:
-            raise CommandError(f"No user with email {options['email']}.")
-        if not user.is_staff:
-            raise CommandError("Only staff users have a second factor.")
+        user = staff_user(options["email"])
         for code in recovery_codes_create(user=user):
             self.stdout.write(code)

@@ -1,8 +1,8 @@
 """Enrol (or replace) a staff user's TOTP second factor; prints only its otpauth:// URI."""
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand
 
-from accounts.selectors import user_by_email
+from accounts.management.staff import staff_user
 from accounts.services import totp_device_enrol
 
 
@@ -13,9 +13,5 @@ class Command(BaseCommand):
         parser.add_argument("--email", required=True)
 
     def handle(self, *args, **options):
-        user = user_by_email(email=options["email"])
-        if user is None:
-            raise CommandError(f"No user with email {options['email']}.")
-        if not user.is_staff:
-            raise CommandError("Only staff users have a second factor.")
+        user = staff_user(options["email"])
         self.stdout.write(totp_device_enrol(user=user).config_url)
