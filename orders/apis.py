@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -11,9 +13,10 @@ from accounts.permissions import B2BApiKeyRequired, TestKeyRequired
 from accounts.throttling import RECHARGE_THROTTLE_CLASSES
 from orders import selectors, services
 from orders.idempotency import fingerprint, read_key
-from orders.models import Order
+from orders.models import Order, Recharge
 from orders.pricing import line_requests, price_order
 from orders.serializers import (
+    FINAL_STATUSES_NOTE,
     CartItemIn,
     CartItemOut,
     CartOut,
@@ -23,10 +26,17 @@ from orders.serializers import (
     PaymentOut,
     QuoteIn,
     QuoteOut,
+    RechargeDetailOut,
+    RechargeSearchQuery,
     SandboxOut,
 )
 from reseller.api import problems
-from reseller.errors import PROBLEM_CONTENT_TYPE
+from reseller.errors import (
+    PROBLEM_CONTENT_TYPE,
+    ValidationFailed,
+    flatten_validation_errors,
+    refuse_unknown_params,
+)
 from reseller.money import ZERO
 from reseller.pagination import PagePagination
 from sandbox.balances import sandbox_balance
@@ -224,31 +234,6 @@ class WalletCheckoutApi(APIView):
         return place_wallet_order(request, channel=Order.Channel.WALLET, key_required=False)
 
 
-class B2BRechargeApi(APIView):
-    permission_classes = [B2BApiKeyRequired]
-    throttle_classes = RECHARGE_THROTTLE_CLASSES
-
-    @extend_schema(
-        tags=["b2b"],
-        summary="Dispatch recharges from the wallet (B2B API keys)",
-        description="Requires an API key of a B2B account and an `Idempotency-Key`. Answers "
-        "201 with the order, its payment and every recharge with its current status.",
-        parameters=[
-            IDEMPOTENCY_HEADER.__class__(
-                name="Idempotency-Key",
-                location=OpenApiParameter.HEADER,
-                required=True,
-                type=str,
-                description=IDEMPOTENCY_HEADER.description,
-            )
-        ],
-        request=OrderIn,
-        responses={201: OrderOut, **problems(400, 401, 402, 403, 409, 422, 429)},
-    )
-    def post(self, request):
-        return place_wallet_order(request, channel=Order.Channel.B2B, key_required=True)
-
-
 class SandboxApi(APIView):
     permission_classes = [TestKeyRequired]
 
@@ -273,3 +258,150 @@ class SandboxApi(APIView):
                 }
             ).data
         )
+
+
+# -- after the 201: lookups (docs/contract.md section 11) -----------------------------------
+
+RECHARGE_FILTERS = {
+    "status",
+    "recipientNumber",
+    "orderId",
+    "createdAfter",
+    "createdBefore",
+    "idempotencyKey",
+}
+
+
+class RechargeDetailApi(APIView):
+    @extend_schema(
+        tags=["b2b"],
+        operation_id="recharge_retrieve",
+        summary="A recharge by id, with its history",
+        description="Any recharge of the caller's account in the key's mode (a test key sees "
+        "test recharges). Another account's id, or the other mode's, is 404. "
+        + FINAL_STATUSES_NOTE,
+        responses={200: RechargeDetailOut, **problems(401, 403, 404)},
+    )
+    def get(self, request, recharge_id: str):
+        key = request_api_key(request)
+        if key is not None and not key.livemode:
+            sandbox_settle(api_key=key)
+        recharge = selectors.recharge_lookup(
+            account=request.user.account,
+            livemode=request_livemode(request),
+            recharge_id=recharge_id,
+        )
+        return Response(RechargeDetailOut(recharge).data)
+
+
+class RechargeListApi(APIView):
+    pagination_class = PagePagination
+
+    @extend_schema(
+        tags=["b2b"],
+        operation_id="recharges_list",
+        summary="Search recharges, newest first",
+        description="Filters: `status` (repeat it, or separate with commas), `recipientNumber` "
+        "(E.164), `orderId`, `createdAfter`/`createdBefore` (RFC 3339), `idempotencyKey` (the "
+        "recharges of the order placed with that key). An unknown parameter is 400. "
+        + FINAL_STATUSES_NOTE,
+        parameters=[
+            OpenApiParameter("status", str, many=True, enum=Recharge.Status.values),
+            OpenApiParameter("recipientNumber", str),
+            OpenApiParameter("orderId", str),
+            OpenApiParameter("createdAfter", OpenApiTypes.DATETIME),
+            OpenApiParameter("createdBefore", OpenApiTypes.DATETIME),
+            OpenApiParameter("idempotencyKey", str),
+            OpenApiParameter("page", int),
+            OpenApiParameter("limit", int),
+        ],
+        responses={200: RechargeDetailOut(many=True), **problems(400, 401, 403)},
+    )
+    def get(self, request):
+        params = request.query_params
+        refuse_unknown_params(params, allowed=RECHARGE_FILTERS | {"page", "limit"})
+        statuses = [s for value in params.getlist("status") for s in value.split(",") if s]
+        query = RechargeSearchQuery(
+            data={
+                **({"status": statuses} if statuses else {}),
+                **{
+                    name: params[wire]
+                    for wire, name in (
+                        ("recipientNumber", "recipient_number"),
+                        ("orderId", "order_id"),
+                        ("createdAfter", "created_after"),
+                        ("createdBefore", "created_before"),
+                        ("idempotencyKey", "idempotency_key"),
+                    )
+                    if wire in params
+                },
+            }
+        )
+        if not query.is_valid():
+            raise ValidationFailed(fields=flatten_validation_errors(query.errors))
+        key = request_api_key(request)
+        if key is not None and not key.livemode:
+            sandbox_settle(api_key=key)
+        filters = query.validated_data
+        recharges = selectors.recharge_search(
+            account=request.user.account,
+            livemode=request_livemode(request),
+            statuses=filters.get("status"),
+            recipient_number=filters.get("recipient_number", ""),
+            order_id=filters.get("order_id", ""),
+            created_after=filters.get("created_after"),
+            created_before=filters.get("created_before"),
+            idempotency_key=filters.get("idempotency_key", ""),
+        )
+        paginator = PagePagination()
+        page = paginator.paginate_queryset(recharges, request, view=self)
+        return paginator.get_paginated_response(RechargeDetailOut(page, many=True).data)
+
+
+class PaymentDetailApi(APIView):
+    @extend_schema(
+        tags=["payments"],
+        summary="A payment by id, with its recharges",
+        description="Any payment of the caller's account in the key's mode; others are 404.",
+        responses={200: PaymentOut, **problems(401, 403, 404)},
+    )
+    def get(self, request, payment_id: str):
+        payment = selectors.payment_lookup(
+            account=request.user.account,
+            livemode=request_livemode(request),
+            payment_id=payment_id,
+        )
+        return Response(PaymentOut(payment).data)
+
+
+class B2BRechargeApi(RechargeListApi):
+    """``/api-access/b2b/recharges``: POST places (B2B keys), GET searches (key or web)."""
+
+    def get_permissions(self):
+        if self.request.method == "POST":
+            return [B2BApiKeyRequired()]
+        return [IsAuthenticated()]
+
+    def get_throttles(self):
+        classes = RECHARGE_THROTTLE_CLASSES if self.request.method == "POST" else None
+        return [throttle() for throttle in classes] if classes else super().get_throttles()
+
+    @extend_schema(
+        tags=["b2b"],
+        summary="Dispatch recharges from the wallet (B2B API keys)",
+        description="Requires an API key of a B2B account and an `Idempotency-Key`. Answers "
+        "201 with the order, its payment and every recharge with its current status.",
+        parameters=[
+            IDEMPOTENCY_HEADER.__class__(
+                name="Idempotency-Key",
+                location=OpenApiParameter.HEADER,
+                required=True,
+                type=str,
+                description=IDEMPOTENCY_HEADER.description,
+            )
+        ],
+        request=OrderIn,
+        responses={201: OrderOut, **problems(400, 401, 402, 403, 409, 422, 429)},
+    )
+    def post(self, request):
+        return place_wallet_order(request, channel=Order.Channel.B2B, key_required=True)

@@ -258,6 +258,11 @@ class Recharge(models.Model):
         indexes = [
             models.Index(fields=["status", "updated_at"], name="recharge_status_age"),
             models.Index(fields=["account", "livemode", "-id"], name="recharge_recent"),
+            # The lookup's search by number (support's first question): no scan of the account.
+            models.Index(
+                fields=["account", "livemode", "recipient_number", "-id"],
+                name="recharge_by_number",
+            ),
         ]
 
     def __str__(self) -> str:

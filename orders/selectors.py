@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.db.models import Prefetch, QuerySet
 
 from accounts.models import Account
-from orders.models import Cart, CartItem, Order, OrderLine, Payment, Recharge
+from orders.models import Cart, CartItem, IdempotencyRecord, Order, OrderLine, Payment, Recharge
 from reseller.errors import NotFound
 
 
@@ -56,3 +56,63 @@ def sandbox_recharges(*, api_key, limit: int = 20) -> list[Recharge]:
         .select_related("product")
         .order_by("-id")[:limit]
     )
+
+
+# -- lookups after the 201 (docs/contract.md section 11) ------------------------------------
+
+
+def recharge_lookup(*, account: Account, livemode: bool, recharge_id: str) -> Recharge:
+    """One recharge of the caller's account and mode, with its history; 404 otherwise."""
+    recharge = (
+        Recharge.objects.filter(account=account, livemode=livemode, public_id=recharge_id)
+        .select_related("product", "order", "payment")
+        .prefetch_related("events")
+        .first()
+    )
+    if recharge is None:
+        raise NotFound()
+    return recharge
+
+
+def recharge_search(
+    *,
+    account: Account,
+    livemode: bool,
+    statuses: list[str] | None = None,
+    recipient_number: str = "",
+    order_id: str = "",
+    created_after=None,
+    created_before=None,
+    idempotency_key: str = "",
+) -> QuerySet[Recharge]:
+    """The caller's recharges, newest first, narrowed by the filters given."""
+    recharges = Recharge.objects.filter(account=account, livemode=livemode)
+    if statuses:
+        recharges = recharges.filter(status__in=statuses)
+    if recipient_number:
+        recharges = recharges.filter(recipient_number=recipient_number)
+    if order_id:
+        recharges = recharges.filter(order__public_id=order_id)
+    if created_after is not None:
+        recharges = recharges.filter(created_at__gte=created_after)
+    if created_before is not None:
+        recharges = recharges.filter(created_at__lt=created_before)
+    if idempotency_key:
+        record = IdempotencyRecord.objects.filter(
+            account=account, livemode=livemode, key=idempotency_key, response_status=201
+        ).first()
+        placed = (record.response_body or {}).get("id", "") if record else ""
+        recharges = recharges.filter(order__public_id=placed) if placed else recharges.none()
+    return (
+        recharges.select_related("product", "order", "payment")
+        .prefetch_related("events")
+        .order_by("-id")
+    )
+
+
+def payment_lookup(*, account: Account, livemode: bool, payment_id: str) -> Payment:
+    payment = payment_history(account=account, livemode=livemode).filter(public_id=payment_id)
+    found = payment.first()
+    if found is None:
+        raise NotFound()
+    return found

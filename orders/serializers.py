@@ -12,6 +12,7 @@ from rest_framework.exceptions import ErrorDetail
 from catalog.errors import FxRateNotFound, PhoneNumberError
 from catalog.phone import recipient_validate
 from catalog.selectors import fx_rate, products_get
+from orders.models import Recharge
 from orders.pricing import LineRequest
 from reseller.api import JsonIntegerField, StrictSerializer
 
@@ -146,13 +147,19 @@ class CartQuery(serializers.Serializer):
 # -- responses ------------------------------------------------------------------------------
 
 
+FINAL_STATUSES_NOTE = (
+    "Final statuses: `delivered` and `failed` (live), `success`, `rejected` and `timeout` "
+    "(sandbox). `queued`, `waitlisted`, `dispatched` and `processing` move on by themselves."
+)
+
+
 class RechargeOut(serializers.Serializer):
     id = serializers.CharField(source="public_id")
     product_id = serializers.CharField(source="product.public_id")
     recipient_number = serializers.CharField()
     amount = serializers.DecimalField(max_digits=12, decimal_places=2)
     currency = serializers.CharField()
-    status = serializers.CharField()
+    status = serializers.ChoiceField(choices=Recharge.Status.choices, help_text=FINAL_STATUSES_NOTE)
     failure_code = serializers.CharField(allow_null=True)
     failure_message = serializers.CharField(allow_null=True)
     created_at = serializers.DateTimeField()
@@ -164,6 +171,58 @@ class RechargeOut(serializers.Serializer):
         data["failure_code"] = data["failure_code"] or None
         data["failure_message"] = data["failure_message"] or None
         return data
+
+
+class RechargeEventOut(serializers.Serializer):
+    status = serializers.ChoiceField(choices=Recharge.Status.choices, source="to_status")
+    previous_status = serializers.CharField(source="from_status", allow_null=True)
+    at = serializers.DateTimeField(source="created_at")
+    note = serializers.CharField()
+
+    def to_representation(self, instance):
+        data = super().to_representation(instance)
+        data["previous_status"] = data["previous_status"] or None
+        return data
+
+
+class RechargeDetailOut(RechargeOut):
+    """A recharge looked up after the 201: where it belongs, what the recipient got, its history."""
+
+    order_id = serializers.CharField(source="order.public_id")
+    payment_id = serializers.CharField(source="payment.public_id")
+    operator_reference = serializers.SerializerMethodField(
+        help_text="The provider's id of the top-up, once delivered."
+    )
+    delivered_amount = serializers.SerializerMethodField(
+        help_text="What the recipient received (in deliveredCurrency), once delivered."
+    )
+    delivered_currency = serializers.SerializerMethodField()
+    events = RechargeEventOut(many=True, help_text="The status history, oldest first.")
+
+    def _delivered(self, recharge) -> bool:
+        return recharge.status in (Recharge.Status.DELIVERED, Recharge.Status.SUCCESS)
+
+    def get_operator_reference(self, recharge) -> str | None:
+        return recharge.provider_transaction_id or None if self._delivered(recharge) else None
+
+    def get_delivered_amount(self, recharge) -> str | None:
+        if not self._delivered(recharge):
+            return None
+        return f"{recharge.product.local_amount:.2f}"
+
+    def get_delivered_currency(self, recharge) -> str | None:
+        return recharge.product.local_currency if self._delivered(recharge) else None
+
+
+class RechargeSearchQuery(serializers.Serializer):
+    status = serializers.ListField(
+        child=serializers.ChoiceField(choices=Recharge.Status.choices), required=False
+    )
+    recipient_number = serializers.CharField(max_length=32, required=False)
+    order_id = serializers.CharField(max_length=64, required=False)
+    created_after = serializers.DateTimeField(required=False)
+    created_before = serializers.DateTimeField(required=False)
+    idempotency_key = serializers.CharField(max_length=255, required=False)
 
 
 class PaymentOut(serializers.Serializer):

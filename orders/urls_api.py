@@ -11,7 +11,13 @@ urlpatterns = [
     path("payments/prepare", card_apis.PaymentPrepareApi.as_view(), name="payments-prepare"),
     path("payments/checkout", card_apis.PaymentCheckoutApi.as_view(), name="payments-checkout"),
     path("payments/history", apis.PaymentHistoryApi.as_view(), name="payments-history"),
+    path("payments/<id:payment_id>", apis.PaymentDetailApi.as_view(), name="payment"),
     path("wallet/checkout", apis.WalletCheckoutApi.as_view(), name="wallet-checkout"),
     path("api-access/b2b/recharges", apis.B2BRechargeApi.as_view(), name="b2b-recharges"),
+    path(
+        "api-access/b2b/recharges/<id:recharge_id>",
+        apis.RechargeDetailApi.as_view(),
+        name="b2b-recharge",
+    ),
     path("api-access/sandbox", apis.SandboxApi.as_view(), name="sandbox"),
 ]

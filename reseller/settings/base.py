@@ -351,6 +351,10 @@ def refuse_insecure_production(debug: bool, secret_key: str) -> None:
 BENCH_ENDPOINTS = env.bool("BENCH_ENDPOINTS", default=False)
 if BENCH_ENDPOINTS:
     INSTALLED_APPS.append("bench.floor")
+# Named enums in the schema: a recharge's statuses (the same set wherever they appear).
+SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"] = {
+    "RechargeStatusEnum": "orders.models.Recharge.Status",
+}
 SPECTACULAR_SETTINGS["POSTPROCESSING_HOOKS"].append(
     "reseller.schema.document_ambiguous_credentials"
 )
