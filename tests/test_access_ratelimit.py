@@ -14,7 +14,7 @@ from accounts import services
 from tests.factories import make_key
 from tests.helpers import assert_problem, bearer
 
-pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.test_access_permissions")]
+pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.probe_urls")]
 
 ME = "/api/v1/auth/me"
 RECHARGE = "/api/v1/probe/recharge"

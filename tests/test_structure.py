@@ -141,3 +141,24 @@ def test_every_module_imports_first_in_a_fresh_interpreter():
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "", result.stderr
+
+
+def test_no_test_module_imports_another_test_module():
+    """Helpers live in tests/helpers.py, factories in tests/factories.py, fixtures in conftest."""
+    offenders = []
+    for path in (ROOT / "tests").rglob("*.py"):
+        text = path.read_text()
+        for node in ast.walk(ast.parse(text, str(path))):
+            names = []
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                names = [node.value]  # e.g. pytest.mark.urls("tests.…")
+            offenders += [
+                f"{path.relative_to(ROOT)}: {name}"
+                for name in names
+                if name.startswith(("tests.test_", "tests.conftest")) or ".tests.test_" in name
+            ]
+    assert offenders == []
