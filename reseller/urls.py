@@ -1,7 +1,7 @@
 from django.conf import settings
 from django.contrib import admin
 from django.urls import URLPattern, URLResolver, include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from reseller import views
 
@@ -12,7 +12,9 @@ api_v1: list[URLPattern | URLResolver] = [
     path("", include("wallet.urls_api")),
     path("", include("backoffice.urls_api")),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    # Swagger UI's start-up script is served as its own file (?script): our CSP allows no
+    # inline script, and the page must render in a browser, not just answer 200.
+    path("docs/", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="api-docs"),
 ]
 if settings.BENCH_ENDPOINTS:  # the benchmark's floor (bench.floor); off by default
     api_v1.append(path("_bench/", include("bench.floor.apis")))
