@@ -13,7 +13,7 @@ from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.http import url_has_allowed_host_and_scheme, urlencode
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 from rest_framework.exceptions import ValidationError
@@ -74,7 +74,9 @@ def cart_add(request: HttpRequest) -> HttpResponse:
     back = _back(request, reverse("catalog:index"))
     if not request.user.is_authenticated:
         messages.info(request, _("Log in or sign up to add top-ups to your cart."))
-        return redirect(f"{reverse('accounts:login')}?next={back}")
+        # Encoded, so the page comes back as it was: "?phone=%2B234…" must not turn its "+"
+        # into a space on the way through the login page.
+        return redirect(f"{reverse('accounts:login')}?{urlencode({'next': back})}")
     form = CartItemIn(
         data={
             "session_id": SITE_CART,

@@ -159,3 +159,20 @@ def test_admin_lists_users_and_accounts_for_staff(client, staff):
     second_factor_login(client, staff)
     assert client.get("/admin/accounts/user/").status_code == 200
     assert client.get("/admin/accounts/account/").status_code == 200
+
+
+def test_a_logged_out_add_to_cart_comes_back_to_the_page_with_its_plus_sign(client, product):
+    """Issue 17, defect 2: the "+" of the number in the page's address became a space."""
+    from tests.factories import PASSWORD, UserFactory
+
+    page = "/catalog/MX/telcel/?phone=%2B525512345678"
+    response = client.post(
+        "/cart/add/",
+        {"product": product.public_id, "recipient_number": "+525512345678", "next": page},
+    )
+    assert response.status_code == 302
+    login_url = response["Location"]
+    user = UserFactory()
+    back = client.post(login_url, {"username": user.email, "password": PASSWORD})
+    assert back.status_code == 302
+    assert back["Location"] == page
