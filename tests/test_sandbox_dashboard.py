@@ -71,3 +71,20 @@ def test_sandbox_buttons_require_csrf(user):
     client = Client(enforce_csrf_checks=True)
     client.force_login(user)
     assert client.post(topup_url(key), {"amount": "50"}).status_code == 403
+
+
+def test_sandbox_additions_do_not_appear_in_the_live_wallets_history(client, user):
+    """Issue 17, defect 3: a test key's additions showed as approved live top-ups."""
+    from decimal import Decimal
+
+    from sandbox.balances import sandbox_topup
+    from tests.factories import make_key
+    from wallet.services import wallet_topup_manual
+
+    key, _plaintext = make_key(user, mode="test")
+    sandbox_topup(key=key, amount="50")
+    wallet_topup_manual(account=user.account, amount=Decimal("12.34"))
+    client.force_login(user)
+    page = client.get("/wallet/").content.decode()
+    assert "12.34" in page
+    assert "50.00" not in page

@@ -29,7 +29,10 @@ def wallet_entries(*, wallet: Wallet) -> QuerySet[LedgerEntry]:
 
 
 def account_topups(*, account: Account) -> QuerySet[TopUp]:
-    return TopUp.objects.filter(wallet__account=account).order_by("-id")
+    """The live wallet's top-ups: a test key's sandbox additions are not the account's money."""
+    return TopUp.objects.filter(wallet__account=account, wallet__kind=Wallet.Kind.LIVE).order_by(
+        "-id"
+    )
 
 
 def ledger_mismatches() -> list[tuple[Wallet, Decimal]]:
