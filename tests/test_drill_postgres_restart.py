@@ -31,7 +31,7 @@ import pytest
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parent.parent
-KEYS_PER_CLIENT = 6
+KEYS_PER_CLIENT = 10
 CLIENTS = 5
 
 SEED = """
