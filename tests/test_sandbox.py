@@ -172,6 +172,32 @@ def test_0003_processes_for_10_seconds_then_succeeds(reseller, product, time_mac
     assert client.get(SANDBOX).json()["recharges"][0]["status"] == "success"
 
 
+def test_a_read_settles_only_its_own_keys_due_sandbox_recharges_and_the_sweeper_all(
+    reseller, product, time_machine
+):
+    from accounts.services import account_set_b2b
+    from orders.recharges.tasks import sandbox_settle_task
+
+    time_machine.move_to("2026-11-21 10:00:00Z", tick=False)
+    stranger = UserFactory()
+    account_set_b2b(account=stranger.account, is_b2b=True)
+    _mine, mine_plaintext = funded_test_key(reseller)
+    _theirs, theirs_plaintext = funded_test_key(stranger)
+    _other, other_plaintext = funded_test_key(reseller)  # same account, another key
+    for n, plaintext in enumerate((mine_plaintext, theirs_plaintext, other_plaintext)):
+        answer = client_for(plaintext).post(
+            B2B, order(product, "+525512340003"), HTTP_IDEMPOTENCY_KEY=f"slow-{n}"
+        )
+        assert answer.status_code == 201, answer.content
+    time_machine.move_to("2026-11-21 10:00:11Z", tick=False)
+    for read in (SANDBOX, "/api/v1/payments/history"):
+        client_for(mine_plaintext).get(read)
+    statuses = Recharge.objects.order_by("id").values_list("status", flat=True)
+    assert list(statuses) == ["success", "processing", "processing"]
+    assert sandbox_settle_task() == 2
+    assert set(Recharge.objects.values_list("status", flat=True)) == {"success"}
+
+
 def test_rejections_and_timeouts_give_the_amount_back_exactly(reseller, product):
     key, plaintext = funded_test_key(reseller, "50")
     body = {
