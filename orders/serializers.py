@@ -17,6 +17,7 @@ from orders.pricing import LineRequest
 from reseller.api import JsonIntegerField, StrictSerializer
 
 MAX_LINES = 50
+QUANTITY_MIN, QUANTITY_MAX = 1, 20  # recharges of one line (docs/orders.md)
 CURRENCY_FIELD: dict[str, Any] = {
     "regex": r"^[A-Z]{3}$",
     "max_length": 3,
@@ -27,7 +28,7 @@ CURRENCY_FIELD: dict[str, Any] = {
 class OrderLineIn(StrictSerializer):
     product_id = serializers.CharField(max_length=64)
     recipient_number = serializers.CharField(max_length=32)
-    quantity = JsonIntegerField(min_value=1, max_value=20)
+    quantity = JsonIntegerField(min_value=QUANTITY_MIN, max_value=QUANTITY_MAX)
 
 
 def validate_lines(items: list[dict], *, nested: bool = True) -> list[LineRequest]:
@@ -132,7 +133,7 @@ class CartItemIn(StrictSerializer):
     session_id = serializers.CharField(max_length=100, required=False, default="default")
     product_id = serializers.CharField(max_length=64)
     recipient_number = serializers.CharField(max_length=32)
-    quantity = JsonIntegerField(min_value=1, max_value=20)
+    quantity = JsonIntegerField(min_value=QUANTITY_MIN, max_value=QUANTITY_MAX)
 
     def validate(self, data):
         (line,) = validate_lines([data], nested=False)

@@ -25,7 +25,7 @@ from orders.errors import CartAlreadyPaid
 from orders.models import Order, Payment
 from orders.pricing import line_requests, price_order
 from orders.recharges.state import FINAL
-from orders.serializers import CartItemIn
+from orders.serializers import QUANTITY_MAX, QUANTITY_MIN, CartItemIn
 from reseller.errors import ApplicationError, NotFound, flatten_validation_errors
 from wallet.services import wallet_get_or_create
 
@@ -129,8 +129,8 @@ def cart_item_update(request: AuthenticatedRequest, item_id: str) -> HttpRespons
         quantity = int(request.POST.get("quantity", ""))
     except ValueError:
         quantity = 0
-    if not 1 <= quantity <= 20:
-        messages.error(request, _("Choose a quantity from 1 to 20."))
+    if not QUANTITY_MIN <= quantity <= QUANTITY_MAX:
+        messages.error(request, _("Choose a quantity from 1 to 20."))  # the bounds above
     else:
         services.cart_item_set_quantity(item=item, quantity=quantity)
         messages.success(request, _("Cart updated."))
