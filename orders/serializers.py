@@ -14,6 +14,7 @@ from catalog.phone import recipient_validate
 from catalog.selectors import fx_rate, products_get
 from orders.models import Recharge
 from orders.pricing import LineRequest
+from orders.recharges.state import DELIVERED
 from reseller.api import JsonIntegerField, StrictSerializer
 
 MAX_LINES = 50
@@ -201,7 +202,7 @@ class RechargeDetailOut(RechargeOut):
     events = RechargeEventOut(many=True, help_text="The status history, oldest first.")
 
     def _delivered(self, recharge) -> bool:
-        return recharge.status in (Recharge.Status.DELIVERED, Recharge.Status.SUCCESS)
+        return recharge.status in DELIVERED
 
     def get_operator_reference(self, recharge) -> str | None:
         return recharge.provider_transaction_id or None if self._delivered(recharge) else None

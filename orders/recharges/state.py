@@ -47,6 +47,8 @@ TIMESTAMP: dict[str, str] = {
 }
 
 FINAL = frozenset({S.DELIVERED, S.FAILED, S.SUCCESS, S.REJECTED, S.TIMEOUT})
+# The final statuses in which the recipient got the top-up (live and sandbox).
+DELIVERED = frozenset({S.DELIVERED, S.SUCCESS})
 # The statuses a live recharge can have, in the order it goes through them; the final ones.
 LIVE_STATUSES = (S.QUEUED, S.WAITLISTED, S.DISPATCHED, S.DELIVERED, S.FAILED)
 LIVE_FINAL = tuple(status for status in LIVE_STATUSES if status in FINAL)
