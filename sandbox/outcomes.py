@@ -22,6 +22,7 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy
 
 from orders.models import Recharge
+from orders.recharges.events import recharge_emit
 from orders.recharges.state import transition
 
 S = Recharge.Status
@@ -66,6 +67,7 @@ def sandbox_simulate(*, recharges: list[Recharge]) -> bool:
         transition(recharge, outcome, note="sandbox simulation", extra_fields=extra)
         if outcome in MESSAGES:
             recharge_refund(recharge=recharge)
+        recharge_emit(recharge)  # test endpoints get the same events as live ones
     return processing
 
 
@@ -81,5 +83,6 @@ def sandbox_settle(*, api_key=None) -> int:
     with transaction.atomic():
         for recharge in due.select_for_update(of=("self",), skip_locked=True).order_by("id"):
             transition(recharge, S.SUCCESS, note="sandbox processing finished")
+            recharge_emit(recharge)
             settled += 1
     return settled

@@ -48,6 +48,8 @@ class Wallet(models.Model):
     currency = models.CharField(max_length=3, default="EUR")
     # Changed only together with a LedgerEntry, under a row lock (wallet.services).
     balance = models.DecimalField(**MONEY, default=Decimal("0.00"))
+    # A payment that takes the balance below this emits wallet.balance_low (docs/webhooks.md).
+    low_balance_threshold = models.DecimalField(**MONEY, null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     updated_at = models.DateTimeField(default=timezone.now)
 

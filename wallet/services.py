@@ -25,6 +25,8 @@ from wallet.errors import (
     TopUpNotPending,
 )
 from wallet.models import LedgerEntry, TopUp, Wallet
+from webhooks.catalogue import WALLET_BALANCE_LOW, WALLET_CREDITED
+from webhooks.outbox import event_emit
 
 
 def wallet_get_or_create(*, account: Account) -> Wallet:
@@ -124,8 +126,57 @@ def ledger_post(
     Wallet.objects.filter(pk=wallet.pk).update(
         balance=F("balance") + amount, updated_at=timezone.now()
     )
-    wallet.balance = new_balance
+    old_balance, wallet.balance = wallet.balance, new_balance
+    _emit_events(wallet=wallet, entry=entry, old_balance=old_balance)
     return entry, True
+
+
+def _balance_object(wallet: Wallet) -> dict:
+    return {
+        "available": f"{wallet.balance:.2f}",
+        "currency": wallet.currency,
+        "livemode": wallet.livemode,
+    }
+
+
+def _emit_events(*, wallet: Wallet, entry: LedgerEntry, old_balance: Decimal) -> None:
+    """The wallet's webhook events, in the entry's transaction (docs/webhooks.md): a credited
+    top-up, and a crossing of the low-balance threshold (once per crossing, from above)."""
+    if entry.kind == LedgerEntry.Kind.TOPUP:
+        event_emit(
+            account_id=wallet.account_id,
+            livemode=wallet.livemode,
+            event_type=WALLET_CREDITED,
+            obj=_balance_object(wallet),
+            extra={
+                "credit": {
+                    "amount": f"{entry.amount:.2f}",
+                    "currency": entry.currency,
+                    "reference": entry.reference,
+                }
+            },
+        )
+    threshold = wallet.low_balance_threshold
+    if threshold is not None and old_balance >= threshold > wallet.balance:
+        event_emit(
+            account_id=wallet.account_id,
+            livemode=wallet.livemode,
+            event_type=WALLET_BALANCE_LOW,
+            obj=_balance_object(wallet),
+            extra={"threshold": f"{threshold:.2f}"},
+        )
+
+
+def wallet_set_threshold(*, account: Account, amount: Decimal | None) -> Wallet:
+    """The live wallet's low-balance threshold (None: no alert)."""
+    wallet = wallet_get_or_create(account=account)
+    if amount is not None:
+        amount = quantize(amount)
+        if amount < ZERO:
+            raise InvalidAmount()
+    Wallet.objects.filter(pk=wallet.pk).update(low_balance_threshold=amount)
+    wallet.low_balance_threshold = amount
+    return wallet
 
 
 def wallet_debit(

@@ -27,6 +27,7 @@ from django.utils import timezone
 from catalog.selectors import product_waitlist_promotion
 from orders.card.gateway import card_refund
 from orders.models import Payment, Recharge
+from orders.recharges.events import recharge_emit
 from orders.recharges.providers import (
     PermanentError,
     ProviderResult,
@@ -147,6 +148,7 @@ def _fail(recharge: Recharge, *, code: str, message: str, raw=None, actor=None) 
         },
     )
     recharge_refund(recharge=recharge, actor=actor)
+    recharge_emit(recharge)  # after the refund: the event says the money is back
     return Outcome(S.FAILED)
 
 
@@ -166,6 +168,7 @@ def _apply_result(recharge_id: int, result: ProviderResult, provider_name: str) 
                     "provider_response": result.raw,
                 },
             )
+            recharge_emit(recharge)
             return Outcome(S.DELIVERED)
         if result.status == ProviderResult.FAILED:
             return _fail(
@@ -205,6 +208,7 @@ def recharge_process(*, recharge_id: int, provider=None) -> Outcome:
                     note=f"waiting for promotion {promotion.public_id}",
                     extra_fields={"waitlisted_until": promotion.starts_at},
                 )
+                recharge_emit(recharge)
                 return Outcome(S.WAITLISTED)
             transition(recharge, S.DISPATCHED, extra_fields={"attempts": recharge.attempts + 1})
             reconcile_first = False

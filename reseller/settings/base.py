@@ -38,6 +38,7 @@ INSTALLED_APPS = [
     "orders",
     "wallet",
     "backoffice",
+    "webhooks",
 ]
 
 MIDDLEWARE = [
@@ -212,7 +213,18 @@ CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_QUEUE", default="celery")
 CELERY_BROKER_TRANSPORT_OPTIONS = {
     "visibility_timeout": env.int("CELERY_VISIBILITY_TIMEOUT", default=3600)
 }
+# Webhook deliveries have a queue of their own: a slow receiver never delays a recharge.
+WEBHOOK_QUEUE = env.str("WEBHOOK_QUEUE", default=f"{CELERY_TASK_DEFAULT_QUEUE}-webhooks")
+CELERY_TASK_ROUTES = {"webhooks.tasks.*": {"queue": WEBHOOK_QUEUE}}
 CELERY_BEAT_SCHEDULE = {
+    "webhooks-sweep": {
+        "task": "webhooks.tasks.webhooks_sweep_task",
+        "schedule": float(env.int("WEBHOOK_SWEEP_INTERVAL_SECONDS", default=15)),
+    },
+    "webhooks-purge": {
+        "task": "webhooks.tasks.webhooks_purge_task",
+        "schedule": 3600.0,
+    },
     "recharges-sweep": {
         "task": "orders.recharges.tasks.recharges_sweep_task",
         "schedule": RECHARGE_SWEEP_INTERVAL_SECONDS,
@@ -222,6 +234,14 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": 3600.0,
     },
 }
+
+# Webhooks to resellers (docs/webhooks.md). Private, loopback and metadata targets are
+# refused unless WEBHOOK_ALLOW_PRIVATE_TARGETS (development and tests only).
+WEBHOOK_ALLOW_PRIVATE_TARGETS = env.bool("WEBHOOK_ALLOW_PRIVATE_TARGETS", default=False)
+WEBHOOK_TIMEOUT_SECONDS = env.float("WEBHOOK_TIMEOUT_SECONDS", default=10.0)
+WEBHOOK_RETRY_HOURS = env.int("WEBHOOK_RETRY_HOURS", default=72)
+WEBHOOK_DISABLE_AFTER_DAYS = env.int("WEBHOOK_DISABLE_AFTER_DAYS", default=5)
+WEBHOOK_DRAIN_BUDGET = env.int("WEBHOOK_DRAIN_BUDGET", default=200)
 
 # Staff second factor (docs/security.md): TOTP (RFC 6238) for the admin and staff JWTs, with
 # one-use recovery codes. Staff API keys may be held to an IP whitelist by policy.
@@ -334,6 +354,9 @@ LOGGING = {
         "django.server": {"handlers": ["console"], "level": "WARNING", "propagate": False},
         # One line per task at INFO is noise (the sweeper runs every 30 s); failures still log.
         "celery.app.trace": {"level": "WARNING"},
+        # httpx logs every webhook request at INFO; the delivery log keeps what matters.
+        "httpx": {"level": "WARNING"},
+        "httpcore": {"level": "WARNING"},
     },
 }
 

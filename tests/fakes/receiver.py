@@ -1,0 +1,107 @@
+"""A webhook receiver started by the tests on 127.0.0.1: it keeps every request it got.
+
+Its answers can be scripted: ``answer_next(500)`` for the next requests, ``hang()`` to hold
+every request until ``release()`` (a receiver that never answers in time).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+@dataclass
+class Received:
+    path: str
+    headers: dict[str, str]
+    body: bytes
+
+    @property
+    def json(self) -> dict:
+        return json.loads(self.body)
+
+    @property
+    def signature(self) -> str:
+        return self.headers.get("reseller-signature", "")
+
+
+class Receiver:
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.requests: list[Received] = []
+        self.script: deque[int] = deque()
+        self.held = threading.Event()
+        self.held.set()
+        self.arrived = threading.Event()
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/hooks"
+
+    def start(self) -> Receiver:
+        self.thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.release()
+        self.server.shutdown()
+        self.server.server_close()
+
+    def answer_next(self, *statuses: int) -> None:
+        with self.lock:
+            self.script.extend(statuses)
+
+    def hang(self) -> None:
+        self.held.clear()
+
+    def release(self) -> None:
+        self.held.set()
+
+    def events(self) -> list[dict]:
+        with self.lock:
+            return [request.json for request in self.requests]
+
+    def wait_for(self, count: int, timeout: float = 20.0) -> list[Received]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self.lock:
+                if len(self.requests) >= count:
+                    return list(self.requests)
+            time.sleep(0.05)
+        raise AssertionError(f"expected {count} requests, got {len(self.requests)}")
+
+    def _handler(self):
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                length = int(self.headers.get("Content-Length", "0"))
+                body = self.rfile.read(length)
+                with receiver.lock:
+                    receiver.requests.append(
+                        Received(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+                    )
+                    status = receiver.script.popleft() if receiver.script else 200
+                receiver.arrived.set()
+                receiver.held.wait(timeout=60)
+                payload = b'{"received": true}'
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload)
+                except OSError:
+                    pass  # the sender gave up (timeout) or was killed
+
+        return Handler

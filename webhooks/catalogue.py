@@ -1,0 +1,23 @@
+"""The events a reseller's endpoint can subscribe to (docs/webhooks.md, decisions section 11)."""
+
+from __future__ import annotations
+
+from django.utils.translation import gettext_lazy as _
+
+RECHARGE_DELIVERED = "recharge.delivered"
+RECHARGE_FAILED = "recharge.failed"
+RECHARGE_WAITLISTED = "recharge.waitlisted"
+WALLET_CREDITED = "wallet.credited"
+WALLET_BALANCE_LOW = "wallet.balance_low"
+# Sent only on demand ("send a test event" on the dashboard), whatever the endpoint selects.
+WEBHOOK_TEST = "webhook.test"
+
+EVENT_TYPES = {
+    RECHARGE_DELIVERED: _("A recharge reached the recipient (sandbox: success)."),
+    RECHARGE_FAILED: _(
+        "A recharge failed for good and its amount was refunded (sandbox: rejected, timeout)."
+    ),
+    RECHARGE_WAITLISTED: _("A recharge waits for its promotion to start before it is sent."),
+    WALLET_CREDITED: _("A top-up of the wallet was approved."),
+    WALLET_BALANCE_LOW: _("A payment took the wallet below the account's threshold."),
+}

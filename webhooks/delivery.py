@@ -1,0 +1,268 @@
+"""Sending deliveries (docs/webhooks.md): signed, pinned to a checked address, retried.
+
+``endpoint_drain`` sends an endpoint's due deliveries one after the other while it holds
+that endpoint's lease, so a slow or dead receiver occupies at most one worker slot and never
+delays another endpoint's deliveries (nor recharges: webhooks have their own queue). No
+database lock is held while a receiver is called. A delivery is marked only after its
+answer: a worker killed mid-send leaves it pending, and it is sent again (at least once).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import secrets
+import time
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from functools import cache
+
+import httpx
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from webhooks.models import Delivery, DeliveryAttempt, WebhookEndpoint
+from webhooks.signature import HEADER, signature_header
+from webhooks.targets import UnsafeTarget, resolve
+
+logger = logging.getLogger(__name__)
+
+# Seconds before retry n (n = failed attempts so far), then 12 h until three days are over.
+RETRY_DELAYS = (20, 120, 600, 1800, 3600, 7200, 14400, 28800, 43200)
+RESPONSE_HEAD_BYTES = 500
+USER_AGENT = "reseller-webhooks/1"
+
+
+def retry_delay(failed_attempts: int) -> float:
+    """Exponential backoff with ±20 % jitter: about 20 s, 2 min, 10 min, 30 min, 1 h … 12 h."""
+    base = RETRY_DELAYS[min(max(failed_attempts, 1), len(RETRY_DELAYS)) - 1]
+    return base * random.uniform(0.8, 1.2)  # noqa: S311 (jitter, not a secret)
+
+
+@dataclass(frozen=True)
+class Answer:
+    status_code: int | None
+    latency_ms: int
+    head: str
+    error: str
+
+    @property
+    def ok(self) -> bool:
+        return self.status_code is not None and 200 <= self.status_code < 300
+
+
+@cache
+def _client() -> httpx.Client:
+    """One client per process, shared by threads: no redirects, no proxies from the env."""
+    timeout = settings.WEBHOOK_TIMEOUT_SECONDS
+    return httpx.Client(
+        follow_redirects=False,
+        trust_env=False,
+        timeout=httpx.Timeout(timeout, connect=min(timeout, 5.0)),
+        limits=httpx.Limits(max_connections=100, max_keepalive_connections=20),
+        headers={"User-Agent": USER_AGENT},
+    )
+
+
+def post(url: str, body: bytes, headers: dict[str, str]) -> Answer:
+    """POST ``body`` to ``url`` at the address the SSRF check resolved; never raises."""
+    started = time.monotonic()
+    deadline = started + settings.WEBHOOK_TIMEOUT_SECONDS
+
+    def elapsed() -> int:
+        return int((time.monotonic() - started) * 1000)
+
+    try:
+        target = resolve(url)
+    except UnsafeTarget as exc:
+        return Answer(None, elapsed(), "", f"refused: {exc}"[:255])
+    original = httpx.URL(url)
+    pinned = original.copy_with(host=target.addresses[0])
+    host_header = original.netloc.decode("ascii").rsplit("@", 1)[-1]
+    extensions = {"sni_hostname": target.host} if target.scheme == "https" else {}
+    try:
+        with _client().stream(
+            "POST",
+            pinned,
+            content=body,
+            headers={**headers, "Host": host_header},
+            extensions=extensions,
+        ) as response:
+            head = b""
+            for chunk in response.iter_bytes():
+                head += chunk
+                if len(head) >= RESPONSE_HEAD_BYTES or time.monotonic() > deadline:
+                    break
+            text = head[:RESPONSE_HEAD_BYTES].decode("utf-8", errors="replace")
+            return Answer(response.status_code, elapsed(), text, "")
+    except httpx.TimeoutException:
+        return Answer(None, elapsed(), "", "timeout")
+    except httpx.HTTPError as exc:
+        return Answer(None, elapsed(), "", f"{type(exc).__name__}: {exc}"[:255])
+
+
+def _lease_claim(endpoint_id: int) -> str | None:
+    token = secrets.token_hex(16)
+    now = timezone.now()
+    claimed = (
+        WebhookEndpoint.objects.filter(pk=endpoint_id, status=WebhookEndpoint.Status.ENABLED)
+        .filter(Q(lease_until__isnull=True) | Q(lease_until__lt=now))
+        .update(lease_token=token, lease_until=now + _lease_length())
+    )
+    return token if claimed else None
+
+
+def _lease_length() -> timedelta:
+    return timedelta(seconds=settings.WEBHOOK_TIMEOUT_SECONDS * 2 + 10)
+
+
+def _lease_extend(endpoint_id: int, token: str) -> bool:
+    return bool(
+        WebhookEndpoint.objects.filter(
+            pk=endpoint_id, lease_token=token, status=WebhookEndpoint.Status.ENABLED
+        ).update(lease_until=timezone.now() + _lease_length())
+    )
+
+
+def _lease_release(endpoint_id: int, token: str) -> None:
+    WebhookEndpoint.objects.filter(pk=endpoint_id, lease_token=token).update(
+        lease_token="", lease_until=None
+    )
+
+
+def _due(endpoint_id: int, limit: int) -> list[int]:
+    return list(
+        Delivery.objects.filter(
+            endpoint_id=endpoint_id,
+            state=Delivery.State.PENDING,
+            next_attempt_at__lte=timezone.now(),
+        )
+        .order_by("next_attempt_at", "id")
+        .values_list("pk", flat=True)[:limit]
+    )
+
+
+def endpoint_drain(endpoint_id: int, *, budget: int | None = None) -> int:
+    """Send an endpoint's due deliveries; returns how many were tried.
+
+    Returns at once when another worker holds the endpoint's lease: that worker looks for
+    due deliveries again after releasing it, so none committed meanwhile is left behind.
+    """
+    budget = budget or settings.WEBHOOK_DRAIN_BUDGET
+    tried = 0
+    while tried < budget:
+        token = _lease_claim(endpoint_id)
+        if token is None:
+            return tried
+        try:
+            while tried < budget:
+                due = _due(endpoint_id, min(50, budget - tried))
+                if not due:
+                    break
+                for delivery_id in due:
+                    if not _lease_extend(endpoint_id, token):
+                        return tried  # disabled meanwhile, or the lease was lost
+                    delivery_attempt(delivery_id=delivery_id)
+                    tried += 1
+        finally:
+            _lease_release(endpoint_id, token)
+        if not _due(endpoint_id, 1):
+            return tried
+    return tried  # budget spent: the caller (or the sweeper) wakes this endpoint again
+
+
+def delivery_attempt(*, delivery_id: int) -> Answer | None:
+    """Send one pending delivery now and record the answer; None if it is not pending."""
+    delivery = Delivery.objects.select_related("event", "endpoint").get(pk=delivery_id)
+    if delivery.state != Delivery.State.PENDING:
+        return None
+    endpoint = delivery.endpoint
+    body = delivery.event.body.encode("utf-8")
+    headers = {
+        "Content-Type": "application/json",
+        HEADER: signature_header(body, endpoint.signing_secrets(), int(time.time())),
+        "Reseller-Event-Id": delivery.event.public_id,
+        "Reseller-Delivery-Id": delivery.public_id,
+    }
+    answer = post(endpoint.url, body, headers)
+    _record(delivery_id, answer)
+    return answer
+
+
+def _record(delivery_id: int, answer: Answer) -> None:
+    now = timezone.now()
+    with transaction.atomic():
+        delivery = Delivery.objects.select_for_update(of=("self",)).get(pk=delivery_id)
+        if delivery.state != Delivery.State.PENDING:
+            return
+        delivery.attempts += 1
+        DeliveryAttempt.objects.create(
+            delivery=delivery,
+            number=delivery.attempts,
+            status_code=answer.status_code,
+            latency_ms=answer.latency_ms,
+            response_head=answer.head[:RESPONSE_HEAD_BYTES],
+            error=answer.error[:255],
+            created_at=now,
+        )
+        delivery.last_status_code = answer.status_code
+        delivery.last_error = answer.error[:255]
+        delivery.updated_at = now
+        if answer.ok:
+            delivery.state = Delivery.State.SUCCEEDED
+            delivery.delivered_at = now
+        elif now - delivery.created_at >= timedelta(hours=settings.WEBHOOK_RETRY_HOURS):
+            delivery.state = Delivery.State.FAILED
+        else:
+            delivery.next_attempt_at = now + timedelta(seconds=retry_delay(delivery.attempts))
+        delivery.save()
+    _endpoint_health(delivery.endpoint_id, ok=answer.ok, now=now)
+
+
+def _endpoint_health(endpoint_id: int, *, ok: bool, now: datetime) -> None:
+    """Track how long an endpoint has been failing; disable it after WEBHOOK_DISABLE_AFTER_DAYS."""
+    endpoints = WebhookEndpoint.objects.filter(pk=endpoint_id)
+    if ok:
+        endpoints.filter(failing_since__isnull=False).update(failing_since=None)
+        return
+    endpoints.filter(failing_since__isnull=True).update(failing_since=now)
+    cutoff = now - timedelta(days=settings.WEBHOOK_DISABLE_AFTER_DAYS)
+    disabled = endpoints.filter(
+        status=WebhookEndpoint.Status.ENABLED, failing_since__lte=cutoff
+    ).update(
+        status=WebhookEndpoint.Status.DISABLED,
+        disabled_at=now,
+        disabled_reason=(
+            f"Disabled automatically: every delivery failed for "
+            f"{settings.WEBHOOK_DISABLE_AFTER_DAYS} days."
+        ),
+        updated_at=now,
+    )
+    if disabled:
+        logger.warning("webhook endpoint %s disabled after failing for days", endpoint_id)
+
+
+def endpoints_due(*, limit: int = 500) -> list[int]:
+    """Enabled endpoints with deliveries due now and no worker on them (the sweeper's list)."""
+    now = timezone.now()
+    return list(
+        Delivery.objects.filter(
+            state=Delivery.State.PENDING,
+            next_attempt_at__lte=now,
+            endpoint__status=WebhookEndpoint.Status.ENABLED,
+        )
+        .filter(Q(endpoint__lease_until__isnull=True) | Q(endpoint__lease_until__lt=now))
+        .values_list("endpoint_id", flat=True)
+        .distinct()[:limit]
+    )
+
+
+def deliveries_purge(*, days: int = 30) -> int:
+    """Forget events (and their deliveries) older than the dashboard shows."""
+    from webhooks.models import Event
+
+    cutoff = timezone.now() - timedelta(days=days)
+    deleted, _ = Event.objects.filter(created_at__lt=cutoff).delete()
+    return deleted

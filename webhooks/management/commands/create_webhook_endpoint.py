@@ -1,0 +1,44 @@
+from django.core.management.base import BaseCommand, CommandError
+
+from accounts.selectors import user_by_email
+from reseller.errors import ValidationFailed
+from webhooks.catalogue import EVENT_TYPES
+from webhooks.services import endpoint_create
+
+
+class Command(BaseCommand):
+    help = (
+        "Create a webhook endpoint for the account of a user and print only its signing "
+        "secret (whsec_…), which is shown this once (docs/webhooks.md)."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--email", required=True, help="A user of the account.")
+        parser.add_argument("--url", required=True, help="Where events are POSTed (https).")
+        parser.add_argument("--mode", required=True, choices=["live", "test"])
+        parser.add_argument(
+            "--events",
+            nargs="*",
+            default=[],
+            metavar="TYPE",
+            choices=sorted(EVENT_TYPES),
+            help="The event types it wants (none = every type).",
+        )
+        parser.add_argument("--description", default="")
+
+    def handle(self, *args, **opts):
+        user = user_by_email(email=opts["email"])
+        if user is None:
+            raise CommandError(f"no user with email {opts['email']}")
+        try:
+            endpoint = endpoint_create(
+                account=user.account,
+                url=opts["url"],
+                livemode=opts["mode"] == "live",
+                events=opts["events"],
+                description=opts["description"],
+                user=user,
+            )
+        except ValidationFailed as exc:
+            raise CommandError("; ".join(f["message"] for f in exc.fields or [])) from exc
+        self.stdout.write(endpoint.secret)

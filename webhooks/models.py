@@ -1,0 +1,165 @@
+"""Webhook endpoints, the event outbox and its deliveries (docs/webhooks.md).
+
+An ``Event`` is written in the same transaction as the change it reports, together with one
+``Delivery`` per endpoint that wants it; workers send the deliveries after commit and retry
+them until they succeed or are three days old. Each try is a ``DeliveryAttempt``.
+"""
+
+from __future__ import annotations
+
+import secrets
+
+from django.db import models
+from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
+
+from reseller.ids import make_id
+
+
+def new_endpoint_id() -> str:
+    return make_id("we")
+
+
+def new_event_id() -> str:
+    return make_id("evt")
+
+
+def new_delivery_id() -> str:
+    return make_id("whd")
+
+
+def new_secret() -> str:
+    return f"whsec_{secrets.token_urlsafe(32)}"
+
+
+class WebhookEndpoint(models.Model):
+    class Status(models.TextChoices):
+        ENABLED = "enabled", _("Enabled")
+        DISABLED = "disabled", _("Disabled")
+
+    public_id = models.CharField(max_length=40, unique=True, default=new_endpoint_id)
+    account = models.ForeignKey(
+        "accounts.Account", on_delete=models.CASCADE, related_name="webhook_endpoints"
+    )
+    livemode = models.BooleanField()
+    url = models.URLField(max_length=2048)
+    description = models.CharField(max_length=200, blank=True)
+    # The event types it wants; empty means every type.
+    events = models.JSONField(default=list, blank=True)
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.ENABLED)
+    disabled_reason = models.CharField(max_length=255, blank=True)
+    disabled_at = models.DateTimeField(null=True, blank=True)
+    # Kept to sign: the receiver verifies with the same secret (docs/security.md).
+    secret = models.CharField(max_length=80, default=new_secret)
+    previous_secret = models.CharField(max_length=80, blank=True)
+    previous_secret_expires_at = models.DateTimeField(null=True, blank=True)
+    # When its deliveries started failing without a success since (auto-disable after days).
+    failing_since = models.DateTimeField(null=True, blank=True)
+    # One worker at a time sends to an endpoint: a slow one never holds more than one slot.
+    lease_token = models.CharField(max_length=32, blank=True)
+    lease_until = models.DateTimeField(null=True, blank=True)
+    created_by = models.ForeignKey(
+        "accounts.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [
+            models.Index(fields=["account", "livemode", "status"], name="webhook_endpoint_emit")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.public_id} {self.url}"
+
+    def wants(self, event_type: str) -> bool:
+        return not self.events or event_type in self.events
+
+    def signing_secrets(self, now=None) -> list[str]:
+        """The current secret, and the previous one during the 24 h after a rotation."""
+        now = now or timezone.now()
+        valid = [self.secret]
+        expires = self.previous_secret_expires_at
+        if self.previous_secret and expires and expires > now:
+            valid.append(self.previous_secret)
+        return valid
+
+
+class Event(models.Model):
+    """The outbox: one row per event, written in the transaction of the change it reports."""
+
+    public_id = models.CharField(max_length=40, unique=True, default=new_event_id)
+    account = models.ForeignKey("accounts.Account", on_delete=models.CASCADE, related_name="+")
+    livemode = models.BooleanField()
+    type = models.CharField(max_length=40)
+    # The exact JSON body sent (and signed): fixed when the event happens.
+    body = models.TextField()
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        ordering = ["-id"]
+
+    def __str__(self) -> str:
+        return f"{self.public_id} {self.type}"
+
+
+class Delivery(models.Model):
+    class State(models.TextChoices):
+        PENDING = "pending", _("Pending")
+        SUCCEEDED = "succeeded", _("Delivered")
+        FAILED = "failed", _("Gave up")
+
+    public_id = models.CharField(max_length=40, unique=True, default=new_delivery_id)
+    event = models.ForeignKey(Event, on_delete=models.CASCADE, related_name="deliveries")
+    endpoint = models.ForeignKey(
+        WebhookEndpoint, on_delete=models.CASCADE, related_name="deliveries"
+    )
+    state = models.CharField(max_length=10, choices=State.choices, default=State.PENDING)
+    attempts = models.PositiveIntegerField(default=0)
+    next_attempt_at = models.DateTimeField(default=timezone.now)
+    last_status_code = models.PositiveSmallIntegerField(null=True, blank=True)
+    last_error = models.CharField(max_length=255, blank=True)
+    delivered_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["event", "endpoint"], name="one_delivery_per_endpoint")
+        ]
+        indexes = [
+            # The sweeper's question: what is due now? Only pending rows are indexed.
+            models.Index(
+                fields=["next_attempt_at"],
+                name="webhook_delivery_due",
+                condition=models.Q(state="pending"),
+            ),
+            models.Index(fields=["endpoint", "-id"], name="webhook_delivery_recent"),
+        ]
+
+    def __str__(self) -> str:
+        return self.public_id
+
+
+class DeliveryAttempt(models.Model):
+    """One try of a delivery: what the receiver answered and how long it took."""
+
+    delivery = models.ForeignKey(Delivery, on_delete=models.CASCADE, related_name="tries")
+    number = models.PositiveIntegerField()
+    status_code = models.PositiveSmallIntegerField(null=True, blank=True)
+    latency_ms = models.PositiveIntegerField(default=0)
+    response_head = models.CharField(max_length=500, blank=True)
+    error = models.CharField(max_length=255, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-id"]
+
+    def __str__(self) -> str:
+        return f"{self.delivery_id} #{self.number}"
+
+    @property
+    def succeeded(self) -> bool:
+        return self.status_code is not None and 200 <= self.status_code < 300

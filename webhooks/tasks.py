@@ -1,0 +1,41 @@
+"""Celery tasks of webhooks, on their own queue (WEBHOOK_QUEUE) so that slow receivers never
+delay recharges: thin wrappers around ``webhooks.delivery``."""
+
+from __future__ import annotations
+
+import logging
+
+from celery import shared_task
+
+from reseller.tasks import enqueue
+from webhooks import delivery
+
+logger = logging.getLogger(__name__)
+
+
+@shared_task(acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+def endpoint_drain_task(endpoint_id: int) -> int:
+    return delivery.endpoint_drain(endpoint_id)
+
+
+@shared_task(ignore_result=True)
+def webhooks_sweep_task() -> int:
+    """Every few seconds (beat): wake endpoints whose deliveries are due (retries, lost
+    messages, a worker killed mid-send once its lease ran out)."""
+    due = delivery.endpoints_due()
+    endpoints_wake(endpoint_ids=due)
+    return len(due)
+
+
+@shared_task(ignore_result=True)
+def webhooks_purge_task() -> int:
+    return delivery.deliveries_purge()
+
+
+def endpoints_wake(*, endpoint_ids: list[int]) -> None:
+    for endpoint_id in endpoint_ids:
+        try:
+            enqueue(endpoint_drain_task, endpoint_id)
+        except Exception:  # broker down: the sweeper finds the pending deliveries again
+            logger.warning("could not wake webhook endpoint %s", endpoint_id, exc_info=True)
+            return
