@@ -24,6 +24,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("i18n/", include("django.conf.urls.i18n")),
     path("healthz", views.healthz, name="healthz"),
+    path("accounts/webhooks/", include("webhooks.urls")),
     path("accounts/", include("accounts.urls")),
     path("catalog/", include("catalog.urls")),
     path("", include("orders.urls")),

@@ -217,7 +217,16 @@ def site_pages(db):
     )
     operator, _ = catalog_services.operator_upsert(country=country, slug="telcel", name="Telcel")
     item, payment = _cart_item_and_payment(user, operator)
+    from webhooks.services import endpoint_create, endpoint_send_test
+
+    endpoint = endpoint_create(account=user.account, url="https://93.184.216.34/h", livemode=True)
+    delivery = endpoint_send_test(endpoint=endpoint).deliveries.get()
     arguments = {
+        "webhooks:endpoint": [endpoint.public_id],
+        "webhooks:endpoint-rotate": [endpoint.public_id],
+        "webhooks:endpoint-test": [endpoint.public_id],
+        "webhooks:endpoint-delete": [endpoint.public_id],
+        "webhooks:delivery-resend": [endpoint.public_id, delivery.public_id],
         "accounts:api-key": [key.public_id],
         "accounts:api-key-revoke": [key.public_id],
         "accounts:api-key-sandbox-topup": [key.public_id],
