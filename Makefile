@@ -55,7 +55,7 @@ migrate: setup
 	$(PYTHON) manage.py migrate
 
 worker: setup
-	.venv/bin/celery -A reseller worker --loglevel=INFO
+	.venv/bin/celery -A reseller worker --loglevel=INFO -Q celery,celery-webhooks
 
 beat: setup
 	.venv/bin/celery -A reseller beat --loglevel=INFO
