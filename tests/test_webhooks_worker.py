@@ -28,7 +28,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
 ROOT = Path(__file__).resolve().parent.parent
 BROKER = "redis://127.0.0.1:6379/6"
-TIMEOUT = 2  # WEBHOOK_TIMEOUT_SECONDS of the worker: its lease lasts 2 × 2 + 10 s
+TIMEOUT = 2  # WEBHOOK_TIMEOUT_SECONDS of the worker: its lease lasts 2 * 2 + 10 s
 
 
 @pytest.fixture
@@ -83,11 +83,23 @@ class Worker:
         self.log = open(ROOT / "test-artifacts" / f"webhooks-{uuid.uuid4().hex[:6]}.log", "w")  # noqa: SIM115 (closed in stop)
         self.process = subprocess.Popen(
             [
-                sys.executable, "-m", "celery", "-A", "reseller", "worker",
-                "--pool=threads", "--concurrency=4", "-Q", f"{queue}-webhooks",
-                "--loglevel=INFO", "--without-gossip", "--without-mingle",
-                "--without-heartbeat", "-n", f"{queue}-{uuid.uuid4().hex[:4]}",
-            ],  # fmt: skip
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "reseller",
+                "worker",
+                "--pool=threads",
+                "--concurrency=4",
+                "-Q",
+                f"{queue}-webhooks",
+                "--loglevel=INFO",
+                "--without-gossip",
+                "--without-mingle",
+                "--without-heartbeat",
+                "-n",
+                f"{queue}-{uuid.uuid4().hex[:4]}",
+            ],
             cwd=ROOT,
             env=env,
             stdout=self.log,
