@@ -26,6 +26,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 import uuid
@@ -65,6 +66,8 @@ class Bench:
             "AIRTIME_PROVIDER": "simulator",
             "AIRTIME_SIMULATOR_LATENCY_MS": "0",
             "LOG_LEVEL": "WARNING",
+            # The webhook figure's receiver listens on 127.0.0.1 (a private target).
+            "WEBHOOK_ALLOW_PRIVATE_TARGETS": "true",
             "PYTHONUNBUFFERED": "1",
         }
         self.admin_url = f"{base}/postgres"
@@ -283,6 +286,50 @@ class Bench:
             aim=0.8, aim_text="about equal (>= 0.8)",
         )  # fmt: skip
 
+    # -- webhooks --------------------------------------------------------------------------
+    def run_webhooks(self) -> None:
+        """B2B with a webhook endpoint on every event, the processor and the delivery worker
+        running, beside B2B of accounts without one (before and after: the mean)."""
+        receiver = BenchReceiver()
+        clients = 8 if 8 in self.args.clients else max(self.args.clients)
+        hooked = self.seed_cmd("webhooks", "--clients", str(clients), "--url", receiver.url)
+        self.start(
+            "celery-webhooks",
+            [
+                str(BIN / "celery"), "-A", "reseller", "worker", "--pool", "threads",
+                "--concurrency", "16", "-Q", "celery-webhooks", "--loglevel", "WARNING",
+                "--hostname", "bench-webhooks@%h", "--without-gossip", "--without-mingle",
+            ],
+        )  # fmt: skip
+        deadline = time.monotonic() + 60
+        while len(self.celery.control.ping(timeout=1.0)) < 2:
+            if time.monotonic() > deadline:
+                raise RuntimeError("the webhooks worker did not answer: see bench/results/logs/")
+        many = self.seed["many_keys"]
+        runs = []
+        order = (("b2b-nohook", many), ("b2b-hooked", hooked["keys"]), ("b2b-nohook", many))
+        for name, keys in order:
+            self.celery.control.purge()
+            self.consume(True)
+            runs.append(self.http(name, clients, self.b2b(keys), 201))
+            self.consume(False)
+        self.celery.control.purge()
+        before, with_hooks, after = runs
+        plain = {
+            "rps": round((before["rps"] + after["rps"]) / 2, 1),
+            "p50_ms": (before["p50_ms"] + after["p50_ms"]) / 2,
+            "p99_ms": (before["p99_ms"] + after["p99_ms"]) / 2,
+        }
+        time.sleep(2)
+        log(f"webhooks: the receiver got {receiver.count} signed events")
+        self.notes.append(f"webhook figure: {receiver.count} events delivered during the run")
+        receiver.stop()
+        self.row(
+            f"B2B, {clients} clients, webhook endpoint on every event (deliveries running)",
+            with_hooks, f"B2B, {clients} clients, no endpoint (mean of before and after)", plain,
+            aim=0.9, aim_text=">= 0.9 x no endpoint",
+        )  # fmt: skip
+
     # -- the worker ------------------------------------------------------------------------
     def drain_seconds(self, publish) -> float:
         """Publish with the consumer paused, resume it and time until the queue is empty."""
@@ -381,6 +428,38 @@ class Bench:
                 self.psql(f'DROP DATABASE IF EXISTS "{self.db}" WITH (FORCE)')
             except Exception as exc:  # report and go on
                 log(f"could not drop {self.db}: {exc}")
+
+
+class BenchReceiver:
+    """A reseller's webhook receiver on 127.0.0.1: answers 200 and counts the events."""
+
+    def __init__(self) -> None:
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        receiver = self
+        self.count = 0
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # keep-alive, as a real receiver behind a proxy
+
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                receiver.count += 1
+                self.send_response(200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer((HOST, 0), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://{HOST}:{self.server.server_address[1]}/hooks"
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
 
 
 def celery_app(broker: str):
@@ -504,6 +583,7 @@ def main() -> int:
         bench.prepare()
         bench.serve()
         bench.run_http()
+        bench.run_webhooks()
         bench.run_worker()
         bench.profile()
         status = bench.check()

@@ -177,6 +177,18 @@ def cmd_init(args) -> dict:
     }
 
 
+def cmd_webhooks(args) -> dict:
+    """B2B accounts whose live webhook endpoint (at ``--url``) wants every event."""
+    from webhooks.services import endpoint_create
+
+    keys = []
+    for n in range(args.clients):
+        user = b2b_user(f"bench-hooked-{n}@reseller.example")
+        endpoint_create(account=user.account, url=args.url, livemode=True, user=user)
+        keys.append(key_for(user, "bench"))
+    return {"keys": keys}
+
+
 def entries_of(email: str) -> int:
     return Wallet.objects.get(account__users__email=email, kind="live").entries.count()
 
@@ -239,6 +251,9 @@ def main() -> int:
     sub.add_parser("ledger").add_argument("--entries", type=int, default=1_000_000)
     sub.add_parser("queued").add_argument("--limit", type=int, default=500)
     sub.add_parser("status")
+    hooks = sub.add_parser("webhooks")
+    hooks.add_argument("--clients", type=int, default=8)
+    hooks.add_argument("--url", required=True)
     args = parser.parse_args()
     handler = {
         "init": cmd_init,
@@ -246,6 +261,7 @@ def main() -> int:
         "ledger": cmd_ledger,
         "queued": cmd_queued,
         "status": cmd_status,
+        "webhooks": cmd_webhooks,
     }[args.command]
     print(json.dumps(handler(args)))
     return 0

@@ -19,7 +19,6 @@ from functools import cache
 
 import httpx
 from django.conf import settings
-from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -156,15 +155,20 @@ def endpoint_drain(endpoint_id: int, *, budget: int | None = None) -> int:
         token = _lease_claim(endpoint_id)
         if token is None:
             return tried
+        lease_until = timezone.now() + _lease_length()
         try:
             while tried < budget:
                 due = _due(endpoint_id, min(50, budget - tried))
                 if not due:
                     break
                 for delivery_id in due:
-                    if not _lease_extend(endpoint_id, token):
-                        return tried  # disabled meanwhile, or the lease was lost
-                    delivery_attempt(delivery_id=delivery_id)
+                    # Renew only when the lease could run out during the next call.
+                    if lease_until - timezone.now() < _lease_length() / 2:
+                        if not _lease_extend(endpoint_id, token):
+                            return tried  # disabled meanwhile, or the lease was lost
+                        lease_until = timezone.now() + _lease_length()
+                    if delivery_attempt(delivery_id=delivery_id) is _STOP:
+                        return tried
                     tried += 1
         finally:
             _lease_release(endpoint_id, token)
@@ -173,12 +177,17 @@ def endpoint_drain(endpoint_id: int, *, budget: int | None = None) -> int:
     return tried  # budget spent: the caller (or the sweeper) wakes this endpoint again
 
 
+_STOP = Answer(None, 0, "", "endpoint disabled")
+
+
 def delivery_attempt(*, delivery_id: int) -> Answer | None:
     """Send one pending delivery now and record the answer; None if it is not pending."""
     delivery = Delivery.objects.select_related("event", "endpoint").get(pk=delivery_id)
     if delivery.state != Delivery.State.PENDING:
         return None
     endpoint = delivery.endpoint
+    if endpoint.status != WebhookEndpoint.Status.ENABLED:
+        return _STOP
     body = delivery.event.body.encode("utf-8")
     headers = {
         "Content-Type": "application/json",
@@ -187,48 +196,56 @@ def delivery_attempt(*, delivery_id: int) -> Answer | None:
         "Reseller-Delivery-Id": delivery.public_id,
     }
     answer = post(endpoint.url, body, headers)
-    _record(delivery_id, answer)
+    _record(delivery, answer)
     return answer
 
 
-def _record(delivery_id: int, answer: Answer) -> None:
+def _record(delivery: Delivery, answer: Answer) -> None:
+    """Write the answer: the delivery (only if still pending: a resend may have reset it,
+    which is harmless) and the attempt; two statements, no lock, no transaction needed."""
     now = timezone.now()
-    with transaction.atomic():
-        delivery = Delivery.objects.select_for_update(of=("self",)).get(pk=delivery_id)
-        if delivery.state != Delivery.State.PENDING:
-            return
-        delivery.attempts += 1
-        DeliveryAttempt.objects.create(
-            delivery=delivery,
-            number=delivery.attempts,
-            status_code=answer.status_code,
-            latency_ms=answer.latency_ms,
-            response_head=answer.head[:RESPONSE_HEAD_BYTES],
-            error=answer.error[:255],
-            created_at=now,
-        )
-        delivery.last_status_code = answer.status_code
-        delivery.last_error = answer.error[:255]
-        delivery.updated_at = now
-        if answer.ok:
-            delivery.state = Delivery.State.SUCCEEDED
-            delivery.delivered_at = now
-        elif now - delivery.created_at >= timedelta(hours=settings.WEBHOOK_RETRY_HOURS):
-            delivery.state = Delivery.State.FAILED
-        else:
-            delivery.next_attempt_at = now + timedelta(seconds=retry_delay(delivery.attempts))
-        delivery.save()
-    _endpoint_health(delivery.endpoint_id, ok=answer.ok, now=now)
+    attempts = delivery.attempts + 1
+    fields: dict = {
+        "attempts": attempts,
+        "last_status_code": answer.status_code,
+        "last_error": answer.error[:255],
+        "updated_at": now,
+    }
+    if answer.ok:
+        fields.update(state=Delivery.State.SUCCEEDED, delivered_at=now)
+    elif now - delivery.created_at >= timedelta(hours=settings.WEBHOOK_RETRY_HOURS):
+        fields.update(state=Delivery.State.FAILED)
+    else:
+        fields.update(next_attempt_at=now + timedelta(seconds=retry_delay(attempts)))
+    Delivery.objects.filter(pk=delivery.pk, state=Delivery.State.PENDING).update(**fields)
+    DeliveryAttempt.objects.create(
+        delivery_id=delivery.pk,
+        number=attempts,
+        status_code=answer.status_code,
+        latency_ms=answer.latency_ms,
+        response_head=answer.head[:RESPONSE_HEAD_BYTES],
+        error=answer.error[:255],
+        created_at=now,
+    )
+    _endpoint_health(delivery.endpoint, ok=answer.ok, now=now)
 
 
-def _endpoint_health(endpoint_id: int, *, ok: bool, now: datetime) -> None:
-    """Track how long an endpoint has been failing; disable it after WEBHOOK_DISABLE_AFTER_DAYS."""
-    endpoints = WebhookEndpoint.objects.filter(pk=endpoint_id)
+def _endpoint_health(endpoint: WebhookEndpoint, *, ok: bool, now: datetime) -> None:
+    """Track how long an endpoint has been failing; disable it after WEBHOOK_DISABLE_AFTER_DAYS.
+    Costs a statement only when something changes (the usual success costs none)."""
+    endpoints = WebhookEndpoint.objects.filter(pk=endpoint.pk)
     if ok:
-        endpoints.filter(failing_since__isnull=False).update(failing_since=None)
+        if endpoint.failing_since is not None:
+            endpoints.update(failing_since=None)
+            endpoint.failing_since = None
         return
-    endpoints.filter(failing_since__isnull=True).update(failing_since=now)
+    if endpoint.failing_since is None:
+        endpoints.filter(failing_since__isnull=True).update(failing_since=now)
+        endpoint.failing_since = now
+        return
     cutoff = now - timedelta(days=settings.WEBHOOK_DISABLE_AFTER_DAYS)
+    if endpoint.failing_since > cutoff:
+        return
     disabled = endpoints.filter(
         status=WebhookEndpoint.Status.ENABLED, failing_since__lte=cutoff
     ).update(
@@ -241,7 +258,7 @@ def _endpoint_health(endpoint_id: int, *, ok: bool, now: datetime) -> None:
         updated_at=now,
     )
     if disabled:
-        logger.warning("webhook endpoint %s disabled after failing for days", endpoint_id)
+        logger.warning("webhook endpoint %s disabled after failing for days", endpoint.pk)
 
 
 def endpoints_due(*, limit: int = 500) -> list[int]:

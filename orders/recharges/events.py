@@ -39,6 +39,11 @@ def recharge_emit(recharge: Recharge) -> None:
     )
     if not endpoints:
         return
+    ids = Recharge.objects.select_related("order", "payment").only(
+        "order__public_id", "payment__public_id"
+    )
+    related = ids.get(pk=recharge.pk)  # one query for both ids the recharge shows
+    recharge.order, recharge.payment = related.order, related.payment
     event_emit(
         account_id=recharge.account_id,
         livemode=recharge.livemode,
