@@ -263,6 +263,10 @@ class Recharge(models.Model):
                 fields=["account", "livemode", "recipient_number", "-id"],
                 name="recharge_by_number",
             ),
+            # "My failed recharges": the status filter reads its rows in order, no scan.
+            models.Index(
+                fields=["account", "livemode", "status", "-id"], name="recharge_by_status"
+            ),
         ]
 
     def __str__(self) -> str:

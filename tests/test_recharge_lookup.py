@@ -173,3 +173,32 @@ def test_the_schema_lists_recharge_statuses_as_an_enum(api):
     ref = status.get("$ref") or status["allOf"][0]["$ref"]
     enum = schema["components"]["schemas"][ref.rsplit("/", 1)[-1]]["enum"]
     assert {"queued", "dispatched", "delivered", "failed", "waitlisted"} <= set(enum)
+
+
+@pytest.mark.parametrize(
+    "filters, index",
+    [
+        ({}, "recharge_recent"),
+        ({"recipient_number": "+525512345678"}, "recharge_by_number"),
+        ({"statuses": ["failed"]}, "recharge_by_status"),
+    ],
+)
+def test_the_list_reads_an_index_in_order_not_the_table(db, filters, index):
+    """EXPLAIN of the list's query: an index scan in the answer's order (newest first), no
+    sort of the account's rows, whatever their number. Sequential scans are switched off so
+    the planner shows the index it would use on a large table rather than its small-table
+    shortcut."""
+    from django.db import connection, transaction
+
+    from orders.selectors import recharge_search
+
+    user = UserFactory()
+    query = recharge_search(account=user.account, livemode=True, **filters)[:50]
+    sql, params = query.query.sql_with_params()
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute(f"EXPLAIN {sql}", params)
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    assert index in plan, plan
+    assert "Sort" not in plan, plan
+    assert "Seq Scan on orders_recharge" not in plan, plan

@@ -9,16 +9,17 @@ answer: a worker killed mid-send leaves it pending, and it is sent again (at lea
 
 from __future__ import annotations
 
+import functools
 import logging
 import random
 import secrets
 import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from functools import cache
 
 import httpx
 from django.conf import settings
+from django.core.cache import cache
 from django.db.models import Q
 from django.utils import timezone
 
@@ -52,7 +53,7 @@ class Answer:
         return self.status_code is not None and 200 <= self.status_code < 300
 
 
-@cache
+@functools.cache
 def _client() -> httpx.Client:
     """One client per process, shared by threads: no redirects, no proxies from the env."""
     timeout = settings.WEBHOOK_TIMEOUT_SECONDS
@@ -143,6 +144,24 @@ def _due(endpoint_id: int, limit: int) -> list[int]:
     )
 
 
+WAKE_MARK_SECONDS = 30
+
+
+def _wake_key(endpoint_id: int) -> str:
+    return f"webhooks:wake:{endpoint_id}"
+
+
+def wake_mark(endpoint_id: int) -> bool:
+    """Note that a drain of this endpoint is published; False if one is already waiting.
+
+    The drain clears the mark *before* it tries the lease and reads what is due, so a
+    delivery committed before a suppressed wake-up is always seen: either by that waiting
+    drain, or by the lease holder that made it give up (it reads again after releasing).
+    The mark expires by itself if its task is lost; the sweeper publishes regardless.
+    """
+    return bool(cache.add(_wake_key(endpoint_id), 1, timeout=WAKE_MARK_SECONDS))
+
+
 def endpoint_drain(endpoint_id: int, *, budget: int | None = None) -> int:
     """Send an endpoint's due deliveries; returns how many were tried.
 
@@ -152,6 +171,7 @@ def endpoint_drain(endpoint_id: int, *, budget: int | None = None) -> int:
     budget = budget or settings.WEBHOOK_DRAIN_BUDGET
     tried = 0
     while tried < budget:
+        cache.delete(_wake_key(endpoint_id))
         token = _lease_claim(endpoint_id)
         if token is None:
             return tried
@@ -161,13 +181,14 @@ def endpoint_drain(endpoint_id: int, *, budget: int | None = None) -> int:
                 due = _due(endpoint_id, min(50, budget - tried))
                 if not due:
                     break
-                for delivery_id in due:
+                batch = Delivery.objects.select_related("event", "endpoint").filter(pk__in=due)
+                for delivery in sorted(batch, key=lambda row: due.index(row.pk)):
                     # Renew only when the lease could run out during the next call.
                     if lease_until - timezone.now() < _lease_length() / 2:
                         if not _lease_extend(endpoint_id, token):
                             return tried  # disabled meanwhile, or the lease was lost
                         lease_until = timezone.now() + _lease_length()
-                    if delivery_attempt(delivery_id=delivery_id) is _STOP:
+                    if _attempt(delivery) is _STOP:
                         return tried
                     tried += 1
         finally:
@@ -182,7 +203,10 @@ _STOP = Answer(None, 0, "", "endpoint disabled")
 
 def delivery_attempt(*, delivery_id: int) -> Answer | None:
     """Send one pending delivery now and record the answer; None if it is not pending."""
-    delivery = Delivery.objects.select_related("event", "endpoint").get(pk=delivery_id)
+    return _attempt(Delivery.objects.select_related("event", "endpoint").get(pk=delivery_id))
+
+
+def _attempt(delivery: Delivery) -> Answer | None:
     if delivery.state != Delivery.State.PENDING:
         return None
     endpoint = delivery.endpoint

@@ -23,7 +23,7 @@ def webhooks_sweep_task() -> int:
     """Every few seconds (beat): wake endpoints whose deliveries are due (retries, lost
     messages, a worker killed mid-send once its lease ran out)."""
     due = delivery.endpoints_due()
-    endpoints_wake(endpoint_ids=due)
+    endpoints_wake(endpoint_ids=due, force=True)
     return len(due)
 
 
@@ -32,8 +32,12 @@ def webhooks_purge_task() -> int:
     return delivery.deliveries_purge()
 
 
-def endpoints_wake(*, endpoint_ids: list[int]) -> None:
+def endpoints_wake(*, endpoint_ids: list[int], force: bool = False) -> None:
+    """Publish a drain task per endpoint, unless one is already published and not started
+    (``delivery.wake_pending``): a burst of events costs one task, not one each."""
     for endpoint_id in endpoint_ids:
+        if not force and not delivery.wake_mark(endpoint_id):
+            continue
         try:
             enqueue(endpoint_drain_task, endpoint_id)
         except Exception:  # broker down: the sweeper finds the pending deliveries again
