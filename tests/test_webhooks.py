@@ -433,3 +433,32 @@ def test_recharge_rows_untouched_by_delivery_failures(reseller, product, receive
     endpoint_drain(endpoint.pk)
     assert order.recharges.get().status == Recharge.Status.DELIVERED
     assert_ledger_balanced()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_lingering_drain_sends_what_arrives_meanwhile(private_ok):
+    """The deployed drain waits a moment for more (WEBHOOK_DRAIN_LINGER_SECONDS): an event
+    committed meanwhile goes out with the same drain, and its own wake-up finds the lease
+    taken and leaves at once."""
+    receiver = Receiver().start()
+    try:
+        user = UserFactory()
+        endpoint = endpoint_for(user, receiver)
+        result: dict = {}
+
+        def lingering():
+            try:
+                result["sent"] = endpoint_drain(endpoint.pk, linger=3.0)
+            finally:
+                connections.close_all()
+
+        drain = threading.Thread(target=lingering)
+        drain.start()
+        time.sleep(0.3)
+        fund(user, "2.00")  # its wake-up runs inline here and finds the lease held
+        drain.join(10)
+        assert result["sent"] == 1
+        assert [event["type"] for event in receiver.events()] == ["wallet.credited"]
+        assert Delivery.objects.get().state == "succeeded"
+    finally:
+        receiver.stop()

@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 import httpx
 from django.conf import settings
 from django.core.cache import cache
-from django.db.models import Q
+from django.db.models import F, Q
 from django.utils import timezone
 
 from webhooks.models import Delivery, DeliveryAttempt, WebhookEndpoint
@@ -162,35 +162,44 @@ def wake_mark(endpoint_id: int) -> bool:
     return bool(cache.add(_wake_key(endpoint_id), 1, timeout=WAKE_MARK_SECONDS))
 
 
-def endpoint_drain(endpoint_id: int, *, budget: int | None = None) -> int:
+BATCH = 10  # deliveries sent between two writes of their answers
+
+
+def endpoint_drain(
+    endpoint_id: int, *, budget: int | None = None, linger: float | None = None
+) -> int:
     """Send an endpoint's due deliveries; returns how many were tried.
 
     Returns at once when another worker holds the endpoint's lease: that worker looks for
     due deliveries again after releasing it, so none committed meanwhile is left behind.
+    With nothing due, the holder lingers ``WEBHOOK_DRAIN_LINGER_SECONDS`` for more: a steady
+    stream of events is then sent in batches by one drain instead of one task per event.
     """
     budget = budget or settings.WEBHOOK_DRAIN_BUDGET
+    linger = settings.WEBHOOK_DRAIN_LINGER_SECONDS if linger is None else linger
     tried = 0
     while tried < budget:
         cache.delete(_wake_key(endpoint_id))
         token = _lease_claim(endpoint_id)
         if token is None:
             return tried
-        lease_until = timezone.now() + _lease_length()
+        lease = _Lease(endpoint_id, token)
         try:
+            idle_since: float | None = None
             while tried < budget:
-                due = _due(endpoint_id, min(50, budget - tried))
+                due = _due(endpoint_id, min(BATCH, budget - tried))
                 if not due:
-                    break
-                batch = Delivery.objects.select_related("event", "endpoint").filter(pk__in=due)
-                for delivery in sorted(batch, key=lambda row: due.index(row.pk)):
-                    # Renew only when the lease could run out during the next call.
-                    if lease_until - timezone.now() < _lease_length() / 2:
-                        if not _lease_extend(endpoint_id, token):
-                            return tried  # disabled meanwhile, or the lease was lost
-                        lease_until = timezone.now() + _lease_length()
-                    if _attempt(delivery) is _STOP:
-                        return tried
-                    tried += 1
+                    now = time.monotonic()
+                    idle_since = idle_since or now
+                    if now - idle_since >= linger or not lease.renew_if_needed():
+                        break
+                    time.sleep(min(0.1, linger))
+                    continue
+                idle_since = None
+                sent, stop = _send_batch(due, lease)
+                tried += sent
+                if stop:
+                    return tried
         finally:
             _lease_release(endpoint_id, token)
         if not _due(endpoint_id, 1):
@@ -198,15 +207,56 @@ def endpoint_drain(endpoint_id: int, *, budget: int | None = None) -> int:
     return tried  # budget spent: the caller (or the sweeper) wakes this endpoint again
 
 
+class _Lease:
+    def __init__(self, endpoint_id: int, token: str) -> None:
+        self.endpoint_id, self.token = endpoint_id, token
+        self.until = timezone.now() + _lease_length()
+
+    def renew_if_needed(self) -> bool:
+        """Renew only when the lease could run out during the next call; False if it is lost
+        (the endpoint was disabled meanwhile)."""
+        if self.until - timezone.now() >= _lease_length() / 2:
+            return True
+        if not _lease_extend(self.endpoint_id, self.token):
+            return False
+        self.until = timezone.now() + _lease_length()
+        return True
+
+
+def _send_batch(due: list[int], lease: _Lease) -> tuple[int, bool]:
+    """Send these deliveries in order, then write their answers; (sent, stop)."""
+    rows = Delivery.objects.select_related("event", "endpoint").filter(pk__in=due)
+    answers: list[tuple[Delivery, Answer]] = []
+    stop = False
+    try:
+        for delivery in sorted(rows, key=lambda row: due.index(row.pk)):
+            if not lease.renew_if_needed():
+                stop = True
+                break
+            answer = _send(delivery)
+            if answer is _STOP:
+                stop = True
+                break
+            if answer is not None:
+                answers.append((delivery, answer))
+    finally:
+        _record(answers)
+    return len(answers), stop
+
+
 _STOP = Answer(None, 0, "", "endpoint disabled")
 
 
 def delivery_attempt(*, delivery_id: int) -> Answer | None:
     """Send one pending delivery now and record the answer; None if it is not pending."""
-    return _attempt(Delivery.objects.select_related("event", "endpoint").get(pk=delivery_id))
+    delivery = Delivery.objects.select_related("event", "endpoint").get(pk=delivery_id)
+    answer = _send(delivery)
+    if answer is not None and answer is not _STOP:
+        _record([(delivery, answer)])
+    return answer
 
 
-def _attempt(delivery: Delivery) -> Answer | None:
+def _send(delivery: Delivery) -> Answer | None:
     if delivery.state != Delivery.State.PENDING:
         return None
     endpoint = delivery.endpoint
@@ -219,39 +269,59 @@ def _attempt(delivery: Delivery) -> Answer | None:
         "Reseller-Event-Id": delivery.event.public_id,
         "Reseller-Delivery-Id": delivery.public_id,
     }
-    answer = post(endpoint.url, body, headers)
-    _record(delivery, answer)
-    return answer
+    return post(endpoint.url, body, headers)
 
 
-def _record(delivery: Delivery, answer: Answer) -> None:
-    """Write the answer: the delivery (only if still pending: a resend may have reset it,
-    which is harmless) and the attempt; two statements, no lock, no transaction needed."""
+def _record(answers: list[tuple[Delivery, Answer]]) -> None:
+    """Write the answers of a batch: the deliveries (only those still pending: a resend may
+    have reset one, which is harmless) and their attempts, without locks. Successes with the
+    same status code share one UPDATE, every attempt is in one INSERT."""
+    if not answers:
+        return
     now = timezone.now()
-    attempts = delivery.attempts + 1
-    fields: dict = {
-        "attempts": attempts,
-        "last_status_code": answer.status_code,
-        "last_error": answer.error[:255],
-        "updated_at": now,
-    }
-    if answer.ok:
-        fields.update(state=Delivery.State.SUCCEEDED, delivered_at=now)
-    elif now - delivery.created_at >= timedelta(hours=settings.WEBHOOK_RETRY_HOURS):
-        fields.update(state=Delivery.State.FAILED)
-    else:
-        fields.update(next_attempt_at=now + timedelta(seconds=retry_delay(attempts)))
-    Delivery.objects.filter(pk=delivery.pk, state=Delivery.State.PENDING).update(**fields)
-    DeliveryAttempt.objects.create(
-        delivery_id=delivery.pk,
-        number=attempts,
-        status_code=answer.status_code,
-        latency_ms=answer.latency_ms,
-        response_head=answer.head[:RESPONSE_HEAD_BYTES],
-        error=answer.error[:255],
-        created_at=now,
+    pending = Delivery.objects.filter(state=Delivery.State.PENDING)
+    succeeded: dict[int, list[int]] = {}
+    for delivery, answer in answers:
+        if answer.ok:
+            succeeded.setdefault(answer.status_code or 200, []).append(delivery.pk)
+            continue
+        attempts = delivery.attempts + 1
+        fields: dict = {
+            "attempts": attempts,
+            "last_status_code": answer.status_code,
+            "last_error": answer.error[:255],
+            "updated_at": now,
+        }
+        if now - delivery.created_at >= timedelta(hours=settings.WEBHOOK_RETRY_HOURS):
+            fields["state"] = Delivery.State.FAILED
+        else:
+            fields["next_attempt_at"] = now + timedelta(seconds=retry_delay(attempts))
+        pending.filter(pk=delivery.pk).update(**fields)
+    for status_code, ids in succeeded.items():
+        pending.filter(pk__in=ids).update(
+            state=Delivery.State.SUCCEEDED,
+            attempts=F("attempts") + 1,
+            last_status_code=status_code,
+            last_error="",
+            delivered_at=now,
+            updated_at=now,
+        )
+    DeliveryAttempt.objects.bulk_create(
+        [
+            DeliveryAttempt(
+                delivery_id=delivery.pk,
+                number=delivery.attempts + 1,
+                status_code=answer.status_code,
+                latency_ms=answer.latency_ms,
+                response_head=answer.head[:RESPONSE_HEAD_BYTES],
+                error=answer.error[:255],
+                created_at=now,
+            )
+            for delivery, answer in answers
+        ]
     )
-    _endpoint_health(delivery.endpoint, ok=answer.ok, now=now)
+    last_delivery, last_answer = answers[-1]
+    _endpoint_health(last_delivery.endpoint, ok=last_answer.ok, now=now)
 
 
 def _endpoint_health(endpoint: WebhookEndpoint, *, ok: bool, now: datetime) -> None:

@@ -18,3 +18,6 @@ CACHES["default"]["KEY_PREFIX"] = f"test-{os.getpid()}"  # noqa: F405
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = True
 TASKS_IN_PROCESS_THREADED = False
+# A drain returns as soon as nothing is due (the tests call it directly, many times); the
+# lingering of the deployed default has its own test.
+WEBHOOK_DRAIN_LINGER_SECONDS = 0.0
