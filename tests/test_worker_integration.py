@@ -269,3 +269,26 @@ def test_a_sandbox_0003_recharge_turns_to_success_after_10_real_seconds(fake, wo
     assert wait_for(lambda: Recharge.objects.get(pk=recharge.pk).status == "success", timeout=30)
     assert time.monotonic() - started >= 10
     assert fake.calls == {}  # a test key never reaches a provider
+
+
+def sessions_opened() -> int:
+    """Connections ever opened to the test database (PostgreSQL's statistics)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_stat_clear_snapshot()")
+        cursor.execute("SELECT sessions FROM pg_stat_database WHERE datname = current_database()")
+        return cursor.fetchone()[0]
+
+
+def test_a_worker_keeps_its_database_connections_between_tasks(fake, workers, publishing):
+    """Celery's Django fix-up would close the connection around every task (a new PostgreSQL
+    backend per recharge); with CELERY_DB_REUSE_MAX the two worker processes keep theirs."""
+    workers()
+    _user, order = place_order(quantity=2)
+    assert wait_for(lambda: statuses(order) == {"delivered": 2}, timeout=30), statuses(order)
+    time.sleep(1.5)  # statistics reach pg_stat_database within a second
+    before = sessions_opened()
+    _user, order = place_order(quantity=30)
+    assert wait_for(lambda: statuses(order) == {"delivered": 30}, timeout=60), statuses(order)
+    time.sleep(1.5)
+    assert sessions_opened() - before <= 4
+    assert_ledger_balanced()

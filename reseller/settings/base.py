@@ -206,6 +206,10 @@ CELERY_TASK_TIME_LIMIT = 120
 CELERY_TASK_SOFT_TIME_LIMIT = 90
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TIMEZONE = "UTC"
+# Celery's Django fix-up closes the database connection before and after every task unless
+# this is set: a new PostgreSQL connection per recharge or delivery. Workers keep theirs like
+# gunicorn does (CONN_MAX_AGE, health checks: reseller/celery.py), renewed every 1,000 tasks.
+CELERY_DB_REUSE_MAX = 1000
 # Task modules outside an app's top-level tasks.py (autodiscovery finds only those).
 CELERY_IMPORTS = ["orders.recharges.tasks"]
 CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_QUEUE", default="celery")
@@ -242,7 +246,7 @@ WEBHOOK_TIMEOUT_SECONDS = env.float("WEBHOOK_TIMEOUT_SECONDS", default=10.0)
 WEBHOOK_RETRY_HOURS = env.int("WEBHOOK_RETRY_HOURS", default=72)
 WEBHOOK_DISABLE_AFTER_DAYS = env.int("WEBHOOK_DISABLE_AFTER_DAYS", default=5)
 WEBHOOK_DRAIN_BUDGET = env.int("WEBHOOK_DRAIN_BUDGET", default=200)
-WEBHOOK_DRAIN_LINGER_SECONDS = env.float("WEBHOOK_DRAIN_LINGER_SECONDS", default=0.5)
+WEBHOOK_DRAIN_LINGER_SECONDS = env.float("WEBHOOK_DRAIN_LINGER_SECONDS", default=1.0)
 
 # Staff second factor (docs/security.md): TOTP (RFC 6238) for the admin and staff JWTs, with
 # one-use recovery codes. Staff API keys may be held to an IP whitelist by policy.
