@@ -462,3 +462,59 @@ def test_a_lingering_drain_sends_what_arrives_meanwhile(private_ok):
         assert Delivery.objects.get().state == "succeeded"
     finally:
         receiver.stop()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_burst_during_a_drain_publishes_one_task(private_ok):
+    """While a drain runs, the wake mark stays: five events committed meanwhile publish one
+    drain task (which finds the lease held and leaves), not five; the drain sends all five."""
+    from celery.signals import task_prerun
+
+    receiver = Receiver().start()
+    published: list[str] = []
+
+    def count(sender=None, **kwargs):
+        if sender is not None and sender.name.endswith("endpoint_drain_task"):
+            published.append(sender.name)
+
+    task_prerun.connect(count)
+    try:
+        user = UserFactory()
+        endpoint = endpoint_for(user, receiver)
+        result: dict = {}
+
+        def lingering():
+            try:
+                result["sent"] = endpoint_drain(endpoint.pk, linger=2.0)
+            finally:
+                connections.close_all()
+
+        drain = threading.Thread(target=lingering)
+        drain.start()
+        time.sleep(0.3)
+        for _ in range(5):
+            fund(user, "1.00")
+        drain.join(10)
+        assert result["sent"] == 5
+        assert len(published) == 1
+        assert Delivery.objects.filter(state="succeeded").count() == 5
+        # Once the drain has left, the next event wakes the endpoint again.
+        fund(user, "1.00")
+        assert len(published) == 2
+        assert Delivery.objects.filter(state="succeeded").count() == 6
+    finally:
+        task_prerun.disconnect(count)
+        receiver.stop()
+
+
+def test_a_drain_out_of_budget_hands_the_endpoint_back(private_ok, receiver):
+    """A drain that spends its budget releases the endpoint and publishes a new drain for the
+    rest (inline here), instead of leaving it to the sweeper."""
+    user = UserFactory()
+    endpoint = endpoint_for(user, receiver)
+    for _ in range(5):
+        fund(user, "1.00")  # the wake-ups run at commit; this test's transaction never commits
+    assert Delivery.objects.filter(state="pending").count() == 5
+    assert endpoint_drain(endpoint.pk, budget=2) == 2
+    assert Delivery.objects.filter(state="succeeded").count() == 5
+    assert len(receiver.events()) == 5

@@ -152,17 +152,19 @@ def _wake_key(endpoint_id: int) -> str:
 
 
 def wake_mark(endpoint_id: int) -> bool:
-    """Note that a drain of this endpoint is published; False if one is already waiting.
+    """Note that a drain of this endpoint is published or running; False if one already is.
 
-    The drain clears the mark *before* it tries the lease and reads what is due, so a
-    delivery committed before a suppressed wake-up is always seen: either by that waiting
-    drain, or by the lease holder that made it give up (it reads again after releasing).
-    The mark expires by itself if its task is lost; the sweeper publishes regardless.
+    The mark stays while a drain runs: events committed meanwhile publish nothing, the drain
+    reads them. Before it leaves, the drain releases the lease, *then* clears the mark, *then*
+    reads what is due once more, so a delivery committed before a suppressed wake-up is
+    always seen. The mark expires by itself if its task is lost; the sweeper publishes
+    regardless.
     """
     return bool(cache.add(_wake_key(endpoint_id), 1, timeout=WAKE_MARK_SECONDS))
 
 
 BATCH = 10  # deliveries sent between two writes of their answers
+POLL_SECONDS = 0.5  # how often a lingering drain looks for more
 
 
 def endpoint_drain(
@@ -174,37 +176,53 @@ def endpoint_drain(
     due deliveries again after releasing it, so none committed meanwhile is left behind.
     With nothing due, the holder lingers ``WEBHOOK_DRAIN_LINGER_SECONDS`` for more: a steady
     stream of events is then sent in batches by one drain instead of one task per event.
+    With its budget spent it hands the endpoint back to the queue.
     """
     budget = budget or settings.WEBHOOK_DRAIN_BUDGET
     linger = settings.WEBHOOK_DRAIN_LINGER_SECONDS if linger is None else linger
     tried = 0
-    while tried < budget:
-        cache.delete(_wake_key(endpoint_id))
+    while True:
         token = _lease_claim(endpoint_id)
         if token is None:
             return tried
         lease = _Lease(endpoint_id, token)
+        stop = False
         try:
             idle_since: float | None = None
-            while tried < budget:
-                due = _due(endpoint_id, min(BATCH, budget - tried))
+            while tried < budget and not stop:
+                due = _due_rows(endpoint_id, min(BATCH, budget - tried))
                 if not due:
                     now = time.monotonic()
                     idle_since = idle_since or now
                     if now - idle_since >= linger or not lease.renew_if_needed():
                         break
-                    time.sleep(min(0.1, linger))
+                    time.sleep(min(POLL_SECONDS, linger))
                     continue
                 idle_since = None
                 sent, stop = _send_batch(due, lease)
                 tried += sent
-                if stop:
-                    return tried
         finally:
             _lease_release(endpoint_id, token)
-        if not _due(endpoint_id, 1):
+            cache.delete(_wake_key(endpoint_id))
+        if stop or not _due(endpoint_id, 1):
             return tried
-    return tried  # budget spent: the caller (or the sweeper) wakes this endpoint again
+        if tried >= budget:
+            from webhooks.tasks import endpoints_wake
+
+            endpoints_wake(endpoint_ids=[endpoint_id])
+            return tried
+
+
+def _due_rows(endpoint_id: int, limit: int) -> list[Delivery]:
+    return list(
+        Delivery.objects.select_related("event", "endpoint")
+        .filter(
+            endpoint_id=endpoint_id,
+            state=Delivery.State.PENDING,
+            next_attempt_at__lte=timezone.now(),
+        )
+        .order_by("next_attempt_at", "id")[:limit]
+    )
 
 
 class _Lease:
@@ -223,13 +241,12 @@ class _Lease:
         return True
 
 
-def _send_batch(due: list[int], lease: _Lease) -> tuple[int, bool]:
+def _send_batch(due: list[Delivery], lease: _Lease) -> tuple[int, bool]:
     """Send these deliveries in order, then write their answers; (sent, stop)."""
-    rows = Delivery.objects.select_related("event", "endpoint").filter(pk__in=due)
     answers: list[tuple[Delivery, Answer]] = []
     stop = False
     try:
-        for delivery in sorted(rows, key=lambda row: due.index(row.pk)):
+        for delivery in due:
             if not lease.renew_if_needed():
                 stop = True
                 break
