@@ -335,7 +335,8 @@ def test_redis_killed_in_the_middle_of_requests_answers_503_charges_once_and_rec
     """Redis dies while requests are in flight (not between bursts): each answers 201 or a
     clean 503, a 503 charged nothing, and once Redis is back the same gunicorn serves again."""
     product = _product()
-    user, key, plaintext = _reseller(funds="1000.00")
+    # 6 clients x 40 requests x 5.00 EUR, and the retries: the wallet never runs dry.
+    user, key, plaintext = _reseller(funds="2000.00")
     api_key_set_limits(key=key, rate_limit_per_minute=1000, max_units_per_request=None)
     results: dict[str, int] = {}
     lock = threading.Lock()
@@ -375,7 +376,7 @@ def test_redis_killed_in_the_middle_of_requests_answers_503_charges_once_and_rec
             results[idem] = 201
     assert Order.objects.count() == len(results)
     wallet = Wallet.objects.get(account=user.account, kind="live")
-    assert wallet.balance == Decimal("1000.00") - Decimal("5.00") * len(results)
+    assert wallet.balance == Decimal("2000.00") - Decimal("5.00") * len(results)
     _recharges_accounted_for(len(results))
     assert_ledger_balanced()
 
