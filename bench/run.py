@@ -45,6 +45,8 @@ BIN = Path(PY).parent
 
 
 FIGURES = ("http", "webhooks", "worker", "profile")
+# Servers the bench shares with the machine, counted by process name in the CPU log.
+SHARED_SERVERS = {"postgres": "postgresql", "redis-server": "redis"}
 
 
 class Bench:
@@ -127,12 +129,14 @@ class Bench:
             if not pid_dir.name.isdigit():
                 continue
             try:
-                fields = (pid_dir / "stat").read_text().rsplit(")", 1)[1].split()
+                stat = (pid_dir / "stat").read_text()
             except OSError:
                 continue
+            comm, rest = stat.split("(", 1)[1].rsplit(")", 1)
+            fields = rest.split()
             group = int(fields[2])  # the process group: the started process's pid
-            if group in self.names:
-                name = self.names[group]
+            name = self.names.get(group) or SHARED_SERVERS.get(comm.split()[0], "")
+            if name:
                 used[name] = used.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / tick
         used["bench client"] = sum(os.times()[:2])
         return used
@@ -652,7 +656,8 @@ def main() -> int:
     }
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(result, indent=2) + "\n")
-    chart(bench.series, args.output.with_suffix(".png"))
+    if "http" in args.only:  # the chart draws the HTTP figures
+        chart(bench.series, args.output.with_suffix(".png"))
     print()
     print(table(bench.rows))
     print(f"\nledger: {status['check_ledger']}; recharges by status: {status['recharges']}")
