@@ -448,7 +448,7 @@ def test_a_lingering_drain_sends_what_arrives_meanwhile(private_ok):
 
         def lingering():
             try:
-                result["sent"] = endpoint_drain(endpoint.pk, linger=3.0)
+                result["sent"] = endpoint_drain(endpoint.pk, linger=1.0)
             finally:
                 connections.close_all()
 
@@ -485,7 +485,7 @@ def test_a_burst_during_a_drain_publishes_one_task(private_ok):
 
         def lingering():
             try:
-                result["sent"] = endpoint_drain(endpoint.pk, linger=2.0)
+                result["sent"] = endpoint_drain(endpoint.pk, linger=1.0)
             finally:
                 connections.close_all()
 
@@ -518,3 +518,25 @@ def test_a_drain_out_of_budget_hands_the_endpoint_back(private_ok, receiver):
     assert endpoint_drain(endpoint.pk, budget=2) == 2
     assert Delivery.objects.filter(state="succeeded").count() == 5
     assert len(receiver.events()) == 5
+
+
+def test_a_drain_lingers_only_while_a_lingering_slot_is_free(private_ok, receiver, settings):
+    """Lingering is capped per process (WEBHOOK_DRAIN_LINGERING_MAX): with every slot taken, a
+    drain with nothing due leaves at once, so quiet endpoints never fill the worker's threads
+    with waits."""
+    from webhooks import delivery
+
+    settings.WEBHOOK_DRAIN_LINGERING_MAX = 1
+    delivery._linger_slots.cache_clear()
+    try:
+        endpoint = endpoint_for(UserFactory(), receiver)
+        slots = delivery._linger_slots()
+        assert slots.acquire(blocking=False)  # another drain lingers
+        try:
+            started = time.monotonic()
+            assert endpoint_drain(endpoint.pk, linger=30.0) == 0
+            assert time.monotonic() - started < 10  # it did not wait its 30 s
+        finally:
+            slots.release()
+    finally:
+        delivery._linger_slots.cache_clear()

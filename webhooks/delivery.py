@@ -13,6 +13,7 @@ import functools
 import logging
 import random
 import secrets
+import threading
 import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -164,7 +165,13 @@ def wake_mark(endpoint_id: int) -> bool:
 
 
 BATCH = 10  # deliveries sent between two writes of their answers
-POLL_SECONDS = 0.5  # how often a lingering drain looks for more
+
+
+@functools.cache
+def _linger_slots() -> threading.BoundedSemaphore:
+    """How many drains of this process may linger at once: the other threads stay free for
+    endpoints that have something due (many quiet endpoints never fill the pool with waits)."""
+    return threading.BoundedSemaphore(max(1, settings.WEBHOOK_DRAIN_LINGERING_MAX))
 
 
 def endpoint_drain(
@@ -174,9 +181,10 @@ def endpoint_drain(
 
     Returns at once when another worker holds the endpoint's lease: that worker looks for
     due deliveries again after releasing it, so none committed meanwhile is left behind.
-    With nothing due, the holder lingers ``WEBHOOK_DRAIN_LINGER_SECONDS`` for more: a steady
-    stream of events is then sent in batches by one drain instead of one task per event.
-    With its budget spent it hands the endpoint back to the queue.
+    With nothing due, the holder waits ``WEBHOOK_DRAIN_LINGER_SECONDS`` once for more, when a
+    lingering slot of this process is free: a steady stream of events is then sent in batches
+    by one drain instead of one task per event. With its budget spent it hands the endpoint
+    back to the queue.
     """
     budget = budget or settings.WEBHOOK_DRAIN_BUDGET
     linger = settings.WEBHOOK_DRAIN_LINGER_SECONDS if linger is None else linger
@@ -188,17 +196,15 @@ def endpoint_drain(
         lease = _Lease(endpoint_id, token)
         stop = False
         try:
-            idle_since: float | None = None
+            lingered = False
             while tried < budget and not stop:
                 due = _due_rows(endpoint_id, min(BATCH, budget - tried))
                 if not due:
-                    now = time.monotonic()
-                    idle_since = idle_since or now
-                    if now - idle_since >= linger or not lease.renew_if_needed():
+                    if lingered or not _linger(linger, lease):
                         break
-                    time.sleep(min(POLL_SECONDS, linger))
+                    lingered = True
                     continue
-                idle_since = None
+                lingered = False
                 sent, stop = _send_batch(due, lease)
                 tried += sent
         finally:
@@ -211,6 +217,20 @@ def endpoint_drain(
 
             endpoints_wake(endpoint_ids=[endpoint_id])
             return tried
+
+
+def _linger(seconds: float, lease: _Lease) -> bool:
+    """Wait ``seconds`` for more deliveries if a lingering slot is free; False if not."""
+    if seconds <= 0 or not lease.renew_if_needed():
+        return False
+    slots = _linger_slots()
+    if not slots.acquire(blocking=False):
+        return False
+    try:
+        time.sleep(seconds)
+    finally:
+        slots.release()
+    return True
 
 
 def _due_rows(endpoint_id: int, limit: int) -> list[Delivery]:

@@ -247,6 +247,7 @@ WEBHOOK_RETRY_HOURS = env.int("WEBHOOK_RETRY_HOURS", default=72)
 WEBHOOK_DISABLE_AFTER_DAYS = env.int("WEBHOOK_DISABLE_AFTER_DAYS", default=5)
 WEBHOOK_DRAIN_BUDGET = env.int("WEBHOOK_DRAIN_BUDGET", default=200)
 WEBHOOK_DRAIN_LINGER_SECONDS = env.float("WEBHOOK_DRAIN_LINGER_SECONDS", default=1.0)
+WEBHOOK_DRAIN_LINGERING_MAX = env.int("WEBHOOK_DRAIN_LINGERING_MAX", default=8)
 
 # Staff second factor (docs/security.md): TOTP (RFC 6238) for the admin and staff JWTs, with
 # one-use recovery codes. Staff API keys may be held to an IP whitelist by policy.
