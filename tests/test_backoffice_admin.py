@@ -20,6 +20,8 @@ from tests.factories import UserFactory, make_key
 from tests.helpers import REJECTS, assert_ledger_balanced, fund, place, process, second_factor_login
 from wallet.models import LedgerEntry, TopUp, Wallet
 from wallet.services import topup_request
+from webhooks.models import Delivery, DeliveryAttempt
+from webhooks.services import endpoint_create
 
 pytestmark = pytest.mark.django_db
 
@@ -63,19 +65,26 @@ def audit_trail(action):
 
 
 def test_every_model_of_our_apps_is_in_the_admin():
-    ours = ("accounts", "catalog", "orders", "wallet", "backoffice")
+    ours = ("accounts", "catalog", "orders", "wallet", "backoffice", "webhooks")
     missing = [
         model._meta.label
         for app in ours
         for model in apps.get_app_config(app).get_models()
         if not admin.site.is_registered(model)
         and model._meta.label
-        not in {"accounts.BillingProfile", "orders.OrderLine", "orders.CartItem"}  # shown inline
+        not in {  # shown inline
+            "accounts.BillingProfile",
+            "orders.OrderLine",
+            "orders.CartItem",
+            "webhooks.DeliveryAttempt",
+        }
     ]
     assert missing == []
 
 
-def test_every_changelist_and_change_page_renders_with_data(client, shop, product, staff):
+def test_every_changelist_and_change_page_renders_with_data(client, shop, product, staff, settings):
+    settings.WEBHOOK_ALLOW_PRIVATE_TARGETS = True
+    endpoint = endpoint_create(account=shop.account, url="http://127.0.0.1:9/hooks", livemode=True)
     order = place(shop, product, quantity=2)
     process(order)
     make_key(shop, mode="live")
@@ -83,6 +92,9 @@ def test_every_changelist_and_change_page_renders_with_data(client, shop, produc
     from backoffice.services import audit
 
     audit(actor=staff, action="test.action", target=shop.account, detail={"x": 1})
+    delivery = Delivery.objects.filter(endpoint=endpoint).first()
+    assert delivery is not None  # the top-up's wallet.credited event
+    DeliveryAttempt.objects.create(delivery=delivery, number=1, status_code=500, latency_ms=12)
     for model, model_admin in admin.site._registry.items():
         opts = model._meta
         url = f"/admin/{opts.app_label}/{opts.model_name}/"
