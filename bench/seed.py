@@ -241,6 +241,14 @@ def cmd_status(_args) -> dict:
     return {"recharges": statuses, "ledger_mismatches": len(ledger_mismatches())}
 
 
+def cmd_deliveries(_args) -> dict:
+    """Webhook deliveries by state: did the delivery worker keep up with the events?"""
+    from webhooks.models import Delivery
+
+    states = dict(Delivery.objects.values_list("state").annotate(n=Count("pk")))
+    return {"deliveries": states}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers(dest="command", required=True)
@@ -251,6 +259,7 @@ def main() -> int:
     sub.add_parser("ledger").add_argument("--entries", type=int, default=1_000_000)
     sub.add_parser("queued").add_argument("--limit", type=int, default=500)
     sub.add_parser("status")
+    sub.add_parser("deliveries")
     hooks = sub.add_parser("webhooks")
     hooks.add_argument("--clients", type=int, default=8)
     hooks.add_argument("--url", required=True)
@@ -260,6 +269,7 @@ def main() -> int:
         "catalog": cmd_catalog,
         "ledger": cmd_ledger,
         "queued": cmd_queued,
+        "deliveries": cmd_deliveries,
         "status": cmd_status,
         "webhooks": cmd_webhooks,
     }[args.command]
