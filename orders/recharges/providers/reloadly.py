@@ -1,7 +1,10 @@
 """HTTP adapter for Reloadly's Airtime API (https://developers.reloadly.com/).
 
 - OAuth2 client credentials at ``{auth_url}/oauth/token``; the token is cached (shared cache)
-  until shortly before it expires, and fetched again once when the API answers 401.
+  until shortly before it expires, and fetched again once when the API answers 401. One
+  refresh at a time per process: threads that need a token meanwhile wait for it and reuse it.
+- One HTTP client per process and settings (keep-alive connections, thread-safe), a timeout
+  on every call: the processor's many threads share it.
 - ``POST {base_url}/topups`` with ``operatorId``, ``amount``, ``useLocalAmount``,
   ``customIdentifier`` (our recharge id) and ``recipientPhone``.
 - Status by our reference: ``GET {base_url}/topups/reports/transactions?customIdentifier=…``.
@@ -10,11 +13,13 @@
 
 from __future__ import annotations
 
+import functools
+import threading
 from decimal import Decimal
 from typing import Any
 
+import httpx
 import phonenumbers
-import requests
 from django.conf import settings
 from django.core.cache import cache
 
@@ -36,6 +41,18 @@ STATUS_MAP = {
 }
 
 
+@functools.cache
+def _shared_client(timeout: float) -> httpx.Client:
+    return httpx.Client(
+        timeout=httpx.Timeout(timeout, connect=min(timeout, 5.0)),
+        limits=httpx.Limits(max_connections=200, max_keepalive_connections=50),
+        trust_env=False,
+    )
+
+
+_token_lock = threading.Lock()
+
+
 class ReloadlyProvider:
     name = "reloadly"
 
@@ -47,14 +64,14 @@ class ReloadlyProvider:
         base_url: str,
         auth_url: str,
         timeout: float = 10.0,
-        session: requests.Session | None = None,
+        client: httpx.Client | None = None,
     ) -> None:
         self.client_id = client_id
         self.client_secret = client_secret
         self.base_url = base_url.rstrip("/")
         self.auth_url = auth_url.rstrip("/")
         self.timeout = timeout
-        self.http = session or requests.Session()
+        self.http = client or _shared_client(timeout)
         self._token_key = f"reloadly-token:{self.client_id}:{self.base_url}"
 
     @classmethod
@@ -68,11 +85,19 @@ class ReloadlyProvider:
         )
 
     # -- authentication -------------------------------------------------------------------
-    def _token(self, *, fresh: bool = False) -> str:
-        if not fresh:
-            token = cache.get(self._token_key)
-            if token:
+    def _token(self, *, refused: str = "") -> str:
+        """The cached token; a new one when there is none or when ``refused`` (the token the
+        API just answered 401 to) is still the cached one. One request at a time."""
+        token = cache.get(self._token_key)
+        if token and token != refused:
+            return token
+        with _token_lock:
+            token = cache.get(self._token_key)  # another thread may have fetched it meanwhile
+            if token and token != refused:
                 return token
+            return self._token_fetch()
+
+    def _token_fetch(self) -> str:
         try:
             response = self.http.post(
                 f"{self.auth_url}/oauth/token",
@@ -84,7 +109,7 @@ class ReloadlyProvider:
                 },
                 timeout=self.timeout,
             )
-        except requests.RequestException as exc:
+        except httpx.HTTPError as exc:
             raise TransientError(
                 f"token request failed: {exc}", code="upstream_unavailable"
             ) from exc
@@ -110,9 +135,10 @@ class ReloadlyProvider:
         json_body: dict | None = None,
         params: dict | None = None,
         sending: bool = False,
-    ) -> requests.Response:
+    ) -> httpx.Response:
+        refused = ""
         for attempt in (1, 2):
-            token = self._token(fresh=attempt == 2)
+            token = self._token(refused=refused)
             try:
                 response = self.http.request(
                     method,
@@ -120,18 +146,17 @@ class ReloadlyProvider:
                     json=json_body,
                     params=params,
                     headers={"Authorization": f"Bearer {token}", "Accept": ACCEPT},
-                    timeout=self.timeout,
                 )
-            except requests.Timeout as exc:
-                if sending:
+            except httpx.TimeoutException as exc:
+                if sending and not isinstance(exc, httpx.ConnectTimeout | httpx.PoolTimeout):
                     raise UpstreamTimeout(f"no answer from Reloadly: {exc}") from exc
                 raise TransientError(f"Reloadly timed out: {exc}", code="upstream_timeout") from exc
-            except requests.ConnectionError as exc:
+            except httpx.HTTPError as exc:
                 raise TransientError(
                     f"Reloadly unreachable: {exc}", code="upstream_unavailable"
                 ) from exc
             if response.status_code == 401 and attempt == 1:
-                cache.delete(self._token_key)
+                refused = token
                 continue
             return response
         return response
@@ -204,7 +229,7 @@ class ReloadlyProvider:
         return Decimal(str(body["balance"])), body.get("currencyCode", "USD")
 
 
-def _json(response: requests.Response) -> dict[str, Any]:
+def _json(response: httpx.Response) -> dict[str, Any]:
     try:
         body = response.json()
     except ValueError:
@@ -212,7 +237,7 @@ def _json(response: requests.Response) -> dict[str, Any]:
     return body if isinstance(body, dict) else {"body": body}
 
 
-def _retry_after(response: requests.Response) -> float | None:
+def _retry_after(response: httpx.Response) -> float | None:
     try:
         return float(response.headers.get("Retry-After", ""))
     except ValueError:
