@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import logging
+import random
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
@@ -27,6 +28,7 @@ from django.utils import timezone
 from catalog.selectors import product_waitlist_promotion
 from orders.card.gateway import card_refund
 from orders.models import Payment, Recharge
+from orders.recharges import throttle
 from orders.recharges.events import recharge_emit
 from orders.recharges.providers import (
     PermanentError,
@@ -37,6 +39,7 @@ from orders.recharges.providers import (
     get_provider,
 )
 from orders.recharges.state import transition
+from reseller.db import connection_release
 from reseller.errors import ApplicationError
 
 logger = logging.getLogger(__name__)
@@ -193,6 +196,22 @@ def _give_up_or_retry(recharge_id: int, *, code: str, message: str) -> Outcome:
         return Outcome(S.DISPATCHED, retry_in=backoff(recharge.attempts))
 
 
+RATE_LIMITED = "upstream_rate_limited"
+
+
+def _not_counted(recharge_id: int, *, retry_in: float) -> Outcome:
+    """Retry later without spending an attempt: the call was refused before any work."""
+    with transaction.atomic():
+        recharge = _lock(recharge_id)
+        if recharge.status != S.DISPATCHED:
+            return Outcome(recharge.status)
+        if recharge.attempts > 0:
+            recharge.attempts -= 1
+            recharge.save(update_fields=["attempts"])
+        jitter = random.uniform(0, min(retry_in, 5.0))  # noqa: S311 (spreading, not a secret)
+        return Outcome(S.DISPATCHED, retry_in=retry_in + jitter)
+
+
 def recharge_process(*, recharge_id: int, provider=None) -> Outcome:
     """Move one recharge forward as far as it can go now; see the module docstring."""
     with transaction.atomic():
@@ -220,6 +239,7 @@ def recharge_process(*, recharge_id: int, provider=None) -> Outcome:
             return Outcome(recharge.status)  # final, waitlisted, or a sandbox row in flight
         request = _request(recharge)
 
+    connection_release()  # no connection held while the provider answers (with a pool)
     provider = provider or get_provider()
     if reconcile_first:
         try:
@@ -245,6 +265,12 @@ def recharge_process(*, recharge_id: int, provider=None) -> Outcome:
             return _apply_result(recharge_id, known, provider.name)
         return _give_up_or_retry(recharge_id, code="upstream_timeout", message=str(exc))
     except TransientError as exc:
+        if exc.code == RATE_LIMITED:
+            # The provider asks us to slow down: every worker pauses its calls for the
+            # Retry-After, and this recharge waits its turn without losing an attempt.
+            wait = exc.retry_after or 1.0
+            throttle.pause(provider.name, wait)
+            return _not_counted(recharge_id, retry_in=wait)
         outcome = _give_up_or_retry(recharge_id, code=exc.code, message=str(exc))
         if outcome.retry_in is not None and exc.retry_after:
             return Outcome(outcome.status, retry_in=max(outcome.retry_in, exc.retry_after))

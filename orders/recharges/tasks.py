@@ -4,10 +4,12 @@ twice), and ``recharges_enqueue``, the one way recharges are handed to the worke
 from __future__ import annotations
 
 import logging
+import random
 
 from celery import shared_task
+from django.conf import settings
 
-from orders.recharges import processor
+from orders.recharges import processor, throttle
 from reseller.tasks import enqueue
 from sandbox.outcomes import PROCESSING_TIME, sandbox_settle
 
@@ -16,7 +18,15 @@ logger = logging.getLogger(__name__)
 
 @shared_task(acks_late=True, reject_on_worker_lost=True, ignore_result=True)
 def recharge_process_task(recharge_id: int) -> str:
-    outcome = processor.recharge_process(recharge_id=recharge_id)
+    """One recharge, within the provider's ceiling of calls in flight: a thread waits a few
+    seconds for a slot, then hands the recharge back to the queue for a little later."""
+    provider = settings.AIRTIME_PROVIDER
+    with throttle.provider_slot(provider, wait=settings.PROVIDER_SLOT_WAIT_SECONDS) as held:
+        if not held:
+            later = 1.0 + random.uniform(0, 2.0)  # noqa: S311 (spreading, not a secret)
+            enqueue(recharge_process_task, recharge_id, countdown=later)
+            return "throttled"
+        outcome = processor.recharge_process(recharge_id=recharge_id)
     if outcome.retry_in is not None:
         enqueue(recharge_process_task, recharge_id, countdown=outcome.retry_in)
     return outcome.status

@@ -86,6 +86,17 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"].setdefault("OPTIONS", {}).update(
         {"timeout": 20, "transaction_mode": "IMMEDIATE"}
     )
+elif DATABASE_POOL_SIZE := env.int("DATABASE_POOL_SIZE", default=0):
+    # A process with many threads (the processor's worker) shares a few connections: a thread
+    # borrows one for a transaction and gives it back before a provider call (reseller/db.py).
+    DATABASES["default"]["CONN_MAX_AGE"] = (
+        0  # Django's pool and persistent connections exclude each other
+    )
+    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+        "min_size": min(2, DATABASE_POOL_SIZE),
+        "max_size": DATABASE_POOL_SIZE,
+        "timeout": env.float("DATABASE_POOL_TIMEOUT_SECONDS", default=30.0),
+    }
 else:
     DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
@@ -181,6 +192,10 @@ RELOADLY_CLIENT_SECRET = env.str("RELOADLY_CLIENT_SECRET", default="")
 RELOADLY_BASE_URL = env.str("RELOADLY_BASE_URL", default="https://topups-sandbox.reloadly.com")
 RELOADLY_AUTH_URL = env.str("RELOADLY_AUTH_URL", default="https://auth.reloadly.com")
 RELOADLY_TIMEOUT_SECONDS = env.float("RELOADLY_TIMEOUT_SECONDS", default=10.0)
+# Back-pressure (orders/recharges/throttle.py): calls in flight to the provider, all workers
+# together (0: no ceiling), and how long a worker thread waits for a slot before requeueing.
+PROVIDER_MAX_IN_FLIGHT = env.int("PROVIDER_MAX_IN_FLIGHT", default=200)
+PROVIDER_SLOT_WAIT_SECONDS = env.float("PROVIDER_SLOT_WAIT_SECONDS", default=5.0)
 IDEMPOTENCY_LEASE_SECONDS = env.int("IDEMPOTENCY_LEASE_SECONDS", default=60)
 # Without a broker: run tasks on a thread pool of the web process (False: inline, for tests).
 TASKS_IN_PROCESS_THREADED = env.bool("TASKS_IN_PROCESS_THREADED", default=True)
@@ -209,7 +224,8 @@ CELERY_TIMEZONE = "UTC"
 # Celery's Django fix-up closes the database connection before and after every task unless
 # this is set: a new PostgreSQL connection per recharge or delivery. Workers keep theirs like
 # gunicorn does (CONN_MAX_AGE, health checks: reseller/celery.py), renewed every 1,000 tasks.
-CELERY_DB_REUSE_MAX = 1000
+# With a pool (DATABASE_POOL_SIZE) the fix-up's close gives the connection back to the pool.
+CELERY_DB_REUSE_MAX = None if "pool" in DATABASES["default"].get("OPTIONS", {}) else 1000
 # Task modules outside an app's top-level tasks.py (autodiscovery finds only those).
 CELERY_IMPORTS = ["orders.recharges.tasks"]
 CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_QUEUE", default="celery")

@@ -27,6 +27,8 @@ class FakeReloadly:
         self.calls: Counter[str] = Counter()
         self.script: deque[tuple[str, object]] = deque()
         self.delay = 0.0  # seconds every top-up takes, to keep work in flight
+        self.active = 0  # top-up calls being answered now
+        self.max_concurrent_topups = 0
         self._ids = itertools.count(1000)
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.server.daemon_threads = True
@@ -100,6 +102,16 @@ class FakeReloadly:
                 return self._send(404, {"message": "not found"})
 
             def _topup(self):
+                with fake.lock:
+                    fake.active += 1
+                    fake.max_concurrent_topups = max(fake.max_concurrent_topups, fake.active)
+                try:
+                    return self._topup_answer()
+                finally:
+                    with fake.lock:
+                        fake.active -= 1
+
+            def _topup_answer(self):
                 if not self._authorised():
                     return self._send(401, {"errorCode": "TOKEN_EXPIRED", "message": "expired"})
                 body = self._body()

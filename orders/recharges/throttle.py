@@ -1,0 +1,139 @@
+"""Back-pressure towards airtime providers (docs/processor.md).
+
+- A ceiling of calls in flight per provider, shared by every worker process through Redis
+  (``PROVIDER_MAX_IN_FLIGHT``): a burst of 10,000 recharges never opens 10,000 calls. A slot
+  is a lease (provider timeout + a margin), so a worker killed mid-call frees its slot.
+- A pause per provider after a 429: every worker waits out the provider's ``Retry-After``
+  before its next call instead of hammering it, and the rate-limited recharge is retried
+  without counting as a failed attempt.
+
+Without Redis (the embedded default) both live in this process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+import threading
+import time
+from collections.abc import Iterator
+from functools import cache
+
+from django.conf import settings
+
+_ACQUIRE = """
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
+if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[3]) then
+  redis.call('ZADD', KEYS[1], ARGV[2], ARGV[4])
+  redis.call('EXPIRE', KEYS[1], 3600)
+  return 1
+end
+return 0
+"""
+POLL_SECONDS = 0.05
+
+_local_lock = threading.Lock()
+_local_slots: dict[str, dict[str, float]] = {}
+_local_pauses: dict[str, float] = {}
+
+
+@cache
+def _redis():
+    import redis
+
+    return redis.Redis.from_url(settings.REDIS_URL, socket_timeout=2, socket_connect_timeout=2)
+
+
+@cache
+def _acquire_script():
+    return _redis().register_script(_ACQUIRE)
+
+
+def _key(kind: str, provider: str) -> str:
+    prefix = settings.CACHES["default"].get("KEY_PREFIX", "reseller")
+    return f"{prefix}:provider-{kind}:{provider}"
+
+
+def _lease_seconds() -> float:
+    return settings.RELOADLY_TIMEOUT_SECONDS * 2 + 30
+
+
+def _try_acquire(provider: str, token: str, limit: int) -> bool:
+    now = time.time()
+    if settings.REDIS_URL:
+        return bool(
+            _acquire_script()(
+                keys=[_key("slots", provider)], args=[now, now + _lease_seconds(), limit, token]
+            )
+        )
+    with _local_lock:
+        slots = _local_slots.setdefault(provider, {})
+        for held, until in list(slots.items()):
+            if until < now:
+                del slots[held]
+        if len(slots) >= limit:
+            return False
+        slots[token] = now + _lease_seconds()
+        return True
+
+
+def _release(provider: str, token: str) -> None:
+    if settings.REDIS_URL:
+        _redis().zrem(_key("slots", provider), token)
+        return
+    with _local_lock:
+        _local_slots.get(provider, {}).pop(token, None)
+
+
+def paused_for(provider: str) -> float:
+    """Seconds left of the provider's pause after a 429 (0 when it may be called)."""
+    if settings.REDIS_URL:
+        ttl = _redis().pttl(_key("pause", provider))
+        return max(0.0, ttl / 1000) if ttl and ttl > 0 else 0.0
+    with _local_lock:
+        return max(0.0, _local_pauses.get(provider, 0.0) - time.time())
+
+
+def pause(provider: str, seconds: float) -> None:
+    """Hold every call to ``provider`` for ``seconds`` (its Retry-After), from every worker."""
+    seconds = min(max(seconds, 0.1), 60.0)
+    if settings.REDIS_URL:
+        # Only lengthen a pause already set: a shorter Retry-After never cuts one short.
+        if paused_for(provider) < seconds:
+            _redis().set(_key("pause", provider), 1, px=int(seconds * 1000))
+        return
+    with _local_lock:
+        _local_pauses[provider] = max(_local_pauses.get(provider, 0.0), time.time() + seconds)
+
+
+@contextlib.contextmanager
+def provider_slot(provider: str, *, wait: float) -> Iterator[bool]:
+    """Hold one of the provider's in-flight slots; yields False if none came free within
+    ``wait`` seconds (the caller hands its recharge back to the queue for later)."""
+    limit = settings.PROVIDER_MAX_IN_FLIGHT
+    if limit <= 0:
+        yield True
+        return
+    token = secrets.token_hex(8)
+    deadline = time.monotonic() + wait
+    while True:
+        held = paused_for(provider)
+        if held == 0 and _try_acquire(provider, token, limit):
+            break
+        if time.monotonic() >= deadline:
+            yield False
+            return
+        time.sleep(min(max(held, POLL_SECONDS), max(0.0, deadline - time.monotonic()), 1.0))
+    try:
+        yield True
+    finally:
+        _release(provider, token)
+
+
+def in_flight(provider: str) -> int:
+    """Calls holding a slot now (tests, the bench)."""
+    now = time.time()
+    if settings.REDIS_URL:
+        return int(_redis().zcount(_key("slots", provider), now, "+inf"))
+    with _local_lock:
+        return sum(1 for until in _local_slots.get(provider, {}).values() if until >= now)
