@@ -45,6 +45,9 @@ BIN = Path(PY).parent
 
 
 FIGURES = ("http", "webhooks", "worker", "profile")
+# The recharge worker as docker-compose.yml deploys it.
+PROCESSOR_THREADS = 100
+PROCESSOR_POOL = 10
 # Servers the bench shares with the machine, counted by process name in the CPU log.
 SHARED_SERVERS = {"postgres": "postgresql", "redis-server": "redis"}
 
@@ -110,12 +113,12 @@ class Bench:
         with psycopg.connect(self.admin_url, autocommit=True) as conn:
             conn.execute(sql)
 
-    def start(self, name: str, argv: list[str]) -> subprocess.Popen:
+    def start(self, name: str, argv: list[str], env: dict | None = None) -> subprocess.Popen:
         self.logs.mkdir(parents=True, exist_ok=True)
         log = (self.logs / f"{name}.log").open("w")
         proc = subprocess.Popen(
-            argv, cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT,
-            start_new_session=True,
+            argv, cwd=ROOT, env={**self.env, **(env or {})}, stdout=log,
+            stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
         self.procs.append(proc)
         self.names[proc.pid] = name
@@ -185,14 +188,7 @@ class Bench:
                 "--keep-alive", "30", "--backlog", "256", "--log-level", "warning",
             ],
         )  # fmt: skip
-        self.start(
-            "celery",
-            [
-                str(BIN / "celery"), "-A", "reseller", "worker", "--concurrency", "1",
-                "--pool", "prefork", "--loglevel", "WARNING", "--hostname", "bench@%h",
-                "--without-gossip", "--without-mingle",
-            ],
-        )  # fmt: skip
+        self.start_processor("celery", "bench@%h")
         deadline = time.monotonic() + 60
         while True:
             try:
@@ -212,12 +208,25 @@ class Bench:
         # measured on its own afterwards, so both do not share the two cores at once.
         self.consume(False)
 
-    def consume(self, on: bool) -> None:
+    def start_processor(self, name: str, hostname: str, env: dict | None = None) -> None:
+        """The recharge worker as docker-compose.yml deploys it: threads, pooled connections."""
+        self.start(
+            name,
+            [
+                str(BIN / "celery"), "-A", "reseller", "worker", "--pool", "threads",
+                "--concurrency", str(PROCESSOR_THREADS), "-Q", "celery", "--loglevel", "WARNING",
+                "--hostname", hostname, "--without-gossip", "--without-mingle",
+            ],
+            env={"DATABASE_POOL_SIZE": str(PROCESSOR_POOL), **(env or {})},
+        )  # fmt: skip
+
+    def consume(self, on: bool, worker: str | None = None) -> None:
         control = self.celery.control
+        destination = [worker or self.worker]
         if on:
-            control.add_consumer("celery", destination=[self.worker], reply=True, timeout=5)
+            control.add_consumer("celery", destination=destination, reply=True, timeout=5)
         else:
-            control.cancel_consumer("celery", destination=[self.worker], reply=True, timeout=5)
+            control.cancel_consumer("celery", destination=destination, reply=True, timeout=5)
 
     # -- HTTP load -------------------------------------------------------------------------
     def http(self, name: str, clients: int, factory, expected: int, duration=None) -> dict:
@@ -380,23 +389,41 @@ class Bench:
         )  # fmt: skip
 
     # -- the worker ------------------------------------------------------------------------
-    def drain_seconds(self, publish) -> float:
+    def drain_seconds(self, publish, worker: str | None = None) -> float:
         """Publish with the consumer paused, resume it and time until the queue is empty."""
         import redis
 
         broker = redis.Redis.from_url(self.env["CELERY_BROKER_URL"])
-        self.consume(False)
+        self.consume(False, worker)
         publish()
         started = time.perf_counter()
-        self.consume(True)
+        self.consume(True, worker)
         deadline = started + self.args.worker_timeout
         while broker.llen("celery") or broker.hlen("unacked"):
             if time.perf_counter() > deadline:
                 raise RuntimeError("the worker did not drain its queue in time")
             time.sleep(0.005)
         elapsed = time.perf_counter() - started
-        self.consume(False)
+        self.consume(False, worker)
         return elapsed
+
+    def process_queued(self, count: int, worker: str | None = None) -> dict:
+        """Send ``count`` queued recharges to the processor; time until all are done."""
+        ids = self.seed_cmd("queued", "--limit", str(count))["ids"]
+        before = self.seed_cmd("status")["recharges"]
+        processed = self.drain_seconds(
+            lambda: [
+                self.celery.send_task("orders.recharges.tasks.recharge_process_task", args=(pk,))
+                for pk in ids
+            ],
+            worker,
+        )
+        after = self.seed_cmd("status")["recharges"]
+        delivered = after.get("delivered", 0) - before.get("delivered", 0)
+        log(f"worker: {len(ids)} recharges in {processed:.2f} s ({delivered} delivered)")
+        if delivered != len(ids):
+            self.notes.append(f"processor: {delivered} of {len(ids)} recharges delivered")
+        return {"rps": round(delivered / processed, 1), "requests": len(ids), "seconds": processed}
 
     def run_worker(self) -> None:
         self.celery.control.purge()  # the recharges the HTTP runs queued
@@ -404,28 +431,39 @@ class Bench:
         noop = self.drain_seconds(
             lambda: [self.celery.send_task("reseller.tasks.noop_task") for _ in range(count)]
         )
-        ids = self.seed_cmd("queued", "--limit", str(count))["ids"]
-        before = self.seed_cmd("status")["recharges"]
-        processed = self.drain_seconds(
-            lambda: [
-                self.celery.send_task("orders.recharges.tasks.recharge_process_task", args=(pk,))
-                for pk in ids
-            ]
-        )
-        after = self.seed_cmd("status")["recharges"]
-        delivered = after.get("delivered", 0) - before.get("delivered", 0)
-        log(f"worker: {count} no-op tasks in {noop:.2f} s, {len(ids)} recharges in {processed:.2f}"
-            f" s ({delivered} delivered)")  # fmt: skip
-        if delivered != len(ids):
-            self.notes.append(f"processor: {delivered} of {len(ids)} recharges delivered")
-        rate = {"rps": round(delivered / processed, 1), "requests": len(ids), "seconds": processed}
+        log(f"worker: {count} no-op tasks in {noop:.2f} s")
+        rate = self.process_queued(count)
         floor = {"rps": round(count / noop, 1), "requests": count, "seconds": noop}
-        self.series["worker"] = [{"processor": rate, "noop": floor}]
         self.row(
-            "processor: recharges/s, one worker, simulator 0 ms",
+            f"processor: recharges/s, worker as deployed ({PROCESSOR_THREADS} threads), 0 ms",
             rate, "no-op Celery task/s, same worker", floor,
             aim=1 / 3, aim_text=">= 1/3 x no-op",
         )  # fmt: skip
+
+        # The same worker configuration against a provider that answers in 500 ms.
+        self.start_processor(
+            "celery-500ms", "bench-500ms@%h", env={"AIRTIME_SIMULATOR_LATENCY_MS": "500"}
+        )
+        slow = self.wait_for_worker("bench-500ms@")
+        self.consume(False, slow)
+        slow_rate = self.process_queued(count, slow)
+        in_flight = round(slow_rate["rps"] * 0.5, 1)
+        self.series["worker"] = [{"processor": rate, "noop": floor, "processor_500ms": slow_rate}]
+        self.notes.append(f"processor at 500 ms: {in_flight} recharges in flight on average")
+        self.row(
+            "processor: recharges/s, same worker, provider at 500 ms",
+            slow_rate, "the aim: 100 recharges/s (50 in flight)", {"rps": 100.0},
+            aim=1.0, aim_text=">= 100/s",
+        )  # fmt: skip
+
+    def wait_for_worker(self, prefix: str) -> str:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            for reply in self.celery.control.ping(timeout=1.0):
+                name = next(iter(reply))
+                if name.startswith(prefix):
+                    return name
+        raise RuntimeError(f"worker {prefix} did not answer: see bench/results/logs/")
 
     # -- profile, checks -------------------------------------------------------------------
     def profile(self) -> None:

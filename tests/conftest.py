@@ -5,6 +5,10 @@ from django.core.cache import cache
 from rest_framework.test import APIClient
 
 from reseller import ratelimit
+from tests.broker_support import (  # noqa: F401 (fixtures for every test module)
+    publishing_fixture,
+    queue_fixture,
+)
 from tests.card_support import (  # noqa: F401 (fixtures for every test module)
     localstripe_fixture,
     stripe_local_fixture,

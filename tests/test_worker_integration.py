@@ -15,7 +15,6 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-import redis
 from django.db import connection, transaction
 from django.test import override_settings
 
@@ -24,6 +23,7 @@ from orders.pricing import LineRequest
 from orders.recharges.tasks import recharges_sweep_task
 from orders.services import order_place_with_wallet
 from reseller.celery import app as celery_app
+from tests.broker_support import BROKER, reset_pools
 from tests.factories import ProductFactory, UserFactory
 from tests.fakes.reloadly import FakeReloadly
 from tests.helpers import assert_ledger_balanced
@@ -33,7 +33,6 @@ from wallet.services import wallet_get_or_create, wallet_topup_manual
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
 ROOT = Path(__file__).resolve().parent.parent
-BROKER = "redis://127.0.0.1:6379/6"
 
 
 @pytest.fixture
@@ -43,37 +42,8 @@ def fake():
     server.stop()
 
 
-@pytest.fixture
-def queue():
-    name = f"test-{uuid.uuid4().hex[:10]}"
-    yield name
-    client = redis.Redis.from_url(BROKER)
-    for key in client.scan_iter(f"*{name}*"):
-        client.delete(key)
-
-
-@pytest.fixture
-def publishing(queue):
-    """Let this test process publish to the real broker instead of running tasks inline."""
-    saved = {
-        k: celery_app.conf[k] for k in ("task_always_eager", "broker_url", "task_default_queue")
-    }
-    celery_app.conf.update(task_always_eager=False, broker_url=BROKER, task_default_queue=queue)
-    reset_pools()
-    with override_settings(CELERY_TASK_ALWAYS_EAGER=False):
-        yield
-    celery_app.conf.update(saved)
-    reset_pools()
-
-
-def reset_pools():
-    """Forget cached broker connections so the next publish uses the current broker_url."""
-    celery_app._pool = None
-    celery_app.amqp._producer_pool = None
-
-
 class Worker:
-    def __init__(self, fake, queue):
+    def __init__(self, fake, queue, *, pool="prefork", concurrency=2, extra_env=None):
         env = {
             **os.environ,
             "DJANGO_SETTINGS_MODULE": "reseller.settings.test",
@@ -88,6 +58,7 @@ class Worker:
             "RELOADLY_CLIENT_ID": "test",
             "RELOADLY_CLIENT_SECRET": "test",
             "RELOADLY_TIMEOUT_SECONDS": "5",
+            **(extra_env or {}),
         }
         self.log = open(ROOT / "test-artifacts" / f"worker-{uuid.uuid4().hex[:6]}.log", "w")  # noqa: SIM115 (closed in stop)
         self.process = subprocess.Popen(
@@ -98,8 +69,8 @@ class Worker:
                 "-A",
                 "reseller",
                 "worker",
-                "--pool=prefork",
-                "--concurrency=2",
+                f"--pool={pool}",
+                f"--concurrency={concurrency}",
                 "-Q",
                 queue,
                 "--loglevel=INFO",
@@ -146,8 +117,8 @@ def workers(fake, queue):
     (ROOT / "test-artifacts").mkdir(exist_ok=True)
     started = []
 
-    def start():
-        worker = Worker(fake, queue)
+    def start(**options):
+        worker = Worker(fake, queue, **options)
         started.append(worker)
         return worker
 
@@ -291,4 +262,85 @@ def test_a_worker_keeps_its_database_connections_between_tasks(fake, workers, pu
     assert wait_for(lambda: statuses(order) == {"delivered": 30}, timeout=60), statuses(order)
     time.sleep(1.5)
     assert sessions_opened() - before <= 4
+    assert_ledger_balanced()
+
+
+def worker_connections() -> int:
+    """Connections to the test database other than this test's own."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+        return cursor.fetchone()[0]
+
+
+def test_a_hundred_calls_in_flight_share_the_pools_few_connections(fake, workers, publishing):
+    """The processor as docker-compose deploys it (thread pool, DATABASE_POOL_SIZE): 100
+    recharges whose provider takes 1.5 s each are in flight together, and the worker never
+    holds more database connections than its pool (a thread gives its connection back while
+    it waits for the provider)."""
+    fake.delay = 1.5
+    workers(pool="threads", concurrency=100, extra_env={"DATABASE_POOL_SIZE": "4"})
+    _user, order = place_order(quantity=100, price="1.00")
+    most = 0
+
+    def sample() -> bool:
+        nonlocal most
+        most = max(most, worker_connections())
+        return statuses(order) == {"delivered": 100}
+
+    assert wait_for(sample, timeout=90, interval=0.05), statuses(order)
+    assert fake.max_concurrent_topups >= 50  # really in flight together
+    assert most <= 4, most
+    assert sorted(fake.calls.values()) == [1] * 100
+    assert_ledger_balanced()
+
+
+THREADED = {"pool": "threads", "concurrency": 200, "extra_env": {"DATABASE_POOL_SIZE": "8"}}
+
+
+def test_sigkill_with_200_in_flight_on_the_threaded_worker_sends_each_once(
+    fake, workers, publishing
+):
+    """The SIGKILL drill on the deployed processor (threads, pooled connections): 200
+    recharges at 500 ms provider latency, the worker killed with them in flight; a new worker
+    and the sweeper finish them (asking the provider first), each sent exactly once, the
+    ledger clean."""
+    fake.delay = 0.5
+    first = workers(**THREADED)
+    user, order = place_order(quantity=200, price="0.40")
+    in_flight = lambda: statuses(order).get("dispatched", 0) >= 60  # noqa: E731
+    assert wait_for(in_flight, timeout=60, interval=0.02)
+    first.kill()  # with many of the 200 calls in flight
+    assert statuses(order).get("delivered", 0) < 200, "the kill came too late to prove anything"
+
+    workers(**THREADED)
+    with override_settings(RECHARGE_STUCK_QUEUED_SECONDS=0, RECHARGE_STUCK_DISPATCHED_SECONDS=0):
+        recharges_sweep_task.apply()
+    assert wait_for(lambda: statuses(order) == {"delivered": 200}, timeout=90), statuses(order)
+    references = set(Recharge.objects.filter(order=order).values_list("public_id", flat=True))
+    assert set(fake.topups) == references
+    assert all(fake.calls[ref] == 1 for ref in references), dict(fake.calls)
+    wallet = Wallet.objects.get(account=user.account, kind="live")
+    assert wallet.balance == Decimal("20.00")  # 100 - 200 x 0.40
+    assert_ledger_balanced()
+
+
+def test_broker_down_with_200_recharges_on_the_threaded_worker(fake, workers, publishing):
+    fake.delay = 0.5
+    celery_app.conf.broker_url = "redis://127.0.0.1:1/0"  # nothing listens there
+    reset_pools()
+    _user, order = place_order(quantity=200, price="0.40")
+    assert statuses(order) == {"queued": 200}
+
+    celery_app.conf.broker_url = BROKER
+    reset_pools()
+    workers(**THREADED)
+    with override_settings(RECHARGE_STUCK_QUEUED_SECONDS=0):
+        counts = recharges_sweep_task.apply().get()
+    assert counts["queued"] == 200
+    assert wait_for(lambda: statuses(order) == {"delivered": 200}, timeout=90), statuses(order)
+    assert sorted(fake.calls.values()) == [1] * 200
+    assert fake.max_concurrent_topups >= 50
     assert_ledger_balanced()
