@@ -10,4 +10,4 @@ RUN SECRET_KEY=build-only-collectstatic python manage.py collectstatic --noinput
 RUN useradd --create-home app
 USER app
 EXPOSE 8000
-CMD ["gunicorn", "reseller.wsgi:application", "--bind", "0.0.0.0:8000", "--workers", "4", "--access-logfile", "-"]
+CMD ["gunicorn", "reseller.wsgi:application", "--bind", "0.0.0.0:8000", "--worker-class", "gthread", "--workers", "2", "--threads", "4", "--keep-alive", "30", "--access-logfile", "-"]

@@ -186,6 +186,7 @@ class Bench:
                 "--workers", str(self.args.workers),
                 "--worker-class", "gthread", "--threads", str(self.args.threads),
                 "--keep-alive", "30", "--backlog", "256", "--log-level", "warning",
+                "--access-logfile", "-",  # as docker-compose.yml: its cost is measured too
             ],
         )  # fmt: skip
         self.start_processor("celery", "bench@%h")
@@ -640,8 +641,8 @@ def parse_args():
     parser.add_argument("--redis", default="redis://127.0.0.1:6379")
     parser.add_argument("--cache-db", type=int, default=7)
     parser.add_argument("--broker-db", type=int, default=8)
-    parser.add_argument("--workers", type=int, default=4, help="gunicorn processes")
-    parser.add_argument("--threads", type=int, default=2, help="threads per gunicorn process")
+    parser.add_argument("--workers", type=int, default=2, help="gunicorn processes (as deployed)")
+    parser.add_argument("--threads", type=int, default=4, help="threads per gunicorn process")
     parser.add_argument("--clients", type=int, nargs="+", default=[1, 8, 32])
     parser.add_argument("--duration", type=float, default=6.0, help="seconds measured per run")
     parser.add_argument("--warmup", type=float, default=1.5, help="seconds not counted per run")
