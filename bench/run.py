@@ -222,12 +222,17 @@ class Bench:
         )  # fmt: skip
 
     def consume(self, on: bool, worker: str | None = None) -> None:
+        """Resume or pause the worker's consumer, and make sure it did: a busy worker can miss
+        the broadcast, and a figure measured with the processor paused would mean nothing."""
         control = self.celery.control
-        destination = [worker or self.worker]
-        if on:
-            control.add_consumer("celery", destination=destination, reply=True, timeout=5)
-        else:
-            control.cancel_consumer("celery", destination=destination, reply=True, timeout=5)
+        name = worker or self.worker
+        command = control.add_consumer if on else control.cancel_consumer
+        for _attempt in range(10):
+            replies = command("celery", destination=[name], reply=True, timeout=5)
+            if any(name in reply for reply in replies or []):
+                return
+            log(f"  the worker did not confirm {'add' if on else 'cancel'}_consumer; again")
+        raise RuntimeError(f"{name} did not confirm {'add' if on else 'cancel'}_consumer")
 
     # -- HTTP load -------------------------------------------------------------------------
     def http(self, name: str, clients: int, factory, expected: int, duration=None) -> dict:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from django.utils.translation import gettext
@@ -188,32 +189,75 @@ class RechargeEventOut(serializers.Serializer):
 
 
 class RechargeDetailOut(RechargeOut):
-    """A recharge looked up after the 201: where it belongs, what the recipient got, its history."""
+    """A recharge looked up after the 201: where it belongs, what the recipient got, its history.
+
+    The fields document the shape (OpenAPI); ``recharge_detail`` renders it, for the lookup
+    and for the webhook events the processor writes, which build it from rows they hold.
+    """
 
     order_id = serializers.CharField(source="order.public_id")
     payment_id = serializers.CharField(source="payment.public_id")
-    operator_reference = serializers.SerializerMethodField(
-        help_text="The provider's id of the top-up, once delivered."
+    operator_reference = serializers.CharField(
+        allow_null=True, help_text="The provider's id of the top-up, once delivered."
     )
-    delivered_amount = serializers.SerializerMethodField(
-        help_text="What the recipient received (in deliveredCurrency), once delivered."
+    delivered_amount = serializers.DecimalField(
+        max_digits=12,
+        decimal_places=2,
+        allow_null=True,
+        help_text="What the recipient received (in deliveredCurrency), once delivered.",
     )
-    delivered_currency = serializers.SerializerMethodField()
+    delivered_currency = serializers.CharField(allow_null=True)
     events = RechargeEventOut(many=True, help_text="The status history, oldest first.")
 
-    def _delivered(self, recharge) -> bool:
-        return recharge.status in DELIVERED
+    def to_representation(self, instance):
+        return recharge_detail(
+            instance,
+            order_id=instance.order.public_id,
+            payment_id=instance.payment.public_id,
+            events=instance.events.all(),
+        )
 
-    def get_operator_reference(self, recharge) -> str | None:
-        return recharge.provider_transaction_id or None if self._delivered(recharge) else None
 
-    def get_delivered_amount(self, recharge) -> str | None:
-        if not self._delivered(recharge):
-            return None
-        return f"{recharge.product.local_amount:.2f}"
+_MONEY = serializers.DecimalField(max_digits=12, decimal_places=2)
+_TIME = serializers.DateTimeField()
 
-    def get_delivered_currency(self, recharge) -> str | None:
-        return recharge.product.local_currency if self._delivered(recharge) else None
+
+def recharge_detail(
+    recharge: Recharge, *, order_id: str, payment_id: str, events: Iterable[Any]
+) -> dict[str, Any]:
+    """The fields of ``RechargeDetailOut`` (snake_case), rendered without a serializer: the
+    processor writes this shape into an event for every recharge it finishes, so it costs a
+    dict, not a serializer tree. ``events``: history rows (``from_status``, ``to_status``,
+    ``note``, ``created_at``), oldest first."""
+    delivered = recharge.status in DELIVERED
+    product = recharge.product
+    return {
+        "id": recharge.public_id,
+        "product_id": product.public_id,
+        "recipient_number": recharge.recipient_number,
+        "amount": _MONEY.to_representation(recharge.amount),
+        "currency": recharge.currency,
+        "status": recharge.status,
+        "failure_code": recharge.failure_code or None,
+        "failure_message": recharge.failure_message or None,
+        "created_at": _TIME.to_representation(recharge.created_at),
+        "updated_at": _TIME.to_representation(recharge.updated_at),
+        "livemode": recharge.livemode,
+        "order_id": order_id,
+        "payment_id": payment_id,
+        "operator_reference": (recharge.provider_transaction_id or None) if delivered else None,
+        "delivered_amount": _MONEY.to_representation(product.local_amount) if delivered else None,
+        "delivered_currency": product.local_currency if delivered else None,
+        "events": [
+            {
+                "status": event.to_status,
+                "previous_status": event.from_status or None,
+                "at": _TIME.to_representation(event.created_at),
+                "note": event.note,
+            }
+            for event in events
+        ],
+    }
 
 
 class RechargeSearchQuery(serializers.Serializer):

@@ -23,6 +23,7 @@ from tests.helpers import (
     DELIVERS,
     REJECTS,
     assert_ledger_balanced,
+    client_for,
     fund,
     place,
     process,
@@ -163,6 +164,24 @@ def test_failed_recharge_event_says_refunded(reseller, product, receiver, privat
     assert body["data"]["object"]["failureCode"]
     assert Wallet.objects.get(account=reseller.account, kind="live").balance == Decimal("20.00")
     assert_ledger_balanced()
+
+
+@pytest.mark.parametrize("number", [DELIVERS, REJECTS])
+def test_the_event_object_is_the_recharge_as_the_lookup_returns_it(
+    reseller, product, receiver, private_ok, number
+):
+    """The processor builds the event's object from the rows it holds (decisions section 11:
+    "the recharge, as the lookup returns it"): same keys, same values, history included."""
+    endpoint_for(reseller, receiver)
+    fund(reseller, "20.00")
+    order = place(reseller, product, number=number)
+    process(order)
+    recharge = order.recharges.get()
+    (event,) = Event.objects.filter(type__startswith="recharge.")
+    _key, plaintext = make_key(reseller, mode="live")
+    looked_up = client_for(plaintext).get(f"/api/v1/api-access/b2b/recharges/{recharge.public_id}")
+    assert looked_up.status_code == 200, looked_up.content
+    assert json.loads(event.body)["data"]["object"] == looked_up.json()
 
 
 def test_a_rolled_back_change_emits_nothing(reseller, product, receiver, private_ok):

@@ -198,15 +198,20 @@ def endpoint_drain(
         try:
             lingered = False
             while tried < budget and not stop:
-                due = _due_rows(endpoint_id, min(BATCH, budget - tried))
-                if not due:
-                    if lingered or not _linger(linger, lease):
-                        break
-                    lingered = True
-                    continue
-                lingered = False
-                sent, stop = _send_batch(due, lease)
-                tried += sent
+                limit = min(BATCH, budget - tried)
+                due = _due_rows(endpoint_id, limit)
+                if due:
+                    lingered = False
+                    sent, stop = _send_batch(due, lease)
+                    tried += sent
+                    if len(due) == limit:
+                        continue  # a full batch: more may be due already
+                elif lingered:
+                    break  # waited once, and nothing came
+                # Nothing more was due when we read: wait once before reading again.
+                if stop or not _linger(linger, lease):
+                    break
+                lingered = True
         finally:
             _lease_release(endpoint_id, token)
             cache.delete(_wake_key(endpoint_id))
