@@ -89,7 +89,7 @@ class WebhookEndpoint(models.Model):
 class Event(models.Model):
     """The outbox: one row per event, written in the transaction of the change it reports."""
 
-    public_id = models.CharField(max_length=40, unique=True, default=new_event_id)
+    public_id = models.CharField(max_length=40, default=new_event_id)
     account = models.ForeignKey("accounts.Account", on_delete=models.CASCADE, related_name="+")
     livemode = models.BooleanField()
     type = models.CharField(max_length=40)
@@ -99,6 +99,10 @@ class Event(models.Model):
 
     class Meta:
         ordering = ["-id"]
+        # A constraint rather than unique=True: no second (LIKE) index to write for every event.
+        constraints = [
+            models.UniqueConstraint(fields=["public_id"], name="webhook_event_public_id")
+        ]
 
     def __str__(self) -> str:
         return f"{self.public_id} {self.type}"
@@ -110,10 +114,15 @@ class Delivery(models.Model):
         SUCCEEDED = "succeeded", _("Delivered")
         FAILED = "failed", _("Gave up")
 
-    public_id = models.CharField(max_length=40, unique=True, default=new_delivery_id)
-    event = models.ForeignKey(Event, on_delete=models.CASCADE, related_name="deliveries")
+    # Every event writes its deliveries and every answer rewrites them, so they carry only
+    # the indexes something reads: the two foreign keys are served by the unique pair and by
+    # the dashboard's (endpoint, -id), and public_id is unique without a LIKE index.
+    public_id = models.CharField(max_length=40, default=new_delivery_id)
+    event = models.ForeignKey(
+        Event, on_delete=models.CASCADE, related_name="deliveries", db_index=False
+    )
     endpoint = models.ForeignKey(
-        WebhookEndpoint, on_delete=models.CASCADE, related_name="deliveries"
+        WebhookEndpoint, on_delete=models.CASCADE, related_name="deliveries", db_index=False
     )
     state = models.CharField(max_length=10, choices=State.choices, default=State.PENDING)
     attempts = models.PositiveIntegerField(default=0)
@@ -127,7 +136,8 @@ class Delivery(models.Model):
     class Meta:
         ordering = ["-id"]
         constraints = [
-            models.UniqueConstraint(fields=["event", "endpoint"], name="one_delivery_per_endpoint")
+            models.UniqueConstraint(fields=["event", "endpoint"], name="one_delivery_per_endpoint"),
+            models.UniqueConstraint(fields=["public_id"], name="webhook_delivery_public_id"),
         ]
         indexes = [
             # The sweeper's question: what is due now? Only pending rows are indexed.

@@ -12,10 +12,10 @@ import json
 from typing import Any
 
 from django.core.serializers.json import DjangoJSONEncoder
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
-from webhooks.models import Delivery, Event, WebhookEndpoint, new_event_id
+from webhooks.models import Delivery, Event, WebhookEndpoint, new_delivery_id, new_event_id
 
 
 def event_body(*, event_id: str, event_type: str, created_at, livemode: bool, data: dict) -> str:
@@ -61,7 +61,7 @@ def event_emit(
         return None
     now = timezone.now()
     event_id = new_event_id()
-    event = Event.objects.create(
+    event = Event(
         public_id=event_id,
         account_id=account_id,
         livemode=livemode,
@@ -75,15 +75,49 @@ def event_emit(
         ),
         created_at=now,
     )
-    Delivery.objects.bulk_create(
-        [
-            Delivery(event=event, endpoint=endpoint, next_attempt_at=now, created_at=now)
-            for endpoint in endpoints
-        ]
-    )
+    _insert(event, endpoints)
     endpoint_ids = [endpoint.pk for endpoint in endpoints]
     transaction.on_commit(lambda: _wake(endpoint_ids), robust=True)
     return event
+
+
+def _insert(event: Event, endpoints: list[WebhookEndpoint]) -> None:
+    """Write the event and its deliveries in two plain statements.
+
+    The processor does this for every recharge it finishes for an account with an endpoint:
+    written through the ORM, the two inserts cost it three times the CPU. Every column is
+    named; the tests of the outbox read these rows back through the models.
+    """
+    at = connection.ops.adapt_datetimefield_value(event.created_at)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {Event._meta.db_table}"  # noqa: S608 (names from the models; values are parameters)
+            " (public_id, account_id, livemode, type, body, created_at)"
+            " VALUES (%s, %s, %s, %s, %s, %s) RETURNING id",
+            [event.public_id, event.account_id, event.livemode, event.type, event.body, at],
+        )
+        event.pk = cursor.fetchone()[0]
+        cursor.execute(
+            f"INSERT INTO {Delivery._meta.db_table}"  # noqa: S608 (names from the models; values are parameters)
+            " (public_id, event_id, endpoint_id, state, attempts, next_attempt_at,"
+            " last_error, created_at, updated_at) VALUES "
+            + ", ".join(["(%s, %s, %s, %s, 0, %s, '', %s, %s)"] * len(endpoints)),
+            [
+                value
+                for endpoint in endpoints
+                for value in (
+                    new_delivery_id(),
+                    event.pk,
+                    endpoint.pk,
+                    Delivery.State.PENDING,
+                    at,
+                    at,
+                    at,
+                )
+            ],
+        )
+    event._state.adding = False
+    event._state.db = connection.alias
 
 
 def _wake(endpoint_ids: list[int]) -> None:

@@ -8,11 +8,14 @@ the recharge, with the recharge as the lookup shows it (``GET /api-access/b2b/re
 
 from __future__ import annotations
 
-from typing import Any
+from datetime import UTC, datetime
+from typing import NamedTuple
 
+from django.db import connection
+from django.utils import timezone
 from djangorestframework_camel_case.util import camelize
 
-from orders.models import Recharge, RechargeEvent
+from orders.models import Order, Payment, Recharge, RechargeEvent
 from orders.serializers import recharge_detail
 from webhooks.catalogue import RECHARGE_DELIVERED, RECHARGE_FAILED, RECHARGE_WAITLISTED
 from webhooks.outbox import event_emit, subscribers
@@ -42,25 +45,11 @@ def recharge_emit(recharge: Recharge) -> None:
     )
     if not endpoints:
         return
-    # The history, and on each row the two ids the recharge shows: one query. The product
-    # came with the recharge's lock.
-    history: list[Any] = list(
-        RechargeEvent.objects.filter(recharge_id=recharge.pk)
-        .order_by("id")
-        .values_list(
-            "from_status",
-            "to_status",
-            "note",
-            "created_at",
-            "recharge__order__public_id",
-            "recharge__payment__public_id",
-            named=True,
-        )
-    )
+    history = _history(recharge.pk)
     obj = recharge_detail(
         recharge,
-        order_id=history[0].recharge__order__public_id,
-        payment_id=history[0].recharge__payment__public_id,
+        order_id=history[0].order_id,
+        payment_id=history[0].payment_id,
         events=history,
     )
     event_emit(
@@ -70,3 +59,36 @@ def recharge_emit(recharge: Recharge) -> None:
         obj=camelize(obj),
         endpoints=endpoints,
     )
+
+
+class _Step(NamedTuple):
+    from_status: str
+    to_status: str
+    note: str
+    created_at: datetime
+    order_id: str  # the public ids the recharge shows, on every row
+    payment_id: str
+
+
+def _history(recharge_id: int) -> list[_Step]:
+    """The recharge's history, oldest first, with its order's and payment's public ids: one
+    plain query (through the ORM it cost the processor four times the CPU)."""
+    sql = (
+        "SELECT e.from_status, e.to_status, e.note, e.created_at, o.public_id, p.public_id"  # noqa: S608 (names from the models; the value is a parameter)
+        f" FROM {RechargeEvent._meta.db_table} e"
+        f" JOIN {Recharge._meta.db_table} r ON r.id = e.recharge_id"
+        f" JOIN {Order._meta.db_table} o ON o.id = r.order_id"
+        f" JOIN {Payment._meta.db_table} p ON p.id = r.payment_id"
+        " WHERE e.recharge_id = %s ORDER BY e.id"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [recharge_id])
+        rows = cursor.fetchall()
+    return [_Step(*row[:3], _aware(row[3]), *row[4:]) for row in rows]
+
+
+def _aware(value: datetime | str) -> datetime:
+    """PostgreSQL gives an aware datetime; SQLite a naive UTC one (or its text)."""
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    return value if timezone.is_aware(value) else value.replace(tzinfo=UTC)

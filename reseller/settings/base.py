@@ -86,20 +86,28 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"].setdefault("OPTIONS", {}).update(
         {"timeout": 20, "transaction_mode": "IMMEDIATE"}
     )
-elif DATABASE_POOL_SIZE := env.int("DATABASE_POOL_SIZE", default=0):
-    # A process with many threads (the processor's worker) shares a few connections: a thread
-    # borrows one for a transaction and gives it back before a provider call (reseller/db.py).
-    DATABASES["default"]["CONN_MAX_AGE"] = (
-        0  # Django's pool and persistent connections exclude each other
-    )
-    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
-        "min_size": min(2, DATABASE_POOL_SIZE),
-        "max_size": DATABASE_POOL_SIZE,
-        "timeout": env.float("DATABASE_POOL_TIMEOUT_SECONDS", default=30.0),
-    }
 else:
-    DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
-    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+    DATABASE_OPTIONS = DATABASES["default"].setdefault("OPTIONS", {})
+    # Statements prepared on the server: bound there, and prepared by psycopg from their
+    # second use on a connection, so PostgreSQL parses and plans the hot paths' statements
+    # once per connection instead of at every request (docs/performance.md). Not behind a
+    # pooler in transaction mode (PgBouncer): DATABASE_PREPARED_STATEMENTS=false there.
+    if env.bool("DATABASE_PREPARED_STATEMENTS", default=True):
+        DATABASE_OPTIONS.setdefault("server_side_binding", True)
+        DATABASE_OPTIONS.setdefault("prepare_threshold", 1)
+    if DATABASE_POOL_SIZE := env.int("DATABASE_POOL_SIZE", default=0):
+        # A process with many threads (the processor's worker) shares a few connections: a
+        # thread borrows one for a transaction and gives it back before a provider call
+        # (reseller/db.py). Django's pool and persistent connections exclude each other.
+        DATABASES["default"]["CONN_MAX_AGE"] = 0
+        DATABASE_OPTIONS["pool"] = {
+            "min_size": min(2, DATABASE_POOL_SIZE),
+            "max_size": DATABASE_POOL_SIZE,
+            "timeout": env.float("DATABASE_POOL_TIMEOUT_SECONDS", default=30.0),
+        }
+    else:
+        DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
+        DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 AUTH_USER_MODEL = "accounts.User"
