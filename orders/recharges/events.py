@@ -84,7 +84,10 @@ def _history(recharge_id: int) -> list[_Step]:
     with connection.cursor() as cursor:
         cursor.execute(sql, [recharge_id])
         rows = cursor.fetchall()
-    return [_Step(*row[:3], _aware(row[3]), *row[4:]) for row in rows]
+    return [
+        _Step(from_status, to_status, note, _aware(at), order_id, payment_id)
+        for from_status, to_status, note, at, order_id, payment_id in rows
+    ]
 
 
 def _aware(value: datetime | str) -> datetime:
