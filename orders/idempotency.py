@@ -1,14 +1,18 @@
-"""Idempotency-Key handling built on a unique constraint (docs/contract.md section 5).
+"""Idempotency-Key handling (docs/orders.md, "Idempotency-Key"): at most once per key.
 
-1. Claim: INSERT (account, mode, key) in its own short transaction. The database lets exactly
-   one request in; the others find the row and get the stored answer (replay), 409 while the
-   first still runs, or 422 if their body differs.
-2. Run: the operation and the storing of its answer share one transaction, fenced by the
-   claim's token. Either the order and its stored answer commit together or neither does.
-3. A refusal raised by the operation (402, 400 on the body) is stored too, so a replay answers
-   the same; an unexpected failure releases the key, since nothing was committed.
-A claim left behind by a crashed process is taken over after IDEMPOTENCY_LEASE_SECONDS; the
-token fence makes that safe even if the first process is merely slow.
+One transaction does it all: it takes the key, runs the operation and stores its answer.
+
+1. Take the key: on PostgreSQL a transaction-scoped advisory lock on (account, mode, key),
+   tried without waiting, read together with the stored answer in one statement. A lock
+   held by another request means that request still runs: 409. A stored answer is replayed
+   (or 422 when the body differs).
+2. Run the operation and insert its answer in the same transaction: the order and its stored
+   answer commit together or not at all. The unique constraint on (account, mode, key) is
+   the last word: a request that ran anyway (a snapshot taken just before another commit)
+   fails its insert, rolls back everything it did, and replays the stored answer.
+3. A refusal raised by the operation (402, 400 on the body) is stored too, so a replay
+   answers the same; an unexpected failure stores nothing, since nothing was committed.
+A request that dies takes its lock with its transaction: no claim is ever left behind.
 """
 
 from __future__ import annotations
@@ -16,15 +20,12 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from django.conf import settings
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Func
 from django.utils import timezone
 
 from accounts.models import Account
@@ -64,88 +65,69 @@ def fingerprint(*, method: str, path: str, body: Any) -> str:
     return hashlib.sha256(f"{method} {path}\n{canonical}".encode()).hexdigest()
 
 
-def _lease() -> timedelta:
-    return timedelta(seconds=settings.IDEMPOTENCY_LEASE_SECONDS)
+def lock_id(*, account_id: int, livemode: bool, key: str) -> int:
+    """The advisory lock of one key of one account and mode: a signed 64-bit number."""
+    digest = hashlib.sha256(f"idempotency:{account_id}:{int(livemode)}:{key}".encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
 
 
-def _holder() -> dict[str, Any]:
-    """This request's database session, recorded with a claim (PostgreSQL only)."""
-    if connection.vendor != "postgresql":
-        return {}
-    return {
-        "holder_pid": Func(function="pg_backend_pid"),
-        "holder_since": Func(function="pg_postmaster_start_time"),
-    }
+@dataclass(frozen=True)
+class _Stored:
+    fingerprint: str
+    status: int
+    body: dict[str, Any]
+    created_at: Any
 
 
-def _holder_gone(record: IdempotencyRecord) -> bool:
-    """True when the session that claimed ``record`` no longer exists: the request died with
-    its connection, or PostgreSQL restarted since. Such a claim is dead, whatever its lease."""
-    if connection.vendor != "postgresql" or record.holder_pid is None:
-        return False
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT pg_postmaster_start_time() <> %s"
-            " OR NOT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = %s)",
-            [record.holder_since, record.holder_pid],
+def _take(*, account: Account, livemode: bool, key: str) -> _Stored | None:
+    """Inside the transaction: take the key (409 if another request holds it) and return the
+    answer stored for it, if any. On PostgreSQL one statement does both."""
+    table = IdempotencyRecord._meta.db_table
+    if connection.vendor == "postgresql":
+        sql = (
+            "SELECT pg_try_advisory_xact_lock(%s), r.fingerprint, r.response_status,"  # noqa: S608 (the table's name from the model; values are parameters)
+            f" r.response_body, r.created_at FROM (SELECT 1) AS one LEFT JOIN {table} r"
+            " ON r.account_id = %s AND r.livemode = %s AND r.key = %s"
         )
-        return bool(cursor.fetchone()[0])
+        params = [lock_id(account_id=account.pk, livemode=livemode, key=key)]
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [*params, account.pk, livemode, key])
+            taken, *row = cursor.fetchone()
+        if not taken:
+            raise IdempotencyKeyInUse()
+        print_, status, body, created_at = row
+        if print_ is None:
+            return None
+        return _Stored(
+            print_, status, body if isinstance(body, dict) else json.loads(body), created_at
+        )
+    # SQLite runs one writing transaction at a time (BEGIN IMMEDIATE): no other request holds
+    # the key while this one runs.
+    record = IdempotencyRecord.objects.filter(account=account, livemode=livemode, key=key).first()
+    if record is None:
+        return None
+    return _Stored(
+        record.fingerprint, record.response_status, record.response_body, record.created_at
+    )
 
 
-def _claim(
-    *, account: Account, livemode: bool, key: str, print_: str
-) -> IdempotencyRecord | Outcome:
-    now = timezone.now()
-    for _attempt in range(3):
-        try:
-            with transaction.atomic():
-                return IdempotencyRecord.objects.create(
-                    account=account,
-                    livemode=livemode,
-                    key=key,
-                    fingerprint=print_,
-                    created_at=now,
-                    claimed_at=now,
-                    **_holder(),
-                )
-        except IntegrityError:
-            pass
-        existing = IdempotencyRecord.objects.filter(
-            account=account, livemode=livemode, key=key
-        ).first()
-        if existing is None:
-            continue  # expired and deleted meanwhile: claim again
-        if existing.created_at < now - RETENTION:
-            IdempotencyRecord.objects.filter(pk=existing.pk, token=existing.token).delete()
-            continue
-        if existing.fingerprint != print_:
-            raise IdempotencyKeyReused()
-        if existing.state == IdempotencyRecord.State.DONE:
-            body = existing.response_body or {}
-            return Outcome(
-                status=existing.response_status or 200,
-                body=body,
-                replayed=True,
-                is_problem=(existing.response_status or 200) >= 400,
-            )
-        if existing.claimed_at < now - _lease() or _holder_gone(existing):
-            token = uuid.uuid4()
-            taken = IdempotencyRecord.objects.filter(
-                pk=existing.pk, token=existing.token, state=IdempotencyRecord.State.IN_PROGRESS
-            ).update(token=token, claimed_at=now, **_holder())
-            if taken:
-                existing.token = token
-                return existing
-            continue
-        raise IdempotencyKeyInUse()
-    raise IdempotencyKeyInUse()
+def _replay(stored: _Stored, *, print_: str) -> Outcome:
+    if stored.fingerprint != print_:
+        raise IdempotencyKeyReused()
+    return Outcome(
+        status=stored.status, body=stored.body, replayed=True, is_problem=stored.status >= 400
+    )
 
 
-def _store(record: IdempotencyRecord, *, status: int, body: dict[str, Any]) -> bool:
-    return bool(
-        IdempotencyRecord.objects.filter(
-            pk=record.pk, token=record.token, state=IdempotencyRecord.State.IN_PROGRESS
-        ).update(state=IdempotencyRecord.State.DONE, response_status=status, response_body=body)
+def _store(*, account: Account, livemode: bool, key: str, print_: str, status: int, body) -> None:
+    IdempotencyRecord.objects.create(
+        account=account,
+        livemode=livemode,
+        key=key,
+        fingerprint=print_,
+        response_status=status,
+        response_body=body,
+        created_at=timezone.now(),
     )
 
 
@@ -163,26 +145,59 @@ def run_idempotent(
         with transaction.atomic():
             status, body = operation()
         return Outcome(status=status, body=body, replayed=False)
-
-    claimed = _claim(account=account, livemode=livemode, key=key, print_=request_fingerprint)
-    if isinstance(claimed, Outcome):
-        return claimed
-    record = claimed
+    scope: dict[str, Any] = {"account": account, "livemode": livemode, "key": key}
     try:
         with transaction.atomic():
+            stored = _take(**scope)
+            if stored is not None and stored.created_at >= timezone.now() - RETENTION:
+                return _replay(stored, print_=request_fingerprint)
+            if stored is not None:  # older than the retention: the key is free again
+                IdempotencyRecord.objects.filter(**scope).delete()
             status, body = operation()
-            if not _store(record, status=status, body=body):
-                raise IdempotencyKeyInUse()  # our claim was taken over: roll everything back
-    except IdempotencyKeyInUse:
+            _store(**scope, print_=request_fingerprint, status=status, body=body)
+    except (IdempotencyKeyInUse, IdempotencyKeyReused):
         raise
+    except IntegrityError:
+        # Another request stored this key while this one ran: everything here rolled back.
+        # Replay its answer; an IntegrityError of the operation itself goes on up.
+        record = IdempotencyRecord.objects.filter(**scope).first()
+        if record is None:
+            raise
+        return _replay(
+            _Stored(
+                record.fingerprint, record.response_status, record.response_body, record.created_at
+            ),
+            print_=request_fingerprint,
+        )
     except ApplicationError as exc:
-        body = exc.as_problem(request_id=request_id)
-        _store(record, status=exc.status, body=body)
-        raise
-    except BaseException:
-        IdempotencyRecord.objects.filter(pk=record.pk, token=record.token).delete()
+        _store_refusal(**scope, print_=request_fingerprint, exc=exc, request_id=request_id)
         raise
     return Outcome(status=status, body=body, replayed=False)
+
+
+def _store_refusal(
+    *, account: Account, livemode: bool, key: str, print_: str, exc: ApplicationError, request_id
+) -> None:
+    """Store the operation's refusal (its transaction rolled back) unless another request
+    stored an answer for the key meanwhile."""
+    scope: dict[str, Any] = {"account": account, "livemode": livemode, "key": key}
+    try:
+        with transaction.atomic():
+            if connection.vendor == "postgresql":
+                with connection.cursor() as cursor:
+                    cursor.execute(
+                        "SELECT pg_advisory_xact_lock(%s)",
+                        [lock_id(account_id=account.pk, livemode=livemode, key=key)],
+                    )
+            if not IdempotencyRecord.objects.filter(**scope).exists():
+                _store(
+                    **scope,
+                    print_=print_,
+                    status=exc.status,
+                    body=exc.as_problem(request_id=request_id),
+                )
+    except IntegrityError:
+        pass  # stored meanwhile by another request: its answer is the key's
 
 
 def purge_expired() -> int:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 from django.db import models
@@ -10,32 +9,17 @@ from django.utils import timezone
 
 
 class IdempotencyRecord(models.Model):
-    """One Idempotency-Key of one account in one mode, kept 24 hours (docs/contract.md section 5).
-
-    The unique constraint, not a read, decides which request runs: the first INSERT wins, the
-    others find its row. ``token`` fences the owner: the result is stored only by the request
-    holding the current token, in the same transaction as the order it created.
-    """
-
-    class State(models.TextChoices):
-        IN_PROGRESS = "in_progress"
-        DONE = "done"
+    """The stored answer of one Idempotency-Key of one account and mode, kept 24 hours
+    (docs/orders.md). Written in the transaction of the operation it answers: a row exists
+    only for a request that finished; a running one holds the key's lock instead."""
 
     account = models.ForeignKey("accounts.Account", on_delete=models.CASCADE, related_name="+")
     livemode = models.BooleanField()
     key = models.CharField(max_length=255)
     fingerprint = models.CharField(max_length=64, help_text="SHA-256 of method, path and body")
-    token = models.UUIDField(default=uuid.uuid4)
-    state = models.CharField(max_length=12, choices=State.choices, default=State.IN_PROGRESS)
-    response_status = models.PositiveSmallIntegerField(null=True, blank=True)
-    response_body = models.JSONField(null=True, blank=True)
+    response_status = models.PositiveSmallIntegerField()
+    response_body = models.JSONField()
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
-    claimed_at = models.DateTimeField(default=timezone.now)
-    # On PostgreSQL, the database session of the request holding the claim: when that session
-    # is gone (the request died, or the server restarted), a retry takes the claim over at
-    # once instead of waiting for the lease (docs/orders.md, "Idempotency").
-    holder_pid = models.IntegerField(null=True, blank=True)
-    holder_since = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [
@@ -45,7 +29,7 @@ class IdempotencyRecord(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.key} ({self.state})"
+        return f"{self.key} ({self.response_status})"
 
 
 MONEY: dict[str, Any] = {"max_digits": 12, "decimal_places": 2}

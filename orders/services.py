@@ -1,7 +1,7 @@
 """Writes for carts and wallet-funded orders: the money core of the product.
 
 ``order_place_with_wallet`` is the one path for wallet checkout and B2B recharges: price,
-lock the wallet, check the balance, write the order, its captured payment, one queued
+lock the wallet (one read), check the balance, write the order, its captured payment, one queued
 recharge per unit and the ledger debit in one transaction, and enqueue the processor only
 after commit. A failure anywhere leaves nothing behind.
 """
@@ -33,7 +33,7 @@ from orders.recharges.tasks import recharges_enqueue, sandbox_settle_later
 from orders.selectors import cart_items
 from sandbox.outcomes import sandbox_simulate
 from wallet.models import Wallet
-from wallet.services import balance_check, wallet_debit, wallet_for, wallet_lock
+from wallet.services import balance_check, wallet_debit, wallet_lock, wallet_lock_for
 
 logger = logging.getLogger(__name__)
 
@@ -176,22 +176,30 @@ def recharges_create(
 def order_place_with_wallet(
     *,
     account: Account,
-    wallet: Wallet,
     livemode: bool,
     channel: str,
     lines: list[LineRequest],
     currency: str,
+    wallet: Wallet | None = None,
     user: User | None = None,
     api_key=None,
 ) -> Order:
-    """Price and pay an order from a wallet: lock it, check, write, debit, queue recharges."""
-    if currency.upper() != wallet.currency:
+    """Price and pay an order from a wallet: price, lock, check, write, debit, queue recharges.
+
+    ``wallet`` defaults to the caller's (a test key's sandbox balance, else the live wallet),
+    then found and locked in one read. The lock is taken after pricing: it is held only for
+    the checks and the writes.
+    """
+    priced = price_order(account=account, lines=lines, currency=currency.upper())
+    if wallet is None:
+        locked = wallet_lock_for(account=account, api_key=api_key)
+    else:
+        locked = wallet_lock(wallet_id=wallet.pk)
+    if currency.upper() != locked.currency:
         raise CurrencyMismatch(
             _("baseCurrency %(given)s differs from the wallet currency %(wallet)s.")
-            % {"given": currency.upper(), "wallet": wallet.currency}
+            % {"given": currency.upper(), "wallet": locked.currency}
         )
-    priced = price_order(account=account, lines=lines, currency=wallet.currency)
-    locked = wallet_lock(wallet_id=wallet.pk)
     balance_check(wallet=locked, amount=priced.total)
     order, payment, order_lines = order_create(
         account=account,
@@ -239,7 +247,6 @@ def order_place(
     are removed: concurrent submits of one cart pay it once, the others get ``CartAlreadyPaid``.
     """
     livemode = api_key.livemode if api_key is not None else True
-    wallet = wallet_for(account=account, api_key=api_key)
 
     def operation() -> tuple[int, dict[str, Any]]:
         items: list[CartItem] = []
@@ -252,7 +259,6 @@ def order_place(
             order_lines = line_requests(items)
         order = order_place_with_wallet(
             account=account,
-            wallet=wallet,
             livemode=livemode,
             channel=channel,
             lines=order_lines or [],

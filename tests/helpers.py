@@ -4,9 +4,12 @@ another test module."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from decimal import Decimal
 
-from django.db import transaction
+import psycopg
+from django.db import connection, transaction
 from rest_framework.test import APIClient
 
 from orders.models import Order
@@ -115,3 +118,15 @@ def sandbox_order(user, product, *, quantity=1) -> Order:
             reference=f"sbx-{key.prefix}",
         )
     return place(user, product, quantity=quantity, wallet=wallet, livemode=False)
+
+
+@contextmanager
+def other_session() -> Iterator[psycopg.Connection]:
+    """A second PostgreSQL session on the test database (autocommit), as another process
+    holding locks would have; closed on leaving, which ends what it held."""
+    params = connection.get_connection_params()
+    dsn = psycopg.conninfo.make_conninfo(
+        **{k: v for k, v in params.items() if k in ("host", "port", "user", "dbname", "password")}
+    )
+    with psycopg.connect(dsn, autocommit=True) as session:
+        yield session

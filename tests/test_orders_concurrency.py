@@ -8,9 +8,10 @@ from django.db import connection
 from rest_framework.test import APIClient
 
 from accounts.services import account_set_b2b
+from orders.idempotency import lock_id
 from orders.models import IdempotencyRecord, Order, Recharge
 from tests.factories import ProductFactory, UserFactory, make_key
-from tests.helpers import assert_ledger_balanced, assert_problem
+from tests.helpers import assert_ledger_balanced, assert_problem, other_session
 from wallet.models import LedgerEntry, Wallet
 from wallet.services import wallet_topup_manual
 
@@ -136,30 +137,21 @@ def test_replay_while_the_first_request_still_runs_is_409():
     user, key = b2b_user("100.00")
     client = APIClient()
     client.credentials(HTTP_X_API_KEY=key)
-    from orders.idempotency import fingerprint
-
-    # the state a running first request leaves behind: its claim, not yet completed
-    IdempotencyRecord.objects.create(
-        account=user.account,
-        livemode=True,
-        key="running",
-        fingerprint=fingerprint(
-            method="POST",
-            path=B2B,
-            body={
-                "items": [
-                    {"product_id": product.public_id, "recipient_number": NUMBER, "quantity": 1}
-                ],
-                "base_currency": "EUR",
-            },
-        ),
-    )
-    assert_problem(
-        client.post(B2B, body(product), HTTP_IDEMPOTENCY_KEY="running"),
-        409,
-        "idempotency_key_in_use",
-    )
+    # What a running first request holds: the key's lock, in its own database session.
+    with other_session() as first:
+        first.execute(
+            "SELECT pg_advisory_lock(%s)",
+            [lock_id(account_id=user.account.pk, livemode=True, key="running")],
+        )
+        assert_problem(
+            client.post(B2B, body(product), HTTP_IDEMPOTENCY_KEY="running"),
+            409,
+            "idempotency_key_in_use",
+        )
     assert Order.objects.count() == 0
+    assert IdempotencyRecord.objects.count() == 0
+    # Once the first request is over, the key runs.
+    assert client.post(B2B, body(product), HTTP_IDEMPOTENCY_KEY="running").status_code == 201
 
 
 @pytest.mark.django_db
@@ -249,3 +241,29 @@ def test_concurrent_site_wallet_checkouts_of_one_cart_pay_it_once_and_land_on_it
     assert wallet.balance == Decimal("90.00")
     assert LedgerEntry.objects.filter(wallet=wallet, kind="payment").count() == 1
     assert_ledger_balanced()
+
+
+@pytest.mark.django_db
+def test_a_b2b_recharge_reads_its_wallet_once_under_the_lock_and_writes_its_key_once():
+    """The cheaper B2B path (docs/performance.md): one read of the wallet, locked, and the
+    Idempotency-Key's answer inserted once, in the order's transaction."""
+    from django.test.utils import CaptureQueriesContext
+
+    product = ProductFactory(retail_price=Decimal("5.00"))
+    _user, key = b2b_user("100.00")
+    client = APIClient()
+    client.credentials(HTTP_X_API_KEY=key)
+    with CaptureQueriesContext(connection) as captured:
+        response = client.post(B2B, body(product), HTTP_IDEMPOTENCY_KEY="once")
+    assert response.status_code == 201, response.content
+    statements = [query["sql"] for query in captured.captured_queries]
+    wallet_reads = [
+        sql for sql in statements if sql.startswith("SELECT") and 'FROM "wallet_wallet"' in sql
+    ]
+    assert len(wallet_reads) == 1 and "FOR UPDATE" in wallet_reads[0], wallet_reads
+    key_writes = [
+        sql
+        for sql in statements
+        if "orders_idempotencyrecord" in sql and not sql.lstrip().startswith("SELECT")
+    ]
+    assert len(key_writes) == 1 and key_writes[0].startswith("INSERT"), key_writes

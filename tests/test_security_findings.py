@@ -15,6 +15,7 @@ from tests.helpers import (
     assert_problem,
     bearer,
     client_for,
+    other_session,
     second_factor_login,
 )
 from wallet.services import wallet_topup_manual
@@ -227,14 +228,12 @@ def test_the_admin_action_leaves_an_unpaid_card_top_up_pending(user, staff):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_claim_whose_request_died_is_taken_over_at_once_and_a_live_one_is_409(product):
-    """After a 503 (the request's database session died), a retry with the same
-    Idempotency-Key runs at once instead of 409 for the rest of the lease."""
-    import psycopg
-    from django.db import connection
-
+def test_a_request_that_died_leaves_its_key_free_at_once_and_a_live_one_is_409(product):
+    """After a 503 (the request's database session died mid-order), a retry with the same
+    Idempotency-Key runs at once: the key was taken in the order's transaction, which died
+    with the session. A request still running holds its key: 409."""
     from accounts.services import account_set_b2b
-    from orders.idempotency import fingerprint
+    from orders.idempotency import lock_id
 
     user = UserFactory()
     account_set_b2b(account=user.account, is_b2b=True)
@@ -242,32 +241,21 @@ def test_a_claim_whose_request_died_is_taken_over_at_once_and_a_live_one_is_409(
     _key, plaintext = make_key(user, mode="live")
     line = {"productId": product.public_id, "recipientNumber": NUMBER, "quantity": 1}
     wire = {"items": [line], "baseCurrency": "EUR"}
-    parsed = {
-        "items": [{"product_id": product.public_id, "recipient_number": NUMBER, "quantity": 1}],
-        "base_currency": "EUR",
-    }
-    params = connection.get_connection_params()
-    dsn = psycopg.conninfo.make_conninfo(
-        **{k: v for k, v in params.items() if k in ("host", "port", "user", "dbname", "password")}
-    )
 
-    def claim_from_another_session(key: str) -> psycopg.Connection:
-        other = psycopg.connect(dsn, autocommit=True)
-        other.execute(
-            "INSERT INTO orders_idempotencyrecord (account_id, livemode, key, fingerprint, token,"
-            " state, created_at, claimed_at, holder_pid, holder_since) VALUES (%s, true, %s, %s,"
-            " gen_random_uuid(), 'in_progress', now(), now(), pg_backend_pid(),"
-            " pg_postmaster_start_time())",
-            [user.account.pk, key, fingerprint(method="POST", path=B2B, body=parsed)],
+    def hold(session, key: str) -> None:
+        lock = lock_id(account_id=user.account.pk, livemode=True, key=key)
+        session.execute("SELECT pg_advisory_lock(%s)", [lock])
+
+    with other_session() as alive:
+        hold(alive, "claim-alive")
+        busy = client_for(plaintext).post(
+            B2B, wire, format="json", HTTP_IDEMPOTENCY_KEY="claim-alive"
         )
-        return other
+        assert_problem(busy, 409, "idempotency_key_in_use")
 
-    alive = claim_from_another_session("claim-alive")
-    busy = client_for(plaintext).post(B2B, wire, format="json", HTTP_IDEMPOTENCY_KEY="claim-alive")
-    assert_problem(busy, 409, "idempotency_key_in_use")
-    alive.close()
-
-    claim_from_another_session("claim-dead").close()  # the request's session is gone
+    with other_session() as dying:
+        hold(dying, "claim-dead")
+    # the request's session is gone, and its key with it
     retried = client_for(plaintext).post(
         B2B, wire, format="json", HTTP_IDEMPOTENCY_KEY="claim-dead"
     )

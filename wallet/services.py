@@ -67,6 +67,19 @@ def wallet_lock(*, wallet_id: int) -> Wallet:
     return Wallet.objects.select_for_update(of=("self",)).get(pk=wallet_id)
 
 
+def wallet_lock_for(*, account: Account, api_key=None) -> Wallet:
+    """The wallet a caller pays from (as ``wallet_for``), locked: found and locked in one
+    read, created first on the caller's first payment."""
+    if api_key is not None and not api_key.livemode:
+        owner: dict = {"api_key": api_key, "kind": Wallet.Kind.SANDBOX}
+    else:
+        owner = {"account": account, "kind": Wallet.Kind.LIVE}
+    try:
+        return Wallet.objects.select_for_update(of=("self",)).get(**owner)
+    except Wallet.DoesNotExist:
+        return wallet_lock(wallet_id=wallet_for(account=account, api_key=api_key).pk)
+
+
 def _positive(amount: Decimal) -> Decimal:
     try:
         value = quantize(amount)

@@ -317,8 +317,8 @@ class CartAdmin(ReadOnlyAdmin):
 
 @admin.register(IdempotencyRecord)
 class IdempotencyRecordAdmin(ReadOnlyAdmin):
-    list_display = ("key", "account", "livemode", "state", "response_status", "created_at")
-    list_filter = ("state", "livemode")
+    list_display = ("key", "account", "livemode", "response_status", "created_at")
+    list_filter = ("response_status", "livemode")
     search_fields = ("key", "account__name", "account__public_id")
     list_select_related = ("account",)
     date_hierarchy = "created_at"

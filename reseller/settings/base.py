@@ -204,7 +204,6 @@ RELOADLY_TIMEOUT_SECONDS = env.float("RELOADLY_TIMEOUT_SECONDS", default=10.0)
 # together (0: no ceiling), and how long a worker thread waits for a slot before requeueing.
 PROVIDER_MAX_IN_FLIGHT = env.int("PROVIDER_MAX_IN_FLIGHT", default=200)
 PROVIDER_SLOT_WAIT_SECONDS = env.float("PROVIDER_SLOT_WAIT_SECONDS", default=5.0)
-IDEMPOTENCY_LEASE_SECONDS = env.int("IDEMPOTENCY_LEASE_SECONDS", default=60)
 # Without a broker: run tasks on a thread pool of the web process (False: inline, for tests).
 TASKS_IN_PROCESS_THREADED = env.bool("TASKS_IN_PROCESS_THREADED", default=True)
 # How long a recharge may sit in a state before the sweeper looks at it again.
