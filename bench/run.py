@@ -4,11 +4,13 @@
 1. Creates a fresh PostgreSQL database (``reseller_bench_main``), migrates it and seeds it
    (bench/seed.py): a catalog of 100 products, B2B accounts with live keys and funded wallets.
 2. Starts gunicorn (production settings, DEBUG=false, a generated SECRET_KEY, Redis cache and
-   rate limits, Celery broker on Redis) on 127.0.0.1 and one Celery worker (concurrency 1).
+   rate limits, Celery broker on Redis) on 127.0.0.1 and the recharge worker as docker-compose
+   deploys it (one process per core, threads, pooled connections).
 3. Loads it with closed-loop keep-alive clients (bench/load.py), every run bounded in time and
    in requests: B2B recharges and the floor endpoint at 1/8/32 clients, one hot wallet against
    many, the catalog at 100 and 10,000 products, the balance at 100 and 1,000,000 entries,
-   the worker's recharge rate against a no-op task's.
+   B2B with a webhook endpoint on every event against B2B without, the worker's recharge rate
+   against a no-op task's, and at 500 ms provider latency.
 4. Profiles the B2B path in-process (pyinstrument), checks the ledger, stops everything, drops
    the database, prints the table and writes bench/results/latest.json and latest.png.
 
@@ -46,6 +48,7 @@ BIN = Path(PY).parent
 
 FIGURES = ("http", "webhooks", "worker", "profile")
 # The recharge worker as docker-compose.yml deploys it.
+PROCESSOR_PROCESSES = 2  # one per core, as docker-compose.yml runs replicas of the worker
 PROCESSOR_THREADS = 100
 PROCESSOR_POOL = 10
 # Servers the bench shares with the machine, counted by process name in the CPU log.
@@ -113,9 +116,11 @@ class Bench:
         with psycopg.connect(self.admin_url, autocommit=True) as conn:
             conn.execute(sql)
 
-    def start(self, name: str, argv: list[str], env: dict | None = None) -> subprocess.Popen:
+    def start(
+        self, name: str, argv: list[str], env: dict | None = None, log_name: str | None = None
+    ) -> subprocess.Popen:
         self.logs.mkdir(parents=True, exist_ok=True)
-        log = (self.logs / f"{name}.log").open("w")
+        log = (self.logs / f"{log_name or name}.log").open("w")
         proc = subprocess.Popen(
             argv, cwd=ROOT, env={**self.env, **(env or {})}, stdout=log,
             stderr=subprocess.STDOUT, start_new_session=True,
@@ -189,7 +194,7 @@ class Bench:
                 "--access-logfile", "-",  # as docker-compose.yml: its cost is measured too
             ],
         )  # fmt: skip
-        self.start_processor("celery", "bench@%h")
+        self.start_processor("celery", "bench")
         deadline = time.monotonic() + 60
         while True:
             try:
@@ -200,39 +205,41 @@ class Bench:
                     raise RuntimeError("gunicorn did not start: see bench/results/logs/") from None
                 time.sleep(0.3)
         self.celery = celery_app(self.env["CELERY_BROKER_URL"])
-        deadline = time.monotonic() + 60
-        while not self.celery.control.ping(timeout=1.0):
-            if time.monotonic() > deadline:
-                raise RuntimeError("the Celery worker did not answer: see bench/results/logs/")
-        self.worker = next(iter(self.celery.control.ping(timeout=1.0)[0]))
+        self.workers = self.wait_for_workers("bench-")
         # The HTTP figures measure the request path: the worker waits (its queue fills) and is
         # measured on its own afterwards, so both do not share the two cores at once.
         self.consume(False)
 
-    def start_processor(self, name: str, hostname: str, env: dict | None = None) -> None:
-        """The recharge worker as docker-compose.yml deploys it: threads, pooled connections."""
-        self.start(
-            name,
-            [
-                str(BIN / "celery"), "-A", "reseller", "worker", "--pool", "threads",
-                "--concurrency", str(PROCESSOR_THREADS), "-Q", "celery", "--loglevel", "WARNING",
-                "--hostname", hostname, "--without-gossip", "--without-mingle",
-            ],
-            env={"DATABASE_POOL_SIZE": str(PROCESSOR_POOL), **(env or {})},
-        )  # fmt: skip
+    def start_processor(self, name: str, prefix: str, env: dict | None = None) -> None:
+        """The recharge worker as docker-compose.yml deploys it: one process per core (its
+        replicas), each with threads sharing a few pooled connections. Hostnames
+        ``{prefix}-1@…``, ``{prefix}-2@…``."""
+        for n in range(1, PROCESSOR_PROCESSES + 1):
+            self.start(
+                name,
+                [
+                    str(BIN / "celery"), "-A", "reseller", "worker", "--pool", "threads",
+                    "--concurrency", str(PROCESSOR_THREADS), "-Q", "celery",
+                    "--loglevel", "WARNING", "--hostname", f"{prefix}-{n}@%h",
+                    "--without-gossip", "--without-mingle",
+                ],
+                env={"DATABASE_POOL_SIZE": str(PROCESSOR_POOL), **(env or {})},
+                log_name=f"{name}-{n}",
+            )  # fmt: skip
 
-    def consume(self, on: bool, worker: str | None = None) -> None:
-        """Resume or pause the worker's consumer, and make sure it did: a busy worker can miss
-        the broadcast, and a figure measured with the processor paused would mean nothing."""
+    def consume(self, on: bool, workers: list[str] | None = None) -> None:
+        """Resume or pause the workers' consumers, and make sure they did: a busy worker can
+        miss the broadcast, and a figure measured with the processor paused means nothing."""
         control = self.celery.control
-        name = worker or self.worker
         command = control.add_consumer if on else control.cancel_consumer
-        for _attempt in range(10):
-            replies = command("celery", destination=[name], reply=True, timeout=5)
-            if any(name in reply for reply in replies or []):
-                return
-            log(f"  the worker did not confirm {'add' if on else 'cancel'}_consumer; again")
-        raise RuntimeError(f"{name} did not confirm {'add' if on else 'cancel'}_consumer")
+        for name in workers or self.workers:
+            for _attempt in range(10):
+                replies = command("celery", destination=[name], reply=True, timeout=5)
+                if any(name in reply for reply in replies or []):
+                    break
+                log(f"  {name} did not confirm {'add' if on else 'cancel'}_consumer; again")
+            else:
+                raise RuntimeError(f"{name} did not confirm {'add' if on else 'cancel'}_consumer")
 
     # -- HTTP load -------------------------------------------------------------------------
     def http(self, name: str, clients: int, factory, expected: int, duration=None) -> dict:
@@ -358,7 +365,7 @@ class Bench:
             ],
         )  # fmt: skip
         deadline = time.monotonic() + 60
-        while len(self.celery.control.ping(timeout=1.0)) < 2:
+        while len(self.celery.control.ping(timeout=1.0)) < PROCESSOR_PROCESSES + 1:
             if time.monotonic() > deadline:
                 raise RuntimeError("the webhooks worker did not answer: see bench/results/logs/")
         many = self.seed["many_keys"]
@@ -406,25 +413,25 @@ class Bench:
         )  # fmt: skip
 
     # -- the worker ------------------------------------------------------------------------
-    def drain_seconds(self, publish, worker: str | None = None) -> float:
+    def drain_seconds(self, publish, workers: list[str] | None = None) -> float:
         """Publish with the consumer paused, resume it and time until the queue is empty."""
         import redis
 
         broker = redis.Redis.from_url(self.env["CELERY_BROKER_URL"])
-        self.consume(False, worker)
+        self.consume(False, workers)
         publish()
         started = time.perf_counter()
-        self.consume(True, worker)
+        self.consume(True, workers)
         deadline = started + self.args.worker_timeout
         while broker.llen("celery") or broker.hlen("unacked"):
             if time.perf_counter() > deadline:
                 raise RuntimeError("the worker did not drain its queue in time")
             time.sleep(0.005)
         elapsed = time.perf_counter() - started
-        self.consume(False, worker)
+        self.consume(False, workers)
         return elapsed
 
-    def process_queued(self, count: int, worker: str | None = None) -> dict:
+    def process_queued(self, count: int, workers: list[str] | None = None) -> dict:
         """Send ``count`` queued recharges to the processor; time until all are done."""
         ids = self.seed_cmd("queued", "--limit", str(count))["ids"]
         before = self.seed_cmd("status")["recharges"]
@@ -433,7 +440,7 @@ class Bench:
                 self.celery.send_task("orders.recharges.tasks.recharge_process_task", args=(pk,))
                 for pk in ids
             ],
-            worker,
+            workers,
         )
         after = self.seed_cmd("status")["recharges"]
         delivered = after.get("delivered", 0) - before.get("delivered", 0)
@@ -452,16 +459,16 @@ class Bench:
         rate = self.process_queued(count)
         floor = {"rps": round(count / noop, 1), "requests": count, "seconds": noop}
         self.row(
-            f"processor: recharges/s, worker as deployed ({PROCESSOR_THREADS} threads), 0 ms",
+            f"processor: recharges/s, {PROCESSOR_PROCESSES} x {PROCESSOR_THREADS} threads, 0 ms",
             rate, "no-op Celery task/s, same worker", floor,
             aim=1 / 3, aim_text=">= 1/3 x no-op",
         )  # fmt: skip
 
         # The same worker configuration against a provider that answers in 500 ms.
         self.start_processor(
-            "celery-500ms", "bench-500ms@%h", env={"AIRTIME_SIMULATOR_LATENCY_MS": "500"}
+            "celery-500ms", "bench-500ms", env={"AIRTIME_SIMULATOR_LATENCY_MS": "500"}
         )
-        slow = self.wait_for_worker("bench-500ms@")
+        slow = self.wait_for_workers("bench-500ms-")
         self.consume(False, slow)
         slow_rate = self.process_queued(count, slow)
         in_flight = round(slow_rate["rps"] * 0.5, 1)
@@ -473,14 +480,19 @@ class Bench:
             aim=1.0, aim_text=">= 100/s",
         )  # fmt: skip
 
-    def wait_for_worker(self, prefix: str) -> str:
+    def wait_for_workers(self, prefix: str) -> list[str]:
+        """The names of the processor's processes whose hostnames start with ``prefix``."""
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            for reply in self.celery.control.ping(timeout=1.0):
-                name = next(iter(reply))
-                if name.startswith(prefix):
-                    return name
-        raise RuntimeError(f"worker {prefix} did not answer: see bench/results/logs/")
+            names = sorted(
+                name
+                for reply in self.celery.control.ping(timeout=1.0)
+                for name in reply
+                if name.startswith(prefix)
+            )
+            if len(names) == PROCESSOR_PROCESSES:
+                return names
+        raise RuntimeError(f"workers {prefix}* did not answer: see bench/results/logs/")
 
     # -- profile, checks -------------------------------------------------------------------
     def profile(self) -> None:
