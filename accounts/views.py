@@ -15,6 +15,7 @@ from django.shortcuts import redirect, render
 from django.utils import translation
 from django.utils.cache import add_never_cache_headers
 from django.utils.translation import gettext as _
+from django.views import i18n as i18n_views
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from accounts import selectors, services
@@ -32,7 +33,9 @@ from accounts.http import AuthenticatedRequest
 from accounts.models import BillingProfile
 from orders.selectors import sandbox_recharges
 from reseller.errors import ApplicationError
+from sandbox.balances import ADDITIONS_PER_HOUR as SANDBOX_PER_HOUR
 from sandbox.balances import AMOUNTS as SANDBOX_AMOUNTS
+from sandbox.balances import CAP as SANDBOX_CAP
 from sandbox.balances import sandbox_balance, sandbox_balances, sandbox_topup
 from sandbox.outcomes import GUIDE as SANDBOX_GUIDE
 from sandbox.outcomes import sandbox_settle
@@ -71,8 +74,25 @@ class LoginView(auth_views.LoginView):
     redirect_authenticated_user = True
 
     def form_valid(self, form):
+        """The language picked on the site before logging in is the latest choice: it
+        becomes the profile's; without one, the profile's language is the site's."""
         response = super().form_valid(form)
-        return _remember_language(response, form.get_user().language)
+        user = form.get_user()
+        picked = self.request.COOKIES.get(settings.LANGUAGE_COOKIE_NAME, "")
+        if picked in dict(settings.LANGUAGES) and picked != user.language:
+            services.user_update_profile(user=user, user_data={"language": picked})
+        return _remember_language(response, user.language)
+
+
+@require_POST
+def set_language(request: HttpRequest) -> HttpResponse:
+    """The site's language switcher (Django's ``set_language``); a logged-in user's choice is
+    also saved to the profile, so the next login keeps it."""
+    response = i18n_views.set_language(request)
+    language = request.POST.get("language", "")
+    if request.user.is_authenticated and language in dict(settings.LANGUAGES):
+        services.user_update_profile(user=request.user, user_data={"language": language})
+    return response
 
 
 class LogoutView(auth_views.LogoutView):
@@ -190,6 +210,8 @@ def api_key_detail(request: AuthenticatedRequest, key_id: str) -> HttpResponse:
         sandbox_settle(api_key=key)
         context["sandbox_balance"] = sandbox_balance(key=key)[0]
         context["sandbox_amounts"] = [int(amount) for amount in SANDBOX_AMOUNTS]
+        context["sandbox_cap"] = SANDBOX_CAP
+        context["sandbox_per_hour"] = SANDBOX_PER_HOUR
         context["sandbox_recharges"] = sandbox_recharges(api_key=key)
         context["sandbox_endings"] = SANDBOX_GUIDE
     return render(request, "accounts/keys_detail.html", context)

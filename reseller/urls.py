@@ -3,6 +3,7 @@ from django.contrib import admin
 from django.urls import URLPattern, URLResolver, include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
+from accounts import views as account_views
 from reseller import views
 
 api_v1: list[URLPattern | URLResolver] = [
@@ -22,7 +23,7 @@ if settings.BENCH_ENDPOINTS:  # the benchmark's floor (bench.floor); off by defa
 urlpatterns = [
     path("api/v1/", include(api_v1)),
     path("admin/", admin.site.urls),
-    path("i18n/", include("django.conf.urls.i18n")),
+    path("i18n/setlang/", account_views.set_language, name="set_language"),
     path("healthz", views.healthz, name="healthz"),
     path("accounts/webhooks/", include("webhooks.urls")),
     path("accounts/", include("accounts.urls")),

@@ -8,7 +8,8 @@ concurrency.
 
 from __future__ import annotations
 
-from datetime import timedelta
+import math
+from datetime import UTC, timedelta
 from decimal import Decimal, InvalidOperation
 
 from django.db import transaction
@@ -77,15 +78,27 @@ def sandbox_topup(*, key, amount, by=None) -> Wallet:
         .values_list("created_at", flat=True)
     )
     if len(recent) >= ADDITIONS_PER_HOUR:
-        retry = (recent[0] + WINDOW - now).total_seconds()
-        raise SandboxTopupLimit(retry_after=max(1, int(retry) + 1))
+        next_at = recent[0] + WINDOW
+        retry = (next_at - now).total_seconds()
+        raise SandboxTopupLimit(
+            _(
+                "At most %(count)d sandbox additions per hour per key. The next one is possible "
+                "in %(minutes)d min, at %(time)s UTC."
+            )
+            % {
+                "count": ADDITIONS_PER_HOUR,
+                "minutes": max(1, math.ceil(retry / 60)),
+                "time": next_at.astimezone(UTC).strftime("%H:%M"),
+            },
+            retry_after=max(1, int(retry) + 1),
+        )
     if wallet.balance + value > CAP:
         raise SandboxBalanceCap(
             _(
                 "The sandbox balance is %(balance)s EUR; adding %(amount)s EUR would pass the "
-                "1000.00 EUR cap."
+                "%(cap)s EUR cap."
             )
-            % {"balance": wallet.balance, "amount": value}
+            % {"balance": wallet.balance, "amount": value, "cap": CAP}
         )
     topup = TopUp.objects.create(
         wallet=wallet,

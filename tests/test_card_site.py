@@ -154,6 +154,31 @@ def test_wallet_page_shows_balance_and_entries_and_takes_a_bank_transfer_request
     assert_ledger_balanced()
 
 
+def test_a_bank_transfer_request_says_where_to_send_the_money_and_what_to_quote(
+    browser_client, settings
+):
+    settings.BANK_TRANSFER_BENEFICIARY = "Reseller Payments SL"
+    settings.BANK_TRANSFER_IBAN = "ES91 2100 0418 4502 0005 1332"
+    settings.BANK_TRANSFER_BIC = "CAIXESBBXXX"
+    page = browser_client.get("/wallet/").content.decode()
+    assert "ES91 2100 0418 4502 0005 1332" in page and "CAIXESBBXXX" in page
+    response = browser_client.post("/wallet/bank-transfer/", {"amount": "50.00"}, follow=True)
+    topup = TopUp.objects.get(method="bank_transfer")
+    text = response.content.decode()
+    for detail in ("Reseller Payments SL", "ES91 2100 0418 4502 0005 1332", "CAIXESBBXXX"):
+        assert detail in text
+    assert f"quoting {topup.public_id}" in text
+
+
+def test_without_bank_details_no_bank_transfer_is_offered_nor_taken(browser_client, settings):
+    settings.BANK_TRANSFER_IBAN = ""
+    page = browser_client.get("/wallet/").content.decode()
+    assert "/wallet/bank-transfer/" not in page
+    response = browser_client.post("/wallet/bank-transfer/", {"amount": "50.00"}, follow=True)
+    assert "not available" in response.content.decode()
+    assert not TopUp.objects.filter(method="bank_transfer").exists()
+
+
 @pytest.mark.parametrize("path", ["/cart/", "/checkout/", "/payments/", "/wallet/"])
 def test_site_pages_need_a_login(client, path):
     response = client.get(path)

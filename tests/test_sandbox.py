@@ -89,6 +89,7 @@ def test_at_most_5_sandbox_additions_per_hour_per_key(reseller, time_machine):
         sandbox_topup(key=key, amount="10")
     assert info.value.status == 429 and info.value.code == "sandbox_topup_limit"
     assert int(info.value.headers["Retry-After"]) > 3000
+    assert "in 60 min, at 11:00 UTC" in str(info.value.detail)  # when to try again
     sandbox_topup(key=other, amount="10")  # per key
     time_machine.move_to("2026-11-21 11:00:01Z", tick=False)
     sandbox_topup(key=key, amount="10")

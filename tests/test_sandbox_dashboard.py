@@ -29,6 +29,22 @@ def test_a_test_keys_page_shows_its_sandbox_balance_buttons_and_the_magic_ending
         assert amount in page
     for ending in ("0002", "0003", "0004"):
         assert f"<code>{ending}</code>" in page
+    # the cap is written as the balance is, not "1,000 EUR" beside "0.00 EUR"
+    assert "at most 1000.00 EUR; 5 additions per hour" in page and "1,000" not in page
+
+
+def test_a_sixth_addition_in_the_hour_says_when_the_next_one_is_possible(
+    client, user, time_machine
+):
+    time_machine.move_to("2026-11-21 10:00:00Z", tick=False)
+    key, _ = make_key(user, mode="test")
+    client.force_login(user)
+    for _ in range(5):
+        client.post(topup_url(key), {"amount": "10"})
+    time_machine.move_to("2026-11-21 10:20:00Z", tick=False)
+    page = client.post(topup_url(key), {"amount": "10"}, follow=True).content.decode()
+    assert "The next one is possible in 40 min, at 11:00 UTC." in page
+    assert Wallet.objects.get(api_key=key).balance == Decimal("50.00")
 
 
 def test_the_dashboard_button_adds_to_the_sandbox(client, user):

@@ -1,6 +1,7 @@
 """The server-rendered site: sign-up, login, logout, profile, languages, CSRF."""
 
 import pytest
+from django.conf import settings
 from django.test import Client
 from django.urls import reverse
 
@@ -119,6 +120,39 @@ def test_site_speaks_the_accept_language(client, language, text):
 def test_language_switcher_sets_the_site_language(client):
     client.post("/i18n/setlang/", {"language": "es", "next": "/"})
     assert "Iniciar sesión" in client.get("/").content.decode()
+
+
+def test_the_language_picked_before_logging_in_is_kept_and_saved_to_the_profile(client, user):
+    assert user.language == "en"
+    client.post("/i18n/setlang/", {"language": "es", "next": "/"})
+    response = client.post(
+        reverse("accounts:login"), {"username": user.email, "password": PASSWORD}
+    )
+    assert response.status_code == 302
+    assert response.cookies[settings.LANGUAGE_COOKIE_NAME].value == "es"
+    user.refresh_from_db()
+    assert user.language == "es"
+    assert "Cerrar sesión" in client.get("/").content.decode()
+
+
+def test_without_a_pick_the_profiles_language_is_the_sites_at_login(client, user):
+    user.language = "fr"
+    user.save(update_fields=["language"])
+    response = client.post(
+        reverse("accounts:login"), {"username": user.email, "password": PASSWORD}
+    )
+    assert response.cookies[settings.LANGUAGE_COOKIE_NAME].value == "fr"
+
+
+def test_switching_language_while_logged_in_updates_the_profile(client, user):
+    client.force_login(user)
+    response = client.post("/i18n/setlang/", {"language": "fr", "next": "/"})
+    assert response.status_code == 302
+    user.refresh_from_db()
+    assert user.language == "fr"
+    client.post("/i18n/setlang/", {"language": "xx", "next": "/"})  # not a site language
+    user.refresh_from_db()
+    assert user.language == "fr"
 
 
 def test_site_forms_require_csrf_token(user):

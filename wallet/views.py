@@ -35,8 +35,20 @@ def wallet(request: AuthenticatedRequest) -> HttpResponse:
             "test_mode": gateway.test_mode(),
             "stripe_js_url": settings.STRIPE_JS_URL,
             "publishable_key": gateway.publishable_key(),
+            "bank": bank_details(),
         },
     )
+
+
+def bank_details() -> dict[str, str] | None:
+    """Where bank transfers go (settings), or None when no IBAN is configured."""
+    if not settings.BANK_TRANSFER_IBAN:
+        return None
+    return {
+        "beneficiary": settings.BANK_TRANSFER_BENEFICIARY,
+        "iban": settings.BANK_TRANSFER_IBAN,
+        "bic": settings.BANK_TRANSFER_BIC,
+    }
 
 
 def _amount(raw: str) -> Decimal | None:
@@ -54,6 +66,10 @@ def _amount(raw: str) -> Decimal | None:
 @require_POST
 def bank_transfer(request: AuthenticatedRequest) -> HttpResponse:
     """Request a bank-transfer top-up: pending until staff see the money and approve it."""
+    bank = bank_details()
+    if bank is None:
+        messages.error(request, _("Bank transfers are not available at the moment."))
+        return redirect("wallet:wallet")
     amount = _amount(request.POST.get("amount", ""))
     if amount is None:
         messages.error(
@@ -70,9 +86,15 @@ def bank_transfer(request: AuthenticatedRequest) -> HttpResponse:
     messages.success(
         request,
         _(
-            "Top-up %(ref)s requested. Send %(amount)s %(currency)s by bank transfer quoting "
-            "%(ref)s; your balance is credited when we receive it."
+            "Top-up %(ref)s requested. Send %(amount)s %(currency)s by bank transfer to "
+            "%(beneficiary)s, IBAN %(iban)s, BIC %(bic)s, quoting %(ref)s; your balance is "
+            "credited when we receive it."
         )
-        % {"ref": topup.public_id, "amount": topup.amount, "currency": topup.currency},
+        % {
+            "ref": topup.public_id,
+            "amount": topup.amount,
+            "currency": topup.currency,
+            **bank,
+        },
     )
     return redirect("wallet:wallet")

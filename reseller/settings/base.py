@@ -192,6 +192,12 @@ SECURE_CSP = {
 # Recharges: the upstream airtime provider (orders.recharges.providers) and the processor.
 AIRTIME_PROVIDER = env.str("AIRTIME_PROVIDER", default="simulator")
 WAITLIST_HORIZON_HOURS = env.int("WAITLIST_HORIZON_HOURS", default=72)
+
+# Where customers send bank-transfer top-ups, shown with each request's reference. Without an
+# IBAN the site offers no bank transfer (a request nobody can pay is worse than none).
+BANK_TRANSFER_BENEFICIARY = env.str("BANK_TRANSFER_BENEFICIARY", default="")
+BANK_TRANSFER_IBAN = env.str("BANK_TRANSFER_IBAN", default="")
+BANK_TRANSFER_BIC = env.str("BANK_TRANSFER_BIC", default="")
 # Rules of the simulator (orders.recharges.providers.simulator): None = its built-in endings.
 AIRTIME_SIMULATOR_RULES = None
 AIRTIME_SIMULATOR_LATENCY_MS = env.int("AIRTIME_SIMULATOR_LATENCY_MS", default=0)

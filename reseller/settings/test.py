@@ -18,6 +18,9 @@ CACHES["default"]["KEY_PREFIX"] = f"test-{os.getpid()}"  # noqa: F405
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = True
 TASKS_IN_PROCESS_THREADED = False
+BANK_TRANSFER_BENEFICIARY = "Reseller Test Ltd"
+BANK_TRANSFER_IBAN = "GB82 WEST 1234 5698 7654 32"
+BANK_TRANSFER_BIC = "WESTGB2L"
 # A drain returns as soon as nothing is due (the tests call it directly, many times); the
 # lingering of the deployed default has its own test.
 WEBHOOK_DRAIN_LINGER_SECONDS = 0.0
