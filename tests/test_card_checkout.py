@@ -92,7 +92,8 @@ def test_card_checkout_captures_queues_recharges_and_empties_the_cart(
     intent = stripe_local.payment_intent(payment.payment_intent_id)
     assert intent["status"] == "succeeded"
     assert intent["amount"] == 1000 and intent["currency"] == "eur"
-    assert intent["metadata"] == {"paymentId": payment.public_id}
+    assert intent["metadata"]["paymentId"] == payment.public_id
+    assert intent["metadata"]["setupIntent"].startswith("seti_")  # which attempt it was
     assert_ledger_balanced()
 
 
@@ -170,6 +171,37 @@ def test_declined_card_is_402_card_declined_keeps_the_cart_and_can_be_retried(
     response = checkout(shopper, body["paymentId"])
     assert response.status_code == 200, response.content
     assert Payment.objects.get(pk=payment.pk).status == "captured"
+
+
+def test_a_late_failure_event_of_a_declined_attempt_does_not_undo_the_next_card(
+    shopper, stripe_local
+):
+    """Seen once in seven tries: declined, a good card confirmed, then Stripe's webhook for
+    the declined attempt arrives and cleared the new card ("confirm the SetupIntent")."""
+    from orders.card.services import stripe_event_handle
+
+    body = prepare(shopper)
+    declined_setup = body["setupClientSecret"].split("_secret_")[0]
+    stripe_local.browser_confirm_setup(body["setupClientSecret"], DECLINED)
+    assert_problem(checkout(shopper, body["paymentId"]), 402, "card_declined")
+    retry = prepare(shopper, paymentId=body["paymentId"])
+    stripe_local.browser_confirm_setup(retry["setupClientSecret"])
+    late = {
+        "object": "payment_intent",
+        "id": "pi_of_the_declined_attempt",
+        "status": "requires_payment_method",
+        "amount": 500,
+        "currency": "eur",
+        "metadata": {"paymentId": body["paymentId"], "setupIntent": declined_setup},
+        "last_payment_error": {"code": "card_declined"},
+    }
+    event = {"id": "evt_late", "type": "payment_intent.payment_failed", "data": {"object": late}}
+    assert stripe_event_handle(event=event) is True
+    assert CardCheckout.objects.get(payment__public_id=body["paymentId"]).setup_intent_id
+    response = checkout(shopper, body["paymentId"])
+    assert response.status_code == 200, response.content
+    assert Payment.objects.get(public_id=body["paymentId"]).status == "captured"
+    assert_ledger_balanced()
 
 
 def test_an_expired_quote_is_409_quote_expired_and_charges_nothing(shopper, stripe_local):

@@ -185,7 +185,8 @@ def test_card_topup_credits_the_wallet_once(user_api, stripe_local, client):
 
     topup = TopUp.objects.get(public_id=body["topupId"])
     intent = stripe_local.payment_intent(topup.external_reference)
-    assert intent["metadata"] == {"topupId": topup.public_id}
+    assert intent["metadata"]["topupId"] == topup.public_id
+    assert intent["metadata"]["setupIntent"].startswith("seti_")
     assert post_event(client, event_for(intent, event_id="evt_topup")).status_code == 200
     assert wallet_balance(user_api.user) == Decimal("25.00")
     assert LedgerEntry.objects.filter(kind="topup", reference=topup.public_id).count() == 1

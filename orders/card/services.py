@@ -354,7 +354,8 @@ def _confirm_on_stripe(
             currency=checkout.currency,
             payment_method=payment_method,
             customer=customer,
-            metadata={_metadata_key(checkout): checkout.public_id},
+            # The attempt's SetupIntent: a late event of an earlier attempt is told apart.
+            metadata={_metadata_key(checkout): checkout.public_id, "setupIntent": setup_intent_id},
             idempotency_key=f"checkout:{checkout.public_id}:{setup_intent_id}",
         )
     except (CardDeclined, CardAuthenticationFailed) as exc:
@@ -472,6 +473,16 @@ def _checkout_for_intent(intent: gateway.IntentResult) -> CardCheckout | None:
     return None
 
 
+def _is_current_attempt(checkout: CardCheckout, intent: gateway.IntentResult) -> bool:
+    """Is ``intent`` the checkout's current attempt? Its recorded PaymentIntent, or (the id
+    not recorded yet) one made from the SetupIntent the checkout holds now. A failure that
+    arrives late for an earlier attempt must not undo the card the consumer just confirmed."""
+    if checkout.payment_intent_id:
+        return checkout.payment_intent_id == intent.id
+    setup_intent = intent.metadata.get("setupIntent", "")
+    return bool(setup_intent) and setup_intent == checkout.setup_intent_id
+
+
 def stripe_event_handle(*, event: dict) -> bool:
     """Handle one verified webhook event once. Returns False for a replay (nothing done).
 
@@ -512,6 +523,6 @@ def stripe_event_handle(*, event: dict) -> bool:
                     _complete(checkout, current)
                 except PaymentNotPayable:
                     logger.exception("webhook %s: amount mismatch", event["id"])
-        elif checkout.completed_at is None and checkout.payment_intent_id in ("", intent.id):
+        elif checkout.completed_at is None and _is_current_attempt(checkout, intent):
             _attempt_failed(checkout, code=intent.error_code or "card_declined")
     return True

@@ -72,6 +72,9 @@
       needsSetup = true;
       return d.msgExpired;
     }
+    if (result.body && result.body.code === "payment_method_required") {
+      return d.msgFailed; // the API's wording is for integrators: enter the card again
+    }
     return (result.body && result.body.detail) || d.msgFailed;
   }
 
