@@ -112,12 +112,6 @@ class BillingForm(forms.ModelForm):
         model = BillingProfile
         fields = list(BILLING_FIELDS)
 
-    def clean_country(self) -> str:
-        value = self.cleaned_data.get("country", "").upper()
-        if value and (len(value) != 2 or not value.isalpha()):
-            raise forms.ValidationError(_("Use an ISO 3166-1 alpha-2 code such as ES."))
-        return value
-
 
 class IpWhitelistField(forms.CharField):
     """Addresses typed one per line (or separated by commas); cleans to a normalised list."""

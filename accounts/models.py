@@ -11,6 +11,7 @@ from django.db import models
 from django.db.models.functions import Lower
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
+from django_countries.fields import CountryField
 
 from reseller.ids import make_id
 
@@ -63,7 +64,7 @@ class BillingProfile(models.Model):
     address_line2 = models.CharField(_("address line 2"), max_length=200, blank=True)
     city = models.CharField(_("city"), max_length=100, blank=True)
     postal_code = models.CharField(_("postal code"), max_length=20, blank=True)
-    country = models.CharField(_("country"), max_length=2, blank=True, help_text="ISO 3166-1")
+    country = CountryField(_("country"), blank=True, help_text="ISO 3166-1 alpha-2")
 
     def __str__(self) -> str:
         return f"Billing of {self.account}"

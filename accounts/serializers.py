@@ -1,9 +1,8 @@
 from __future__ import annotations
 
-import re
-
 import phonenumbers
 from django.utils.translation import gettext_lazy as _
+from django_countries import countries
 from rest_framework import serializers
 
 from accounts.models import LANGUAGE_CHOICES
@@ -95,8 +94,9 @@ class AccountIn(StrictSerializer):
 
 
 def validate_country(value: str) -> str:
+    """An ISO 3166-1 alpha-2 code of a real country (any case): "ES", not "SP" nor "XX"."""
     value = value.upper()
-    if value and not re.fullmatch(r"[A-Z]{2}", value):
+    if value and value not in countries:
         raise serializers.ValidationError(
             _("Use an ISO 3166-1 alpha-2 code such as ES."), code="invalid_country"
         )

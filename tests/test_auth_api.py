@@ -4,7 +4,7 @@ import pytest
 import time_machine
 from django.test import override_settings
 
-from accounts.models import Account, User
+from accounts.models import Account, BillingProfile, User
 from tests.factories import PASSWORD, UserFactory
 from tests.helpers import assert_problem
 
@@ -180,6 +180,19 @@ def test_me_patch_with_bad_phone_names_the_field(user_api):
     body = assert_problem(user_api.patch(ME, {"user": {"phone": "12345"}}), 400, "validation_error")
     assert body["errors"][0]["field"] == "user.phone"
     assert body["errors"][0]["code"] == "invalid_phone_number"
+
+
+@pytest.mark.parametrize("country", ["SP", "sp", "XX", "E1"])
+def test_a_billing_country_must_be_a_real_iso_code(user_api, user, country):
+    body = assert_problem(
+        user_api.patch(ME, {"billing": {"country": country, "city": "Madrid"}}),
+        400,
+        "validation_error",
+    )
+    assert {"field": "billing.country", "code": "invalid_country"}.items() <= body["errors"][
+        0
+    ].items()
+    assert not BillingProfile.objects.filter(account=user.account, city="Madrid").exists()
 
 
 def test_create_user_command_makes_user_with_account(capsys):

@@ -5,7 +5,7 @@ from django.conf import settings
 from django.test import Client
 from django.urls import reverse
 
-from accounts.models import User
+from accounts.models import BillingProfile, User
 from tests.factories import PASSWORD
 from tests.helpers import second_factor_login
 
@@ -84,7 +84,7 @@ def test_profile_edit_saves_profile_and_billing(client, user):
             "billing-address_line2": "",
             "billing-city": "Paris",
             "billing-postal_code": "75001",
-            "billing-country": "fr",
+            "billing-country": "FR",
         },
     )
     assert response.status_code == 302
@@ -92,6 +92,19 @@ def test_profile_edit_saves_profile_and_billing(client, user):
     assert (user.first_name, user.language, user.account.name) == ("Lea", "fr", "Roy SARL")
     assert user.account.billing.country == "FR"
     assert response.cookies["django_language"].value == "fr"
+
+
+def test_the_billing_country_is_picked_from_the_list_in_the_users_language(client, user):
+    client.force_login(user)
+    page = client.get(reverse("accounts:profile"), HTTP_ACCEPT_LANGUAGE="es").content.decode()
+    assert '<select name="billing-country"' in page
+    assert '<option value="ES">España</option>' in page
+    response = client.post(
+        reverse("accounts:profile"),
+        {"account-account_name": "Shop", "billing-country": "SP", "profile-language": "en"},
+    )
+    assert response.status_code == 200  # the form again, with the error
+    assert not BillingProfile.objects.filter(account=user.account, country="SP").exists()
 
 
 def test_profile_edit_with_bad_phone_changes_nothing(client, user):

@@ -32,6 +32,7 @@ INSTALLED_APPS = [
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "django_countries",  # the ISO 3166-1 list, with country names in es and fr
     "reseller",
     "accounts",
     "catalog",
