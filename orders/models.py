@@ -6,6 +6,7 @@ from typing import Any
 
 from django.db import models
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 
 class IdempotencyRecord(models.Model):
@@ -140,15 +141,18 @@ class OrderLine(models.Model):
 
 class Payment(models.Model):
     class Method(models.TextChoices):
-        WALLET = "wallet", "Wallet"
-        CARD = "card", "Card"
+        WALLET = "wallet", _("Wallet")
+        CARD = "card", _("Card")
 
     class Status(models.TextChoices):
-        PENDING = "pending", "Pending"
-        CAPTURED = "captured", "Captured"
-        FAILED = "failed", "Failed"
-        REFUNDED = "refunded", "Refunded"
-        PARTIALLY_REFUNDED = "partially_refunded", "Partially refunded"
+        # The labels are what a consumer reads (pages, receipts); the API speaks the values.
+        PENDING = "pending", _("Pending")
+        CAPTURED = "captured", _("Paid")
+        FAILED = "failed", _("Failed")
+        REFUNDED = "refunded", _("Refunded")
+        PARTIALLY_REFUNDED = "partially_refunded", _("Partially refunded")
+        # A card payment whose price hold ran out before any card attempt reached Stripe.
+        EXPIRED = "expired", _("Expired")
 
     public_id = models.CharField(max_length=40, unique=True, default=new_payment_id)
     order = models.OneToOneField(Order, on_delete=models.PROTECT, related_name="payment")
@@ -194,16 +198,16 @@ class Recharge(models.Model):
     """One top-up of one product to one number: one row per unit of quantity."""
 
     class Status(models.TextChoices):
-        QUEUED = "queued", "Queued"
-        WAITLISTED = "waitlisted", "Waitlisted"
-        DISPATCHED = "dispatched", "Dispatched"
-        DELIVERED = "delivered", "Delivered"
-        FAILED = "failed", "Failed"
+        QUEUED = "queued", _("Queued")
+        WAITLISTED = "waitlisted", _("Waitlisted")
+        DISPATCHED = "dispatched", _("Dispatched")
+        DELIVERED = "delivered", _("Delivered")
+        FAILED = "failed", _("Failed")
         # Test mode only: the simulated outcomes of the sandbox (docs/contract.md section 6).
-        PROCESSING = "processing", "Processing (sandbox)"
-        SUCCESS = "success", "Success (sandbox)"
-        REJECTED = "rejected", "Rejected (sandbox)"
-        TIMEOUT = "timeout", "Timeout (sandbox)"
+        PROCESSING = "processing", _("Processing (sandbox)")
+        SUCCESS = "success", _("Success (sandbox)")
+        REJECTED = "rejected", _("Rejected (sandbox)")
+        TIMEOUT = "timeout", _("Timeout (sandbox)")
 
     public_id = models.CharField(max_length=40, unique=True, default=new_recharge_id)
     order = models.ForeignKey(Order, on_delete=models.PROTECT, related_name="recharges")

@@ -26,10 +26,17 @@ def order_for_response(*, order_id: int) -> Order:
 
 
 def payment_history(*, account: Account, livemode: bool) -> QuerySet[Payment]:
+    """Payments with their recharges and what was bought (the order's lines), newest first."""
     return (
         Payment.objects.filter(account=account, livemode=livemode)
         .select_related("order")
-        .prefetch_related(Prefetch("recharges", queryset=_recharges()))
+        .prefetch_related(
+            Prefetch("recharges", queryset=_recharges()),
+            Prefetch(
+                "order__lines",
+                queryset=OrderLine.objects.select_related("product").order_by("id"),
+            ),
+        )
         .order_by("-id")
     )
 

@@ -343,3 +343,48 @@ def test_a_card_payment_removes_exactly_the_cart_lines_it_charged(shopper, produ
     assert list(cart.items.values_list("recipient_number", flat=True)) == ["+525512340000"]
     assert Payment.objects.get(public_id=body["paymentId"]).amount == Decimal("10.00")
     assert_ledger_balanced()
+
+
+def test_an_abandoned_card_payment_expires_after_its_price_hold(shopper, stripe_local):
+    """Issue 17, defect 7: a payment nobody paid stays "pending" no longer than its hold."""
+    from django.test import Client
+
+    from orders.tasks import card_payments_expire_task
+
+    abandoned = prepare(shopper)  # the consumer left before confirming a card
+    declined = prepare(shopper)
+    stripe_local.browser_confirm_setup(declined["setupClientSecret"], DECLINED)
+    assert_problem(checkout(shopper, declined["paymentId"]), 402, "card_declined")
+    paid = prepare(shopper)
+    stripe_local.browser_confirm_setup(paid["setupClientSecret"])
+    assert checkout(shopper, paid["paymentId"]).status_code == 200
+
+    assert card_payments_expire_task() == 0  # every hold still runs
+    CardCheckout.objects.update(expires_at=timezone.now() - timedelta(seconds=1))
+    assert card_payments_expire_task() == 1
+    status = dict(Payment.objects.values_list("public_id", "status"))
+    assert status[abandoned["paymentId"]] == "expired"
+    assert status[declined["paymentId"]] == "failed"
+    assert status[paid["paymentId"]] == "captured"
+    assert card_payments_expire_task() == 0  # once
+
+    # An expired payment cannot be paid any more: a new prepare prices the cart again.
+    assert_problem(checkout(shopper, abandoned["paymentId"]), 409, "payment_not_payable")
+    site = Client()
+    site.force_login(shopper.user)
+    history = site.get("/payments/").content.decode()
+    assert "Expired" in history and "Pending" not in history
+    assert f">{abandoned['paymentId']}<" not in history  # described by what was bought
+    assert MX_NUMBER in history
+    assert_ledger_balanced()
+
+
+def test_a_payment_with_an_attempt_at_stripe_is_left_to_stripes_answer(shopper, stripe_local):
+    from orders.card.services import card_payments_expire
+
+    body = prepare(shopper)
+    stripe_local.browser_confirm_setup(body["setupClientSecret"], THREE_D_SECURE)
+    assert checkout(shopper, body["paymentId"]).status_code == 202  # waiting for the bank
+    CardCheckout.objects.update(expires_at=timezone.now() - timedelta(seconds=1))
+    assert card_payments_expire() == 0
+    assert Payment.objects.get(public_id=body["paymentId"]).status == "pending"

@@ -473,6 +473,38 @@ def _checkout_for_intent(intent: gateway.IntentResult) -> CardCheckout | None:
     return None
 
 
+def card_payments_expire(*, now=None, limit: int = 500) -> int:
+    """Pending card payments whose price hold is over and that no card attempt took to
+    Stripe become ``expired`` (a minute by beat). Checkout refuses an expired hold, so nothing
+    can start one after this; a payment with a PaymentIntent is left to Stripe's answer (its
+    webhook still completes it if the money was taken). Returns how many expired."""
+    now = now or timezone.now()
+    due = CardCheckout.objects.filter(
+        payment__status=Payment.Status.PENDING,
+        completed_at__isnull=True,
+        payment_intent_id="",
+        expires_at__lte=now,
+    ).values_list("pk", flat=True)[:limit]
+    expired = 0
+    for pk in list(due):
+        with transaction.atomic():
+            checkout = _lock(pk)
+            in_flight = checkout.attempt_started_at and (
+                checkout.attempt_started_at > now - ATTEMPT_IN_FLIGHT
+            )
+            if (
+                checkout.payment_id is None
+                or checkout.completed_at is not None
+                or checkout.payment_intent_id
+                or in_flight
+            ):
+                continue
+            expired += Payment.objects.filter(
+                pk=checkout.payment_id, status=Payment.Status.PENDING
+            ).update(status=Payment.Status.EXPIRED, updated_at=now)
+    return expired
+
+
 def _is_current_attempt(checkout: CardCheckout, intent: gateway.IntentResult) -> bool:
     """Is ``intent`` the checkout's current attempt? Its recorded PaymentIntent, or (the id
     not recorded yet) one made from the SetupIntent the checkout holds now. A failure that

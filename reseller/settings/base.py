@@ -263,6 +263,10 @@ CELERY_BEAT_SCHEDULE = {
         "task": "orders.recharges.tasks.recharges_sweep_task",
         "schedule": RECHARGE_SWEEP_INTERVAL_SECONDS,
     },
+    "card-payments-expire": {
+        "task": "orders.tasks.card_payments_expire_task",
+        "schedule": 60.0,
+    },
     "idempotency-purge": {
         "task": "orders.tasks.idempotency_purge_task",
         "schedule": 3600.0,
