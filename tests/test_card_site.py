@@ -126,6 +126,33 @@ def test_wallet_checkout_without_balance_shows_the_reason(browser_client, produc
     assert CartItem.objects.count() == 1 and Payment.objects.count() == 0
 
 
+def test_the_cart_offers_the_wallet_only_when_it_covers_the_cart(browser_client, product):
+    """Issue 17, defect 15: no "Pay from wallet (0.00 EUR)" with an empty wallet."""
+    add(browser_client, product)  # 5.00 EUR
+    empty = browser_client.get("/cart/").content.decode()
+    assert "/checkout/wallet/" not in empty and "Pay from wallet" not in empty
+    wallet_topup_manual(account=browser_client.user.account, amount=Decimal("2.00"))
+    short = browser_client.get("/cart/").content.decode()
+    assert "/checkout/wallet/" not in short and "does not cover this cart" in short
+    wallet_topup_manual(account=browser_client.user.account, amount=Decimal("3.00"))
+    enough = browser_client.get("/cart/").content.decode()
+    assert "Pay from wallet (5.00 EUR)" in enough
+
+
+def test_every_page_names_its_icon_and_the_receipt_has_one_recharge_column(
+    browser_client, product, django_capture_on_commit_callbacks
+):
+    wallet_topup_manual(account=browser_client.user.account, amount=Decimal("20.00"))
+    add(browser_client, product)
+    with django_capture_on_commit_callbacks(execute=True):
+        browser_client.post("/checkout/wallet/")
+    payment = Payment.objects.get()
+    page = browser_client.get(f"/payments/{payment.public_id}/", HTTP_ACCEPT_LANGUAGE="fr")
+    html = page.content.decode()
+    assert 'rel="icon"' in html and "favicon.svg" in html
+    assert html.count("<th>Recharge</th>") <= 1  # "Recharge" twice in French before
+
+
 def test_another_accounts_receipt_is_404(browser_client, product, client):
     other = UserFactory()
     wallet_topup_manual(account=other.account, amount=Decimal("20.00"))
