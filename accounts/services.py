@@ -134,6 +134,19 @@ def login_rate_check(*, address: str, email: str) -> None:
             )
 
 
+def password_reset_allowed(*, address: str, email: str) -> bool:
+    """Count a password-reset request per client address and per email (an hour's window):
+    False when either is spent, so nobody can flood an inbox with reset emails."""
+    checks = [
+        ("reset-ip", address, settings.PASSWORD_RESET_RATE_PER_ADDRESS),
+        ("reset-email", normalise_email(email) or "-", settings.PASSWORD_RESET_RATE_PER_EMAIL),
+    ]
+    return all(
+        ratelimit.hit(scope, ident, limit=limit, window=3600).allowed
+        for scope, ident, limit in checks
+    )
+
+
 def user_login(*, address: str, email: str, password: str, otp: str = "") -> User:
     """Check the rate limits, then the credentials; the same error for any wrong pair.
 

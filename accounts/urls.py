@@ -1,5 +1,6 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path, reverse_lazy
+from django.views.generic import TemplateView
 
 from accounts import views
 
@@ -18,6 +19,22 @@ urlpatterns = [
         "keys/<id:key_id>/sandbox/topup/",
         views.api_key_sandbox_topup,
         name="api-key-sandbox-topup",
+    ),
+    path("password-reset/", views.PasswordResetView.as_view(), name="password-reset"),
+    path(
+        "password-reset/sent/",
+        TemplateView.as_view(template_name="accounts/password_reset_sent.html"),
+        name="password-reset-sent",
+    ),
+    path(
+        "password-reset/<uidb64>/<token>/",
+        views.PasswordResetConfirmView.as_view(),
+        name="password-reset-confirm",
+    ),
+    path(
+        "password-reset/done/",
+        TemplateView.as_view(template_name="accounts/password_reset_done.html"),
+        name="password-reset-done",
     ),
     path(
         "password/",

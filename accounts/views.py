@@ -12,6 +12,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.cache import cache
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse_lazy
 from django.utils import translation
 from django.utils.cache import add_never_cache_headers
 from django.utils.translation import gettext as _
@@ -33,6 +34,7 @@ from accounts.http import AuthenticatedRequest
 from accounts.models import BillingProfile
 from orders.selectors import sandbox_recharges
 from reseller.errors import ApplicationError
+from reseller.net import client_ip
 from sandbox.balances import ADDITIONS_PER_HOUR as SANDBOX_PER_HOUR
 from sandbox.balances import AMOUNTS as SANDBOX_AMOUNTS
 from sandbox.balances import CAP as SANDBOX_CAP
@@ -97,6 +99,28 @@ def set_language(request: HttpRequest) -> HttpResponse:
 
 class LogoutView(auth_views.LogoutView):
     pass
+
+
+class PasswordResetView(auth_views.PasswordResetView):
+    """``/accounts/password-reset/``: the same answer whether or not the email has an account
+    (decisions section 12); the email holds a link that works once, for an hour."""
+
+    template_name = "accounts/password_reset.html"
+    email_template_name = "accounts/email/password_reset.txt"
+    html_email_template_name = "accounts/email/password_reset.html"
+    subject_template_name = "accounts/email/password_reset_subject.txt"
+    success_url = reverse_lazy("accounts:password-reset-sent")
+
+    def form_valid(self, form):
+        address, email = client_ip(self.request), form.cleaned_data["email"]
+        if services.password_reset_allowed(address=address, email=email):
+            return super().form_valid(form)
+        return redirect(self.success_url)  # the same answer: nothing tells what happened
+
+
+class PasswordResetConfirmView(auth_views.PasswordResetConfirmView):
+    template_name = "accounts/password_reset_confirm.html"
+    success_url = reverse_lazy("accounts:password-reset-done")
 
 
 @login_required

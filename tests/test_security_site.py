@@ -236,6 +236,7 @@ def site_pages(db):
         "orders:cart-item-remove": [item.public_id],
         "orders:receipt": [payment.public_id],
         "orders:receipt-status": [payment.public_id],
+        "accounts:password-reset-confirm": ["MQ", "not-a-token"],  # the expired-link page
     }
 
     def pages(*, logged_in: bool):

@@ -359,6 +359,15 @@ SPECTACULAR_SETTINGS: dict[str, Any] = {
     ],
 }
 
+# Email (decisions section 12): EMAIL_URL as django-environ reads it (smtp://user:pass@host:587
+# with ?tls=True, consolemail://, filemail:///path); the embedded default prints to the console.
+vars().update(env.email_url("EMAIL_URL", default="consolemail://"))
+DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="reseller <no-reply@localhost>")
+# A password-reset link works once, for an hour.
+PASSWORD_RESET_TIMEOUT = 3600
+PASSWORD_RESET_RATE_PER_ADDRESS = env.int("PASSWORD_RESET_RATE_PER_ADDRESS", default=10)
+PASSWORD_RESET_RATE_PER_EMAIL = env.int("PASSWORD_RESET_RATE_PER_EMAIL", default=3)
+
 # Login attempts allowed per window, per client address and per email (docs/contract.md section 3).
 LOGIN_RATE_PER_ADDRESS = env.int("LOGIN_RATE_PER_ADDRESS", default=30)
 LOGIN_RATE_PER_EMAIL = env.int("LOGIN_RATE_PER_EMAIL", default=10)
