@@ -1,8 +1,10 @@
 """Site pages of the cart, checkout, receipts, history and wallet (server side, no browser)."""
 
+from datetime import timedelta
 from decimal import Decimal
 
 import pytest
+from django.utils import timezone
 
 from orders.models import CartItem, Payment
 from orders.pricing import LineRequest
@@ -151,6 +153,33 @@ def test_every_page_names_its_icon_and_the_receipt_has_one_recharge_column(
     html = page.content.decode()
     assert 'rel="icon"' in html and "favicon.svg" in html
     assert html.count("<th>Recharge</th>") <= 1  # "Recharge" twice in French before
+
+
+def test_a_scheduled_promotion_says_delivery_waits_in_the_cart_and_on_the_receipt(
+    browser_client, product, django_capture_on_commit_callbacks
+):
+    """Issue 17, defect 5: no green badge for a promotion that has not started, and the
+    receipt says what "Waitlisted" means and when it ends."""
+    from orders.models import Recharge
+    from orders.recharges.processor import recharge_process
+    from tests.factories import PromotionFactory
+
+    starts = timezone.now() + timedelta(days=1)
+    PromotionFactory(operator=product.operator, name="Double weekend", starts_at=starts)
+    add(browser_client, product)
+    cart = browser_client.get("/cart/").content.decode()
+    assert "Starting soon: Double weekend" in cart
+    assert "Delivered when the promotion starts" in cart
+    wallet_topup_manual(account=browser_client.user.account, amount=Decimal("20.00"))
+    with django_capture_on_commit_callbacks(execute=True):
+        browser_client.post("/checkout/wallet/")
+    recharge = Recharge.objects.get()
+    recharge_process(recharge_id=recharge.pk)  # held: the promotion starts tomorrow
+    recharge.refresh_from_db()
+    assert recharge.status == "waitlisted"
+    receipt = browser_client.get(f"/payments/{recharge.payment.public_id}/").content.decode()
+    assert "Held for its promotion: delivered when it starts" in receipt
+    assert_ledger_balanced()
 
 
 def test_another_accounts_receipt_is_404(browser_client, product, client):

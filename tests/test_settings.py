@@ -105,3 +105,27 @@ def test_production_settings_pass_check_deploy():
         timeout=120,
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_email_url_becomes_the_default_mailer_with_its_tls_and_credentials():
+    code = (
+        SETUP
+        + "from django.core import mail; m = mail.mailers['default']; "
+        + "print(type(m).__module__, m.host, m.port, m.username, m.use_tls)"
+    )
+    smtp = run(
+        code,
+        {
+            "DJANGO_SETTINGS_MODULE": "reseller.settings.local",
+            "EMAIL_URL": "smtp+tls://shop:secret@mail.example.com:587",
+        },
+    )
+    assert smtp.returncode == 0, smtp.stderr
+    assert smtp.stdout.split() == [
+        "django.core.mail.backends.smtp", "mail.example.com", "587", "shop", "True"
+    ]  # fmt: skip
+    console = run(
+        SETUP + "from django.core import mail; print(type(mail.mailers['default']).__module__)",
+        {"DJANGO_SETTINGS_MODULE": "reseller.settings.local"},
+    )
+    assert console.stdout.strip() == "django.core.mail.backends.console", console.stderr

@@ -359,9 +359,33 @@ SPECTACULAR_SETTINGS: dict[str, Any] = {
     ],
 }
 
-# Email (decisions section 12): EMAIL_URL as django-environ reads it (smtp://user:pass@host:587
-# with ?tls=True, consolemail://, filemail:///path); the embedded default prints to the console.
-vars().update(env.email_url("EMAIL_URL", default="consolemail://"))
+# Email (decisions section 12): EMAIL_URL as django-environ reads it (smtp+tls://user:pass@host:587
+# is STARTTLS, smtps:// TLS from the start, consolemail://, filemail:///path); it becomes
+# Django 6.1's MAILERS. The embedded default prints to the console.
+_EMAIL_OPTIONS = {
+    "username": "EMAIL_HOST_USER",
+    "password": "EMAIL_HOST_PASSWORD",
+    "host": "EMAIL_HOST",
+    "port": "EMAIL_PORT",
+    "use_tls": "EMAIL_USE_TLS",
+    "use_ssl": "EMAIL_USE_SSL",
+}
+
+
+def mailers_from_env(default: str) -> dict[str, Any]:
+    """``MAILERS`` from ``EMAIL_URL`` (``default`` when unset)."""
+    email = env.email_url("EMAIL_URL", default=default)
+    backend = email["EMAIL_BACKEND"]
+    if backend.endswith(".smtp.EmailBackend"):
+        options = {option: email[key] for option, key in _EMAIL_OPTIONS.items() if key in email}
+    elif backend.endswith(".filebased.EmailBackend"):
+        options = {"file_path": email["EMAIL_FILE_PATH"]}
+    else:
+        options = {}
+    return {"default": {"BACKEND": backend, "OPTIONS": options}}
+
+
+MAILERS = mailers_from_env("consolemail://")
 DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="reseller <no-reply@localhost>")
 # A password-reset link works once, for an hour.
 PASSWORD_RESET_TIMEOUT = 3600

@@ -3,10 +3,13 @@
 from reseller.env import env
 
 from .base import *  # noqa: F403
-from .base import refuse_insecure_production
+from .base import mailers_from_env, refuse_insecure_production
 
 DEBUG = env.bool("DEBUG", default=False)
 refuse_insecure_production(DEBUG, SECRET_KEY)  # noqa: F405
+
+# Email goes to an SMTP server: EMAIL_URL, else a relay on this host (never the console).
+MAILERS = mailers_from_env("smtp://localhost:25")
 
 SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=True)
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
