@@ -73,13 +73,15 @@ def lock_id(*, account_id: int, livemode: bool, key: str) -> int:
 
 @dataclass(frozen=True)
 class _Stored:
+    """A stored answer as the PostgreSQL statement reads it (the fields of the record)."""
+
     fingerprint: str
-    status: int
-    body: dict[str, Any]
+    response_status: int
+    response_body: dict[str, Any]
     created_at: Any
 
 
-def _take(*, account: Account, livemode: bool, key: str) -> _Stored | None:
+def _take(*, account: Account, livemode: bool, key: str) -> _Stored | IdempotencyRecord | None:
     """Inside the transaction: take the key (409 if another request holds it) and return the
     answer stored for it, if any. On PostgreSQL one statement does both."""
     table = IdempotencyRecord._meta.db_table
@@ -103,19 +105,15 @@ def _take(*, account: Account, livemode: bool, key: str) -> _Stored | None:
         )
     # SQLite runs one writing transaction at a time (BEGIN IMMEDIATE): no other request holds
     # the key while this one runs.
-    record = IdempotencyRecord.objects.filter(account=account, livemode=livemode, key=key).first()
-    if record is None:
-        return None
-    return _Stored(
-        record.fingerprint, record.response_status, record.response_body, record.created_at
-    )
+    return IdempotencyRecord.objects.filter(account=account, livemode=livemode, key=key).first()
 
 
-def _replay(stored: _Stored, *, print_: str) -> Outcome:
+def _replay(stored: _Stored | IdempotencyRecord, *, print_: str) -> Outcome:
     if stored.fingerprint != print_:
         raise IdempotencyKeyReused()
+    status = stored.response_status
     return Outcome(
-        status=stored.status, body=stored.body, replayed=True, is_problem=stored.status >= 400
+        status=status, body=stored.response_body, replayed=True, is_problem=status >= 400
     )
 
 
@@ -163,12 +161,7 @@ def run_idempotent(
         record = IdempotencyRecord.objects.filter(**scope).first()
         if record is None:
             raise
-        return _replay(
-            _Stored(
-                record.fingerprint, record.response_status, record.response_body, record.created_at
-            ),
-            print_=request_fingerprint,
-        )
+        return _replay(record, print_=request_fingerprint)
     except ApplicationError as exc:
         _store_refusal(**scope, print_=request_fingerprint, exc=exc, request_id=request_id)
         raise
