@@ -1,0 +1,83 @@
+"""Issue 17, defect 8: the consumer's pages in Spanish and French show no English status words
+(payment and recharge statuses, payment methods), whatever state the money is in."""
+
+import re
+from datetime import timedelta
+from decimal import Decimal
+
+import pytest
+from django.db import transaction
+from django.test import Client
+from django.utils import timezone
+
+from orders.models import Order, Payment, Recharge
+from orders.pricing import LineRequest
+from orders.services import order_place_with_wallet
+from tests.factories import PASSWORD, ProductFactory, UserFactory, make_key
+from wallet.services import wallet_topup_manual
+
+pytestmark = pytest.mark.django_db
+
+ENGLISH = ("Delivered", "Waitlisted", "Pending", "Captured", "Paid", "Failed", "Expired",
+           "Queued", "Dispatched", "Refunded", "Card", "Wallet", "Success", "Rejected")  # fmt: skip
+
+
+def visible_text(html: str) -> str:
+    """What a person reads: no tags, attributes, scripts or styles."""
+    html = re.sub(r"<(script|style)\b.*?</\1>", " ", html, flags=re.S)
+    return re.sub(r"<[^>]+>", " ", html)
+
+
+@pytest.fixture
+def shop():
+    user = UserFactory(password=PASSWORD)
+    wallet_topup_manual(account=user.account, amount=Decimal("100.00"))
+    product = ProductFactory(retail_price=Decimal("5.00"), name="Telcel 100 MXN")
+    lines = [LineRequest(product=product, recipient_number="+525512345678", quantity=3)]
+    with transaction.atomic():
+        order = order_place_with_wallet(
+            account=user.account,
+            livemode=True,
+            channel=Order.Channel.WALLET,
+            lines=lines,
+            currency="EUR",
+        )
+    first, second, third = order.recharges.order_by("pk")
+    Recharge.objects.filter(pk=first.pk).update(status="delivered")
+    Recharge.objects.filter(pk=second.pk).update(
+        status="waitlisted", waitlisted_until=timezone.now() + timedelta(days=1)
+    )
+    Recharge.objects.filter(pk=third.pk).update(status="failed")
+    Payment.objects.create(  # an abandoned card payment, expired
+        order=Order.objects.create(
+            account=user.account, livemode=True, channel="card", total="5.00", currency="EUR"
+        ),
+        account=user.account,
+        livemode=True,
+        method="card",
+        status="expired",
+        amount="5.00",
+        currency="EUR",
+    )
+    _key, _plaintext = make_key(user, mode="test")
+    return user, order
+
+
+@pytest.mark.parametrize("language", ["es", "fr"])
+def test_the_consumer_pages_have_no_english_status_words(shop, language):
+    user, order = shop
+    client = Client(HTTP_ACCEPT_LANGUAGE=language)
+    client.force_login(user)
+    key = user.account.api_keys.get()
+    pages = [
+        "/payments/",
+        f"/payments/{order.payment.public_id}/",
+        "/wallet/",
+        f"/accounts/keys/{key.public_id}/",
+    ]
+    for path in pages:
+        response = client.get(path)
+        assert response.status_code == 200, path
+        text = visible_text(response.content.decode())
+        found = [word for word in ENGLISH if re.search(rf"\b{word}\b", text)]
+        assert found == [], (path, found)
