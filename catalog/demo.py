@@ -45,7 +45,8 @@ __all__ = ["RESELLER_EMAIL", "RESELLER_PASSWORD", "STAFF_EMAIL", "STAFF_PASSWORD
 
 
 def demo_price(*, face_value: Decimal, currency: str) -> Decimal:
-    """EUR retail price of a face value: converted, plus the margin, never below 0.50."""
+    """EUR retail price of a face value: converted, plus the margin, never below 0.10 (a
+    floor any higher priced small top-ups alike: 100, 200 and 500 NGN at one price)."""
     price = quantize(face_value / PRICING_RATES[currency] * MARGIN)
     return max(price, MINIMUM_PRICE)
 

@@ -33,7 +33,7 @@ PRICING_RATES = {
     "JMD": Decimal("170"),
 }
 MARGIN = Decimal("1.10")
-MINIMUM_PRICE = Decimal("0.50")
+MINIMUM_PRICE = Decimal("0.10")
 
 COUNTRIES = [
     # code, English name, es, fr, calling code, currency

@@ -70,6 +70,28 @@ def test_seed_demo_loads_over_100_sensibly_priced_products():
     assert telcel_100.local_amount == 100 and telcel_100.local_currency == "MXN"
 
 
+def test_demo_prices_grow_with_the_face_value_so_a_consumer_would_believe_them():
+    """Issue 17, defect 12: MTN 100, 200 and 500 NGN all cost 0.50 EUR before."""
+    seed()
+    mtn = [Product.objects.get(sku=f"DEMO-NG-MTN-AIR-{v}").retail_price for v in (100, 200, 500)]
+    assert mtn[0] < mtn[1] < mtn[2], mtn
+    for operator in Operator.objects.all():
+        airtime = list(
+            Product.objects.filter(operator=operator, product_type="airtime")
+            .order_by("local_amount")
+            .values_list("retail_price", flat=True)
+        )
+        assert airtime == sorted(set(airtime)), (operator, airtime)  # no two alike
+
+
+def test_a_data_bundle_says_what_the_recipient_gets_not_a_currency_amount(client):
+    seed()
+    html = client.get("/catalog/MX/telcel/").content.decode()
+    bundle = Product.objects.filter(operator__slug="telcel", product_type="data").first()
+    assert f"Recipient gets</dt><dd>{bundle.description}</dd>" in html
+    assert f"Recipient gets</dt><dd>{bundle.local_amount:g} MXN</dd>" not in html
+
+
 def test_seed_demo_ids_are_the_same_on_every_machine():
     seed()
     assert Product.objects.get(sku="DEMO-MX-TELCEL-AIR-100").public_id == (
