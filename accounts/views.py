@@ -80,10 +80,14 @@ class LoginView(auth_views.LoginView):
         becomes the profile's; without one, the profile's language is the site's."""
         response = super().form_valid(form)
         user = form.get_user()
-        picked = self.request.COOKIES.get(settings.LANGUAGE_COOKIE_NAME, "")
-        if picked in dict(settings.LANGUAGES) and picked != user.language:
-            services.user_update_profile(user=user, user_data={"language": picked})
+        _save_language(user, self.request.COOKIES.get(settings.LANGUAGE_COOKIE_NAME, ""))
         return _remember_language(response, user.language)
+
+
+def _save_language(user, language: str) -> None:
+    """Make ``language`` the profile's, when it is one of the site's and not already it."""
+    if language in dict(settings.LANGUAGES) and language != user.language:
+        services.user_update_profile(user=user, user_data={"language": language})
 
 
 @require_POST
@@ -91,9 +95,8 @@ def set_language(request: HttpRequest) -> HttpResponse:
     """The site's language switcher (Django's ``set_language``); a logged-in user's choice is
     also saved to the profile, so the next login keeps it."""
     response = i18n_views.set_language(request)
-    language = request.POST.get("language", "")
-    if request.user.is_authenticated and language in dict(settings.LANGUAGES):
-        services.user_update_profile(user=request.user, user_data={"language": language})
+    if request.user.is_authenticated:
+        _save_language(request.user, request.POST.get("language", ""))
     return response
 
 
