@@ -53,3 +53,8 @@ def api_keys_of_account(*, account: Account) -> QuerySet[ApiKey]:
 def api_key_of_account(*, account: Account, public_id: str) -> ApiKey:
     """The key of this account with that id; 404 for unknown ids and other accounts' keys."""
     return get_object_or_404(api_keys_of_account(account=account), public_id=public_id)
+
+
+def account_contact(*, account_id: int) -> User | None:
+    """Who hears from us about an account (receipts, alerts): its first active user."""
+    return User.objects.filter(account_id=account_id, is_active=True).order_by("pk").first()

@@ -13,10 +13,14 @@ from collections.abc import Callable
 from typing import Any
 
 from django.db import transaction
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from accounts.models import Account, User
+from accounts.selectors import account_contact
+from emails.models import Email
+from emails.outbox import email_queue
 from orders.errors import CartAlreadyPaid, CurrencyMismatch
 from orders.idempotency import Outcome, run_idempotent
 from orders.models import (
@@ -169,7 +173,40 @@ def recharges_create(
         return recharges
     ids = [r.pk for r in recharges]
     transaction.on_commit(lambda: recharges_enqueue(recharge_ids=ids))
+    if order.channel != Order.Channel.B2B:
+        _receipt_queue(order=order, payment=payment, lines=lines)
     return recharges
+
+
+def _receipt_queue(*, order: Order, payment: Payment, lines: list[OrderLine]) -> None:
+    """The receipt of a paid site order (card or wallet; decisions section 12), by email, in
+    the transaction that took the money. API orders are followed by webhooks and statements."""
+    user = order.created_by or account_contact(account_id=order.account_id)
+    if user is None:
+        return
+    email_queue(
+        kind=Email.Kind.RECEIPT,
+        to=user.email,
+        language=user.language,
+        context={
+            "name": user.first_name,
+            "reference": payment.public_id,
+            "method": payment.method,
+            "total": f"{order.total:.2f}",
+            "currency": order.currency,
+            "receipt_path": reverse("orders:receipt", args=[payment.public_id]),
+            "lines": [
+                {
+                    "product": line.product.name,
+                    "recipient": line.recipient_number,
+                    "quantity": line.quantity,
+                    "unit_price": f"{line.unit_price:.2f}",
+                    "line_total": f"{line.line_total:.2f}",
+                }
+                for line in lines
+            ],
+        },
+    )
 
 
 @transaction.atomic(savepoint=False)  # one transaction with the caller's, if it has one

@@ -10,10 +10,13 @@ from decimal import Decimal
 
 import pytest
 import time_machine
+from django.core import mail
 from django.core.management import call_command
 from django.db import connections, transaction
 from django.utils import timezone
 
+from emails.models import Email
+from emails.services import email_send
 from orders.models import Recharge
 from orders.recharges.processor import recharge_process
 from sandbox.outcomes import sandbox_settle
@@ -327,6 +330,12 @@ def test_retries_grow_and_stop_after_three_days_then_the_endpoint_is_disabled(
     endpoint.refresh_from_db()
     assert endpoint.status == "disabled"
     assert "automatically" in endpoint.disabled_reason
+    # The account is told by email too, once.
+    (told,) = Email.objects.filter(kind="endpoint_disabled")
+    assert told.to == reseller.email and told.context["url"] == endpoint.url
+    with time_machine.travel(told.next_attempt_at, tick=False):
+        assert email_send(told.pk)
+    assert endpoint.url in mail.outbox[-1].body
 
 
 # -- isolation -------------------------------------------------------------------------------

@@ -13,10 +13,14 @@ from decimal import Decimal
 
 from django.db import IntegrityError, transaction
 from django.db.models import F
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from accounts.models import Account, User
+from accounts.selectors import account_contact
+from emails.models import Email
+from emails.outbox import email_queue
 from reseller.money import ZERO, fmt, quantize
 from wallet.errors import (
     CardTopUpNeedsPayment,
@@ -178,6 +182,25 @@ def _emit_events(*, wallet: Wallet, entry: LedgerEntry, old_balance: Decimal) ->
             obj=_balance_object(wallet),
             extra={"threshold": f"{threshold:.2f}"},
         )
+        _tell_balance_low(wallet=wallet, threshold=threshold)
+
+
+def _tell_balance_low(*, wallet: Wallet, threshold: Decimal) -> None:
+    """The low-balance alert by email (decisions section 12), in the same transaction."""
+    contact = account_contact(account_id=wallet.account_id)
+    if contact is None:
+        return
+    email_queue(
+        kind=Email.Kind.BALANCE_LOW,
+        to=contact.email,
+        language=contact.language,
+        context={
+            "balance": f"{wallet.balance:.2f}",
+            "threshold": f"{threshold:.2f}",
+            "currency": wallet.currency,
+            "wallet_path": reverse("wallet:wallet"),
+        },
+    )
 
 
 def wallet_set_threshold(*, account: Account, amount: Decimal | None) -> Wallet:

@@ -22,8 +22,12 @@ import httpx
 from django.conf import settings
 from django.core.cache import cache
 from django.db.models import F, Q
+from django.urls import reverse
 from django.utils import timezone
 
+from accounts.selectors import account_contact
+from emails.models import Email
+from emails.outbox import email_queue
 from webhooks.models import Delivery, DeliveryAttempt, WebhookEndpoint
 from webhooks.signature import HEADER, signature_header
 from webhooks.targets import UnsafeTarget, resolve
@@ -395,6 +399,24 @@ def _endpoint_health(endpoint: WebhookEndpoint, *, ok: bool, now: datetime) -> N
     )
     if disabled:
         logger.warning("webhook endpoint %s disabled after failing for days", endpoint.pk)
+        _tell_disabled(endpoint)
+
+
+def _tell_disabled(endpoint: WebhookEndpoint) -> None:
+    """Email the account that its endpoint was disabled (the dashboard says it too)."""
+    contact = account_contact(account_id=endpoint.account_id)
+    if contact is None:
+        return
+    email_queue(
+        kind=Email.Kind.ENDPOINT_DISABLED,
+        to=contact.email,
+        language=contact.language,
+        context={
+            "url": endpoint.url,
+            "days": settings.WEBHOOK_DISABLE_AFTER_DAYS,
+            "endpoint_path": reverse("webhooks:endpoint", args=[endpoint.public_id]),
+        },
+    )
 
 
 def endpoints_due(*, limit: int = 500) -> list[int]:

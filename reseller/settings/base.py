@@ -40,6 +40,7 @@ INSTALLED_APPS = [
     "wallet",
     "backoffice",
     "webhooks",
+    "emails",
 ]
 
 MIDDLEWARE = [
@@ -249,7 +250,11 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
 }
 # Webhook deliveries have a queue of their own: a slow receiver never delays a recharge.
 WEBHOOK_QUEUE = env.str("WEBHOOK_QUEUE", default=f"{CELERY_TASK_DEFAULT_QUEUE}-webhooks")
-CELERY_TASK_ROUTES = {"webhooks.tasks.*": {"queue": WEBHOOK_QUEUE}}
+# Webhook deliveries and email wait on other people's servers: their own queue and worker.
+CELERY_TASK_ROUTES = {
+    "webhooks.tasks.*": {"queue": WEBHOOK_QUEUE},
+    "emails.tasks.*": {"queue": WEBHOOK_QUEUE},
+}
 CELERY_BEAT_SCHEDULE = {
     "webhooks-sweep": {
         "task": "webhooks.tasks.webhooks_sweep_task",
@@ -265,6 +270,10 @@ CELERY_BEAT_SCHEDULE = {
     },
     "card-payments-expire": {
         "task": "orders.tasks.card_payments_expire_task",
+        "schedule": 60.0,
+    },
+    "emails-sweep": {
+        "task": "emails.tasks.emails_sweep_task",
         "schedule": 60.0,
     },
     "idempotency-purge": {
@@ -386,6 +395,8 @@ def mailers_from_env(default: str) -> dict[str, Any]:
 
 
 MAILERS = mailers_from_env("consolemail://")
+# The site's address as people reach it, for links in email sent by workers (receipts, alerts).
+SITE_URL = env.str("SITE_URL", default="http://127.0.0.1:8000")
 DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="reseller <no-reply@localhost>")
 # A password-reset link works once, for an hour.
 PASSWORD_RESET_TIMEOUT = 3600

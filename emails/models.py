@@ -1,0 +1,40 @@
+"""The outbox of email the business sends on its own (decisions section 12): receipts,
+low-balance alerts, a webhook endpoint disabled. A row is written in the transaction of the
+change it reports, so a crash between commit and send never loses a message; workers send it.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+
+class Email(models.Model):
+    class Kind(models.TextChoices):
+        RECEIPT = "receipt"
+        BALANCE_LOW = "balance_low"
+        ENDPOINT_DISABLED = "endpoint_disabled"
+
+    kind = models.CharField(max_length=32, choices=Kind.choices)
+    to = models.EmailField(max_length=254)
+    language = models.CharField(max_length=8, default="en")
+    # What the templates show, as the caller saw it in the transaction (JSON values only).
+    context = models.JSONField(default=dict)
+    created_at = models.DateTimeField(default=timezone.now)
+    # A worker sends when this is due; it moves it on (a lease) before sending, then to the
+    # next retry on failure, so a crashed worker's message is sent again later.
+    next_attempt_at = models.DateTimeField(default=timezone.now)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    sent_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.CharField(max_length=255, blank=True)
+
+    class Meta:
+        indexes = [
+            models.Index(
+                fields=["next_attempt_at"], condition=Q(sent_at__isnull=True), name="email_due"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} to {self.to}"

@@ -1,0 +1,87 @@
+"""Send the business's own email (decisions section 12) through Django's email framework and
+``EMAIL_URL``; ``emails.outbox.email_queue`` writes what is sent here.
+
+``email_send`` claims a row (moves its next attempt on, a lease), renders it in the
+recipient's language and sends it with no database lock held, then marks it sent. A message
+whose send fails is tried again with a growing delay; the sweeper finds what a lost task or a
+killed worker left.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+from django.conf import settings
+from django.core.mail import EmailMultiAlternatives
+from django.template.loader import render_to_string
+from django.utils import timezone, translation
+
+from emails.models import Email
+
+logger = logging.getLogger(__name__)
+
+LEASE = timedelta(minutes=5)
+MAX_ATTEMPTS = 12  # about a day and a half of retries (1, 2, 4 … minutes, at most 6 hours)
+KEEP_SENT = timedelta(days=30)
+
+
+def render(email: Email) -> EmailMultiAlternatives:
+    """The message as its recipient reads it: subject, plain text and HTML, in their language."""
+    context = {**email.context, "site_url": settings.SITE_URL.rstrip("/")}
+    with translation.override(email.language):
+        subject = render_to_string(f"emails/{email.kind}_subject.txt", context)
+        text = render_to_string(f"emails/{email.kind}.txt", context)
+        html = render_to_string(f"emails/{email.kind}.html", context)
+    message = EmailMultiAlternatives(subject=" ".join(subject.split()), body=text, to=[email.to])
+    message.attach_alternative(html, "text/html")
+    return message
+
+
+def _claim(email_id: int) -> Email | None:
+    """Take the message for LEASE if it is due and unsent (one UPDATE; no lock kept)."""
+    now = timezone.now()
+    claimed = Email.objects.filter(
+        pk=email_id, sent_at__isnull=True, next_attempt_at__lte=now, attempts__lt=MAX_ATTEMPTS
+    ).update(next_attempt_at=now + LEASE)
+    return Email.objects.filter(pk=email_id).first() if claimed else None
+
+
+def email_send(email_id: int) -> bool:
+    """Send one queued message; True when it went out now."""
+    email = _claim(email_id)
+    if email is None:
+        return False
+    try:
+        render(email).send()
+    except Exception as exc:
+        attempts = email.attempts + 1
+        delay = min(timedelta(minutes=2 ** (attempts - 1)), timedelta(hours=6))
+        Email.objects.filter(pk=email.pk).update(
+            attempts=attempts,
+            next_attempt_at=timezone.now() + delay,
+            last_error=f"{type(exc).__name__}: {exc}"[:255],
+        )
+        logger.warning("email %s (%s) not sent, attempt %s", email.pk, email.kind, attempts)
+        return False
+    Email.objects.filter(pk=email.pk).update(
+        attempts=email.attempts + 1, sent_at=timezone.now(), last_error=""
+    )
+    return True
+
+
+def emails_due(limit: int = 200) -> list[int]:
+    """Unsent messages whose time has come: never published, lost, or waiting for a retry."""
+    return list(
+        Email.objects.filter(
+            sent_at__isnull=True, next_attempt_at__lte=timezone.now(), attempts__lt=MAX_ATTEMPTS
+        )
+        .order_by("next_attempt_at")
+        .values_list("pk", flat=True)[:limit]
+    )
+
+
+def emails_purge() -> int:
+    """Sent messages are kept a month (what was sent, to whom), then deleted."""
+    deleted, _ = Email.objects.filter(sent_at__lt=timezone.now() - KEEP_SENT).delete()
+    return deleted
