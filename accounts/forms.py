@@ -36,10 +36,8 @@ class SignupForm(forms.Form):
     password2 = forms.CharField(label=_("Password again"), widget=forms.PasswordInput, strip=False)
 
     def clean_email(self) -> str:
-        email = normalise_email(self.cleaned_data["email"])
-        if User.objects.filter(email__iexact=email).exists():
-            raise forms.ValidationError(_("An account with this email already exists."))
-        return email
+        # Whether the address has an account is never said here: the email tells its owner.
+        return normalise_email(self.cleaned_data["email"])
 
     def clean(self):
         data = super().clean()
@@ -168,3 +166,27 @@ class ApiKeyCreateForm(forms.Form):
 
 class ApiKeyWhitelistForm(forms.Form):
     ip_whitelist = IpWhitelistField()
+
+
+class EmailChangeForm(forms.Form):
+    """A new address for the account, with the current password (a stolen session alone
+    cannot move the account away)."""
+
+    email = forms.EmailField(label=_("New email"), max_length=254)
+    password = forms.CharField(label=_("Current password"), widget=forms.PasswordInput, strip=False)
+
+    def __init__(self, *args, user: User, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.user = user
+
+    def clean_email(self) -> str:
+        email = normalise_email(self.cleaned_data["email"])
+        if email == self.user.email:
+            raise forms.ValidationError(_("This is already your email."))
+        return email
+
+    def clean_password(self) -> str:
+        password = self.cleaned_data["password"]
+        if not self.user.check_password(password):
+            raise forms.ValidationError(_("The password is not right."))
+        return password

@@ -241,3 +241,24 @@ class ApiKey(models.Model):
         if self.livemode:
             return settings.API_KEY_UNITS_PER_REQUEST_LIVE
         return settings.API_KEY_UNITS_PER_REQUEST_TEST
+
+
+class SignupRequest(models.Model):
+    """A sign-up waiting for its email address to be confirmed (decisions section 12).
+
+    The account is created only when the link is opened, so an address nobody confirmed never
+    holds an account, and sign-up answers the same whether or not the address has one. Only a
+    hash of the link's token is kept; the password is kept hashed, as a user's is.
+    """
+
+    email = models.EmailField(max_length=254, db_index=True)
+    password = models.CharField(max_length=128)
+    first_name = models.CharField(max_length=150, blank=True)
+    last_name = models.CharField(max_length=150, blank=True)
+    account_name = models.CharField(max_length=200, blank=True)
+    language = models.CharField(max_length=5, default="en")
+    token_hash = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    def __str__(self) -> str:
+        return self.email

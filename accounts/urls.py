@@ -8,6 +8,10 @@ app_name = "accounts"
 
 urlpatterns = [
     path("signup/", views.signup, name="signup"),
+    path("signup/sent/", views.signup_sent, name="signup-sent"),
+    path("signup/confirm/<str:token>/", views.signup_confirm, name="signup-confirm"),
+    path("email/", views.email_change, name="email-change"),
+    path("email/confirm/<str:token>/", views.email_confirm, name="email-confirm"),
     path("login/", views.LoginView.as_view(), name="login"),
     path("logout/", views.LogoutView.as_view(), name="logout"),
     path("profile/", views.profile, name="profile"),

@@ -19,13 +19,14 @@ from django.utils.translation import gettext as _
 from django.views import i18n as i18n_views
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from accounts import selectors, services
-from accounts.errors import ApiKeyNotEditable
+from accounts import addresses, selectors, services
+from accounts.errors import ApiKeyNotEditable, EmailTaken
 from accounts.forms import (
     AccountNameForm,
     ApiKeyCreateForm,
     ApiKeyWhitelistForm,
     BillingForm,
+    EmailChangeForm,
     EmailLoginForm,
     ProfileForm,
     SignupForm,
@@ -52,22 +53,50 @@ def _remember_language(response: HttpResponse, language: str) -> HttpResponse:
 
 @require_http_methods(["GET", "POST"])
 def signup(request: HttpRequest) -> HttpResponse:
+    """Sign-up sends a confirmation link (decisions section 12); the answer is the same whether
+    or not the address already has an account."""
     if request.user.is_authenticated:
         return redirect("accounts:profile")
     form = SignupForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
-        user = services.user_create(
-            email=form.cleaned_data["email"],
-            password=form.cleaned_data["password1"],
-            first_name=form.cleaned_data["first_name"],
-            last_name=form.cleaned_data["last_name"],
-            account_name=form.cleaned_data["account_name"] or None,
-            language=translation.get_language() or "en",
-        )
-        login(request, user, backend="django.contrib.auth.backends.ModelBackend")
-        messages.success(request, _("Welcome! Your account is ready."))
-        return redirect("accounts:profile")
+        email = form.cleaned_data["email"]
+        if addresses.emails_allowed(scope="signup", address=client_ip(request), email=email):
+            addresses.signup_request(
+                email=email,
+                password=form.cleaned_data["password1"],
+                first_name=form.cleaned_data["first_name"],
+                last_name=form.cleaned_data["last_name"],
+                account_name=form.cleaned_data["account_name"],
+                language=translation.get_language() or "en",
+            )
+        request.session["signup_email"] = email
+        return redirect("accounts:signup-sent")
     return render(request, "accounts/signup.html", {"form": form})
+
+
+@require_GET
+def signup_sent(request: HttpRequest) -> HttpResponse:
+    return render(
+        request, "accounts/signup_sent.html", {"email": request.session.get("signup_email")}
+    )
+
+
+@require_http_methods(["GET", "POST"])
+def signup_confirm(request: HttpRequest, token: str) -> HttpResponse:
+    """The link of the confirmation email: a button (POST) creates the account and logs in, so
+    a mail scanner that follows links cannot use it up."""
+    if request.method == "POST":
+        try:
+            user = addresses.signup_confirm(token=token)
+        except EmailTaken:
+            messages.info(request, _("This address already has an account: log in."))
+            return redirect("accounts:login")
+        if user is not None:
+            login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+            messages.success(request, _("Your email is confirmed. Welcome! Your account is ready."))
+            return _remember_language(redirect("accounts:profile"), user.language)
+    pending = addresses.signup_pending(token=token)
+    return render(request, "accounts/signup_confirm.html", {"pending": pending})
 
 
 class LoginView(auth_views.LoginView):
@@ -124,6 +153,41 @@ class PasswordResetView(auth_views.PasswordResetView):
 class PasswordResetConfirmView(auth_views.PasswordResetConfirmView):
     template_name = "accounts/password_reset_confirm.html"
     success_url = reverse_lazy("accounts:password-reset-done")
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def email_change(request: AuthenticatedRequest) -> HttpResponse:
+    form = EmailChangeForm(request.POST or None, user=request.user)
+    if request.method == "POST" and form.is_valid():
+        email = form.cleaned_data["email"]
+        if addresses.emails_allowed(scope="email-change", address=client_ip(request), email=email):
+            addresses.email_change_request(user=request.user, new_email=email)
+        messages.info(
+            request,
+            _("We sent a link to %(email)s. Your email changes when you open it.")
+            % {"email": email},
+        )
+        return redirect("accounts:profile")
+    return render(request, "accounts/email_change.html", {"form": form})
+
+
+@require_http_methods(["GET", "POST"])
+def email_confirm(request: HttpRequest, token: str) -> HttpResponse:
+    """The link sent to a new address: a button (POST) moves the account to it."""
+    if request.method == "POST":
+        try:
+            user = addresses.email_change_confirm(token=token)
+        except EmailTaken:
+            user = None
+            messages.error(request, _("Another account uses this address now."))
+        if user is not None:
+            messages.success(request, _("Your email is now %(email)s.") % {"email": user.email})
+            return redirect(
+                "accounts:profile" if request.user.is_authenticated else "accounts:login"
+            )
+    pending = addresses.email_change_pending(token=token)
+    return render(request, "accounts/email_confirm.html", {"pending": pending})
 
 
 @login_required

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from datetime import timedelta
+from typing import Any
 
 from django.conf import settings
 from django.core.mail import EmailMultiAlternatives
@@ -26,16 +27,23 @@ MAX_ATTEMPTS = 12  # about a day and a half of retries (1, 2, 4 … minutes, at 
 KEEP_SENT = timedelta(days=30)
 
 
+def message(
+    *, kind: str, to: str, language: str, context: dict[str, Any]
+) -> EmailMultiAlternatives:
+    """A message as its recipient reads it: the ``emails/<kind>`` subject, plain text and HTML
+    templates rendered in their language, with ``site_url`` for links."""
+    context = {"site_url": settings.SITE_URL.rstrip("/"), **context}
+    with translation.override(language or "en"):
+        subject = render_to_string(f"emails/{kind}_subject.txt", context)
+        text = render_to_string(f"emails/{kind}.txt", context)
+        html = render_to_string(f"emails/{kind}.html", context)
+    built = EmailMultiAlternatives(subject=" ".join(subject.split()), body=text, to=[to])
+    built.attach_alternative(html, "text/html")
+    return built
+
+
 def render(email: Email) -> EmailMultiAlternatives:
-    """The message as its recipient reads it: subject, plain text and HTML, in their language."""
-    context = {**email.context, "site_url": settings.SITE_URL.rstrip("/")}
-    with translation.override(email.language):
-        subject = render_to_string(f"emails/{email.kind}_subject.txt", context)
-        text = render_to_string(f"emails/{email.kind}.txt", context)
-        html = render_to_string(f"emails/{email.kind}.html", context)
-    message = EmailMultiAlternatives(subject=" ".join(subject.split()), body=text, to=[email.to])
-    message.attach_alternative(html, "text/html")
-    return message
+    return message(kind=email.kind, to=email.to, language=email.language, context=email.context)
 
 
 def _claim(email_id: int) -> Email | None:

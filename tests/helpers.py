@@ -4,6 +4,7 @@ another test module."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from decimal import Decimal
@@ -130,3 +131,24 @@ def other_session() -> Iterator[psycopg.Connection]:
     )
     with psycopg.connect(dsn, autocommit=True) as session:
         yield session
+
+
+def link_in(message, prefix: str) -> str:
+    """The path of the site's link starting with ``prefix`` in an email's plain text."""
+    found = re.search(rf"https?://[^/\s]+({re.escape(prefix)}\S+/)", message.body)
+    assert found, message.body
+    return found.group(1)
+
+
+def sign_up(client, email: str, password: str = "a-long-passphrase-42", **fields) -> None:
+    """Sign up on the site and open the confirmation link of the email: logged in after."""
+    from django.core import mail
+
+    sent = len(mail.outbox)
+    response = client.post(
+        "/accounts/signup/",
+        {"email": email, "password1": password, "password2": password, **fields},
+    )
+    assert response.status_code == 302, response.content
+    link = link_in(mail.outbox[sent], "/accounts/signup/confirm/")
+    assert client.post(link).status_code == 302

@@ -10,7 +10,7 @@ from django.urls import reverse
 from accounts import services
 from accounts.models import ApiKey
 from tests.factories import UserFactory, make_key
-from tests.helpers import assert_problem, second_factor_login
+from tests.helpers import assert_problem, second_factor_login, sign_up
 
 pytestmark = pytest.mark.django_db
 
@@ -172,14 +172,7 @@ def test_key_forms_require_the_csrf_token(user):
 
 
 def test_newcomer_signs_up_creates_a_test_key_and_calls_me_with_it(client, api):
-    client.post(
-        reverse("accounts:signup"),
-        {
-            "email": "new@example.com",
-            "password1": "a-long-passphrase-42",
-            "password2": "a-long-passphrase-42",
-        },
-    )
+    sign_up(client, "new@example.com")
     response, _ = create(client, name="My first key")
     plaintext = response.context["plaintext"]
     assert f'curl -H "x-api-key: {plaintext}"' in response.content.decode()

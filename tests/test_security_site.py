@@ -237,6 +237,8 @@ def site_pages(db):
         "orders:receipt": [payment.public_id],
         "orders:receipt-status": [payment.public_id],
         "accounts:password-reset-confirm": ["MQ", "not-a-token"],  # the expired-link page
+        "accounts:signup-confirm": ["not-a-token"],
+        "accounts:email-confirm": ["not-a-token"],
     }
 
     def pages(*, logged_in: bool):

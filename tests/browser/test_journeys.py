@@ -6,10 +6,12 @@ import re
 from decimal import Decimal
 
 import pytest
+from django.core import mail
 
 from orders.models import Payment, Recharge
 from tests.card_support import DECLINED, THREE_D_SECURE, VISA
 from tests.factories import PASSWORD, OperatorFactory, ProductFactory, UserFactory
+from tests.helpers import link_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -125,6 +127,10 @@ def test_sign_up_and_create_a_test_key_shown_once(page, site):
     page.fill("input[name=password1]", PASSWORD)
     page.fill("input[name=password2]", PASSWORD)
     page.click("main button[type=submit]")
+    page.wait_for_url(re.compile(r"/accounts/signup/sent/$"))
+    page.goto(site.url + link_in(mail.outbox[-1], "/accounts/signup/confirm/"))
+    page.click("main button[type=submit]")
+    page.wait_for_url(re.compile(r"/accounts/profile/$"))
     page.goto(f"{site.url}/accounts/keys/new/")
     page.fill("input[name=name]", "Shop staging")
     page.select_option("select[name=mode]", "test")

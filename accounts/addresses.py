@@ -1,0 +1,192 @@
+"""Proving an email address (decisions section 12): sign-up confirmation and change of email.
+
+Neither tells a visitor whether an address has an account. A sign-up for an address that has
+one sends that address a note instead of a link (the owner learns of it; the visitor learns
+nothing), and the account is created only when the link's owner opens it. A change of email
+sends a link to the new address; the address changes when it is opened, and the old address is
+told.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from datetime import timedelta
+
+from django.conf import settings
+from django.contrib.auth.hashers import make_password
+from django.core import signing
+from django.db import transaction
+from django.urls import reverse
+from django.utils import timezone
+
+from accounts.errors import EmailTaken
+from accounts.models import SignupRequest, User
+from accounts.services import normalise_email, user_create
+from emails.services import message
+from reseller import ratelimit
+
+LINK_VALID = timedelta(hours=24)
+EMAIL_CHANGE_SALT = "accounts.email-change"
+
+
+def emails_allowed(*, scope: str, address: str, email: str) -> bool:
+    """Count a request that sends email to ``email`` per client address and per email (an
+    hour's window, the password reset's limits): False when either is spent, so nobody can
+    flood an inbox through our forms."""
+    checks = [
+        (f"{scope}-ip", address, settings.PASSWORD_RESET_RATE_PER_ADDRESS),
+        (f"{scope}-email", normalise_email(email) or "-", settings.PASSWORD_RESET_RATE_PER_EMAIL),
+    ]
+    return all(
+        ratelimit.hit(scope, ident, limit=limit, window=3600).allowed
+        for scope, ident, limit in checks
+    )
+
+
+def _token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def signup_request(
+    *,
+    email: str,
+    password: str,
+    first_name: str = "",
+    last_name: str = "",
+    account_name: str = "",
+    language: str = "en",
+) -> None:
+    """Mail a confirmation link, or (the address has an account) a note saying so."""
+    email = normalise_email(email)
+    SignupRequest.objects.filter(created_at__lt=timezone.now() - LINK_VALID).delete()
+    existing = User.objects.filter(email__iexact=email).first()
+    if existing is not None:
+        message(
+            kind="signup_existing",
+            to=email,
+            language=existing.language,
+            context={
+                "login_path": reverse("accounts:login"),
+                "reset_path": reverse("accounts:password-reset"),
+            },
+        ).send()
+        return
+    token = secrets.token_urlsafe(32)
+    SignupRequest.objects.create(
+        email=email,
+        password=make_password(password),
+        first_name=first_name,
+        last_name=last_name,
+        account_name=account_name,
+        language=language,
+        token_hash=_token_hash(token),
+    )
+    message(
+        kind="signup_confirm",
+        to=email,
+        language=language,
+        context={
+            "name": first_name,
+            "confirm_path": reverse("accounts:signup-confirm", args=[token]),
+            "hours": int(LINK_VALID.total_seconds() // 3600),
+        },
+    ).send()
+
+
+def signup_pending(*, token: str) -> SignupRequest | None:
+    """The sign-up a link confirms, while the link is valid."""
+    return SignupRequest.objects.filter(
+        token_hash=_token_hash(token), created_at__gte=timezone.now() - LINK_VALID
+    ).first()
+
+
+@transaction.atomic
+def signup_confirm(*, token: str) -> User | None:
+    """Create the account a link confirms (once: the request is gone after). None when the
+    link is unknown, used or expired. ``EmailTaken`` when the address got an account meanwhile
+    (another link of the same address was opened first)."""
+    pending = (
+        SignupRequest.objects.select_for_update()
+        .filter(token_hash=_token_hash(token), created_at__gte=timezone.now() - LINK_VALID)
+        .first()
+    )
+    if pending is None:
+        return None
+    SignupRequest.objects.filter(email__iexact=pending.email).delete()
+    user = user_create(
+        email=pending.email,
+        password=None,
+        first_name=pending.first_name,
+        last_name=pending.last_name,
+        account_name=pending.account_name or None,
+        language=pending.language,
+    )
+    user.password = pending.password  # already hashed
+    user.save(update_fields=["password"])
+    return user
+
+
+def email_change_request(*, user: User, new_email: str) -> None:
+    """Mail the new address a link that moves the account to it, or (it has an account) a
+    note saying so; the page answers the same either way."""
+    new_email = normalise_email(new_email)
+    if User.objects.filter(email__iexact=new_email).exists():
+        message(
+            kind="email_change_taken",
+            to=new_email,
+            language=user.language,
+            context={"reset_path": reverse("accounts:password-reset")},
+        ).send()
+        return
+    token = signing.dumps(
+        {"user": user.pk, "from": user.email, "to": new_email}, salt=EMAIL_CHANGE_SALT
+    )
+    message(
+        kind="email_change_confirm",
+        to=new_email,
+        language=user.language,
+        context={
+            "name": user.first_name,
+            "old_email": user.email,
+            "new_email": new_email,
+            "confirm_path": reverse("accounts:email-confirm", args=[token]),
+            "hours": int(LINK_VALID.total_seconds() // 3600),
+        },
+    ).send()
+
+
+def email_change_pending(*, token: str) -> dict | None:
+    """What a change-of-email link asks for, while it is valid and not yet used."""
+    try:
+        wanted = signing.loads(token, salt=EMAIL_CHANGE_SALT, max_age=LINK_VALID)
+    except signing.BadSignature:
+        return None
+    user = User.objects.filter(pk=wanted.get("user"), is_active=True).first()
+    if user is None or user.email != wanted.get("from"):
+        return None  # used already (the address moved), or the user is gone
+    return {"user": user, "new_email": wanted["to"]}
+
+
+def email_change_confirm(*, token: str) -> User | None:
+    """Move the account to the link's address (once: a used link no longer matches the old
+    address) and tell the old address. ``EmailTaken`` if the address got an account meanwhile."""
+    wanted = email_change_pending(token=token)
+    if wanted is None:
+        return None
+    user, old_email = wanted["user"], wanted["user"].email
+    with transaction.atomic():
+        locked = User.objects.select_for_update().get(pk=user.pk)
+        if locked.email != old_email:
+            return None
+        if User.objects.filter(email__iexact=wanted["new_email"]).exclude(pk=user.pk).exists():
+            raise EmailTaken()
+        locked.email = wanted["new_email"]
+        locked.save(update_fields=["email"])
+    message(
+        kind="email_changed",
+        to=old_email,
+        language=locked.language,
+        context={"new_email": locked.email, "reset_path": reverse("accounts:password-reset")},
+    ).send()
+    return locked
