@@ -1,19 +1,33 @@
-"""The money pages on a phone (issue 17, defect 11): at 390 px wide nothing sticks out past the
-right edge and the page never scrolls sideways."""
+"""The site on a phone (issue 17): at 390 px wide nothing sticks out past the right edge and
+the page never scrolls sideways: the money pages (defect 11), then every other page."""
 
 from __future__ import annotations
 
 import re
 from decimal import Decimal
+from pathlib import Path
 
 import pytest
+from django.contrib.auth.tokens import default_token_generator
 from django.db import transaction
+from django.utils.encoding import force_bytes
+from django.utils.http import urlsafe_base64_encode
 
+from accounts.services import api_key_create
 from orders.models import Order
 from orders.pricing import LineRequest
 from orders.services import order_place_with_wallet
-from tests.factories import PASSWORD, ProductFactory, UserFactory
+from tests.factories import (
+    PASSWORD,
+    OperatorFactory,
+    ProductFactory,
+    PromotionFactory,
+    UserFactory,
+    make_country,
+)
 from wallet.services import wallet_topup_manual
+from webhooks.models import Delivery, DeliveryAttempt, Event
+from webhooks.services import endpoint_create
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -54,5 +68,128 @@ def test_wallet_history_and_receipt_fit_a_390_px_phone(browser, site):
             found = page.evaluate(OVERFLOW)
             assert found["scroll"] <= found["width"], (path, found)
             assert found["out"] == [] and found["hidden"] == 0, (path, found)
+    finally:
+        context.close()
+
+
+def _fits(page, path: str) -> None:
+    """Nothing of ``path``'s page sticks out at the right edge; a screenshot if it does."""
+    found = page.evaluate(OVERFLOW)
+    if found["scroll"] > found["width"] or found["out"] or found["hidden"]:
+        artifacts = Path(__file__).resolve().parents[2] / "test-artifacts"
+        artifacts.mkdir(exist_ok=True)
+        name = re.sub(r"[^a-z0-9]+", "-", path.lower()).strip("-") or "home"
+        page.screenshot(path=str(artifacts / f"phone-390-{name}.png"), full_page=True)
+    assert found["scroll"] <= found["width"], (path, found)
+    assert found["out"] == [] and found["hidden"] == 0, (path, found)
+
+
+def test_every_other_page_fits_a_390_px_phone_logged_out_and_logged_in(browser, site):
+    """Long names on purpose: a long country and operator, a long key name and webhook URL.
+
+    The API documentation is checked too, though its layout is Swagger UI's own (collapsed,
+    as it opens)."""
+    congo = make_country("CD", "Democratic Republic of the Congo", "+243", "CDF")
+    OperatorFactory(country=congo, slug="vodacom", name="Vodacom Congo (RDC) S.A.", color="#e60000")
+    mexico = make_country("MX", "Mexico", "+52", "MXN")
+    telcel = OperatorFactory(
+        country=mexico, slug="telcel", name="Telcel", color="#0f3c96", carrier_names=["Telcel"]
+    )
+    OperatorFactory(country=mexico, slug="att", name="AT&T", color="#009fdb")
+    product = ProductFactory(operator=telcel, name="Telcel 500 MXN with 6 GB of data for 30 days")
+    ProductFactory(operator=telcel, name="Telcel 100 MXN", product_type="data")
+    PromotionFactory(
+        operator=telcel, products=[product], name="Triple data on every top-up this weekend"
+    )
+    user = UserFactory(email="a.very.long.address.for.a.phone@subdomain.example.com")
+    live, _ = api_key_create(
+        account=user.account, user=user, name="Production server in Frankfurt", mode="live"
+    )
+    test_key, _ = api_key_create(account=user.account, user=user, name="Staging", mode="test")
+    endpoint = endpoint_create(
+        account=user.account,
+        url="https://93.184.216.34/hooks/reseller/airtime-events/receive?source=reseller",
+        livemode=True,
+        description="Order updates for the accounting system",
+    )
+    event = Event.objects.create(
+        account=user.account, livemode=True, type="recharge.delivered", body="{}"
+    )
+    delivery = Delivery.objects.create(event=event, endpoint=endpoint, state="failed", attempts=8)
+    DeliveryAttempt.objects.create(
+        delivery=delivery, number=8, status_code=500, latency_ms=1234,
+        response_head="<!doctype html><html><head><title>Internal Server Error</title>" * 3,
+    )  # fmt: skip
+    uid = urlsafe_base64_encode(force_bytes(user.pk))
+    token = default_token_generator.make_token(user)
+
+    context = browser.new_context(locale="en-US", viewport={"width": 390, "height": 844})
+    context.set_default_timeout(20_000)
+    page = context.new_page()
+    try:
+        for path in (
+            "/",
+            "/catalog/",
+            "/catalog/CD/",
+            "/catalog/MX/",
+            "/catalog/MX/telcel/",
+            "/catalog/find/?phone=%2B525512345678",
+            "/catalog/find/?phone=%2B33612345678",  # a country not sold
+            "/accounts/login/",
+            "/accounts/signup/",
+            "/accounts/password-reset/",
+            "/accounts/password-reset/sent/",
+            "/accounts/password-reset/done/",
+            f"/accounts/password-reset/{uid}/{token}/",  # the new password form
+            "/accounts/password-reset/MQ/not-a-token/",  # the link is no longer valid
+            "/api/v1/docs/",
+            "/no-such-page/",
+        ):
+            page.goto(f"{site.url}{path}")
+            if path == "/api/v1/docs/":
+                page.wait_for_selector(".opblock-summary")
+            _fits(page, path)
+
+        page.goto(f"{site.url}/accounts/login/")
+        page.fill("input[name=username]", user.email)
+        page.fill("input[name=password]", PASSWORD)
+        page.click("main button[type=submit]")
+        page.wait_for_url(re.compile(r"/accounts/profile/|/$"))
+        page.goto(f"{site.url}/catalog/MX/telcel/")  # the cart, to reach the checkout
+        form = page.locator("form.add-to-cart").first
+        form.locator("input[name=recipient_number]").fill("+525512345678")
+        with page.expect_navigation():
+            form.locator("button[type=submit]").click()
+        for path in (
+            "/accounts/profile/",
+            "/accounts/password/",
+            "/accounts/keys/",
+            "/accounts/keys/new/",
+            f"/accounts/keys/{live.public_id}/",
+            f"/accounts/keys/{test_key.public_id}/",  # with the sandbox balance
+            f"/accounts/keys/{live.public_id}/revoke/",
+            "/accounts/webhooks/",
+            "/accounts/webhooks/new/",
+            f"/accounts/webhooks/{endpoint.public_id}/",
+            f"/accounts/webhooks/{endpoint.public_id}/delete/",
+            "/catalog/MX/telcel/",
+            "/cart/",  # with its line and quote
+            "/checkout/",
+        ):
+            page.goto(f"{site.url}{path}")
+            assert page.url.endswith(path), (path, page.url)
+            _fits(page, path)
+
+        # The pages shown once, after a form: a new key and a new endpoint's secret.
+        page.goto(f"{site.url}/accounts/keys/new/")
+        page.fill("input[name=name]", "Shop integration for the Caribbean storefront")
+        page.click("main button[type=submit]")
+        page.wait_for_selector("#api-key-value")
+        _fits(page, "/accounts/keys/new/ (created)")
+        page.goto(f"{site.url}/accounts/webhooks/new/")
+        page.fill("input[name=url]", "https://93.184.216.34/a/very/long/path/to/the/receiver/ok")
+        page.click("main button[type=submit]")
+        page.wait_for_selector("#webhook-secret")
+        _fits(page, "/accounts/webhooks/new/ (secret)")
     finally:
         context.close()
