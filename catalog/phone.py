@@ -78,6 +78,22 @@ def phone_parse(raw: str, *, field: str = "recipientNumber") -> PhoneNumber:
     )
 
 
+def phone_international(raw: str, *, region: str) -> str:
+    """A number typed the local way in ``region`` ("55 1234 5678", "0803 123 4567" in NG) in
+    international format; unchanged when it already starts with a plus, has letters, or
+    cannot be read. The home page's country picker sends the region."""
+    value = (raw or "").strip()
+    if not value or value.startswith("+") or not region or len(value) > MAX_LENGTH:
+        return value
+    if not re.fullmatch(r"[0-9 ().\-]+", value):
+        return value
+    try:
+        number = phonenumbers.parse(value, region.upper())
+    except phonenumbers.NumberParseException:
+        return value
+    return phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.E164)
+
+
 def phone_check_country(
     *, phone: PhoneNumber, country_code: str, field: str = "recipientNumber"
 ) -> None:

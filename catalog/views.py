@@ -6,20 +6,58 @@ Public pages (no login): the catalog is what we sell. Same selectors as the API.
 from __future__ import annotations
 
 from itertools import groupby
+from urllib.parse import urlencode
 
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 from catalog import selectors
 from catalog.errors import PhoneNumberError
 from catalog.models import Operator, PromotionStatus
-from catalog.phone import operator_detect, phone_parse
+from catalog.phone import PhoneNumber, operator_detect, phone_international, phone_parse
+from recipients.selectors import recipient_names, recipients_of, top_up_url
 
 
 def _countries():
     return sorted(selectors.country_list(), key=lambda c: c.name_localized.casefold())
+
+
+REGION_COOKIE = "topup_country"
+
+
+def _guess_region(request: HttpRequest, countries) -> str:
+    """The country picker's first choice: the visitor's last one, else the one their browser's
+    languages name (``es-MX`` → MX), when we sell there."""
+    codes = {c.code for c in countries}
+    languages = request.headers.get("Accept-Language", "").split(",")
+    candidates = [request.COOKIES.get(REGION_COOKIE, "")]
+    candidates += [lang.split(";")[0].strip().rpartition("-")[2] for lang in languages]
+    return next((c.upper() for c in candidates if c.upper() in codes), "")
+
+
+@require_GET
+def home(request: HttpRequest) -> HttpResponse:
+    """Number first: one phone field with a country picker leads the page; saved recipients
+    are one click from their amounts."""
+    countries = _countries()
+    saved = []
+    if request.user.is_authenticated:
+        saved = list(recipients_of(account_id=request.user.account_id)[:6])  # type: ignore[union-attr]
+        for recipient in saved:
+            operator = recipient.operator
+            recipient.top_up_url = top_up_url(  # type: ignore[attr-defined]
+                phone_number=recipient.phone_number,
+                country=operator.country_id if operator else None,
+                slug=operator.slug if operator else None,
+            )
+    return render(
+        request,
+        "home.html",
+        {"countries": countries, "region": _guess_region(request, countries), "saved": saved},
+    )
 
 
 @require_GET
@@ -35,9 +73,12 @@ def index(request: HttpRequest) -> HttpResponse:
 
 @require_GET
 def find(request: HttpRequest) -> HttpResponse:
-    """Find the operator of a number: the detected one(s), or all of its country."""
-    raw = request.GET.get("phone", "")
-    context: dict = {"phone": raw, "countries": _countries()}
+    """Number first: the number finds its country and operator. One detected operator goes
+    straight to its amounts; otherwise (ported, shared or unknown range, or ``choose``) the
+    operators of the country are offered, the detected ones first."""
+    region = request.GET.get("country", "")
+    raw = phone_international(request.GET.get("phone", ""), region=region)
+    context: dict = {"phone": raw, "countries": _countries(), "region": region.upper()}
     if raw.strip():
         try:
             phone = phone_parse(raw, field="phone")
@@ -46,6 +87,14 @@ def find(request: HttpRequest) -> HttpResponse:
         else:
             operators = list(selectors.operators_with_product_counts(country=phone.country))
             detected = operator_detect(phone=phone, operators=operators)
+            if len(detected) == 1 and "choose" not in request.GET:
+                found = detected[0]
+                url = reverse("catalog:operator", args=[found.country_id, found.slug])
+                response = redirect(f"{url}?{urlencode({'phone': phone.e164})}")
+                response.set_cookie(
+                    REGION_COOKIE, phone.country, max_age=365 * 86400, samesite="Lax"
+                )
+                return response
             context.update(
                 {
                     "number": phone,
@@ -71,6 +120,15 @@ def country(request: HttpRequest, code: str) -> HttpResponse:
     return render(request, "catalog/country.html", {"country": found, "operators": operators})
 
 
+def _number_for(raw: str, *, country: str) -> PhoneNumber | None:
+    """The number the page tops up, when it is a valid one of the operator's country."""
+    try:
+        phone = phone_parse(raw, field="phone")
+    except PhoneNumberError:
+        return None
+    return phone if phone.country == country else None
+
+
 @require_GET
 def operator(request: HttpRequest, code: str, slug: str) -> HttpResponse:
     found: Operator | None = (
@@ -87,10 +145,16 @@ def operator(request: HttpRequest, code: str, slug: str) -> HttpResponse:
         (kind, list(items)) for kind, items in groupby(products, key=lambda p: p.product_type)
     ]
     promotions = {p.promotion.pk: p.promotion for p in products if p.promotion}  # type: ignore[attr-defined]
+    number = _number_for(request.GET.get("phone", ""), country=found.country_id)
+    saved_name = ""
+    if number is not None and request.user.is_authenticated:
+        saved_name = recipient_names(account_id=request.user.account_id).get(number.e164, "")  # type: ignore[union-attr]
     return render(
         request,
         "catalog/operator.html",
         {
+            "number": number,
+            "saved_name": saved_name,
             "operator": found,
             "country": found.country,
             "groups": groups,

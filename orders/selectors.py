@@ -34,7 +34,7 @@ def payment_history(*, account: Account, livemode: bool) -> QuerySet[Payment]:
             Prefetch("recharges", queryset=_recharges()),
             Prefetch(
                 "order__lines",
-                queryset=OrderLine.objects.select_related("product").order_by("id"),
+                queryset=OrderLine.objects.select_related("product__operator").order_by("id"),
             ),
         )
         .order_by("-id")

@@ -26,6 +26,7 @@ from orders.models import Order, Payment
 from orders.pricing import line_requests, price_order
 from orders.recharges.state import FINAL
 from orders.serializers import QUANTITY_MAX, QUANTITY_MIN, CartItemIn
+from recipients.selectors import recipient_names, top_up_url
 from reseller.errors import ApplicationError, NotFound, flatten_validation_errors
 from wallet.services import wallet_get_or_create
 
@@ -97,6 +98,8 @@ def cart_add(request: HttpRequest) -> HttpResponse:
         session_id=SITE_CART,
         line=form.validated_data["line"],
     )
+    if request.POST.get("then") == "checkout":  # "Buy now": straight to paying
+        return redirect("orders:checkout")
     messages.success(request, _("Added to your cart."))
     return redirect("orders:cart")
 
@@ -218,16 +221,41 @@ def _own_payment(request: HttpRequest, payment_id: str) -> Payment:
 def receipt(request: AuthenticatedRequest, payment_id: str) -> HttpResponse:
     payment = _own_payment(request, payment_id)
     recharges = list(payment.recharges.all())
+    lines = list(payment.order.lines.select_related("product__operator"))
     return render(
         request,
         "orders/receipt.html",
         {
             "payment": payment,
             "recharges": recharges,
-            "lines": list(payment.order.lines.all()),
+            "lines": lines,
+            "numbers": _numbers_of(request, lines),
             "final": bool(recharges) and all(r.status in FINAL for r in recharges),
         },
     )
+
+
+def _numbers_of(request: AuthenticatedRequest, lines) -> list[dict]:
+    """The order's recipients, once each: the saved name, and "top up again" at the operator
+    bought for."""
+    names = recipient_names(account_id=request.user.account_id)
+    numbers: dict[str, dict] = {}
+    for line in lines:
+        operator = line.product.operator
+        numbers.setdefault(
+            line.recipient_number,
+            {
+                "number": line.recipient_number,
+                "name": names.get(line.recipient_number, ""),
+                "operator": f"{operator.country_id}/{operator.slug}",
+                "top_up_url": top_up_url(
+                    phone_number=line.recipient_number,
+                    country=operator.country_id,
+                    slug=operator.slug,
+                ),
+            },
+        )
+    return list(numbers.values())
 
 
 @login_required

@@ -4,6 +4,7 @@ from django.urls import URLPattern, URLResolver, include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from accounts import views as account_views
+from catalog import views as catalog_views
 from reseller import views
 
 api_v1: list[URLPattern | URLResolver] = [
@@ -30,7 +31,8 @@ urlpatterns = [
     path("catalog/", include("catalog.urls")),
     path("", include("orders.urls")),
     path("wallet/", include("wallet.urls")),
-    path("", views.home, name="home"),
+    path("recipients/", include("recipients.urls")),
+    path("", catalog_views.home, name="home"),
 ]
 
 

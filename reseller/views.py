@@ -1,4 +1,4 @@
-"""Site-wide pages: home, health check, and the error pages (problem+json under /api/)."""
+"""Site-wide pages: health check, and the error pages (problem+json under /api/)."""
 
 from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -7,10 +7,6 @@ from django.views.decorators.http import require_GET
 
 from reseller.errors import problem_response
 from reseller.middleware import is_api_path
-
-
-def home(request: HttpRequest) -> HttpResponse:
-    return render(request, "home.html")
 
 
 @require_GET

@@ -238,6 +238,7 @@ def site_pages(db):
         "orders:receipt-status": [payment.public_id],
         "accounts:password-reset-confirm": ["MQ", "not-a-token"],  # the expired-link page
         "accounts:signup-confirm": ["not-a-token"],
+        "recipients:delete": ["rcp_unknown"],
         "accounts:email-confirm": ["not-a-token"],
     }
 
