@@ -45,7 +45,7 @@ def home(request: HttpRequest) -> HttpResponse:
     countries = _countries()
     saved = []
     if request.user.is_authenticated:
-        saved = list(recipients_of(account_id=request.user.account_id)[:6])  # type: ignore[union-attr]
+        saved = list(recipients_of(account_id=request.user.account_id)[:6])
         for recipient in saved:
             operator = recipient.operator
             recipient.top_up_url = top_up_url(  # type: ignore[attr-defined]
@@ -148,7 +148,7 @@ def operator(request: HttpRequest, code: str, slug: str) -> HttpResponse:
     number = _number_for(request.GET.get("phone", ""), country=found.country_id)
     saved_name = ""
     if number is not None and request.user.is_authenticated:
-        saved_name = recipient_names(account_id=request.user.account_id).get(number.e164, "")  # type: ignore[union-attr]
+        saved_name = recipient_names(account_id=request.user.account_id).get(number.e164, "")
     return render(
         request,
         "catalog/operator.html",

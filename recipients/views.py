@@ -49,7 +49,7 @@ def recipient_save(request: AuthenticatedRequest) -> HttpResponse:
     if not form.is_valid():
         for errors in form.errors.values():
             for error in errors:
-                messages.error(request, error)
+                messages.error(request, str(error))
         return redirect(back or "recipients:list")
     saved = services.recipient_save(
         account=request.user.account,

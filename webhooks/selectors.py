@@ -39,7 +39,7 @@ def delivery_of_endpoint(*, endpoint: WebhookEndpoint, public_id: str) -> Delive
 def recent_deliveries(*, endpoint: WebhookEndpoint, limit: int = 100) -> list[Delivery]:
     """The endpoint's deliveries of the last 30 days, newest first, each with its last try."""
     since = timezone.now() - timedelta(days=DASHBOARD_DAYS)
-    deliveries = list(
+    deliveries: list[Delivery] = list(
         Delivery.objects.filter(endpoint=endpoint, created_at__gte=since)
         .select_related("event")
         .prefetch_related(

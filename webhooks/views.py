@@ -91,8 +91,9 @@ def endpoint_create(request: AuthenticatedRequest) -> HttpResponse:
         )
     except ApplicationError as exc:
         form.add_error("url", _error_message(exc))
-        form.data = form.data.copy()
-        form.data["form_token"] = _issue_token(request)
+        data = request.POST.copy()  # the form's data, with a fresh one-use token
+        data["form_token"] = _issue_token(request)
+        form.data = data
         return render(request, "webhooks/endpoint_new.html", {"form": form})
     return _secret_page(request, endpoint, endpoint.secret, rotated=False)
 
