@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import contextvars
+import functools
 import logging
 import re
 import uuid
+import zoneinfo
 
 from django.http import (
     HttpRequest,
@@ -13,6 +15,7 @@ from django.http import (
     HttpResponseBadRequest,
     HttpResponseNotFound,
 )
+from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from reseller.errors import PROBLEM_CONTENT_TYPE, STATUS_CODES, problem_response
@@ -126,3 +129,35 @@ class ApiProblemMiddleware:
             code="internal_error",
             detail=_("Something went wrong on our side. Nothing was charged twice; retry later."),
         )
+
+
+TIME_ZONE_COOKIE = "tz"
+
+
+@functools.cache
+def _zone(name: str) -> zoneinfo.ZoneInfo | None:
+    try:
+        return zoneinfo.ZoneInfo(name)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        return None
+
+
+class TimeZoneMiddleware:
+    """Site pages show times in the visitor's time zone: the IANA name their browser reports
+    (static/js/timezone.js keeps it in the ``tz`` cookie); UTC until it is known. The API
+    always answers in UTC (decisions section 1)."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        name = request.COOKIES.get(TIME_ZONE_COOKIE, "")
+        zone = _zone(name) if name and len(name) <= 64 and not is_api_path(request.path) else None
+        if zone is None:
+            timezone.deactivate()
+            return self.get_response(request)
+        timezone.activate(zone)
+        try:
+            return self.get_response(request)
+        finally:
+            timezone.deactivate()
