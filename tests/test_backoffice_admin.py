@@ -65,7 +65,8 @@ def audit_trail(action):
 
 
 def test_every_model_of_our_apps_is_in_the_admin():
-    ours = ("accounts", "catalog", "orders", "wallet", "backoffice", "webhooks")
+    ours = ("accounts", "catalog", "orders", "wallet", "backoffice", "webhooks", "emails")
+    ours += ("recipients",)
     missing = [
         model._meta.label
         for app in ours

@@ -4,6 +4,24 @@ Django's autodiscovery imports this package; importing the modules below registe
 No app outside backoffice imports the back office: it imports the apps' models and services.
 """
 
-from backoffice.admin import accounts, catalog, orders, staff_actions, wallet, webhooks
+from backoffice.admin import (
+    accounts,
+    catalog,
+    emails,
+    orders,
+    recipients,
+    staff_actions,
+    wallet,
+    webhooks,
+)
 
-__all__ = ["accounts", "catalog", "orders", "staff_actions", "wallet", "webhooks"]
+__all__ = [
+    "accounts",
+    "catalog",
+    "emails",
+    "orders",
+    "recipients",
+    "staff_actions",
+    "wallet",
+    "webhooks",
+]

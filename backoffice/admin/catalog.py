@@ -17,6 +17,7 @@ from django.utils.translation import ngettext
 from catalog import services
 from catalog.i18n import translation_languages
 from catalog.models import Country, FxRate, Operator, Product, Promotion, PromotionStatus
+from catalog.templatetags.catalog_marks import flag
 
 
 class TranslationsForm(forms.ModelForm):
@@ -81,7 +82,7 @@ def translation_fieldset(model) -> tuple:
 @admin.register(Country)
 class CountryAdmin(admin.ModelAdmin):
     form = translations_form(Country)
-    list_display = ("code", "flag", "name", "calling_code", "currency", "active", "operators")
+    list_display = ("code", "flag_image", "name", "calling_code", "currency", "active", "operators")
     list_filter = ("active", "currency")
     search_fields = ("code", "name")
     fieldsets = (
@@ -91,6 +92,10 @@ class CountryAdmin(admin.ModelAdmin):
 
     def get_queryset(self, request):
         return super().get_queryset(request).annotate(operator_count=Count("operators"))
+
+    @admin.display(description=_("flag"))
+    def flag_image(self, obj: Country) -> str:
+        return flag(obj.code, 20)  # the SVG: emoji flags are empty boxes on some systems
 
     @admin.display(description=_("operators"), ordering="operator_count")
     def operators(self, obj):
