@@ -88,8 +88,8 @@ def test_a_data_bundle_says_what_the_recipient_gets_not_a_currency_amount(client
     seed()
     html = client.get("/catalog/MX/telcel/").content.decode()
     bundle = Product.objects.filter(operator__slug="telcel", product_type="data").first()
-    assert f"Recipient gets</dt><dd>{bundle.description}</dd>" in html
-    assert f"Recipient gets</dt><dd>{bundle.local_amount:g} MXN</dd>" not in html
+    assert f'<span class="gets">{bundle.description}</span>' in html
+    assert f'<span class="gets">{bundle.local_amount:g} MXN</span>' not in html
 
 
 def test_seed_demo_ids_are_the_same_on_every_machine():

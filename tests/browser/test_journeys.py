@@ -76,8 +76,10 @@ def test_buy_a_top_up_by_card_from_home_to_receipt(page, site, catalog, shopper)
     assert statuses == ["Delivered", "Delivered"]
     assert Recharge.objects.filter(status="delivered").count() == 2
     receipt = page.url
+    page.click(".menu-toggle")  # a phone-sized page: the links are behind the menu
     page.click("nav >> text=Cart")
     assert "Your cart is empty" in page.inner_text("main")
+    page.click(".menu-toggle")
     page.click("nav >> text=Payments")
     page.click('td a[href*="/payments/pay_"]')  # found later in the history: the receipt
     assert page.url == receipt

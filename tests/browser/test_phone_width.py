@@ -193,3 +193,26 @@ def test_every_other_page_fits_a_390_px_phone_logged_out_and_logged_in(browser, 
         _fits(page, "/accounts/webhooks/new/ (secret)")
     finally:
         context.close()
+
+
+def test_on_a_phone_the_header_is_one_line_and_a_menu_opens_the_links(browser, site):
+    user = UserFactory(email="menu@example.com")
+    context = browser.new_context(locale="en-US", viewport={"width": 390, "height": 844})
+    page = context.new_page()
+    try:
+        page.goto(f"{site.url}/accounts/login/")
+        page.fill("input[name=username]", user.email)
+        page.fill("input[name=password]", PASSWORD)
+        page.click("main button[type=submit]")
+        page.wait_for_url(re.compile(r"/accounts/profile/$"))
+        header = page.locator("header.topbar").bounding_box()
+        assert header is not None and header["height"] < 80  # brand and "Menu", one line
+        assert not page.is_visible("nav >> text=Payments")
+        page.click(".menu-toggle")
+        assert page.get_attribute(".menu-toggle", "aria-expanded") == "true"
+        page.click("nav >> text=Payments")
+        page.wait_for_url(re.compile(r"/payments/$"))
+        page.set_viewport_size({"width": 1280, "height": 800})
+        assert page.is_visible("nav >> text=Wallet") and not page.is_visible(".menu-toggle")
+    finally:
+        context.close()
