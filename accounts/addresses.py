@@ -44,6 +44,11 @@ def emails_allowed(*, scope: str, address: str, email: str) -> bool:
     )
 
 
+def _site(site_url: str) -> dict[str, str]:
+    """Links back to the address the visitor used, when known (else SITE_URL)."""
+    return {"site_url": site_url.rstrip("/")} if site_url else {}
+
+
 def _token_hash(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
@@ -56,8 +61,10 @@ def signup_request(
     last_name: str = "",
     account_name: str = "",
     language: str = "en",
+    site_url: str = "",
 ) -> None:
-    """Mail a confirmation link, or (the address has an account) a note saying so."""
+    """Mail a confirmation link, or (the address has an account) a note saying so.
+    ``site_url``: the address the visitor used (links point back to it); default SITE_URL."""
     email = normalise_email(email)
     SignupRequest.objects.filter(created_at__lt=timezone.now() - LINK_VALID).delete()
     existing = User.objects.filter(email__iexact=email).first()
@@ -67,6 +74,8 @@ def signup_request(
             to=email,
             language=existing.language,
             context={
+                **_site(site_url),
+                **_site(site_url),
                 "login_path": reverse("accounts:login"),
                 "reset_path": reverse("accounts:password-reset"),
             },
@@ -87,6 +96,7 @@ def signup_request(
         to=email,
         language=language,
         context={
+            **_site(site_url),
             "name": first_name,
             "confirm_path": reverse("accounts:signup-confirm", args=[token]),
             "hours": int(LINK_VALID.total_seconds() // 3600),
@@ -127,7 +137,7 @@ def signup_confirm(*, token: str) -> User | None:
     return user
 
 
-def email_change_request(*, user: User, new_email: str) -> None:
+def email_change_request(*, user: User, new_email: str, site_url: str = "") -> None:
     """Mail the new address a link that moves the account to it, or (it has an account) a
     note saying so; the page answers the same either way."""
     new_email = normalise_email(new_email)
@@ -136,7 +146,7 @@ def email_change_request(*, user: User, new_email: str) -> None:
             kind="email_change_taken",
             to=new_email,
             language=user.language,
-            context={"reset_path": reverse("accounts:password-reset")},
+            context={**_site(site_url), "reset_path": reverse("accounts:password-reset")},
         ).send()
         return
     token = signing.dumps(
@@ -147,6 +157,7 @@ def email_change_request(*, user: User, new_email: str) -> None:
         to=new_email,
         language=user.language,
         context={
+            **_site(site_url),
             "name": user.first_name,
             "old_email": user.email,
             "new_email": new_email,
@@ -168,7 +179,7 @@ def email_change_pending(*, token: str) -> dict | None:
     return {"user": user, "new_email": wanted["to"]}
 
 
-def email_change_confirm(*, token: str) -> User | None:
+def email_change_confirm(*, token: str, site_url: str = "") -> User | None:
     """Move the account to the link's address (once: a used link no longer matches the old
     address) and tell the old address. ``EmailTaken`` if the address got an account meanwhile."""
     wanted = email_change_pending(token=token)
@@ -187,6 +198,10 @@ def email_change_confirm(*, token: str) -> User | None:
         kind="email_changed",
         to=old_email,
         language=locked.language,
-        context={"new_email": locked.email, "reset_path": reverse("accounts:password-reset")},
+        context={
+            **_site(site_url),
+            "new_email": locked.email,
+            "reset_path": reverse("accounts:password-reset"),
+        },
     ).send()
     return locked

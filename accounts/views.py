@@ -68,6 +68,7 @@ def signup(request: HttpRequest) -> HttpResponse:
                 last_name=form.cleaned_data["last_name"],
                 account_name=form.cleaned_data["account_name"],
                 language=translation.get_language() or "en",
+                site_url=request.build_absolute_uri("/"),
             )
         request.session["signup_email"] = email
         return redirect("accounts:signup-sent")
@@ -162,7 +163,9 @@ def email_change(request: AuthenticatedRequest) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         email = form.cleaned_data["email"]
         if addresses.emails_allowed(scope="email-change", address=client_ip(request), email=email):
-            addresses.email_change_request(user=request.user, new_email=email)
+            addresses.email_change_request(
+                user=request.user, new_email=email, site_url=request.build_absolute_uri("/")
+            )
         messages.info(
             request,
             _("We sent a link to %(email)s. Your email changes when you open it.")
@@ -177,7 +180,9 @@ def email_confirm(request: HttpRequest, token: str) -> HttpResponse:
     """The link sent to a new address: a button (POST) moves the account to it."""
     if request.method == "POST":
         try:
-            user = addresses.email_change_confirm(token=token)
+            user = addresses.email_change_confirm(
+                token=token, site_url=request.build_absolute_uri("/")
+            )
         except EmailTaken:
             user = None
             messages.error(request, _("Another account uses this address now."))

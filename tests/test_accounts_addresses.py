@@ -33,6 +33,7 @@ def test_sign_up_creates_nothing_until_the_link_is_opened_once(client):
     assert not User.objects.exists()
     (message,) = mail.outbox
     assert message.to == ["nia@example.com"] and "Hello Nia," in message.body
+    assert "http://testserver/accounts/signup/confirm/" in message.body  # the host used
     assert "text/html" in message.alternatives[0][1]
     link = link_in(message, CONFIRM)
     # Opening the link (or a mail scanner following it) changes nothing: a button does.
