@@ -19,7 +19,8 @@ from wallet.services import wallet_topup_manual
 pytestmark = pytest.mark.django_db
 
 ENGLISH = ("Delivered", "Waitlisted", "Pending", "Captured", "Paid", "Failed", "Expired",
-           "Queued", "Dispatched", "Refunded", "Card", "Wallet", "Success", "Rejected")  # fmt: skip
+           "Queued", "Dispatched", "Refunded", "Card", "Wallet", "Success", "Rejected",
+           "order", "operator top-up", "refund of", "card payment", "Top up")  # fmt: skip
 
 
 def visible_text(html: str) -> str:
@@ -81,3 +82,21 @@ def test_the_consumer_pages_have_no_english_status_words(shop, language):
         text = visible_text(response.content.decode())
         found = [word for word in ENGLISH if re.search(rf"\b{word}\b", text)]
         assert found == [], (path, found)
+
+
+def test_no_internal_ids_on_the_consumers_pages_but_the_receipts_reference(shop, client):
+    """Issue 17: no prd_/rch_ ids anywhere a consumer looks; a pay_ id only as the receipt's
+    small reference."""
+    user, order = shop
+    client.force_login(user)
+    operator = order.lines.get().product.operator
+    pages = ["/", "/payments/", "/wallet/", "/cart/", "/catalog/",
+             f"/catalog/{operator.country_id}/{operator.slug}/?phone=%2B525512345678"]  # fmt: skip
+    for path in pages:
+        text = visible_text(client.get(path).content.decode())
+        assert not re.search(r"\b(prd|rch|ord)_\w+", text), path
+        if path != "/wallet/":  # the wallet's ledger lists the payment it took, as a bank would
+            assert not re.search(r"\bpay_\w+", text), path
+    receipt = visible_text(client.get(f"/payments/{order.payment.public_id}/").content.decode())
+    assert not re.search(r"\b(prd|rch|ord)_\w+", receipt)
+    assert len(re.findall(r"\bpay_\w+", receipt)) == 1  # the reference, once
