@@ -1,6 +1,7 @@
 """The outbox of email the business sends on its own (decisions section 12): receipts,
-low-balance alerts, a webhook endpoint disabled. A row is written in the transaction of the
-change it reports, so a crash between commit and send never loses a message; workers send it.
+low-balance alerts, bank-transfer instructions, a webhook endpoint disabled. A row is written
+in the transaction of the change it reports, so a crash between commit and send never loses a
+message; workers send it.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ class Email(models.Model):
         RECEIPT = "receipt"
         BALANCE_LOW = "balance_low"
         ENDPOINT_DISABLED = "endpoint_disabled"
+        BANK_TRANSFER = "bank_transfer"
 
     kind = models.CharField(max_length=32, choices=Kind.choices)
     to = models.EmailField(max_length=254)

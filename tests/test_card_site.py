@@ -4,8 +4,11 @@ from datetime import timedelta
 from decimal import Decimal
 
 import pytest
+from django.core import mail
 from django.utils import timezone
 
+from emails.models import Email
+from emails.services import email_send
 from orders.models import CartItem, Payment
 from orders.pricing import LineRequest
 from orders.services import cart_add_item
@@ -224,6 +227,15 @@ def test_a_bank_transfer_request_says_where_to_send_the_money_and_what_to_quote(
     for detail in ("Reseller Payments SL", "ES91 2100 0418 4502 0005 1332", "CAIXESBBXXX"):
         assert detail in text
     assert f"quoting {topup.public_id}" in text
+    # The same instructions by email (issue 17), in the outbox of the request's transaction.
+    sent = Email.objects.get(kind="bank_transfer")
+    assert email_send(sent.pk)
+    (message,) = mail.outbox
+    assert message.to == [browser_client.user.email]
+    assert topup.public_id in message.subject and "50.00 EUR" in message.subject
+    for detail in ("Reseller Payments SL", "ES91 2100 0418 4502 0005 1332", "CAIXESBBXXX"):
+        assert detail in message.body and detail in message.alternatives[0][0]
+    assert f"Reference to quote: {topup.public_id}" in message.body
 
 
 def test_without_bank_details_no_bank_transfer_is_offered_nor_taken(browser_client, settings):

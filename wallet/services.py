@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.urls import reverse
@@ -289,6 +290,38 @@ def topup_request(
         requested_by=by,
         external_reference=external_reference,
     )
+
+
+def bank_details() -> dict[str, str] | None:
+    """Where bank transfers go (settings), or None when no IBAN is configured."""
+    if not settings.BANK_TRANSFER_IBAN:
+        return None
+    return {
+        "beneficiary": settings.BANK_TRANSFER_BENEFICIARY,
+        "iban": settings.BANK_TRANSFER_IBAN,
+        "bic": settings.BANK_TRANSFER_BIC,
+    }
+
+
+@transaction.atomic
+def bank_transfer_request(*, account: Account, amount: Decimal, by: User) -> TopUp:
+    """A bank-transfer top-up, and the instructions by email (decisions section 12): the
+    beneficiary, IBAN, BIC, amount and the reference to quote. The caller checks that bank
+    transfers are offered (``bank_details``)."""
+    topup = topup_request(account=account, amount=amount, method=TopUp.Method.BANK_TRANSFER, by=by)
+    email_queue(
+        kind=Email.Kind.BANK_TRANSFER,
+        to=by.email,
+        language=by.language,
+        context={
+            "reference": topup.public_id,
+            "amount": f"{topup.amount:.2f}",
+            "currency": topup.currency,
+            "wallet_path": reverse("wallet:wallet"),
+            **(bank_details() or {}),
+        },
+    )
+    return topup
 
 
 @transaction.atomic

@@ -15,8 +15,13 @@ from django.views.decorators.http import require_GET, require_POST
 from accounts.http import AuthenticatedRequest
 from orders.card import gateway
 from wallet import selectors
-from wallet.models import TopUp
-from wallet.services import TOPUP_MAX, TOPUP_MIN, topup_request, wallet_get_or_create
+from wallet.services import (
+    TOPUP_MAX,
+    TOPUP_MIN,
+    bank_details,
+    bank_transfer_request,
+    wallet_get_or_create,
+)
 
 
 @login_required
@@ -38,17 +43,6 @@ def wallet(request: AuthenticatedRequest) -> HttpResponse:
             "bank": bank_details(),
         },
     )
-
-
-def bank_details() -> dict[str, str] | None:
-    """Where bank transfers go (settings), or None when no IBAN is configured."""
-    if not settings.BANK_TRANSFER_IBAN:
-        return None
-    return {
-        "beneficiary": settings.BANK_TRANSFER_BENEFICIARY,
-        "iban": settings.BANK_TRANSFER_IBAN,
-        "bic": settings.BANK_TRANSFER_BIC,
-    }
 
 
 def _amount(raw: str) -> Decimal | None:
@@ -77,12 +71,7 @@ def bank_transfer(request: AuthenticatedRequest) -> HttpResponse:
             _("Enter an amount from %(min)s to %(max)s.") % {"min": TOPUP_MIN, "max": TOPUP_MAX},
         )
         return redirect("wallet:wallet")
-    topup = topup_request(
-        account=request.user.account,
-        amount=amount,
-        method=TopUp.Method.BANK_TRANSFER,
-        by=request.user,
-    )
+    topup = bank_transfer_request(account=request.user.account, amount=amount, by=request.user)
     messages.success(
         request,
         _(
