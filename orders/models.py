@@ -58,6 +58,10 @@ def new_recharge_id() -> str:
     return _id("rch")
 
 
+def new_batch_id() -> str:
+    return _id("bat")
+
+
 class Cart(models.Model):
     """A caller-labelled cart (``sessionId``) of one account in one mode."""
 
@@ -104,6 +108,7 @@ class Order(models.Model):
         WALLET = "wallet", "Wallet checkout"
         B2B = "b2b", "B2B API"
         CARD = "card", "Card checkout"
+        BATCH = "batch", "B2B batch"
 
     public_id = models.CharField(max_length=40, unique=True, default=new_order_id)
     account = models.ForeignKey("accounts.Account", on_delete=models.PROTECT, related_name="orders")
@@ -218,6 +223,8 @@ class Recharge(models.Model):
     recipient_number = models.CharField(max_length=20)
     amount = models.DecimalField(**MONEY)
     currency = models.CharField(max_length=3)
+    # The caller's own reference of a batch line (decisions section 13); "" otherwise.
+    reference = models.CharField(max_length=100, blank=True, default="")
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.QUEUED)
     failure_code = models.CharField(max_length=64, blank=True)
     failure_message = models.CharField(max_length=255, blank=True)
@@ -347,3 +354,34 @@ class StripeEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.event_id} {self.type}"
+
+
+class Batch(models.Model):
+    """Many recharges sent as one (decisions section 13): one order, one debit, its recharges
+    run by the processor; ``completed_at`` is set (and ``batch.completed`` emitted) once every
+    recharge is final."""
+
+    public_id = models.CharField(max_length=40, unique=True, default=new_batch_id)
+    account = models.ForeignKey("accounts.Account", on_delete=models.PROTECT, related_name="+")
+    livemode = models.BooleanField(default=True)
+    order = models.OneToOneField(Order, on_delete=models.PROTECT, related_name="batch")
+    recharge_count = models.PositiveIntegerField()
+    created_by = models.ForeignKey(
+        "accounts.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    api_key = models.ForeignKey(
+        "accounts.ApiKey", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    completed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["account", "livemode", "-id"], name="batch_recent"),
+            models.Index(
+                fields=["id"], condition=models.Q(completed_at__isnull=True), name="batch_running"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.public_id

@@ -105,6 +105,46 @@ class OrderIn(StrictSerializer):
         return data
 
 
+BATCH_MAX_LINES = 10_000  # decisions section 13
+
+
+class BatchLineIn(OrderLineIn):
+    reference = serializers.CharField(max_length=100, required=False, allow_blank=True)
+
+
+class BatchIn(StrictSerializer):
+    """A batch: the order envelope with up to 10,000 lines, each with an optional reference.
+    The per-request unit limit of single orders does not apply; the wallet check does."""
+
+    items = BatchLineIn(many=True, allow_empty=False, max_length=BATCH_MAX_LINES)  # type: ignore[call-arg]
+    base_currency = serializers.RegexField(**CURRENCY_FIELD)
+
+    def validate_base_currency(self, value: str) -> str:
+        return validate_currency(value)
+
+    def validate(self, data):
+        data["lines"] = validate_lines(data["items"])
+        data["references"] = [item.get("reference", "") for item in data["items"]]
+        return data
+
+
+class BatchOut(serializers.Serializer):
+    """The batch object (decisions section 13), for the schema; views send ``batch_object``."""
+
+    id = serializers.CharField()
+    object = serializers.CharField()
+    status = serializers.ChoiceField(choices=["running", "completed"])
+    order_id = serializers.CharField()
+    total = serializers.CharField()
+    currency = serializers.CharField()
+    livemode = serializers.BooleanField()
+    counts = serializers.DictField(child=serializers.IntegerField())
+    recharges = serializers.IntegerField()
+    progress = serializers.FloatField()
+    created_at = serializers.DateTimeField()
+    completed_at = serializers.DateTimeField(allow_null=True)
+
+
 class QuoteIn(StrictSerializer):
     """Either a cart (``sessionId``) or explicit ``items``; ``baseCurrency`` defaults to EUR."""
 

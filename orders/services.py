@@ -125,11 +125,16 @@ def order_create(
 
 
 def recharges_create(
-    *, order: Order, payment: Payment, lines: list[OrderLine] | None = None
+    *,
+    order: Order,
+    payment: Payment,
+    lines: list[OrderLine] | None = None,
+    references: list[str] | None = None,
 ) -> list[Recharge]:
     """One queued recharge per unit of every line, with its first history event.
 
-    ``lines`` are the order's lines when the caller has them in memory (saves a query).
+    ``lines`` are the order's lines when the caller has them in memory (saves a query);
+    ``references`` the caller's reference of each line (a batch's), in the lines' order.
     """
     now = timezone.now()
     if lines is None:
@@ -144,12 +149,13 @@ def recharges_create(
             recipient_number=line.recipient_number,
             amount=line.unit_price,
             currency=order.currency,
+            reference=references[index] if references else "",
             status=Recharge.Status.QUEUED,
             queued_at=now,
             created_at=now,
             updated_at=now,
         )
-        for line in lines
+        for index, line in enumerate(lines)
         for _unit in range(line.quantity)
     ]
     Recharge.objects.bulk_create(recharges)
@@ -173,7 +179,7 @@ def recharges_create(
         return recharges
     ids = [r.pk for r in recharges]
     transaction.on_commit(lambda: recharges_enqueue(recharge_ids=ids))
-    if order.channel != Order.Channel.B2B:
+    if order.channel in (Order.Channel.WALLET, Order.Channel.CARD):
         _receipt_queue(order=order, payment=payment, lines=lines)
     return recharges
 
@@ -220,6 +226,7 @@ def order_place_with_wallet(
     wallet: Wallet | None = None,
     user: User | None = None,
     api_key=None,
+    references: list[str] | None = None,
 ) -> Order:
     """Price and pay an order from a wallet: price, lock, check, write, debit, queue recharges.
 
@@ -256,7 +263,9 @@ def order_place_with_wallet(
         memo=f"order {order.public_id}",
         fresh_reference=True,  # the payment was created just above
     )
-    recharges = recharges_create(order=order, payment=payment, lines=order_lines)
+    recharges = recharges_create(
+        order=order, payment=payment, lines=order_lines, references=references
+    )
     order_graph_attach(order=order, payment=payment, lines=order_lines, recharges=recharges)
     return order
 

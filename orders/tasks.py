@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
+from orders.batches import batches_complete
 from orders.card.services import card_payments_expire
 from orders.idempotency import purge_expired
 
@@ -18,3 +19,10 @@ def card_payments_expire_task() -> int:
 def idempotency_purge_task() -> int:
     """Hourly (beat): drop Idempotency-Key records past their 24 h."""
     return purge_expired()
+
+
+@shared_task(ignore_result=True)
+def batches_complete_task() -> int:
+    """Every few seconds (beat): batches whose recharges are all final become completed and
+    emit ``batch.completed``."""
+    return batches_complete()

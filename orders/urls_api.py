@@ -1,6 +1,6 @@
 from django.urls import path
 
-from orders import apis
+from orders import apis, batch_apis
 from orders.card import apis as card_apis
 
 urlpatterns = [
@@ -18,6 +18,13 @@ urlpatterns = [
         "api-access/b2b/recharges/<id:recharge_id>",
         apis.RechargeDetailApi.as_view(),
         name="b2b-recharge",
+    ),
+    path("api-access/b2b/batches", batch_apis.BatchesApi.as_view(), name="b2b-batches"),
+    path("api-access/b2b/batches/<id:batch_id>", batch_apis.BatchApi.as_view(), name="b2b-batch"),
+    path(
+        "api-access/b2b/batches/<id:batch_id>/results.csv",
+        batch_apis.BatchResultsApi.as_view(),
+        name="b2b-batch-results",
     ),
     path("api-access/sandbox", apis.SandboxApi.as_view(), name="sandbox"),
 ]

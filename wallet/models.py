@@ -111,7 +111,11 @@ class LedgerEntry(models.Model):
             ),
             models.CheckConstraint(condition=~models.Q(amount=0), name="ledger_amount_not_zero"),
         ]
-        indexes = [models.Index(fields=["wallet", "-id"], name="ledger_wallet_recent")]
+        indexes = [
+            models.Index(fields=["wallet", "-id"], name="ledger_wallet_recent"),
+            # Statements: a wallet's entries of a period (decisions section 13).
+            models.Index(fields=["wallet", "created_at"], name="ledger_wallet_period"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.kind} {self.amount} {self.currency} ({self.reference})"

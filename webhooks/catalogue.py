@@ -9,6 +9,7 @@ RECHARGE_FAILED = "recharge.failed"
 RECHARGE_WAITLISTED = "recharge.waitlisted"
 WALLET_CREDITED = "wallet.credited"
 WALLET_BALANCE_LOW = "wallet.balance_low"
+BATCH_COMPLETED = "batch.completed"
 # Sent only on demand ("send a test event" on the dashboard), whatever the endpoint selects.
 WEBHOOK_TEST = "webhook.test"
 
@@ -20,4 +21,5 @@ EVENT_TYPES = {
     RECHARGE_WAITLISTED: _("A recharge waits for its promotion to start before it is sent."),
     WALLET_CREDITED: _("A top-up of the wallet was approved."),
     WALLET_BALANCE_LOW: _("A payment took the wallet below the account's threshold."),
+    BATCH_COMPLETED: _("Every recharge of a batch reached its final status."),
 }

@@ -270,6 +270,10 @@ CELERY_BEAT_SCHEDULE = {
         "task": "orders.recharges.tasks.recharges_sweep_task",
         "schedule": RECHARGE_SWEEP_INTERVAL_SECONDS,
     },
+    "batches-complete": {
+        "task": "orders.tasks.batches_complete_task",
+        "schedule": 10.0,
+    },
     "card-payments-expire": {
         "task": "orders.tasks.card_payments_expire_task",
         "schedule": 60.0,
