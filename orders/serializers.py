@@ -33,11 +33,9 @@ class OrderLineIn(StrictSerializer):
     quantity = JsonIntegerField(min_value=QUANTITY_MIN, max_value=QUANTITY_MAX)
 
 
-def validate_lines(items: list[dict], *, nested: bool = True) -> list[LineRequest]:
-    """Look the products up in one go and check every number against its product's country.
-
-    Errors name ``items[i].field`` (``nested``) or the bare field for a single cart item.
-    """
+def check_lines(items: list[dict]) -> tuple[list[LineRequest], list[dict]]:
+    """Look the products up in one go and check every number against its product's country:
+    the lines, and each item's errors (``{}`` for a good one)."""
     products = products_get(product_ids=[item["product_id"] for item in items])
     errors: list[dict] = [{} for _item in items]
     lines: list[LineRequest] = []
@@ -56,6 +54,15 @@ def validate_lines(items: list[dict], *, nested: bool = True) -> list[LineReques
         lines.append(
             LineRequest(product=product, recipient_number=phone.e164, quantity=item["quantity"])
         )
+    return lines, errors
+
+
+def validate_lines(items: list[dict], *, nested: bool = True) -> list[LineRequest]:
+    """``check_lines``, raising when any line is bad.
+
+    Errors name ``items[i].field`` (``nested``) or the bare field for a single cart item.
+    """
+    lines, errors = check_lines(items)
     if any(errors):
         raise serializers.ValidationError({"items": errors} if nested else errors[0])
     return lines
@@ -126,6 +133,25 @@ class BatchIn(StrictSerializer):
         data["lines"] = validate_lines(data["items"])
         data["references"] = [item.get("reference", "") for item in data["items"]]
         return data
+
+    def to_internal_value(self, data):
+        """Every bad line named at once: when some lines fail their fields, the others are
+        still checked for their product and number (DRF would stop before ``validate``)."""
+        try:
+            return super().to_internal_value(data)
+        except serializers.ValidationError as exc:
+            detail = exc.detail if isinstance(exc.detail, dict) else {}
+            failed, raw = detail.get("items"), data.get("items") if isinstance(data, dict) else None
+            if isinstance(failed, dict) and isinstance(raw, list):
+                checked = [(i, BatchLineIn(data=item)) for i, item in enumerate(raw)]
+                good = [
+                    (i, s.validated_data) for i, s in checked if i not in failed and s.is_valid()
+                ]
+                _lines, errors = check_lines([item for _i, item in good])
+                failed.update(
+                    {i: error for (i, _item), error in zip(good, errors, strict=True) if error}
+                )
+            raise
 
 
 class BatchOut(serializers.Serializer):

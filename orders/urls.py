@@ -1,8 +1,8 @@
-"""Site pages of carts, checkout, receipts and payment history, and the Stripe webhook."""
+"""Site pages of carts, checkout, receipts, payment history and batches, and the Stripe webhook."""
 
 from django.urls import path
 
-from orders import views
+from orders import batch_views, views
 from orders.card import apis as card_apis
 
 app_name = "orders"
@@ -17,5 +17,11 @@ urlpatterns = [
     path("payments/", views.history, name="history"),
     path("payments/<id:payment_id>/", views.receipt, name="receipt"),
     path("payments/<id:payment_id>/status.json", views.receipt_status, name="receipt-status"),
+    path("batches/", batch_views.batches, name="batches"),
+    path("batches/upload/", batch_views.batch_upload, name="batch-upload"),
+    path("batches/confirm/", batch_views.batch_confirm, name="batch-confirm"),
+    path("batches/<id:batch_id>/", batch_views.batch, name="batch"),
+    path("batches/<id:batch_id>/status.json", batch_views.batch_status, name="batch-status"),
+    path("batches/<id:batch_id>/results.csv", batch_views.batch_results, name="batch-results"),
     path("webhooks/stripe", card_apis.StripeWebhookView.as_view(), name="stripe-webhook"),
 ]

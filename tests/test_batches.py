@@ -155,6 +155,17 @@ def test_the_unit_limit_of_single_orders_does_not_apply_but_the_wallet_does(prod
     assert_ledger_balanced()
 
 
+def test_every_bad_line_is_named_whatever_its_fault(product):
+    _user, client = b2b()
+    items = [line(product, quantity=21), line(product, number="+5255123"), line(product)]
+    items.append({**line(product), "productId": "prd_nothing"})
+    response = send(client, items)
+    assert response.status_code == 400
+    fields = sorted(error["field"] for error in response.json()["errors"])
+    assert fields == ["items[0].quantity", "items[1].recipientNumber", "items[3].productId"]
+    assert not Batch.objects.exists()
+
+
 def test_lines_are_checked_like_orders(product):
     _user, client = b2b()
     assert send(client, [line(product, quantity=21)]).status_code == 400

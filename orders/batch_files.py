@@ -1,0 +1,230 @@
+"""A batch uploaded as a file on the dashboard (issue 18): CSV or XLSX, one recharge line a row.
+
+Columns (a header row, names in any case, spaces or underscores ignored):
+``recipientNumber`` and ``productId``, or ``recipientNumber``, ``operator`` and ``amount``
+(the operator's id ``opr_…`` or ``CC/slug``, and the airtime's face value in local currency);
+``quantity`` (default 1) and ``reference`` are optional. Rows become the API's batch items, so
+a file is checked exactly as ``POST /api-access/b2b/batches`` checks a request, and errors are
+given by line (the header is line 1) and column.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from django.utils.translation import gettext as _
+
+from catalog.models import Product
+from orders.serializers import BATCH_MAX_LINES, BatchIn
+from reseller.errors import flatten_validation_errors
+
+MAX_BYTES = 5 * 1024 * 1024
+UNRESOLVED = "-"  # no product for the row's operator and amount (already said of the row)
+COLUMNS = {
+    "recipientnumber": "recipientNumber",
+    "productid": "productId",
+    "operator": "operator",
+    "amount": "amount",
+    "quantity": "quantity",
+    "reference": "reference",
+}
+ITEM_FIELDS = {"recipientNumber": "recipientNumber", "productId": "productId",
+               "quantity": "quantity", "reference": "reference"}  # fmt: skip
+
+
+@dataclass
+class FileError:
+    line: int | None
+    column: str
+    message: str
+
+
+@dataclass
+class ParsedFile:
+    items: list[dict[str, Any]] = field(default_factory=list)
+    errors: list[FileError] = field(default_factory=list)
+    # What each item's fields were called in the file, to name them in errors.
+    headers: dict[str, str] = field(default_factory=dict)
+    validated: dict[str, Any] | None = None
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return str(value).strip()
+
+
+def _rows_csv(data: bytes) -> list[list[str]]:
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        text = data.decode("latin-1")
+    sample = text[:4096]
+    try:
+        dialect = csv.Sniffer().sniff(sample, delimiters=",;\t")
+    except csv.Error:
+        dialect = csv.excel
+    return [[_cell(cell) for cell in row] for row in csv.reader(io.StringIO(text), dialect)]
+
+
+def _rows_xlsx(data: bytes) -> list[list[str]]:
+    from openpyxl import load_workbook
+
+    book = load_workbook(io.BytesIO(data), read_only=True, data_only=True)
+    try:
+        sheet = book.worksheets[0]
+        return [
+            [_cell(cell) for cell in row]
+            for row in sheet.iter_rows(values_only=True, max_row=BATCH_MAX_LINES + 2)
+        ]
+    finally:
+        book.close()
+
+
+def read_rows(*, name: str, data: bytes) -> list[list[str]]:
+    """The file's rows as text cells; ``ValueError`` with a message for what cannot be read."""
+    if len(data) > MAX_BYTES:
+        raise ValueError(_("The file is larger than 5 MB."))
+    if name.lower().endswith(".xlsx"):
+        try:
+            return _rows_xlsx(data)
+        except Exception as exc:  # a broken or foreign file: say so, never a 500
+            raise ValueError(_("This is not an XLSX file we can read.")) from exc
+    if name.lower().endswith((".csv", ".txt")):
+        return _rows_csv(data)
+    raise ValueError(_("Upload a .csv or .xlsx file."))
+
+
+def _products_by_face(operators: set[str]) -> dict[tuple[str, str], Product]:
+    """Airtime products of the named operators by (operator as written, face value)."""
+    wanted: dict[tuple[str, str], Product] = {}
+    if not operators:
+        return wanted
+    products = Product.objects.filter(active=True, product_type="airtime").select_related(
+        "operator"
+    )
+    for product in products.filter(operator__active=True):
+        operator = product.operator
+        for name in (operator.public_id, f"{operator.country_id}/{operator.slug}"):
+            if name in operators or name.lower() in operators:
+                key = (name.lower(), f"{product.local_amount.normalize():f}")
+                wanted.setdefault(key, product)
+    return wanted
+
+
+def parse(*, name: str, data: bytes, currency: str) -> ParsedFile:
+    """Read a file into batch items and check them all; errors by line and column."""
+    parsed = ParsedFile()
+    try:
+        rows = read_rows(name=name, data=data)
+    except ValueError as exc:
+        parsed.errors.append(FileError(None, "", str(exc)))
+        return parsed
+    rows = [row for row in rows if any(row)]
+    if not rows:
+        parsed.errors.append(FileError(None, "", _("The file is empty.")))
+        return parsed
+    header, body = rows[0], rows[1:]
+    columns: dict[int, str] = {}
+    for index, title in enumerate(header):
+        known = COLUMNS.get(title.replace(" ", "").replace("_", "").lower())
+        if known:
+            columns[index] = known
+            parsed.headers[known] = title
+    present = set(columns.values())
+    by_operator = {"operator", "amount"} <= present
+    if "recipientNumber" not in present or not ("productId" in present or by_operator):
+        parsed.errors.append(
+            FileError(
+                1,
+                "",
+                _(
+                    "The first row names the columns: recipientNumber and productId, or "
+                    "recipientNumber, operator and amount (quantity and reference optional)."
+                ),
+            )
+        )
+        return parsed
+    if not body:
+        parsed.errors.append(FileError(None, "", _("The file has no rows after its header.")))
+        return parsed
+    if len(body) > BATCH_MAX_LINES:
+        parsed.errors.append(
+            FileError(None, "", _("A batch has at most %(max)d rows.") % {"max": BATCH_MAX_LINES})
+        )
+        return parsed
+    named = [{columns[i]: cell for i, cell in enumerate(row) if i in columns} for row in body]
+    faces = _products_by_face(
+        {row.get("operator", "").lower() for row in named} if by_operator else set()
+    )
+    for number, row in enumerate(named, start=2):
+        item: dict[str, Any] = {
+            "recipientNumber": row.get("recipientNumber", ""),
+            "quantity": row.get("quantity") or "1",
+        }
+        if row.get("reference"):
+            item["reference"] = row["reference"]
+        if row.get("productId"):
+            item["productId"] = row["productId"]
+        elif by_operator:
+            try:
+                face = f"{Decimal(row.get('amount', '').replace(',', '.')).normalize():f}"
+            except InvalidOperation:
+                parsed.errors.append(
+                    FileError(number, parsed.headers["amount"], _("Enter the amount as a number."))
+                )
+                item["productId"] = UNRESOLVED
+            else:
+                product = faces.get((row.get("operator", "").lower(), face))
+                if product is None:
+                    parsed.errors.append(
+                        FileError(
+                            number,
+                            parsed.headers["operator"],
+                            _("This operator has no airtime of that amount."),
+                        )
+                    )
+                item["productId"] = product.public_id if product else UNRESOLVED
+        else:
+            item["productId"] = UNRESOLVED
+        quantity = str(item["quantity"])
+        item["quantity"] = int(quantity) if quantity.isdigit() and len(quantity) < 6 else quantity
+        parsed.items.append(item)
+    serializer = BatchIn(data={"items": _snake(parsed.items), "base_currency": currency})
+    if serializer.is_valid():
+        if not parsed.errors:
+            parsed.validated = serializer.validated_data
+        return parsed
+    said = {(error.line, error.column) for error in parsed.errors}
+    for error in flatten_validation_errors(serializer.errors):
+        line, column = _where(error["field"], parsed.headers)
+        if (line, column) in said:
+            continue  # one problem a cell: its operator or amount was already explained
+        said.add((line, column))
+        parsed.errors.append(FileError(line, column, error["message"]))
+    parsed.errors.sort(key=lambda e: (e.line or 0, e.column))
+    return parsed
+
+
+def _snake(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The serializer's own field names (the API's parser does this for JSON)."""
+    names = {"recipientNumber": "recipient_number", "productId": "product_id"}
+    return [{names.get(k, k): v for k, v in item.items()} for item in items]
+
+
+def _where(field_path: str, headers: dict[str, str]) -> tuple[int | None, str]:
+    """``items[3].recipientNumber`` → (line 5, the file's name for that column)."""
+    if not field_path.startswith("items["):
+        return None, ""
+    index, _bracket, rest = field_path[len("items[") :].partition("]")
+    column = rest.lstrip(".")
+    camel = {"recipient_number": "recipientNumber", "product_id": "productId"}.get(column, column)
+    if camel == "productId" and "productId" not in headers:
+        camel = "operator"
+    return int(index) + 2, headers.get(camel, camel)
