@@ -190,3 +190,38 @@ class EmailChangeForm(forms.Form):
         if not self.user.check_password(password):
             raise forms.ValidationError(_("The password is not right."))
         return password
+
+
+ROLE_CHOICES = [
+    ("owner", _("Owner: everything, and the team")),
+    ("developer", _("Developer: API keys, webhooks and logs; no money")),
+    ("finance", _("Finance: wallet, statements and payments; no keys")),
+]
+
+
+class InviteForm(forms.Form):
+    email = forms.EmailField(label=_("Email"), max_length=254)
+    role = forms.ChoiceField(label=_("Role"), choices=ROLE_CHOICES, initial="developer")
+
+
+class InvitationAcceptForm(forms.Form):
+    first_name = forms.CharField(label=_("First name"), max_length=150, required=False)
+    last_name = forms.CharField(label=_("Last name"), max_length=150, required=False)
+    password1 = forms.CharField(label=_("Password"), widget=forms.PasswordInput, strip=False)
+    password2 = forms.CharField(label=_("Password again"), widget=forms.PasswordInput, strip=False)
+
+    def __init__(self, *args, email: str = "", **kwargs):
+        super().__init__(*args, **kwargs)
+        self.email = email
+
+    def clean(self):
+        data = super().clean()
+        if data.get("password1") != data.get("password2"):
+            self.add_error("password2", _("The two passwords differ."))
+        elif data.get("password1"):
+            probe = User(email=self.email, first_name=data.get("first_name", ""))
+            try:
+                password_validation.validate_password(data["password1"], probe)
+            except forms.ValidationError as exc:
+                self.add_error("password1", exc)
+        return data

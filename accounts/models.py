@@ -110,6 +110,18 @@ class User(AbstractBaseUser, PermissionsMixin):
     phone = models.CharField(_("phone"), max_length=20, blank=True)
     language = models.CharField(_("language"), max_length=5, choices=LANGUAGE_CHOICES, default="en")
     account = models.ForeignKey(Account, on_delete=models.PROTECT, related_name="users")
+    # What this member may do in the account (accounts/roles.py): the owner everything, a
+    # developer keys, webhooks and logs but no money, finance the money but no keys.
+    role = models.CharField(
+        _("role"),
+        max_length=12,
+        choices=[
+            ("owner", _("Owner")),
+            ("developer", _("Developer")),
+            ("finance", _("Finance")),
+        ],
+        default="owner",
+    )
     is_staff = models.BooleanField(_("staff"), default=False)
     is_active = models.BooleanField(_("active"), default=True)
     date_joined = models.DateTimeField(default=timezone.now, editable=False)
@@ -262,3 +274,21 @@ class SignupRequest(models.Model):
 
     def __str__(self) -> str:
         return self.email
+
+
+class Invitation(models.Model):
+    """An invitation to join an account with a role, sent by email; works once, for 7 days.
+    Only a hash of the link's token is kept."""
+
+    account = models.ForeignKey(Account, on_delete=models.CASCADE, related_name="invitations")
+    email = models.EmailField(max_length=254)
+    role = models.CharField(max_length=12)
+    token_hash = models.CharField(max_length=64, unique=True)
+    invited_by = models.ForeignKey(
+        User, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    accepted_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.email} ({self.role})"

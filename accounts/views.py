@@ -10,7 +10,7 @@ from django.contrib.auth import login
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.core.cache import cache
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse_lazy
 from django.utils import translation
@@ -20,19 +20,23 @@ from django.views import i18n as i18n_views
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from accounts import addresses, selectors, services
+from accounts import team as team_services
 from accounts.errors import ApiKeyNotEditable, EmailTaken
 from accounts.forms import (
+    ROLE_CHOICES,
     AccountNameForm,
     ApiKeyCreateForm,
     ApiKeyWhitelistForm,
     BillingForm,
     EmailChangeForm,
     EmailLoginForm,
+    InvitationAcceptForm,
+    InviteForm,
     ProfileForm,
     SignupForm,
 )
 from accounts.http import AuthenticatedRequest
-from accounts.models import BillingProfile
+from accounts.models import BillingProfile, User
 from orders.selectors import sandbox_recharges
 from reseller.errors import ApplicationError
 from reseller.net import client_ip
@@ -343,3 +347,110 @@ def api_key_revoke(request: AuthenticatedRequest, key_id: str) -> HttpResponse:
         )
         return redirect("accounts:api-keys")
     return render(request, "accounts/keys_revoke.html", {"key": key})
+
+
+# -- team (issue 18) ------------------------------------------------------------------------------
+
+
+@login_required
+@require_GET
+def team(request: AuthenticatedRequest) -> HttpResponse:
+    """The account's members and pending invitations; owners only (accounts.roles)."""
+    account = request.user.account
+    return render(
+        request,
+        "accounts/team.html",
+        {
+            "members": list(team_services.members(account=account)),
+            "pending": list(team_services.invitations_pending(account=account)),
+            "form": InviteForm(),
+            "roles": ROLE_CHOICES,
+        },
+    )
+
+
+@login_required
+@require_POST
+def team_invite(request: AuthenticatedRequest) -> HttpResponse:
+    form = InviteForm(request.POST)
+    if not form.is_valid():
+        for errors in form.errors.values():
+            for error in errors:
+                messages.error(request, str(error))
+        return redirect("accounts:team")
+    email = form.cleaned_data["email"]
+    if addresses.emails_allowed(scope="invite", address=client_ip(request), email=email):
+        team_services.member_invite(
+            by=request.user,
+            email=email,
+            role=form.cleaned_data["role"],
+            site_url=request.build_absolute_uri("/"),
+        )
+    messages.success(request, _("We sent an invitation to %(email)s.") % {"email": email})
+    return redirect("accounts:team")
+
+
+def _member(request: AuthenticatedRequest, user_id: str) -> User:
+    member = User.objects.filter(
+        public_id=user_id, account=request.user.account, is_active=True
+    ).first()
+    if member is None:
+        raise Http404
+    return member
+
+
+@login_required
+@require_POST
+def member_role(request: AuthenticatedRequest, user_id: str) -> HttpResponse:
+    member = _member(request, user_id)
+    try:
+        team_services.member_set_role(member=member, role=request.POST.get("role", ""))
+    except ApplicationError as exc:
+        messages.error(request, _first_message(exc))
+    else:
+        messages.success(request, _("%(email)s is now %(role)s.") % {
+            "email": member.email, "role": member.get_role_display()})  # fmt: skip
+    return redirect("accounts:team")
+
+
+@login_required
+@require_POST
+def member_remove(request: AuthenticatedRequest, user_id: str) -> HttpResponse:
+    member = _member(request, user_id)
+    try:
+        team_services.member_remove(member=member)
+    except ApplicationError as exc:
+        messages.error(request, _first_message(exc))
+    else:
+        messages.success(request, _("%(email)s left the account.") % {"email": member.email})
+    return redirect("accounts:team")
+
+
+def _first_message(exc: ApplicationError) -> str:
+    return exc.fields[0]["message"] if exc.fields else exc.detail
+
+
+@require_http_methods(["GET", "POST"])
+def invitation(request: HttpRequest, token: str) -> HttpResponse:
+    """The invitation link: choose a password and join the account with its role."""
+    pending = team_services.invitation_pending(token=token)
+    if pending is None or request.user.is_authenticated:
+        return render(
+            request,
+            "accounts/invitation.html",
+            {"pending": None, "signed_in": request.user.is_authenticated},
+        )
+    form = InvitationAcceptForm(request.POST or None, email=pending.email)
+    if request.method == "POST" and form.is_valid():
+        user = team_services.invitation_accept(
+            token=token,
+            password=form.cleaned_data["password1"],
+            first_name=form.cleaned_data["first_name"],
+            last_name=form.cleaned_data["last_name"],
+            language=translation.get_language() or "en",
+        )
+        if user is not None:
+            login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+            messages.success(request, _("Welcome to %(account)s.") % {"account": user.account.name})
+            return redirect("accounts:profile")
+    return render(request, "accounts/invitation.html", {"pending": pending, "form": form})

@@ -239,6 +239,12 @@ def site_pages(db):
         "accounts:password-reset-confirm": ["MQ", "not-a-token"],  # the expired-link page
         "accounts:signup-confirm": ["not-a-token"],
         "recipients:delete": ["rcp_unknown"],
+        "accounts:member-role": [user.public_id],
+        "accounts:member-remove": [user.public_id],
+        "accounts:invitation": ["not-a-token"],
+        "orders:batch": ["bat_unknown"],
+        "orders:batch-status": ["bat_unknown"],
+        "orders:batch-results": ["bat_unknown"],
         "accounts:email-confirm": ["not-a-token"],
     }
 

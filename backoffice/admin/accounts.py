@@ -4,9 +4,9 @@ from django.contrib.auth.admin import UserAdmin as BaseUserAdmin
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
-from accounts.models import Account, ApiKey, BillingProfile, User
+from accounts.models import Account, ApiKey, BillingProfile, Invitation, User
 from backoffice import services as staff
-from backoffice.admin.tools import form_action, run_each
+from backoffice.admin.tools import ReadOnlyAdmin, form_action, run_each
 
 
 class DiscountForm(forms.Form):
@@ -104,16 +104,17 @@ class UserAdmin(BaseUserAdmin):
         "first_name",
         "last_name",
         "account",
+        "role",
         "is_staff",
         "is_active",
         "date_joined",
     )
-    list_filter = ("is_staff", "is_active", "account__is_b2b")
+    list_filter = ("is_staff", "is_active", "role", "account__is_b2b")
     search_fields = ("email", "first_name", "last_name", "public_id", "account__name")
     readonly_fields = ("public_id", "date_joined", "last_login")
     list_select_related = ("account",)
     fieldsets = (
-        (None, {"fields": ("public_id", "email", "password", "account")}),
+        (None, {"fields": ("public_id", "email", "password", "account", "role")}),
         (_("Profile"), {"fields": ("first_name", "last_name", "phone", "language")}),
         (
             _("Permissions"),
@@ -258,3 +259,13 @@ class ApiKeyAdmin(admin.ModelAdmin):
             title=_("Set API key limits"),
             apply=apply,
         )
+
+
+@admin.register(Invitation)
+class InvitationAdmin(ReadOnlyAdmin):
+    """Invitations to join an account (read-only; no token is kept, only its hash)."""
+
+    list_display = ("email", "account", "role", "invited_by", "created_at", "accepted_at")
+    search_fields = ("email", "account__name")
+    list_select_related = ("account", "invited_by")
+    fields = ("email", "account", "role", "invited_by", "created_at", "accepted_at")

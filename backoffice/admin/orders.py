@@ -17,6 +17,7 @@ from backoffice.admin.tools import (
     run_each,
 )
 from orders.models import (
+    Batch,
     CardCheckout,
     Cart,
     CartItem,
@@ -344,3 +345,16 @@ class StripeEventAdmin(ReadOnlyAdmin):
     list_filter = ("type",)
     search_fields = ("event_id", "payment_intent_id")
     date_hierarchy = "received_at"
+
+
+@admin.register(Batch)
+class BatchAdmin(ReadOnlyAdmin):
+    """Batches (decisions section 13): their order holds the money, their recharges the rest."""
+
+    list_display = ("public_id", "account", "livemode", "recharge_count", "created_at",
+                    "completed_at")  # fmt: skip
+    list_filter = ("livemode",)
+    search_fields = ("public_id", "order__public_id", "account__name")
+    list_select_related = ("account",)
+    fields = ("public_id", "account", "livemode", "order", "recharge_count", "created_by",
+              "api_key", "created_at", "completed_at")  # fmt: skip
