@@ -113,6 +113,7 @@ def test_a_key_reads_its_own_wallet_and_a_test_key_its_sandbox(month):
         {"from": "2026-13-01"},
         {"from": "01/03/2026"},
         {"to": "2026-3-1"},
+        {"to": "9999-12-31"},
         {"from": "2026-03-10", "to": "2026-03-01"},
         {"format": "pdf"},
     ],

@@ -68,7 +68,7 @@ def period_parse(*, start: str | None, end: str | None, today: date | None = Non
             values[field] = date.fromisoformat(str(raw))
         except ValueError:
             raise _invalid(field, _("Use a date as YYYY-MM-DD.")) from None
-        if len(str(raw)) != 10:
+        if len(str(raw)) != 10 or values[field] >= date.max:  # the day after must exist
             raise _invalid(field, _("Use a date as YYYY-MM-DD."))
     if values["from"] > values["to"]:
         raise _invalid("from", _("The period starts after it ends."))

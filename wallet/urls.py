@@ -7,4 +7,17 @@ app_name = "wallet"
 urlpatterns = [
     path("", views.wallet, name="wallet"),
     path("bank-transfer/", views.bank_transfer, name="bank-transfer"),
+    path("statement/", views.statement, name="statement"),
+    path(
+        "statement.csv",
+        views.statement_download,
+        {"file_format": "csv"},
+        name="statement-csv",
+    ),
+    path(
+        "statement.xlsx",
+        views.statement_download,
+        {"file_format": "xlsx"},
+        name="statement-xlsx",
+    ),
 ]

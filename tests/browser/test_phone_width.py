@@ -175,6 +175,8 @@ def test_every_other_page_fits_a_390_px_phone_logged_out_and_logged_in(browser, 
             "/catalog/MX/telcel/",
             "/cart/",  # with its line and quote
             "/checkout/",
+            "/wallet/statement/",  # the period, the filters (a long key name), the totals
+            "/wallet/statement/?from=2026-05-10&to=2026-05-01",  # a bad period's message
         ):
             page.goto(f"{site.url}{path}")
             assert page.url.endswith(path), (path, page.url)
