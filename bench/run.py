@@ -9,8 +9,9 @@
 3. Loads it with closed-loop keep-alive clients (bench/load.py), every run bounded in time and
    in requests: B2B recharges and the floor endpoint at 1/8/32 clients, one hot wallet against
    many, the catalog at 100 and 10,000 products, the balance at 100 and 1,000,000 entries,
-   B2B with a webhook endpoint on every event against B2B without, the worker's recharge rate
-   against a no-op task's, and at 500 ms provider latency.
+   B2B with a webhook endpoint on every event against B2B without, B2B with the request log
+   against a second gunicorn without it, the worker's recharge rate against a no-op task's,
+   and at 500 ms provider latency.
 4. Profiles the B2B path in-process (pyinstrument), checks the ledger, stops everything, drops
    the database, prints the table and writes bench/results/latest.json and latest.png.
 
@@ -46,7 +47,7 @@ PY = str(ROOT / ".venv" / "bin" / "python") if (ROOT / ".venv").exists() else sy
 BIN = Path(PY).parent
 
 
-FIGURES = ("http", "webhooks", "worker", "profile")
+FIGURES = ("http", "webhooks", "requestlog", "worker", "profile")
 # The recharge worker as docker-compose.yml deploys it.
 PROCESSOR_PROCESSES = 2  # one per core, as docker-compose.yml runs replicas of the worker
 PROCESSOR_THREADS = 100
@@ -158,6 +159,16 @@ class Bench:
             spent[name] = spent.get(name, 0.0) + seconds - before.get(pid, (name, 0.0))[1]
         return {name: round(seconds, 2) for name, seconds in spent.items()}
 
+    def stop(self, proc: subprocess.Popen) -> None:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+        self.procs.remove(proc)
+
     def stop_all(self) -> None:
         for proc in reversed(self.procs):
             if proc.poll() is None:
@@ -183,32 +194,43 @@ class Bench:
         log(f"seeded: {self.seed['catalog']}, {len(self.seed['many_keys'])} B2B accounts")
 
     def serve(self) -> None:
-        self.start(
-            "gunicorn",
-            [
-                str(BIN / "gunicorn"), "reseller.wsgi:application",
-                "--bind", f"{HOST}:{self.args.port}",
-                "--workers", str(self.args.workers),
-                "--worker-class", "gthread", "--threads", str(self.args.threads),
-                "--keep-alive", "30", "--backlog", "256", "--log-level", "warning",
-                "--access-logfile", "-",  # as docker-compose.yml: its cost is measured too
-            ],
-        )  # fmt: skip
+        self.start_gunicorn("gunicorn", self.args.port)
         self.start_processor("celery", "bench")
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://{HOST}:{self.args.port}/healthz", timeout=2):
-                    break
-            except OSError:
-                if time.monotonic() > deadline or any(p.poll() is not None for p in self.procs):
-                    raise RuntimeError("gunicorn did not start: see bench/results/logs/") from None
-                time.sleep(0.3)
+        self.wait_healthy(self.args.port)
         self.celery = celery_app(self.env["CELERY_BROKER_URL"])
         self.workers = self.wait_for_workers("bench-")
         # The HTTP figures measure the request path: the worker waits (its queue fills) and is
         # measured on its own afterwards, so both do not share the two cores at once.
         self.consume(False)
+
+    def start_gunicorn(
+        self, name: str, port: int, env: dict | None = None, log_name: str | None = None
+    ) -> subprocess.Popen:
+        """The web server as docker-compose.yml deploys it, on ``port``."""
+        return self.start(
+            name,
+            [
+                str(BIN / "gunicorn"), "reseller.wsgi:application",
+                "--bind", f"{HOST}:{port}",
+                "--workers", str(self.args.workers),
+                "--worker-class", "gthread", "--threads", str(self.args.threads),
+                "--keep-alive", "30", "--backlog", "256", "--log-level", "warning",
+                "--access-logfile", "-",  # as docker-compose.yml: its cost is measured too
+            ],
+            env=env,
+            log_name=log_name,
+        )  # fmt: skip
+
+    def wait_healthy(self, port: int) -> None:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://{HOST}:{port}/healthz", timeout=2):
+                    break
+            except OSError:
+                if time.monotonic() > deadline or any(p.poll() is not None for p in self.procs):
+                    raise RuntimeError("gunicorn did not start: see bench/results/logs/") from None
+                time.sleep(0.3)
 
     def start_processor(self, name: str, prefix: str, env: dict | None = None) -> None:
         """The recharge worker as docker-compose.yml deploys it: one process per core (its
@@ -242,10 +264,12 @@ class Bench:
                 raise RuntimeError(f"{name} did not confirm {'add' if on else 'cancel'}_consumer")
 
     # -- HTTP load -------------------------------------------------------------------------
-    def http(self, name: str, clients: int, factory, expected: int, duration=None) -> dict:
+    def http(
+        self, name: str, clients: int, factory, expected: int, duration=None, port=None
+    ) -> dict:
         result = load.run(
             host=HOST,
-            port=self.args.port,
+            port=port or self.args.port,
             clients=clients,
             make_request=factory,
             duration=duration or self.args.duration,
@@ -411,6 +435,91 @@ class Bench:
             with_hooks, f"B2B, {clients} clients, no endpoint (same run, alternated)", plain,
             aim=0.9, aim_text=">= 0.9 x no endpoint",
         )  # fmt: skip
+
+    # -- the request log -------------------------------------------------------------------
+    def run_requestlog(self) -> None:
+        """B2B with the request log on (the deployed default: every API-key request captured
+        and written in batches by a thread of each gunicorn process) beside B2B with
+        ``REQUEST_LOG_ENABLED=false``, on the same keys, the worker not consuming (as for the
+        HTTP figures). Two fresh gunicorns of the same configuration (the main one has served
+        the other figures) alternate ABBA after a warm-up of each; then both restart with the
+        roles, ports and start order swapped, and ABBA again. Measured with the log off on
+        both, the server in the B slot was 4-6 % slower than the other, more than the log's
+        cost: swapping cancels what belongs to the server rather than to the log."""
+        clients = 8 if 8 in self.args.clients else max(self.args.clients)
+        many = self.seed["many_keys"]
+        runs: dict[str, list[dict]] = {"b2b-logged": [], "b2b-unlogged": []}
+        # CPU milliseconds per request of the web server and of PostgreSQL: less sensitive than
+        # throughput to a neighbour taking a core for a while.
+        cpu_ms: dict[str, list[float]] = {"b2b-logged": [], "b2b-unlogged": []}
+        rows_before = self.count_logged()
+        answered = 0
+        ports = (self.args.port + 1, self.args.port + 2)
+        for half, (on_port, off_port) in enumerate((ports, ports[::-1]), start=1):
+            roles = [
+                ("gunicorn-log", on_port, "true"),
+                ("gunicorn-nolog", off_port, "false"),
+            ]
+            servers = [
+                self.start_gunicorn(
+                    name, port, env={"REQUEST_LOG_ENABLED": enabled}, log_name=f"{name}-{half}"
+                )
+                for name, port, enabled in (roles if half == 1 else roles[::-1])
+            ]
+            for port in ports:
+                self.wait_healthy(port)
+            logged_run, plain_run = ("b2b-logged", on_port), ("b2b-unlogged", off_port)
+            order = [("warmup-logged", on_port), ("warmup-unlogged", off_port)]
+            order += [plain_run, logged_run, logged_run, plain_run]
+            for name, port in order:
+                self.celery.control.purge()
+                cpu_before = self.cpu_seconds()
+                summary = self.http(name, clients, self.b2b(many), 201, port=port)
+                cpu = self.cpu_delta(cpu_before, self.cpu_seconds())
+                log(f"  CPU seconds during {name}: {cpu}")
+                if name in runs:
+                    runs[name].append(summary)
+                    # The CPU counts the warm-up too: scale the measured requests to it.
+                    sent = summary["requests"] * (1 + self.args.warmup / self.args.duration)
+                    web = cpu.get("gunicorn-log" if port == on_port else "gunicorn-nolog", 0)
+                    cpu_ms[name].append(1000 * (web + cpu.get("postgresql", 0)) / max(sent, 1))
+            self.celery.control.purge()
+            for server in servers:  # a graceful stop: the writers write what they hold
+                self.stop(server)
+            # Every request the logging server answered is in its access log.
+            with (self.logs / f"gunicorn-log-{half}.log").open() as access:
+                answered += sum(1 for line in access if '"POST /api/v1/api-access/b2b' in line)
+        written = self.count_logged() - rows_before
+        log(f"request log: {written} rows written for {answered} requests answered")
+        self.notes.append(
+            f"request log figure: {written} rows written for the {answered} requests the logging "
+            "servers answered (warm-ups included)"
+        )
+        on, off = (sum(cpu_ms[name]) / len(cpu_ms[name]) for name in ("b2b-logged", "b2b-unlogged"))
+        self.notes.append(
+            f"request log figure: gunicorn + PostgreSQL CPU per B2B request {on:.2f} ms with the "
+            f"log, {off:.2f} ms without ({off / on:.2f})"
+        )
+        logged, plain = (
+            {
+                key: round(sum(run[key] for run in runs[name]) / len(runs[name]), 2)
+                for key in ("rps", "p50_ms", "p99_ms")
+            }
+            for name in ("b2b-logged", "b2b-unlogged")
+        )
+        self.row(
+            f"B2B, {clients} clients, request log on (written in the background)",
+            logged, f"B2B, {clients} clients, log off (same run, alternated)", plain,
+            aim=0.95, aim_text=">= 0.95 x log off",
+        )  # fmt: skip
+
+    def count_logged(self) -> int:
+        import psycopg
+
+        url = f"{self.args.postgres.rstrip('/')}/{self.db}"
+        with psycopg.connect(url, autocommit=True) as conn:
+            row = conn.execute("SELECT count(*) FROM requestlog_apirequest").fetchone()
+        return int(row[0]) if row else 0
 
     # -- the worker ------------------------------------------------------------------------
     def drain_seconds(self, publish, workers: list[str] | None = None) -> float:
@@ -709,6 +818,8 @@ def main() -> int:
             bench.run_http()
         if "webhooks" in args.only:
             bench.run_webhooks()
+        if "requestlog" in args.only:
+            bench.run_requestlog()
         if "worker" in args.only:
             bench.run_worker()
         if "profile" in args.only:

@@ -27,6 +27,7 @@ urlpatterns = [
     path("i18n/setlang/", account_views.set_language, name="set_language"),
     path("healthz", views.healthz, name="healthz"),
     path("accounts/webhooks/", include("webhooks.urls")),
+    path("accounts/keys/", include("requestlog.urls")),
     path("accounts/", include("accounts.urls")),
     path("catalog/", include("catalog.urls")),
     path("", include("orders.urls")),

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-APPS = ("accounts", "catalog", "orders", "wallet", "backoffice", "reseller", "emails")
+APPS = ("accounts", "catalog", "orders", "wallet", "backoffice", "reseller", "emails", "requestlog")
 
 
 def _modules() -> dict[str, Path]:

@@ -42,10 +42,12 @@ INSTALLED_APPS = [
     "webhooks",
     "emails",
     "recipients",
+    "requestlog",
 ]
 
 MIDDLEWARE = [
     "reseller.middleware.RequestIdMiddleware",
+    "requestlog.middleware.RequestLogMiddleware",
     "reseller.middleware.NulByteMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -287,6 +289,10 @@ CELERY_BEAT_SCHEDULE = {
         "task": "orders.tasks.idempotency_purge_task",
         "schedule": 3600.0,
     },
+    "requestlog-prune": {
+        "task": "requestlog.tasks.requestlog_prune_task",
+        "schedule": 600.0,
+    },
 }
 
 # Webhooks to resellers (docs/webhooks.md). Private, loopback and metadata targets are
@@ -298,6 +304,11 @@ WEBHOOK_DISABLE_AFTER_DAYS = env.int("WEBHOOK_DISABLE_AFTER_DAYS", default=5)
 WEBHOOK_DRAIN_BUDGET = env.int("WEBHOOK_DRAIN_BUDGET", default=200)
 WEBHOOK_DRAIN_LINGER_SECONDS = env.float("WEBHOOK_DRAIN_LINGER_SECONDS", default=1.0)
 WEBHOOK_DRAIN_LINGERING_MAX = env.int("WEBHOOK_DRAIN_LINGERING_MAX", default=8)
+
+# The request log of API keys (docs/request-log.md): captured by a middleware, written in
+# batches by a thread of each web process (never in the request), pruned by beat.
+REQUEST_LOG_ENABLED = env.bool("REQUEST_LOG_ENABLED", default=True)
+REQUEST_LOG_RETENTION_DAYS = env.int("REQUEST_LOG_RETENTION_DAYS", default=30)
 
 # Staff second factor (docs/security.md): TOTP (RFC 6238) for the admin and staff JWTs, with
 # one-use recovery codes. Staff API keys may be held to an IP whitelist by policy.

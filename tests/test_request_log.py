@@ -1,0 +1,479 @@
+"""The request log per API key (issue 18, docs/request-log.md): what a key's requests leave
+behind, redacted; the pages that show it to its own account only; pruning; the buffer that
+keeps the writing off the request."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from datetime import timedelta
+from decimal import Decimal
+
+import pytest
+from django.contrib import admin
+from django.test import Client
+from django.utils import timezone
+
+from accounts.services import account_set_b2b
+from requestlog import redact
+from requestlog.buffer import RequestLogBuffer, buffer
+from requestlog.models import BODY_LIMIT, ApiRequest
+from requestlog.services import Capture, api_requests_prune
+from requestlog.tasks import requestlog_prune_task
+from tests.factories import UserFactory, make_key
+from tests.helpers import bearer, client_for
+from wallet.services import wallet_topup_manual
+
+pytestmark = pytest.mark.django_db
+
+B2B = "/api/v1/api-access/b2b/recharges"
+CARD = "4242 4242 4242 4242"
+PASSWORD = "correct horse battery staple 42"
+
+
+@pytest.fixture(autouse=True)
+def _empty_buffer():
+    """The process-wide buffer holds what earlier tests' requests captured: start empty."""
+    buffer.clear()
+    yield
+    buffer.clear()
+
+
+@pytest.fixture
+def shop():
+    user = UserFactory(password=PASSWORD)
+    account_set_b2b(account=user.account, is_b2b=True)
+    wallet_topup_manual(account=user.account, amount=Decimal("100.00"))
+    key, plaintext = make_key(user, mode="live", name="Shop")
+    return user, key, plaintext
+
+
+def _order(product, number="+525512345678", **extra) -> dict:
+    return {
+        "items": [{"productId": product.public_id, "recipientNumber": number, "quantity": 1}],
+        "baseCurrency": "EUR",
+        **extra,
+    }
+
+
+def _flushed() -> list[ApiRequest]:
+    buffer.flush()
+    return list(ApiRequest.objects.order_by("created_at", "id"))
+
+
+def _entry(key, **fields) -> ApiRequest:
+    values = {
+        "account": key.account,
+        "api_key": key,
+        "livemode": key.livemode,
+        "method": "GET",
+        "path": "/api/v1/auth/me",
+        "status": 200,
+        "latency_ms": 3,
+        "request_id": "req_entry",
+        **fields,
+    }
+    return ApiRequest.objects.create(**values)
+
+
+# -- what is logged -----------------------------------------------------------------------------
+
+
+def test_a_b2b_keys_requests_are_logged_with_status_latency_request_id_idempotency_key_and_code(
+    shop, product
+):
+    user, key, plaintext = shop
+    api = client_for(plaintext)
+    placed = api.post(
+        B2B, _order(product), format="json",
+        HTTP_IDEMPOTENCY_KEY="order-0001", HTTP_X_REQUEST_ID="req-mine-1",
+    )  # fmt: skip
+    assert placed.status_code == 201, placed.content
+    refused = api.post(B2B, {"items": []}, format="json", HTTP_IDEMPOTENCY_KEY="order-0002")
+    assert refused.status_code == 400
+    looked_up = api.get(f"{B2B}?status=delivered")
+    assert looked_up.status_code == 200
+
+    first, second, third = _flushed()
+    assert (first.method, first.path, first.status) == ("POST", B2B, 201)
+    assert first.request_id == "req-mine-1" == placed["X-Request-Id"]
+    assert first.idempotency_key == "order-0001" and first.error_code == ""
+    assert first.account == user.account and first.api_key == key and first.livemode is True
+    assert 0 <= first.latency_ms < 10_000
+    assert json.loads(first.response_body)["id"] == placed.json()["id"]
+    assert json.loads(first.request_body)["items"][0]["recipientNumber"] == "+525512345678"
+    assert first.request_bytes == len(json.dumps(_order(product), separators=(",", ":")))
+    assert (second.status, second.error_code) == (400, refused.json()["code"])
+    assert second.request_id == refused["X-Request-Id"] and second.idempotency_key == "order-0002"
+    assert (third.method, third.query, third.status) == ("GET", "status=delivered", 200)
+
+
+def test_bodies_are_stored_without_key_plaintexts_card_numbers_or_passwords(shop, product):
+    _user, _key, plaintext = shop
+    body = _order(
+        product,
+        reference=f"paid with {plaintext}",
+        card={"number": CARD, "cvc": "123", "expMonth": 12},
+        password="hunter2-but-longer",
+        clientSecret="pi_3Nabc_secret_xyz987",
+        webhookSecret="whsec_abcdefABCDEF0123",
+    )
+    response = client_for(plaintext).post(
+        B2B, body, format="json", HTTP_IDEMPOTENCY_KEY="order-secret"
+    )
+    assert response.status_code == 400  # unknown fields: refused, but logged
+    (entry,) = _flushed()
+    stored = entry.request_body + entry.response_body + entry.query
+    for secret in (
+        plaintext, plaintext[9:], CARD, "4242424242424242", "hunter2", "pi_3Nabc_secret",
+        "xyz987", "whsec_abc", '"123"',
+    ):  # fmt: skip
+        assert secret not in stored, secret
+    stored_request = json.loads(entry.request_body)
+    assert stored_request["password"] == redact.REDACTED
+    assert stored_request["card"]["number"] == redact.REDACTED  # Luhn
+    assert stored_request["card"]["cvc"] == redact.REDACTED
+    assert stored_request["reference"] == f"paid with {redact.REDACTED}"
+    assert stored_request["items"][0]["recipientNumber"] == "+525512345678"  # not a card
+
+
+def test_web_session_requests_are_not_logged(shop):
+    user, _key, _plaintext = shop
+    browser = Client()
+    browser.force_login(user)
+    jwt = Client(headers={"Authorization": bearer(user)["HTTP_AUTHORIZATION"]})
+    assert jwt.get("/api/v1/auth/me").status_code == 200
+    assert browser.get("/api/v1/auth/me").status_code == 200
+    assert browser.get("/accounts/keys/").status_code == 200
+    assert len(buffer) == 0
+    assert _flushed() == []
+
+
+def test_a_refused_key_is_not_logged_it_belongs_to_no_one(shop):
+    _user, _key, plaintext = shop
+    assert client_for(plaintext[:-2] + "xx").get("/api/v1/auth/me").status_code == 401
+    assert _flushed() == []
+
+
+def test_nothing_is_captured_when_the_log_is_off(shop, settings):
+    settings.REQUEST_LOG_ENABLED = False
+    assert client_for(shop[2]).get("/api/v1/auth/me").status_code == 200
+    assert len(buffer) == 0
+
+
+def test_a_request_never_waits_for_the_database_the_row_appears_at_flush(shop):
+    assert client_for(shop[2]).get("/api/v1/auth/me").status_code == 200
+    assert len(buffer) == 1 and not ApiRequest.objects.exists()
+    assert len(_flushed()) == 1 and len(buffer) == 0
+
+
+# -- the buffer ---------------------------------------------------------------------------------
+
+
+def _capture(key, **fields) -> Capture:
+    values = {
+        "created": time.time(), "account_id": key.account_id, "api_key_id": key.pk,
+        "livemode": key.livemode, "method": "GET", "path": "/api/v1/auth/me", "query": "",
+        "status": 200, "latency_ms": 2, "request_id": "req_x", "idempotency_key": "",
+        "request_head": b"", "request_bytes": 0, "request_type": "",
+        "response_head": b'{"ok": true}', "response_bytes": 12,
+        "response_type": "application/json",
+    }  # fmt: skip
+    return Capture(**{**values, **fields})
+
+
+def test_a_full_buffer_drops_and_counts_rather_than_blocks(shop):
+    small = RequestLogBuffer(capacity=3, batch_size=2)
+    started = time.perf_counter()
+    kept = [small.add(_capture(shop[1])) for _ in range(5)]
+    assert time.perf_counter() - started < 0.5
+    assert kept == [True, True, True, False, False]
+    assert (len(small), small.dropped) == (3, 2)
+    assert small.flush() == 3 and ApiRequest.objects.count() == 3  # two batches of 2 and 1
+
+
+def test_a_full_buffer_never_fails_the_request(shop, monkeypatch):
+    monkeypatch.setattr(buffer, "capacity", 0)
+    dropped = buffer.dropped
+    assert client_for(shop[2]).get("/api/v1/auth/me").status_code == 200
+    assert buffer.dropped == dropped + 1 and len(buffer) == 0
+
+
+def test_a_batch_that_cannot_be_written_is_dropped_and_counted_not_retried(shop, monkeypatch):
+    def refuse(**_kwargs):
+        raise RuntimeError("database unavailable")
+
+    small = RequestLogBuffer()
+    small.add(_capture(shop[1]))
+    monkeypatch.setattr("requestlog.buffer.api_requests_record", refuse)
+    assert small.flush() == 0
+    assert (small.failed, len(small)) == (1, 0)
+    monkeypatch.undo()
+    small.add(_capture(shop[1]))
+    assert small.flush() == 1 and ApiRequest.objects.count() == 1
+
+
+def test_a_body_with_a_nul_byte_is_stored_not_lost_with_its_batch(shop):
+    small = RequestLogBuffer()
+    small.add(_capture(shop[1], request_head=b"a\x00b", request_bytes=3))
+    small.add(_capture(shop[1]))
+    assert small.flush() == 2
+    assert ApiRequest.objects.filter(request_body="a\ufffdb").exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_writing_thread_writes_in_the_background_and_stops_cleanly():
+    user = UserFactory()
+    key, _plaintext = make_key(user, mode="test")
+    background = RequestLogBuffer(interval=0.05)
+    try:
+        background.add(_capture(key, request_id="req_bg"), background=True)
+        thread = background._thread
+        assert thread is not None and thread.daemon
+        deadline = time.monotonic() + 10
+        while not ApiRequest.objects.filter(request_id="req_bg").exists():
+            assert time.monotonic() < deadline, "the thread wrote nothing"
+            time.sleep(0.02)
+    finally:
+        background.stop()
+    assert background.written == 1 and not thread.is_alive()
+
+
+# -- redaction ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "rsl_live_AbCd1234EfGh5678IjKl9012MnOp3456",
+        "rsl_test_zzzzzzzzZZZZZZZZ00000000",
+        "whsec_3kT9-fQ_x+y/z=",
+        "pi_3NxYz0123_secret_AbCdEf",
+        "seti_1AbC_secret_XyZ",
+        "4242424242424242",
+        "4242 4242 4242 4242",
+        "4000-0025-0000-3155",
+        "378282246310005",  # Amex, 15 digits
+        "6011111111111117",
+        "4000000000000000006",  # 19 digits
+        "eyJhbGciOiJIUzI1NiJ9.eyJ1c2VyX2lkIjoxfQ.c2lnbmF0dXJl",
+    ],
+)
+def test_the_redactor_removes_secrets_and_card_numbers_anywhere(text):
+    for wrapped in (text, f"see {text}.", f'{{"note": "{text}"}}', f"a={text}&b=1"):
+        redacted = redact.redact_text(wrapped)
+        assert text not in redacted and redact.REDACTED in redacted, wrapped
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "+525512345678",  # a phone number
+        "+4915123456789012",  # a long E.164 number: not a card even if Luhn agreed
+        "4242424242424241",  # fails Luhn
+        "123456789012",  # 12 digits
+        "rch_4242424242424242",  # inside an id
+        "2026-11-24T10:00:00Z",
+        "order-0001",
+    ],
+)
+def test_the_redactor_keeps_what_is_not_a_secret(text):
+    body = f'{{"value": "{text}", "idempotencyKey": "k"}}'
+    assert redact.redact_text(body) == body  # kept as it was sent
+    assert redact.redact_text(f'{body[:-1]}, "password": 1}}') == (
+        f'{{"value":"{text}","idempotencyKey":"k","password":"[redacted]"}}'
+    )
+
+
+def test_the_redactor_replaces_secret_fields_at_any_depth_and_keeps_the_others():
+    body = {
+        "password": "p", "newPassword": "p", "secret": {"a": 1}, "token": "t", "access": "a",
+        "refresh": "r", "apiKey": "k", "api_key": "k", "key": 5, "cvc": "123", "cvv": 123,
+        "clientSecret": "c", "nested": [{"refreshToken": "r", "name": "ok"}],
+        "idempotencyKey": "order-1", "code": "insufficient_balance", "productId": "prd_1",
+    }  # fmt: skip
+    redacted = json.loads(redact.redact_text(json.dumps(body)))
+    kept = {"nested", "idempotencyKey", "code", "productId"}
+    assert all(redacted[name] == redact.REDACTED for name in body if name not in kept)
+    assert redacted["nested"] == [{"refreshToken": redact.REDACTED, "name": "ok"}]
+    assert {name: redacted[name] for name in kept - {"nested"}} == {
+        "idempotencyKey": "order-1",
+        "code": "insufficient_balance",
+        "productId": "prd_1",
+    }
+
+
+def test_an_escaped_secret_name_is_still_found():
+    assert redact.redact_text('{"pass\\u0077ord": "hunter2"}') == '{"password":"[redacted]"}'
+
+
+def test_a_logged_requests_id_looks_like_our_other_ids():
+    from requestlog.models import new_api_request_id
+
+    ids = {new_api_request_id() for _ in range(100)}
+    assert len(ids) == 100 and all(re.fullmatch(r"log_[A-Za-z0-9]{20}", i) for i in ids)
+
+
+def test_the_redactor_handles_cut_json_and_form_bodies():
+    cut = '{"name": "x", "password": "hunter2", "token": 12345, "items": [{"a": "rsl_test_Ab'
+    redacted = redact.redact_text(cut)
+    assert "hunter2" not in redacted and "12345" not in redacted and "rsl_test_Ab" not in redacted
+    assert '"name": "x"' in redacted
+    form = redact.redact_text("email=a%40b.c&password=hunter2&cvc=123&x-api-key=rsl_live_A1")
+    assert form == "email=a%40b.c&password=[redacted]&cvc=[redacted]&x-api-key=[redacted]"
+
+
+def test_a_body_is_redacted_before_it_is_cut_so_no_secret_head_survives_the_cut():
+    padding = "x" * (BODY_LIMIT - 10)
+    raw = json.dumps({"pad": padding, "note": CARD}).encode()
+    stored = redact.redact_body(raw, total=len(raw), limit=BODY_LIMIT)
+    assert len(stored) == BODY_LIMIT and "4242" not in stored
+
+
+# -- the pages ----------------------------------------------------------------------------------
+
+
+def _browser(user) -> Client:
+    browser = Client()
+    browser.force_login(user)
+    return browser
+
+
+def test_the_key_page_links_to_its_request_log(shop):
+    user, key, _plaintext = shop
+    page = _browser(user).get(f"/accounts/keys/{key.public_id}/").content.decode()
+    assert f'href="/accounts/keys/{key.public_id}/requests/"' in page
+
+
+def test_the_request_log_lists_newest_first_searches_and_opens_a_redacted_request(shop, product):
+    user, key, plaintext = shop
+    api = client_for(plaintext)
+    api.get("/api/v1/auth/me", HTTP_X_REQUEST_ID="req-first")
+    api.post(
+        B2B, _order(product, password="hunter2"), format="json",
+        HTTP_IDEMPOTENCY_KEY="order-9", HTTP_X_REQUEST_ID="req-refused",
+    )  # fmt: skip
+    api.get("/api/v1/wallet/balance", HTTP_X_REQUEST_ID="req-last")
+    _flushed()
+    browser = _browser(user)
+    url = f"/accounts/keys/{key.public_id}/requests/"
+
+    page = browser.get(url).content.decode()
+    assert page.index("req-last") < page.index("req-refused") < page.index("req-first")
+    assert page.count('data-testid="request-row"') == 3
+    assert "order-9" in page and "validation_error" in page
+
+    by_id = browser.get(url, {"request_id": "req-refused"}).content.decode()
+    assert by_id.count('data-testid="request-row"') == 1 and "req-refused" in by_id
+    errors = browser.get(url, {"status": "4xx"}).content.decode()
+    assert errors.count('data-testid="request-row"') == 1 and "req-refused" in errors
+    assert browser.get(url, {"status": "200"}).content.decode().count("request-row") == 2
+    assert browser.get(url, {"status": "5xx"}).content.decode().count("request-row") == 0
+    invalid = browser.get(url, {"status": "abc"})
+    assert invalid.status_code == 200 and invalid.content.decode().count("request-row") == 3
+
+    entry = ApiRequest.objects.get(request_id="req-refused")
+    detail = browser.get(f"{url}{entry.public_id}/")
+    assert detail.status_code == 200
+    text = detail.content.decode()
+    assert "hunter2" not in text and plaintext not in text and redact.REDACTED in text
+    assert "order-9" in text and "req-refused" in text and "validation_error" in text
+
+
+def test_the_request_log_pages_by_fifty_and_keeps_the_search(shop):
+    user, key, _plaintext = shop
+    now = timezone.now()
+    ApiRequest.objects.bulk_create(
+        ApiRequest(
+            account=key.account, api_key=key, livemode=True, method="GET", path="/api/v1/x",
+            status=404, latency_ms=1, request_id=f"req_{n:03}",
+            created_at=now - timedelta(seconds=n),
+        )
+        for n in range(60)
+    )  # fmt: skip
+    browser = _browser(user)
+    url = f"/accounts/keys/{key.public_id}/requests/"
+    first = browser.get(url, {"status": "404"}).content.decode()
+    assert first.count("request-row") == 50 and "req_000" in first and "req_050" not in first
+    assert "page=2" in first and "status=404" in first
+    second = browser.get(url, {"status": "404", "page": "2"}).content.decode()
+    assert second.count("request-row") == 10 and "req_059" in second
+
+
+def test_the_request_log_shows_only_the_last_30_days(shop):
+    user, key, _plaintext = shop
+    _entry(key, request_id="req_recent", created_at=timezone.now() - timedelta(days=29))
+    _entry(key, request_id="req_old", created_at=timezone.now() - timedelta(days=31))
+    page = _browser(user).get(f"/accounts/keys/{key.public_id}/requests/").content.decode()
+    assert "req_recent" in page and "req_old" not in page
+
+
+def test_another_accounts_key_and_requests_are_404(shop):
+    user, key, _plaintext = shop
+    entry = _entry(key)
+    other = UserFactory()
+    other_key, _ = make_key(other, mode="live")
+    stranger = _browser(other)
+    assert stranger.get(f"/accounts/keys/{key.public_id}/requests/").status_code == 404
+    assert (
+        stranger.get(f"/accounts/keys/{key.public_id}/requests/{entry.public_id}/").status_code
+        == 404
+    )
+    # Through the stranger's own key, the request of another key is unknown too.
+    assert (
+        stranger.get(
+            f"/accounts/keys/{other_key.public_id}/requests/{entry.public_id}/"
+        ).status_code
+        == 404
+    )
+    search = stranger.get(
+        f"/accounts/keys/{other_key.public_id}/requests/", {"request_id": "req_entry"}
+    )
+    assert search.status_code == 200 and "request-row" not in search.content.decode()
+    # And a key of the same account sees only its own requests.
+    second_key, _ = make_key(user, mode="test")
+    own = _browser(user)
+    assert (
+        own.get(f"/accounts/keys/{second_key.public_id}/requests/{entry.public_id}/").status_code
+        == 404
+    )
+
+
+def test_the_request_log_needs_a_login(shop):
+    _user, key, _plaintext = shop
+    response = Client().get(f"/accounts/keys/{key.public_id}/requests/")
+    assert response.status_code == 302 and "/accounts/login/" in response["Location"]
+
+
+# -- pruning ------------------------------------------------------------------------------------
+
+
+def test_pruning_deletes_requests_older_than_30_days_only(shop):
+    _user, key, _plaintext = shop
+    now = timezone.now()
+    for days in (45, 31, 30.01):
+        _entry(key, request_id=f"req_old_{days}", created_at=now - timedelta(days=days))
+    for days in (29.99, 1, 0):
+        _entry(key, request_id=f"req_new_{days}", created_at=now - timedelta(days=days))
+    assert requestlog_prune_task() == 3
+    assert sorted(ApiRequest.objects.values_list("request_id", flat=True)) == [
+        "req_new_0",
+        "req_new_1",
+        "req_new_29.99",
+    ]
+
+
+def test_pruning_goes_in_bounded_batches_until_none_is_left(shop, django_assert_num_queries):
+    _user, key, _plaintext = shop
+    old = timezone.now() - timedelta(days=40)
+    for n in range(5):
+        _entry(key, request_id=f"req_{n}", created_at=old)
+    with django_assert_num_queries(3):  # 2 + 2 + 1: one DELETE … LIMIT 2 per batch
+        assert api_requests_prune(days=30, batch_size=2) == 5
+
+
+def test_the_prune_task_is_scheduled_and_the_model_is_in_the_admin(settings):
+    schedule = {entry["task"] for entry in settings.CELERY_BEAT_SCHEDULE.values()}
+    assert "requestlog.tasks.requestlog_prune_task" in schedule
+    assert admin.site.is_registered(ApiRequest)
