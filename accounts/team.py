@@ -57,6 +57,8 @@ def member_invite(*, by: User, email: str, role: str, site_url: str = "") -> Non
                 context=context).send()  # fmt: skip
         return
     token = secrets.token_urlsafe(32)
+    # Inviting the same address again replaces its pending invitation (the new link wins).
+    Invitation.objects.filter(account=by.account, email=email, accepted_at__isnull=True).delete()
     Invitation.objects.create(
         account=by.account, email=email, role=role, token_hash=_hash(token), invited_by=by
     )

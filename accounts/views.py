@@ -23,7 +23,6 @@ from accounts import addresses, selectors, services
 from accounts import team as team_services
 from accounts.errors import ApiKeyNotEditable, EmailTaken
 from accounts.forms import (
-    ROLE_CHOICES,
     AccountNameForm,
     ApiKeyCreateForm,
     ApiKeyWhitelistForm,
@@ -364,7 +363,7 @@ def team(request: AuthenticatedRequest) -> HttpResponse:
             "members": list(team_services.members(account=account)),
             "pending": list(team_services.invitations_pending(account=account)),
             "form": InviteForm(),
-            "roles": ROLE_CHOICES,
+            "short_roles": User._meta.get_field("role").choices,
         },
     )
 

@@ -54,6 +54,18 @@ def test_an_owner_invites_a_developer_who_joins_with_that_role(client, owner):
     assert User.objects.filter(account=owner.account).count() == 2
 
 
+def test_inviting_again_replaces_the_pending_invitation(client, owner):
+    client.force_login(owner)
+    for role in ("developer", "finance"):
+        client.post("/accounts/team/invite/", {"email": "twice@example.com", "role": role})
+    (pending,) = Invitation.objects.all()
+    assert pending.role == "finance"
+    first, second = (link_in(m, "/accounts/invitation/") for m in mail.outbox)
+    client.logout()
+    assert "expired" in client.get(first).content.decode()
+    assert "twice@example.com" in client.get(second).content.decode()
+
+
 def test_an_invitation_expires_after_7_days(client, owner):
     client.force_login(owner)
     client.post("/accounts/team/invite/", {"email": "late@example.com", "role": "finance"})
