@@ -12,7 +12,7 @@ from accounts.authentication import request_api_key, request_livemode, request_u
 from accounts.permissions import B2BApiKeyRequired, TestKeyRequired
 from accounts.throttling import RECHARGE_THROTTLE_CLASSES
 from orders import selectors, services
-from orders.idempotency import fingerprint, read_key
+from orders.idempotency import Outcome, fingerprint, read_key
 from orders.models import Order, Recharge
 from orders.pricing import line_requests, price_order
 from orders.serializers import (
@@ -208,6 +208,12 @@ def place_wallet_order(request, *, channel: str, key_required: bool) -> Response
         ),
         request_id=getattr(request, "request_id", None),
     )
+    return outcome_response(outcome)
+
+
+def outcome_response(outcome: Outcome) -> Response:
+    """An idempotent operation's answer: its body and status, problem+json when it is one,
+    ``Idempotent-Replayed: true`` on a replay."""
     response = Response(
         outcome.body,
         status=outcome.status,

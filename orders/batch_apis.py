@@ -12,12 +12,13 @@ from rest_framework.views import APIView
 from accounts.authentication import request_api_key, request_livemode
 from accounts.permissions import B2BApiKeyRequired
 from accounts.throttling import RECHARGE_THROTTLE_CLASSES
+from orders.apis import outcome_response
 from orders.batches import batch_object, batch_place, batch_results_csv
 from orders.idempotency import fingerprint, read_key
 from orders.models import Batch
 from orders.serializers import BatchIn, BatchOut
 from reseller.api import problems
-from reseller.errors import PROBLEM_CONTENT_TYPE, NotFound
+from reseller.errors import NotFound
 from reseller.exports import csv_response
 from sandbox.outcomes import sandbox_settle
 
@@ -85,14 +86,7 @@ class BatchesApi(APIView):
             ),
             request_id=getattr(request, "request_id", None),
         )
-        response = Response(
-            outcome.body,
-            status=outcome.status,
-            content_type=PROBLEM_CONTENT_TYPE if outcome.is_problem else None,
-        )
-        if outcome.replayed:
-            response["Idempotent-Replayed"] = "true"
-        return response
+        return outcome_response(outcome)
 
 
 class BatchApi(APIView):

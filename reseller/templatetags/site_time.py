@@ -18,28 +18,24 @@ from django.utils.safestring import SafeString
 register = template.Library()
 
 
-@register.filter
-def when(value: datetime | None) -> SafeString | str:
+def _time(value: datetime | None, form: str) -> SafeString | str:
     if not value:
         return ""
     local = timezone.localtime(value)
     return format_html(
         '<time datetime="{}">{} {}</time>',
         value.isoformat(),
-        date_format(local, "DATETIME_FORMAT"),
+        date_format(local, form),
         local.tzname() or "UTC",
     )
+
+
+@register.filter
+def when(value: datetime | None) -> SafeString | str:
+    return _time(value, "DATETIME_FORMAT")
 
 
 @register.filter
 def when_time(value: datetime | None) -> SafeString | str:
     """The time of day only, for a moment within the next hours (a price hold, a retry)."""
-    if not value:
-        return ""
-    local = timezone.localtime(value)
-    return format_html(
-        '<time datetime="{}">{} {}</time>',
-        value.isoformat(),
-        date_format(local, "TIME_FORMAT"),
-        local.tzname() or "UTC",
-    )
+    return _time(value, "TIME_FORMAT")
