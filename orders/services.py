@@ -20,7 +20,7 @@ from django.utils.translation import gettext as _
 from accounts.models import Account, User
 from accounts.selectors import account_contact
 from emails.models import Email
-from emails.outbox import email_queue
+from emails.outbox import email_queue_to_user
 from orders.errors import CartAlreadyPaid, CurrencyMismatch
 from orders.idempotency import Outcome, run_idempotent
 from orders.models import (
@@ -190,10 +190,9 @@ def _receipt_queue(*, order: Order, payment: Payment, lines: list[OrderLine]) ->
     user = order.created_by or account_contact(account_id=order.account_id)
     if user is None:
         return
-    email_queue(
+    email_queue_to_user(
+        user=user,
         kind=Email.Kind.RECEIPT,
-        to=user.email,
-        language=user.language,
         context={
             "name": user.first_name,
             "reference": payment.public_id,

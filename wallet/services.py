@@ -19,9 +19,8 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from accounts.models import Account, User
-from accounts.selectors import account_contact
 from emails.models import Email
-from emails.outbox import email_queue
+from emails.outbox import email_queue_to_account, email_queue_to_user
 from reseller.money import ZERO, fmt, quantize
 from wallet.errors import (
     CardTopUpNeedsPayment,
@@ -188,13 +187,9 @@ def _emit_events(*, wallet: Wallet, entry: LedgerEntry, old_balance: Decimal) ->
 
 def _tell_balance_low(*, wallet: Wallet, threshold: Decimal) -> None:
     """The low-balance alert by email (decisions section 12), in the same transaction."""
-    contact = account_contact(account_id=wallet.account_id)
-    if contact is None:
-        return
-    email_queue(
+    email_queue_to_account(
+        account_id=wallet.account_id,
         kind=Email.Kind.BALANCE_LOW,
-        to=contact.email,
-        language=contact.language,
         context={
             "balance": f"{wallet.balance:.2f}",
             "threshold": f"{threshold:.2f}",
@@ -309,10 +304,9 @@ def bank_transfer_request(*, account: Account, amount: Decimal, by: User) -> Top
     beneficiary, IBAN, BIC, amount and the reference to quote. The caller checks that bank
     transfers are offered (``bank_details``)."""
     topup = topup_request(account=account, amount=amount, method=TopUp.Method.BANK_TRANSFER, by=by)
-    email_queue(
+    email_queue_to_user(
+        user=by,
         kind=Email.Kind.BANK_TRANSFER,
-        to=by.email,
-        language=by.language,
         context={
             "reference": topup.public_id,
             "amount": f"{topup.amount:.2f}",

@@ -25,9 +25,8 @@ from django.db.models import F, Q
 from django.urls import reverse
 from django.utils import timezone
 
-from accounts.selectors import account_contact
 from emails.models import Email
-from emails.outbox import email_queue
+from emails.outbox import email_queue_to_account
 from webhooks.models import Delivery, DeliveryAttempt, WebhookEndpoint
 from webhooks.signature import HEADER, signature_header
 from webhooks.targets import UnsafeTarget, resolve
@@ -404,13 +403,9 @@ def _endpoint_health(endpoint: WebhookEndpoint, *, ok: bool, now: datetime) -> N
 
 def _tell_disabled(endpoint: WebhookEndpoint) -> None:
     """Email the account that its endpoint was disabled (the dashboard says it too)."""
-    contact = account_contact(account_id=endpoint.account_id)
-    if contact is None:
-        return
-    email_queue(
+    email_queue_to_account(
+        account_id=endpoint.account_id,
         kind=Email.Kind.ENDPOINT_DISABLED,
-        to=contact.email,
-        language=contact.language,
         context={
             "url": endpoint.url,
             "days": settings.WEBHOOK_DISABLE_AFTER_DAYS,
