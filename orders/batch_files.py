@@ -196,7 +196,7 @@ def parse(*, name: str, data: bytes, currency: str) -> ParsedFile:
         quantity = str(item["quantity"])
         item["quantity"] = int(quantity) if quantity.isdigit() and len(quantity) < 6 else quantity
         parsed.items.append(item)
-    serializer = BatchIn(data={"items": _snake(parsed.items), "base_currency": currency})
+    serializer = check(items=parsed.items, currency=currency)
     if serializer.is_valid():
         if not parsed.errors:
             parsed.validated = serializer.validated_data
@@ -210,6 +210,11 @@ def parse(*, name: str, data: bytes, currency: str) -> ParsedFile:
         parsed.errors.append(FileError(line, column, error["message"]))
     parsed.errors.sort(key=lambda e: (e.line or 0, e.column))
     return parsed
+
+
+def check(*, items: list[dict[str, Any]], currency: str) -> BatchIn:
+    """The file's items through the API's batch serializer (``is_valid()`` not yet called)."""
+    return BatchIn(data={"items": _snake(items), "base_currency": currency})
 
 
 def _snake(items: list[dict[str, Any]]) -> list[dict[str, Any]]:

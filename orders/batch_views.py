@@ -126,9 +126,7 @@ def batch_confirm(request: AuthenticatedRequest) -> HttpResponse:
         messages.error(request, _("This upload expired. Upload the file again."))
         return redirect("orders:batches")
     wallet = wallet_get_or_create(account=request.user.account)
-    checked = batch_files.BatchIn(
-        data={"items": batch_files._snake(pending["items"]), "base_currency": wallet.currency}
-    )
+    checked = batch_files.check(items=pending["items"], currency=wallet.currency)
     if not checked.is_valid():  # the catalog changed meanwhile
         messages.error(request, _("Some rows are no longer valid. Upload the file again."))
         return redirect("orders:batches")
