@@ -222,6 +222,25 @@ def test_a_body_with_a_nul_byte_is_stored_not_lost_with_its_batch(shop):
     assert ApiRequest.objects.filter(request_body="a\ufffdb").exists()
 
 
+def test_bodies_and_paths_are_stored_exactly_whatever_characters_they_hold(shop):
+    """The writer streams rows with COPY: its separators and escapes (tab, newline,
+    backslash, \\N) must come back as they were sent, not as COPY syntax."""
+    body = '{"note": "tab\there\\nnew\nline \\\\N back\\\\slash ñ € 😀", "n": "\\N"}'
+    small = RequestLogBuffer()
+    small.add(
+        _capture(
+            shop[1],
+            path="/api/v1/odd\tpath\\N",
+            query="a=1\tb=\\N",
+            request_head=body.encode(),
+            request_bytes=len(body.encode()),
+        )
+    )
+    assert small.flush() == 1
+    row = ApiRequest.objects.get()
+    assert (row.path, row.query, row.request_body) == ("/api/v1/odd\tpath\\N", "a=1\tb=\\N", body)
+
+
 @pytest.mark.django_db(transaction=True)
 def test_the_writing_thread_writes_in_the_background_and_stops_cleanly():
     user = UserFactory()
