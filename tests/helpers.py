@@ -60,6 +60,14 @@ def assert_ledger_balanced():
     assert ledger_mismatches() == []
 
 
+def database_url() -> str:
+    """This test run's database as a URL, for a process a test starts (it shares the data a
+    transactional test commits)."""
+    db = connection.settings_dict
+    password = f":{db['PASSWORD']}" if db["PASSWORD"] else ""
+    return f"postgres://{db['USER']}{password}@{db['HOST']}:{db['PORT'] or 5432}/{db['NAME']}"
+
+
 def client_for(plaintext: str) -> APIClient:
     """An API client that sends this API key."""
     client = APIClient()

@@ -7,13 +7,12 @@ from pathlib import Path
 
 import pytest
 import time_machine
-from django.db import connection
 from django.test import override_settings
 
 from accounts import keys, services
 from accounts.models import ApiKey
 from tests.factories import UserFactory, make_key
-from tests.helpers import assert_problem, bearer
+from tests.helpers import assert_problem, bearer, database_url
 
 pytestmark = pytest.mark.django_db
 
@@ -132,19 +131,13 @@ for line in sys.stdin:
 """
 
 
-def _database_url() -> str:
-    db = connection.settings_dict
-    password = f":{db['PASSWORD']}" if db["PASSWORD"] else ""
-    return f"postgres://{db['USER']}{password}@{db['HOST']}:{db['PORT'] or 5432}/{db['NAME']}"
-
-
 @pytest.mark.django_db(transaction=True)
 def test_revoked_key_is_refused_at_once_by_another_running_process(user):
     key, plaintext = make_key(user)
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "reseller.settings.test",
-        "DATABASE_URL": _database_url(),
+        "DATABASE_URL": database_url(),
     }
     probe = subprocess.Popen(
         [sys.executable, "-c", PROBE],
