@@ -3,3 +3,26 @@ from django.apps import AppConfig
 
 class CatalogConfig(AppConfig):
     name = "catalog"
+
+    def ready(self) -> None:
+        from django.db.models.signals import m2m_changed, post_delete, post_save
+
+        from catalog.cache import catalog_changed
+        from catalog.models import Country, Operator, Product, Promotion
+
+        def changed(**_kwargs) -> None:
+            catalog_changed()
+
+        # Every change the ORM reports renews the catalog's version (catalog/cache.py);
+        # bulk ``update()`` calls renew it themselves (catalog.services).
+        for model in (Country, Operator, Product, Promotion):
+            post_save.connect(changed, sender=model, weak=False, dispatch_uid=f"catalog-{model}")
+            post_delete.connect(
+                changed, sender=model, weak=False, dispatch_uid=f"catalog-del-{model}"
+            )
+        m2m_changed.connect(
+            changed,
+            sender=Promotion.products.through,
+            weak=False,
+            dispatch_uid="catalog-promotion-products",
+        )

@@ -21,6 +21,7 @@ from django.conf import settings
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
+from catalog import cache as catalog_cache
 from catalog.errors import FxRateNotFound, ProductNotFound
 from catalog.i18n import current_language, default_language
 from catalog.models import (
@@ -125,9 +126,23 @@ def products_get(*, product_ids: Iterable[str], at: datetime | None = None) -> d
     ids = {pid for pid in product_ids if isinstance(pid, str) and pid}
     if not ids:
         return {}
-    products = list(product_list().filter(public_id__in=ids))
-    products_attach_promotions(products=products, at=at)
-    return {p.public_id: p for p in products}
+    if at is not None or not catalog_cache.enabled():
+        products = list(product_list().filter(public_id__in=ids))
+        products_attach_promotions(products=products, at=at)
+        return {p.public_id: p for p in products}
+    # Now: the rows this process keeps under the catalog's current version (catalog/cache.py),
+    # the rest read and kept; the promotion that applies is picked for this very moment.
+    at = timezone.now()
+    version = catalog_cache.products.version()
+    found = catalog_cache.products.get(ids, version=version)
+    if missing := ids - found.keys():
+        loaded = list(product_list().filter(public_id__in=missing))
+        products_attach_promotions(products=loaded, at=at)
+        catalog_cache.products.put(loaded, version=version)
+        found.update((p.public_id, p) for p in loaded)
+    for product in found.values():
+        product.promotion = _pick(product.promotion_candidates, at)  # type: ignore[attr-defined]
+    return found
 
 
 # --- promotions ----------------------------------------------------------------------------
@@ -222,11 +237,25 @@ def product_waitlist_promotion(
     horizon (``settings.WAITLIST_HORIZON_HOURS``, 72 h by default). Otherwise hold the
     recharge as waitlisted until ``promotion.starts_at``.
     """
+    if at is None and getattr(product, "promotions_loaded_at", None) is None:
+        _attach_kept_promotions(product)
     at = at or timezone.now()
     promotion = product_promotion(product=product, at=at)
     if promotion_is_waitlisting(promotion=promotion, at=at, horizon_hours=horizon_hours):
         return promotion
     return None
+
+
+def _attach_kept_promotions(product: Product) -> None:
+    """Give the product the promotions this process keeps for it (catalog/cache.py): the
+    processor asks for every recharge, mostly of a few products. Not kept (an inactive
+    product): ``product_promotion`` reads them."""
+    if not catalog_cache.enabled():
+        return
+    kept = products_get(product_ids=[product.public_id]).get(product.public_id)
+    if kept is not None and kept.pk == product.pk:
+        product.promotion_candidates = kept.promotion_candidates  # type: ignore[attr-defined]
+        product.promotions_loaded_at = kept.promotions_loaded_at  # type: ignore[attr-defined]
 
 
 def promotion_list(*, at: datetime | None = None) -> QuerySet[Promotion]:

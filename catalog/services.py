@@ -17,6 +17,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from catalog.cache import catalog_changed
 from catalog.i18n import clean_translations
 from catalog.ids import operator_public_id, product_public_id, promotion_public_id
 from catalog.models import Country, FxRate, Operator, Product, ProductType, Promotion
@@ -175,11 +176,13 @@ def product_upsert(
 def product_set_active(*, products: Iterable[Product], active: bool) -> int:
     """Activate or deactivate products (admin action); returns how many changed."""
     ids = [p.pk for p in products]
-    return (
+    changed = (
         Product.objects.filter(pk__in=ids)
         .exclude(active=active)
         .update(active=active, updated_at=timezone.now())
     )
+    catalog_changed()  # update() sends no signal
+    return changed
 
 
 @transaction.atomic

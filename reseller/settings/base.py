@@ -199,6 +199,9 @@ SECURE_CSP = {
 # Recharges: the upstream airtime provider (orders.recharges.providers) and the processor.
 AIRTIME_PROVIDER = env.str("AIRTIME_PROVIDER", default="simulator")
 WAITLIST_HORIZON_HOURS = env.int("WAITLIST_HORIZON_HOURS", default=72)
+# How long a process may keep the products an order asks for (catalog/cache.py): any change
+# to the catalog is seen at once regardless; 0 turns the copy off.
+CATALOG_CACHE_SECONDS = env.int("CATALOG_CACHE_SECONDS", default=30)
 
 # Where customers send bank-transfer top-ups, shown with each request's reference. Without an
 # IBAN the site offers no bank transfer (a request nobody can pay is worse than none).

@@ -14,7 +14,8 @@ STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
 }
-CACHES["default"]["KEY_PREFIX"] = f"test-{os.getpid()}"  # noqa: F405
+# One run's keys apart from another's; a process a test starts shares its parent's.
+CACHES["default"]["KEY_PREFIX"] = os.environ.get("TEST_CACHE_KEY_PREFIX", f"test-{os.getpid()}")  # noqa: F405
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = True
 TASKS_IN_PROCESS_THREADED = False
