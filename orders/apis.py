@@ -29,6 +29,7 @@ from orders.serializers import (
     RechargeDetailOut,
     RechargeSearchQuery,
     SandboxOut,
+    order_body,
 )
 from reseller.api import problems
 from reseller.errors import (
@@ -201,7 +202,7 @@ def place_wallet_order(request, *, channel: str, key_required: bool) -> Response
         channel=channel,
         lines=data.validated_data["lines"],
         currency=data.validated_data["base_currency"],
-        render=lambda order: dict(OrderOut(order).data),
+        render=order_body,
         idempotency_key=key,
         request_fingerprint=fingerprint(
             method=request.method, path=request.path, body=request.data

@@ -6,8 +6,11 @@ import pytest
 from rest_framework.test import APIClient
 
 from orders.models import Order, Payment, Recharge
+from orders.recharges import processor
+from orders.recharges.providers.simulator import SimulatorProvider
+from orders.serializers import order_body
 from tests.factories import UserFactory, make_key
-from tests.helpers import assert_ledger_balanced, assert_problem, bearer, client_for
+from tests.helpers import assert_ledger_balanced, assert_problem, bearer, client_for, place
 from wallet.models import LedgerEntry, Wallet
 from wallet.services import wallet_topup_manual
 
@@ -295,3 +298,20 @@ def test_the_201_answer_equals_the_order_as_stored(reseller, product):
     )
     stored = OrderOut(order_for_response(order_id=Order.objects.get().pk)).data
     assert body == json.loads(json.dumps(camelize(stored)))
+
+
+def test_the_plain_order_body_equals_the_documented_serializer_for_every_shape(reseller, product):
+    """``order_body`` (what the 201 is rendered with) against ``OrderOut`` (the schema): two
+    recharges, one failed and refunded (failure code and message, refunded amount)."""
+    fund(reseller, "20.00")
+    placed = place(reseller, product, number="+525512349990", quantity=2)  # 9990: refused
+    first = placed.recharges.order_by("id").first()
+    provider = SimulatorProvider(latency_ms=0)
+    assert processor.recharge_process(recharge_id=first.pk, provider=provider).status == "failed"
+    from orders.selectors import order_for_response
+    from orders.serializers import OrderOut
+
+    order = order_for_response(order_id=placed.pk)
+    assert order.payment.refunded_amount > 0
+    assert order_body(order) == OrderOut(order).data
+    assert any(r["failure_code"] for r in order_body(order)["recharges"])
