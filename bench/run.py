@@ -395,10 +395,13 @@ class Bench:
         many = self.seed["many_keys"]
         runs: dict[str, list[dict]] = {"b2b-nohook": [], "b2b-hooked": []}
         # A first run settles the database after the seeding; then the two alternate in
-        # ABBA order, twice: drift of the machine's speed (a neighbour on the host, autovacuum,
-        # a checkpoint) that goes one way over the figure falls on both alike.
+        # ABBA order, ``--rounds`` times (4): drift of the machine's speed (a neighbour on the
+        # host, autovacuum, a checkpoint) that goes one way over the figure falls on both
+        # alike. With two rounds, two full runs minutes apart gave 0.78 and 0.93.
         nohook_run, hooked_run = ("b2b-nohook", many), ("b2b-hooked", hooked["keys"])
-        order = [("warmup", many)] + [nohook_run, hooked_run, hooked_run, nohook_run] * 2
+        order = [("warmup", many)] + [nohook_run, hooked_run, hooked_run, nohook_run] * max(
+            1, self.args.rounds
+        )
         # The processor consumes through all the runs: resuming a paused consumer again and
         # again is where Celery's remote control is least reliable (a run measured once with
         # the processor silently paused).
@@ -470,7 +473,7 @@ class Bench:
                 self.wait_healthy(port)
             logged_run, plain_run = ("b2b-logged", on_port), ("b2b-unlogged", off_port)
             order = [("warmup-logged", on_port), ("warmup-unlogged", off_port)]
-            order += [plain_run, logged_run, logged_run, plain_run]
+            order += [plain_run, logged_run, logged_run, plain_run] * max(1, self.args.rounds // 2)
             for name, port in order:
                 self.celery.control.purge()
                 cpu_before = self.cpu_seconds()
@@ -785,6 +788,12 @@ def parse_args():
     parser.add_argument("--tasks", type=int, default=1000, help="tasks per worker figure")
     parser.add_argument("--worker-timeout", type=float, default=120)
     parser.add_argument("--profile-requests", type=int, default=300)
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=4,
+        help="ABBA blocks of the side-by-side figures (webhooks, request log)",
+    )
     parser.add_argument("--keep-db", action="store_true")
     parser.add_argument(
         "--only",
@@ -798,6 +807,7 @@ def parse_args():
     if args.quick:
         args.duration, args.warmup, args.entries = 1.5, 0.5, 20_000
         args.products, args.tasks, args.profile_requests = 2_000, 200, 50
+        args.rounds = 2
     args.clients = sorted({max(1, min(c, 64)) for c in args.clients})  # bounded
     args.max_requests = max(10, min(args.max_requests, 100_000))
     args.duration = min(args.duration, 60.0)
