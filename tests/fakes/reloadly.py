@@ -30,8 +30,8 @@ class FakeReloadly:
         self.active = 0  # top-up calls being answered now
         self.max_concurrent_topups = 0
         self._ids = itertools.count(1000)
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self.server.daemon_threads = True
+        self.open_connections = 0  # accepted and not yet answered, whatever the path
+        self.server = _CountingServer(self, ("127.0.0.1", 0), self._handler())
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
     @property
@@ -45,6 +45,24 @@ class FakeReloadly:
     def stop(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+    def settle(self, *, quiet: float = 1.0, timeout: float = 60.0) -> bool:
+        """Wait until every request already on the wire has been answered and nothing new has
+        arrived for ``quiet`` seconds: what a killed client sent before it died still lands.
+        Production's sweeper only reconciles a call after RECHARGE_STUCK_DISPATCHED_SECONDS
+        (minutes, far past the provider timeout); a test that sets it to 0 settles first."""
+        deadline = time.monotonic() + timeout
+        last = (-1, -1)
+        calm_since = time.monotonic()
+        while time.monotonic() < deadline:
+            with self.lock:
+                now = (self.open_connections, sum(self.calls.values()))
+            if now != last or now[0]:
+                last, calm_since = now, time.monotonic()
+            elif time.monotonic() - calm_since >= quiet:
+                return True
+            time.sleep(0.05)
+        return False
 
     # -- scripting --------------------------------------------------------------------
     def fail_next(self, status: int, body: dict | None = None, headers: dict | None = None):
@@ -75,9 +93,17 @@ class FakeReloadly:
                 with contextlib.suppress(BrokenPipeError, ConnectionResetError):
                     self.wfile.write(data)
 
-            def _body(self) -> dict:
+            def _body(self) -> dict | None:
+                """The JSON body, or None when it is cut short (a client killed mid-send):
+                a provider acts on no half a request."""
                 length = int(self.headers.get("Content-Length") or 0)
-                return json.loads(self.rfile.read(length) or b"{}")
+                data = self.rfile.read(length)
+                if len(data) < length:
+                    return None
+                try:
+                    return json.loads(data or b"{}")
+                except ValueError:
+                    return None
 
             def _authorised(self) -> bool:
                 auth = self.headers.get("Authorization", "")
@@ -87,7 +113,7 @@ class FakeReloadly:
             def do_POST(self):
                 path = urlparse(self.path).path
                 if path == "/oauth/token":
-                    body = self._body()
+                    body = self._body() or {}
                     if body.get("grant_type") != "client_credentials":
                         return self._send(400, {"message": "bad grant"})
                     with fake.lock:
@@ -115,7 +141,9 @@ class FakeReloadly:
                 if not self._authorised():
                     return self._send(401, {"errorCode": "TOKEN_EXPIRED", "message": "expired"})
                 body = self._body()
-                reference = body.get("customIdentifier", "")
+                if body is None or not body.get("customIdentifier"):
+                    return self._send(400, {"errorCode": "BAD_REQUEST", "message": "bad body"})
+                reference = body["customIdentifier"]
                 action = fake.script.popleft() if fake.script else None
                 if action and action[0] == "fail":
                     status, fail_body, headers = action[1]
@@ -167,3 +195,25 @@ class FakeReloadly:
                 return self._send(404, {"message": "not found"})
 
         return Handler
+
+
+class _CountingServer(ThreadingHTTPServer):
+    """Counts connections from accept to close, so ``settle`` sees requests still queued."""
+
+    daemon_threads = True
+
+    def __init__(self, fake: FakeReloadly, *args) -> None:
+        self.fake = fake
+        super().__init__(*args)
+
+    def process_request(self, request, client_address):
+        with self.fake.lock:
+            self.fake.open_connections += 1
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request):
+        try:
+            super().shutdown_request(request)
+        finally:
+            with self.fake.lock:
+                self.fake.open_connections -= 1
