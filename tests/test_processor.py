@@ -1,10 +1,12 @@
 """The recharge processor and its state machine (docs/contract.md section 5)."""
 
+import threading
+import time
 from datetime import timedelta
 from decimal import Decimal
 
 import pytest
-from django.db import transaction
+from django.db import connection, transaction
 from django.test import override_settings
 from django.utils import timezone
 
@@ -157,9 +159,12 @@ def test_a_timeout_is_reconciled_by_reference_before_anything_is_retried():
 def test_a_timeout_with_nothing_upstream_is_retried_with_backoff_then_failed_and_refunded():
     (recharge,) = place(number="+525512349993")  # never reaches the provider
     with override_settings(RECHARGE_MAX_ATTEMPTS=3):
-        outcomes = [
-            processor.recharge_process(recharge_id=recharge.pk, provider=SIM) for _ in range(3)
-        ]
+        outcomes = [processor.recharge_process(recharge_id=recharge.pk, provider=SIM)]
+        for _ in range(2):  # each retry as the task runs it: continuing the last attempt
+            retry = outcomes[-1].attempt
+            outcomes.append(
+                processor.recharge_process(recharge_id=recharge.pk, provider=SIM, attempt=retry)
+            )
     assert [o.status for o in outcomes] == [S.DISPATCHED, S.DISPATCHED, S.FAILED]
     assert [o.retry_in for o in outcomes] == [5.0, 10.0, None]
     recharge.refresh_from_db()
@@ -172,7 +177,8 @@ def test_a_transient_error_is_retried_and_then_delivered():
     (recharge,) = place(number="+525512349991")
     first = processor.recharge_process(recharge_id=recharge.pk, provider=SIM)
     assert first.status == S.DISPATCHED and first.retry_in == 5.0
-    assert processor.recharge_process(recharge_id=recharge.pk, provider=SIM).status == S.DELIVERED
+    again = processor.recharge_process(recharge_id=recharge.pk, provider=SIM, attempt=first.attempt)
+    assert again.status == S.DELIVERED
 
 
 def test_a_dispatched_row_whose_answer_was_lost_is_not_sent_twice():
@@ -184,15 +190,84 @@ def test_a_dispatched_row_whose_answer_was_lost_is_not_sent_twice():
         )
         (recharge,) = place()
         fake.slow_next(1.0)  # answer arrives after the client gave up
-        processor.recharge_process(recharge_id=recharge.pk, provider=provider)
+        first = processor.recharge_process(recharge_id=recharge.pk, provider=provider)
         recharge.refresh_from_db()
         if recharge.status == S.DISPATCHED:  # status lookup also raced: the retry asks again
-            processor.recharge_process(recharge_id=recharge.pk, provider=provider)
+            processor.recharge_process(
+                recharge_id=recharge.pk, provider=provider, attempt=first.attempt
+            )
         recharge.refresh_from_db()
         assert recharge.status == S.DELIVERED
         assert fake.calls[recharge.public_id] == 1
     finally:
         fake.stop()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_copies_of_a_recharges_task_at_once_call_the_provider_once(publishing):
+    """The sweeper re-enqueues a queued row whose message still waits behind a burst, so two
+    copies of its task can run together. The second finds the row dispatched by the first a
+    moment ago, whose call the provider lists only once answered: it leaves the row to the
+    first rather than asking, finding nothing and sending again. (``publishing``: the order's
+    own message goes to a queue nobody reads; the two copies are run here.)"""
+    fake = FakeReloadly().start()
+    fake.delay = 1.0
+    fake.list_after_answer = True
+    try:
+        provider = ReloadlyProvider(
+            client_id="i", client_secret="s", base_url=fake.url, auth_url=fake.url, timeout=5
+        )
+        (recharge,) = place()
+        outcomes: list[processor.Outcome] = []
+
+        def run() -> None:
+            outcomes.append(processor.recharge_process(recharge_id=recharge.pk, provider=provider))
+            connection.close()
+
+        first = threading.Thread(target=run)
+        first.start()
+        deadline = time.monotonic() + 10
+        while fake.calls[recharge.public_id] == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        second = threading.Thread(target=run)
+        second.start()
+        second.join()
+        first.join()
+        recharge.refresh_from_db()
+        assert recharge.status == S.DELIVERED and not recharge.refunded
+        assert fake.calls[recharge.public_id] == 1
+        assert sorted(o.status for o in outcomes) == [S.DELIVERED, S.DISPATCHED]
+        assert balance(recharge) == Decimal("95.00")
+        assert_ledger_balanced()
+    finally:
+        fake.stop()
+
+
+def test_a_task_for_an_earlier_attempt_leaves_the_recharge_to_the_later_one():
+    """Each retry carries the attempt that scheduled it; a copy for an attempt that has since
+    been overtaken does nothing, the current one goes on."""
+    (recharge,) = place(number="+525512349991")  # transient once, then delivered
+    first = processor.recharge_process(recharge_id=recharge.pk, provider=SIM)
+    assert first.status == S.DISPATCHED and first.attempt == 1
+    stale = processor.recharge_process(recharge_id=recharge.pk, provider=SIM, attempt=0)
+    assert stale == processor.Outcome(S.DISPATCHED)
+    assert Recharge.objects.get(pk=recharge.pk).attempts == 1
+    current = processor.recharge_process(recharge_id=recharge.pk, provider=SIM, attempt=1)
+    assert current.status == S.DELIVERED
+
+
+def test_a_dispatched_row_is_taken_over_only_once_quiet_past_the_sweepers_cutoff():
+    """A copy of a task without an attempt (a redelivered message, the sweeper's) reconciles a
+    dispatched row only if nothing has touched it since the cutoff it carries: by default
+    RECHARGE_STUCK_DISPATCHED_SECONDS ago, the sweeper's own when it sends one."""
+    (recharge,) = place(number="+525512349991")
+    processor.recharge_process(recharge_id=recharge.pk, provider=SIM)
+    untouched = processor.recharge_process(recharge_id=recharge.pk, provider=SIM)
+    assert untouched == processor.Outcome(S.DISPATCHED)
+    Recharge.objects.filter(pk=recharge.pk).update(
+        updated_at=timezone.now() - timedelta(seconds=301)
+    )
+    assert processor.recharge_process(recharge_id=recharge.pk, provider=SIM).status == S.DELIVERED
 
 
 # -- waitlists and the sweeper ---------------------------------------------------------------

@@ -71,7 +71,7 @@ def test_429s_slow_the_processor_down_and_fail_nothing(reloadly_settings, fake):
         for _ in range(30):
             if outcome.retry_in is None:
                 break
-            outcome = processor.recharge_process(recharge_id=recharge.pk)
+            outcome = processor.recharge_process(recharge_id=recharge.pk, attempt=outcome.attempt)
         recharge.refresh_from_db()
         assert recharge.status == S.DELIVERED, (recharge.status, recharge.failure_code)
         assert recharge.attempts == 1

@@ -1,5 +1,7 @@
 """Upstream airtime providers: the simulator and the Reloadly adapter against a local fake."""
 
+import threading
+import time
 from decimal import Decimal
 
 import pytest
@@ -91,6 +93,30 @@ def test_reloadly_duplicate_reference_returns_the_first_top_up(fake, reloadly):
     again = reloadly.send(request())
     assert again.transaction_id == first.transaction_id
     assert len(fake.topups) == 1
+
+
+def test_a_duplicate_reference_still_being_worked_on_upstream_is_pending_not_refused(
+    fake, reloadly
+):
+    """The provider holds our reference but does not list the top-up until it has answered
+    the first call: the duplicate's outcome is unknown, so it is pending (asked again later),
+    never a refusal that would refund a top-up the recipient is about to get."""
+    fake.list_after_answer = True
+    fake.slow_next(1.0)
+    slow = ReloadlyProvider(
+        client_id="id", client_secret="secret", base_url=fake.url, auth_url=fake.url, timeout=5
+    )
+    first: list[ProviderResult] = []
+    sending = threading.Thread(target=lambda: first.append(slow.send(request())))
+    sending.start()
+    deadline = time.monotonic() + 5
+    while fake.calls["rch_test1"] == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    again = reloadly.send(request())
+    sending.join()
+    assert again.status == ProviderResult.PENDING
+    assert first[0].status == ProviderResult.DELIVERED
+    assert reloadly.status("rch_test1").transaction_id == first[0].transaction_id
 
 
 def test_reloadly_unreachable_is_transient():

@@ -4,6 +4,11 @@
 
 1. Under the row lock, only a ``queued`` (or an in-flight ``dispatched``) row moves on.
    A product whose promotion is scheduled within the waitlist horizon is ``waitlisted``.
+   A ``dispatched`` row moves on only for the task its last attempt scheduled (``attempt``)
+   or once nothing has touched it since a cutoff (``quiet_since``: the sweeper's, or
+   RECHARGE_STUCK_DISPATCHED_SECONDS ago): any other copy of the task (a queued row the
+   sweeper re-enqueued while its message still waited, a redelivery) might otherwise call
+   the provider while the first call is still on its way.
 2. A ``dispatched`` row is first reconciled: the provider is asked for the outcome by our
    reference, so an earlier attempt whose answer was lost is never sent twice.
 3. The provider is called outside any database lock, with the recharge id as reference.
@@ -18,7 +23,7 @@ import logging
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from decimal import Decimal
 
 from django.conf import settings
@@ -50,6 +55,7 @@ S = Recharge.Status
 class Outcome:
     status: str
     retry_in: float | None = None
+    attempt: int | None = None  # the attempt a retry continues (``recharge_process(attempt=)``)
 
 
 def _lock(recharge_id: int) -> Recharge:
@@ -183,7 +189,7 @@ def _apply_result(recharge_id: int, result: ProviderResult, provider_name: str) 
         recharge.provider_response = result.raw
         recharge.provider_transaction_id = result.transaction_id
         recharge.save(update_fields=["provider_response", "provider_transaction_id"])
-        return Outcome(S.DISPATCHED, retry_in=backoff(recharge.attempts))
+        return Outcome(S.DISPATCHED, retry_in=backoff(recharge.attempts), attempt=recharge.attempts)
 
 
 def _give_up_or_retry(recharge_id: int, *, code: str, message: str) -> Outcome:
@@ -193,7 +199,7 @@ def _give_up_or_retry(recharge_id: int, *, code: str, message: str) -> Outcome:
             return Outcome(recharge.status)
         if recharge.attempts >= settings.RECHARGE_MAX_ATTEMPTS:
             return _fail(recharge, code=code, message=message)
-        return Outcome(S.DISPATCHED, retry_in=backoff(recharge.attempts))
+        return Outcome(S.DISPATCHED, retry_in=backoff(recharge.attempts), attempt=recharge.attempts)
 
 
 RATE_LIMITED = "upstream_rate_limited"
@@ -209,11 +215,29 @@ def _not_counted(recharge_id: int, *, retry_in: float) -> Outcome:
             recharge.attempts -= 1
             recharge.save(update_fields=["attempts"])
         jitter = random.uniform(0, min(retry_in, 5.0))  # noqa: S311 (spreading, not a secret)
-        return Outcome(S.DISPATCHED, retry_in=retry_in + jitter)
+        return Outcome(S.DISPATCHED, retry_in=retry_in + jitter, attempt=recharge.attempts)
 
 
-def recharge_process(*, recharge_id: int, provider=None) -> Outcome:
-    """Move one recharge forward as far as it can go now; see the module docstring."""
+def _taken_over(recharge: Recharge, *, attempt: int | None, quiet_since: datetime | None) -> bool:
+    """May this task go on with a ``dispatched`` row (step 1 of the module docstring)?"""
+    if attempt is not None:
+        return attempt == recharge.attempts
+    if quiet_since is None:
+        stuck = timedelta(seconds=settings.RECHARGE_STUCK_DISPATCHED_SECONDS)
+        quiet_since = timezone.now() - stuck
+    return recharge.updated_at <= quiet_since
+
+
+def recharge_process(
+    *,
+    recharge_id: int,
+    provider=None,
+    attempt: int | None = None,
+    quiet_since: datetime | None = None,
+) -> Outcome:
+    """Move one recharge forward as far as it can go now; see the module docstring.
+    ``attempt``: the attempt whose retry this is (``Outcome.attempt``); ``quiet_since``: take
+    over a dispatched row that nothing has touched since then (the sweeper's cutoff)."""
     with transaction.atomic():
         recharge = _lock(recharge_id)
         if recharge.status == S.QUEUED:
@@ -232,8 +256,11 @@ def recharge_process(*, recharge_id: int, provider=None) -> Outcome:
             transition(recharge, S.DISPATCHED, extra_fields={"attempts": recharge.attempts + 1})
             reconcile_first = False
         elif recharge.status == S.DISPATCHED and recharge.livemode:
+            if not _taken_over(recharge, attempt=attempt, quiet_since=quiet_since):
+                return Outcome(recharge.status)  # another task has it in hand
             recharge.attempts += 1
-            recharge.save(update_fields=["attempts"])
+            recharge.updated_at = timezone.now()
+            recharge.save(update_fields=["attempts", "updated_at"])
             reconcile_first = True
         else:
             return Outcome(recharge.status)  # final, waitlisted, or a sandbox row in flight
@@ -278,9 +305,9 @@ def recharge_process(*, recharge_id: int, provider=None) -> Outcome:
     return _apply_result(recharge_id, result, provider.name)
 
 
-def recharges_due() -> dict[str, list[int]]:
+def recharges_due(*, now: datetime | None = None) -> dict[str, list[int]]:
     """What the sweeper should look at now: lost messages, stuck calls, opened waitlists."""
-    now = timezone.now()
+    now = now or timezone.now()
     stuck_queued = now - timedelta(seconds=settings.RECHARGE_STUCK_QUEUED_SECONDS)
     stuck_dispatched = now - timedelta(seconds=settings.RECHARGE_STUCK_DISPATCHED_SECONDS)
     return {

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import logging
 import random
+from datetime import UTC, datetime, timedelta
 
 from celery import shared_task
 from django.conf import settings
+from django.utils import timezone
 
 from orders.recharges import processor, throttle
 from reseller.tasks import enqueue
@@ -17,18 +19,26 @@ logger = logging.getLogger(__name__)
 
 
 @shared_task(acks_late=True, reject_on_worker_lost=True, ignore_result=True)
-def recharge_process_task(recharge_id: int) -> str:
+def recharge_process_task(
+    recharge_id: int, attempt: int | None = None, quiet_since: float | None = None
+) -> str:
     """One recharge, within the provider's ceiling of calls in flight: a thread waits a few
-    seconds for a slot, then hands the recharge back to the queue for a little later."""
+    seconds for a slot, then hands the recharge back to the queue for a little later.
+    ``attempt``: set on a retry, the attempt it continues; ``quiet_since`` (a Unix time): set
+    by the sweeper, the cutoff under which it found the row stuck (processor, step 1)."""
     provider = settings.AIRTIME_PROVIDER
     with throttle.provider_slot(provider, wait=settings.PROVIDER_SLOT_WAIT_SECONDS) as held:
         if not held:
             later = 1.0 + random.uniform(0, 2.0)  # noqa: S311 (spreading, not a secret)
-            enqueue(recharge_process_task, recharge_id, countdown=later)
+            enqueue(recharge_process_task, recharge_id, attempt, quiet_since, countdown=later)
             return "throttled"
-        outcome = processor.recharge_process(recharge_id=recharge_id)
+        outcome = processor.recharge_process(
+            recharge_id=recharge_id,
+            attempt=attempt,
+            quiet_since=None if quiet_since is None else datetime.fromtimestamp(quiet_since, UTC),
+        )
     if outcome.retry_in is not None:
-        enqueue(recharge_process_task, recharge_id, countdown=outcome.retry_in)
+        enqueue(recharge_process_task, recharge_id, outcome.attempt, countdown=outcome.retry_in)
     return outcome.status
 
 
@@ -36,11 +46,15 @@ def recharge_process_task(recharge_id: int) -> str:
 def recharges_sweep_task() -> dict[str, int]:
     """Every 30 s (beat): re-enqueue lost or stuck recharges and release opened waitlists."""
     sandbox_settle()
-    due = processor.recharges_due()
+    now = timezone.now()
+    due = processor.recharges_due(now=now)
     for recharge_id in due["waitlisted"]:
         processor.waitlist_release(recharge_id=recharge_id)
-    for recharge_id in due["queued"] + due["dispatched"] + due["waitlisted"]:
+    for recharge_id in due["queued"] + due["waitlisted"]:
         enqueue(recharge_process_task, recharge_id)
+    stuck = now - timedelta(seconds=settings.RECHARGE_STUCK_DISPATCHED_SECONDS)
+    for recharge_id in due["dispatched"]:
+        enqueue(recharge_process_task, recharge_id, None, stuck.timestamp())
     for recharge_id in due["card_refunds"]:
         processor.card_refund_send(recharge_id=recharge_id)
     counts = {name: len(ids) for name, ids in due.items()}

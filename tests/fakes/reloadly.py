@@ -27,6 +27,10 @@ class FakeReloadly:
         self.calls: Counter[str] = Counter()
         self.script: deque[tuple[str, object]] = deque()
         self.delay = 0.0  # seconds every top-up takes, to keep work in flight
+        # A provider that lists a top-up in its reports only once it has answered the call
+        # (while it works, a lookup finds nothing, but the reference is already taken).
+        self.list_after_answer = False
+        self.answered: set[str] = set()
         self.active = 0  # top-up calls being answered now
         self.max_concurrent_topups = 0
         self._ids = itertools.count(1000)
@@ -179,6 +183,8 @@ class FakeReloadly:
                     time.sleep(float(action[1]))
                 elif fake.delay:
                     time.sleep(fake.delay)
+                with fake.lock:
+                    fake.answered.add(reference)
                 return self._send(200, record)
 
             def do_GET(self):
@@ -191,6 +197,8 @@ class FakeReloadly:
                     reference = parse_qs(url.query).get("customIdentifier", [""])[0]
                     with fake.lock:
                         found = fake.topups.get(reference)
+                        if fake.list_after_answer and reference not in fake.answered:
+                            found = None
                     return self._send(200, {"content": [found] if found else []})
                 return self._send(404, {"message": "not found"})
 

@@ -194,9 +194,13 @@ class ReloadlyProvider:
                 f"Reloadly error {response.status_code}", code="upstream_unavailable", raw=body
             )
         if response.status_code == 409 or body.get("errorCode") == "DUPLICATED_CUSTOM_IDENTIFIER":
+            # Reloadly holds a top-up under our reference: the earlier call's outcome, or
+            # pending while that call is still being worked on (not listed yet). Never a
+            # refusal: failing would refund a top-up the recipient is about to receive.
             found = self.status(request.reference)
-            if found is not None:
-                return found
+            return found or ProviderResult(
+                status=ProviderResult.PENDING, transaction_id="", raw=body
+            )
         if response.status_code >= 400:
             raise PermanentError(
                 body.get("message") or f"refused ({response.status_code})",
