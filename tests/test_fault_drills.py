@@ -19,12 +19,10 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 import urllib.error
 import urllib.request
-import uuid
 from decimal import Decimal
 from pathlib import Path
 
@@ -39,6 +37,7 @@ from catalog import services as catalog_services
 from orders.models import Order, Payment, Recharge
 from tests.factories import UserFactory, make_key
 from tests.helpers import assert_ledger_balanced
+from tests.servers import free_port, gunicorn_serving
 from wallet.models import LedgerEntry, Wallet
 from wallet.services import wallet_topup_manual
 
@@ -192,17 +191,11 @@ def test_killing_the_database_connection_of_a_waiting_b2b_request_writes_nothing
 # -- 2. Redis dies and comes back under a real gunicorn ------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class Redis:
     """A private redis-server on a free port, stopped and started again on the same port."""
 
     def __init__(self, tmp: Path):
-        self.port = _free_port()
+        self.port = free_port()
         self.tmp = tmp
         self.proc: subprocess.Popen | None = None
 
@@ -241,7 +234,7 @@ def redis_server(tmp_path):
 @pytest.fixture
 def live_gunicorn(redis_server, tmp_path):
     env = {"REDIS_URL": f"redis://127.0.0.1:{redis_server.port}/0", "ALLOWED_HOSTS": "127.0.0.1"}
-    for port in _gunicorn(env, tmp_path, "gunicorn"):
+    for port in gunicorn_serving(env, tmp_path, "gunicorn"):
         yield f"http://127.0.0.1:{port}"
 
 
@@ -391,56 +384,12 @@ PROXY_ADDRESS = "127.0.0.9"  # nginx connects to gunicorn from here: the one tru
 PROXY_LOGIN_LIMIT = 5
 
 
-def _gunicorn(env_extra: dict, tmp_path: Path, name: str):
-    """A production-settings gunicorn on a free port; yields its base URL, then stops it."""
-    port = _free_port()
-    env = (
-        {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "CELERY_"))}
-        | {
-            "DJANGO_SETTINGS_MODULE": "reseller.settings.production",
-            "DATABASE_URL": _db_url(),
-            "SECRET_KEY": "drill-" + uuid.uuid4().hex * 2,
-            "SECURE_SSL_REDIRECT": "false",
-            "ALLOWED_HOSTS": "*",
-            "CONN_MAX_AGE": "0",
-            "LOG_LEVEL": "WARNING",
-        }
-        | env_extra
-    )
-    log_path = tmp_path / f"{name}.log"
-    log = log_path.open("w")
-    proc = subprocess.Popen(
-        [str(Path(sys.executable).parent / "gunicorn"), "reseller.wsgi:application",
-         "--bind", f"127.0.0.1:{port}", "--workers", "1", "--worker-class", "gthread",
-         "--threads", "4", "--timeout", "60"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-    )  # fmt: skip
-
-    def up() -> bool:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2):
-                return True
-        except OSError:
-            return False
-
-    try:
-        assert _wait_for(up, timeout=30, step=0.2), log_path.read_text()
-        yield port
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
-
-
 @pytest.fixture
 def gunicorn_behind_proxy(tmp_path):
     import redis
 
     redis.Redis.from_url("redis://127.0.0.1:6379/14").flushdb()  # the drill's own counters
-    yield from _gunicorn(
+    yield from gunicorn_serving(
         {
             "TRUSTED_PROXIES": PROXY_ADDRESS,
             "REDIS_URL": "redis://127.0.0.1:6379/14",
@@ -457,7 +406,7 @@ def nginx(gunicorn_behind_proxy, tmp_path):
     binary = shutil.which("nginx") or "/usr/sbin/nginx"
     if not Path(binary).exists():
         pytest.fail("nginx is not installed: scripts/setup.sh --browser installs it")
-    port = _free_port()
+    port = free_port()
     temp = tmp_path / "nginx"
     temp.mkdir()
     user = "user root;" if os.geteuid() == 0 else ""
