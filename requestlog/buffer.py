@@ -2,11 +2,13 @@
 
 The request thread only appends a ``Capture`` to a bounded deque (no I/O, no lock on the way
 in). A daemon thread of the same process wakes every second, or as soon as 500 wait, and
-writes what is waiting, one plain INSERT per 25 rows, on its own database connection; the
-redaction runs there too. It gives the interpreter lock away between rows and batches, so a
-request thread coming back from the database never waits long for it. When the buffer is
-full a capture is dropped and counted: the request never waits for the log. At exit (a
-gunicorn worker's graceful stop) what is left is written once more.
+hands what is waiting to gunicorn's writer process (``requestlog.writer``), which redacts
+and writes it. Without one (runserver, tests) or when it is full, the thread writes itself,
+25 rows per statement, on its own database connection, redaction included; it gives the
+interpreter lock away between rows, so a request thread coming back from the database never
+waits long for it. When the buffer is full a capture is dropped and counted: the request
+never waits for the log. At exit (a gunicorn worker's graceful stop) what is left is handed
+over or written once more.
 
 The thread starts with the first capture of a request that came through a WSGI server (its
 environ names ``SERVER_SOFTWARE``: gunicorn, runserver). Django's test client names none, so
@@ -24,9 +26,12 @@ from collections import deque
 
 from django.db import close_old_connections, connections
 
+from requestlog import writer
 from requestlog.services import Capture, api_requests_record
 
 logger = logging.getLogger(__name__)
+
+HANDOVER_BATCH = 250  # captures per batch handed to the writer process
 
 
 class RequestLogBuffer:
@@ -55,6 +60,7 @@ class RequestLogBuffer:
         self._thread: threading.Thread | None = None
         self.dropped = 0
         self.written = 0
+        self.handed_over = 0
         self.failed = 0
 
     def __len__(self) -> int:
@@ -81,32 +87,48 @@ class RequestLogBuffer:
         self._rows.clear()
 
     def flush(self) -> int:
-        """Write everything waiting, a batch per INSERT, in the calling thread. A batch the
-        database refuses is dropped (logged and counted), never retried forever."""
+        """Write everything waiting: handed to the writer process when gunicorn runs one
+        (``requestlog.writer``), else (or when it is full) written here, a batch per
+        statement, in the calling thread. Returns how many rows this thread wrote. A batch
+        the database refuses is dropped (logged and counted), never retried forever."""
         written = 0
+        handed = 0
         with self._flush_lock:
             while self._rows:
-                batch: list[Capture] = []
-                while len(batch) < self.batch_size:
-                    try:
-                        batch.append(self._rows.popleft())
-                    except IndexError:
-                        break
-                try:
-                    written += api_requests_record(captures=batch)
-                except Exception as exc:
-                    with self._lock:
-                        self.failed += len(batch)
-                    logger.warning(
-                        "request log: %d requests not written (%s: %s)",
-                        len(batch),
-                        type(exc).__name__,
-                        str(exc)[:200],
-                    )
-                time.sleep(0)  # hand the interpreter lock to waiting request threads
+                batch = self._take(HANDOVER_BATCH if writer.handoff is not None else 0)
+                if writer.hand_over(batch):
+                    handed += len(batch)
+                    continue
+                for start in range(0, len(batch), self.batch_size):
+                    written += self._record(batch[start : start + self.batch_size])
+                    time.sleep(0)  # hand the interpreter lock to waiting request threads
         with self._lock:
             self.written += written
+            self.handed_over += handed
         return written
+
+    def _take(self, most: int) -> list[Capture]:
+        batch: list[Capture] = []
+        while len(batch) < (most or self.batch_size):
+            try:
+                batch.append(self._rows.popleft())
+            except IndexError:
+                break
+        return batch
+
+    def _record(self, batch: list[Capture]) -> int:
+        try:
+            return api_requests_record(captures=batch)
+        except Exception as exc:
+            with self._lock:
+                self.failed += len(batch)
+            logger.warning(
+                "request log: %d requests not written (%s: %s)",
+                len(batch),
+                type(exc).__name__,
+                str(exc)[:200],
+            )
+            return 0
 
     # -- the writing thread ----------------------------------------------------------------
     def _start(self) -> None:

@@ -7,22 +7,25 @@ from __future__ import annotations
 import json
 import re
 import time
+import urllib.request
 from datetime import timedelta
 from decimal import Decimal
 
 import pytest
 from django.contrib import admin
+from django.db import connection
 from django.test import Client
 from django.utils import timezone
 
 from accounts.services import account_set_b2b
-from requestlog import redact
+from requestlog import redact, writer
 from requestlog.buffer import RequestLogBuffer, buffer
 from requestlog.models import BODY_LIMIT, ApiRequest
 from requestlog.services import Capture, api_requests_prune
 from requestlog.tasks import requestlog_prune_task
 from tests.factories import UserFactory, make_key
 from tests.helpers import bearer, client_for
+from tests.servers import gunicorn_serving
 from wallet.services import wallet_topup_manual
 
 pytestmark = pytest.mark.django_db
@@ -496,3 +499,40 @@ def test_the_prune_task_is_scheduled_and_the_model_is_in_the_admin(settings):
     schedule = {entry["task"] for entry in settings.CELERY_BEAT_SCHEDULE.values()}
     assert "requestlog.tasks.requestlog_prune_task" in schedule
     assert admin.site.is_registered(ApiRequest)
+
+
+def _me(port: int, plaintext: str) -> int:
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}/api/v1/auth/me", headers={"x-api-key": plaintext}
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return response.status
+
+
+@pytest.mark.django_db(transaction=True)
+def test_under_gunicorn_a_writer_process_of_its_own_writes_every_request(tmp_path):
+    """Gunicorn's master starts the log's writer process before it forks its workers
+    (gunicorn.conf.py): the workers hand their captures over, the writer's own connection
+    (its application_name) writes them, and what was still waiting at a graceful stop is
+    written before the master exits."""
+    user = UserFactory()
+    key, plaintext = make_key(user)
+    env = {"REDIS_URL": "redis://127.0.0.1:6379/14"}
+    server = gunicorn_serving(env, tmp_path, "gunicorn-log", workers=2)
+    port = next(server)
+    try:
+        assert all(_me(port, plaintext) == 200 for _ in range(40))
+        deadline = time.monotonic() + 20
+        while ApiRequest.objects.filter(api_key=key).count() < 40:
+            assert time.monotonic() < deadline, ApiRequest.objects.count()
+            time.sleep(0.1)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s",
+                [writer.APPLICATION_NAME],
+            )
+            assert cursor.fetchone()[0] == 1
+        assert all(_me(port, plaintext) == 200 for _ in range(10))
+    finally:
+        server.close()  # SIGTERM at once: the last ten are still in the workers' buffers
+    assert ApiRequest.objects.filter(api_key=key, path="/api/v1/auth/me").count() == 50
