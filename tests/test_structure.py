@@ -12,7 +12,19 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-APPS = ("accounts", "catalog", "orders", "wallet", "backoffice", "reseller", "emails", "requestlog")
+APPS = (
+    "accounts",
+    "catalog",
+    "orders",
+    "wallet",
+    "backoffice",
+    "reseller",
+    "emails",
+    "requestlog",
+    "webhooks",
+    "recipients",
+    "sandbox",
+)
 
 
 def _modules() -> dict[str, Path]:

@@ -38,7 +38,7 @@ from wallet.services import (
     wallet_lock,
     wallet_set_threshold,
 )
-from webhooks.delivery import endpoint_drain, retry_delay
+from webhooks.delivery import endpoint_drain, endpoints_due, retry_delay
 from webhooks.models import Delivery, Event, WebhookEndpoint
 from webhooks.services import endpoint_create, endpoint_rotate_secret
 from webhooks.signature import SignatureVerificationError, signature_header, verify_signature
@@ -535,17 +535,31 @@ def test_a_burst_during_a_drain_publishes_one_task(private_ok):
         receiver.stop()
 
 
-def test_a_drain_out_of_budget_hands_the_endpoint_back(private_ok, receiver):
-    """A drain that spends its budget releases the endpoint and publishes a new drain for the
-    rest (inline here), instead of leaving it to the sweeper."""
+def test_a_drain_out_of_budget_hands_the_endpoint_back(private_ok, receiver, settings):
+    """A drain task that spends its budget releases the endpoint and publishes a new drain for
+    the rest (inline here), instead of leaving it to the sweeper."""
+    from webhooks.tasks import endpoint_drain_task
+
+    settings.WEBHOOK_DRAIN_BUDGET = 2
     user = UserFactory()
     endpoint = endpoint_for(user, receiver)
     for _ in range(5):
         fund(user, "1.00")  # the wake-ups run at commit; this test's transaction never commits
     assert Delivery.objects.filter(state="pending").count() == 5
-    assert endpoint_drain(endpoint.pk, budget=2) == 2
+    assert endpoint_drain_task(endpoint.pk) == 2
     assert Delivery.objects.filter(state="succeeded").count() == 5
     assert len(receiver.events()) == 5
+
+
+def test_a_drain_without_a_hand_back_leaves_the_rest_to_the_sweeper(private_ok, receiver):
+    user = UserFactory()
+    endpoint = endpoint_for(user, receiver)
+    for _ in range(5):
+        fund(user, "1.00")
+    assert endpoint_drain(endpoint.pk, budget=2) == 2
+    assert Delivery.objects.filter(state="succeeded").count() == 2
+    assert Delivery.objects.filter(state="pending").count() == 3
+    assert endpoints_due() == [endpoint.pk]
 
 
 def test_a_drain_lingers_only_while_a_lingering_slot_is_free(private_ok, receiver, settings):

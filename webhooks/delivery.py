@@ -15,6 +15,7 @@ import random
 import secrets
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -178,7 +179,11 @@ def _linger_slots() -> threading.BoundedSemaphore:
 
 
 def endpoint_drain(
-    endpoint_id: int, *, budget: int | None = None, linger: float | None = None
+    endpoint_id: int,
+    *,
+    budget: int | None = None,
+    linger: float | None = None,
+    hand_back: Callable[[int], None] | None = None,
 ) -> int:
     """Send an endpoint's due deliveries; returns how many were tried.
 
@@ -186,8 +191,9 @@ def endpoint_drain(
     due deliveries again after releasing it, so none committed meanwhile is left behind.
     With nothing due, the holder waits ``WEBHOOK_DRAIN_LINGER_SECONDS`` once for more, when a
     lingering slot of this process is free: a steady stream of events is then sent in batches
-    by one drain instead of one task per event. With its budget spent it hands the endpoint
-    back to the queue.
+    by one drain instead of one task per event. With its budget spent and more due, it gives
+    the endpoint to ``hand_back`` (the task module's re-publish; this module imports no task)
+    or, without one, leaves it to the sweeper.
     """
     budget = budget or settings.WEBHOOK_DRAIN_BUDGET
     linger = settings.WEBHOOK_DRAIN_LINGER_SECONDS if linger is None else linger
@@ -221,9 +227,8 @@ def endpoint_drain(
         if stop or not _due(endpoint_id, 1):
             return tried
         if tried >= budget:
-            from webhooks.tasks import endpoints_wake
-
-            endpoints_wake(endpoint_ids=[endpoint_id])
+            if hand_back is not None:
+                hand_back(endpoint_id)
             return tried
 
 
@@ -424,6 +429,7 @@ def endpoints_due(*, limit: int = 500) -> list[int]:
             endpoint__status=WebhookEndpoint.Status.ENABLED,
         )
         .filter(Q(endpoint__lease_until__isnull=True) | Q(endpoint__lease_until__lt=now))
+        .order_by()  # the model's ordering would make DISTINCT keep one row per delivery
         .values_list("endpoint_id", flat=True)
         .distinct()[:limit]
     )

@@ -15,7 +15,12 @@ logger = logging.getLogger(__name__)
 
 @shared_task(acks_late=True, reject_on_worker_lost=True, ignore_result=True)
 def endpoint_drain_task(endpoint_id: int) -> int:
-    return delivery.endpoint_drain(endpoint_id)
+    return delivery.endpoint_drain(endpoint_id, hand_back=_hand_back)
+
+
+def _hand_back(endpoint_id: int) -> None:
+    """A drain that spent its budget with more due: a new drain, behind the other endpoints."""
+    endpoints_wake(endpoint_ids=[endpoint_id])
 
 
 @shared_task(ignore_result=True)
