@@ -41,8 +41,10 @@ class ApiKeyAuthentication(BaseAuthentication):
             key = api_key_verify(plaintext=plaintext.strip())
         except CredentialRefused as exc:  # a 401: tell the caller which schemes we accept
             exc.headers.setdefault("WWW-Authenticate", self.authenticate_header(request))
+            _note_refused(request, exc.api_key)
             raise
         if key.ip_whitelist and client_ip(request) not in key.ip_whitelist:
+            _note_refused(request, key)
             raise IpNotAllowed()
         services.api_key_mark_used(key=key)
         return key.user, key
@@ -51,6 +53,18 @@ class ApiKeyAuthentication(BaseAuthentication):
         """Both schemes the API accepts, the JWT one first (RFC 9110 lists challenges)."""
         bearer = JWTAuthentication().authenticate_header(request)
         return f'{bearer}, ApiKey realm="api", header="{API_KEY_HEADER}"'
+
+
+def _note_refused(request: Request, key: ApiKey | None) -> None:
+    """Remember a key whose secret was proved but which is refused (revoked, or outside its
+    IP whitelist) on the underlying request, for its request log (``refused_api_key``)."""
+    if key is not None:
+        request._request.refused_api_key = key  # type: ignore[attr-defined]
+
+
+def refused_api_key(request) -> ApiKey | None:
+    """The key refused on this request after its secret was proved, if any."""
+    return getattr(request, "refused_api_key", None)
 
 
 def request_api_key(request: Request) -> ApiKey | None:

@@ -1,3 +1,5 @@
+from typing import Any
+
 from django.utils.translation import gettext_lazy as _
 from rest_framework import exceptions as drf_exceptions
 
@@ -36,7 +38,11 @@ class CredentialRefused(ApplicationError, drf_exceptions.APIException):  # type:
 
     Also a DRF ``APIException`` only so that DRF marks the request unauthenticated before the
     error is rendered; the exception handler treats it as the ApplicationError it is.
+    ``api_key``: the key whose secret the caller proved (revoked, or used from an address
+    outside its whitelist), so the refusal can be shown in that key's request log.
     """
+
+    api_key: Any = None
 
 
 class AmbiguousCredentials(CredentialRefused):

@@ -38,7 +38,9 @@ def api_key_verify(*, plaintext: str) -> ApiKey:
     if key is None or not matches:
         raise InvalidApiKey()
     if key.revoked_at is not None:
-        raise ApiKeyRevoked()
+        revoked = ApiKeyRevoked()
+        revoked.api_key = key  # the secret matched: the refusal belongs in this key's log
+        raise revoked
     if not key.user.is_active or key.user.account_id != key.account_id:
         raise InvalidApiKey()
     key.user.account = key.account  # the same row, already loaded: no second query

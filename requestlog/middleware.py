@@ -3,7 +3,10 @@
 Under ``/api/`` with an ``x-api-key`` header, it reads the body before the view (DRF would
 otherwise consume the stream) and, once the answer exists, hands plain values to the buffer
 if DRF authenticated the request with a key: no database, no redaction, no parsing on the
-request's path. Web sessions (JWT or the site's cookie) and refused keys are not logged.
+request's path. A key refused after its secret was proved (revoked, or outside its IP
+whitelist) is logged too, at most ``REFUSED_PER_MINUTE`` of its refusals a minute: refusals
+use no rate-limit quota, so without the cap a leaked revoked key could fill its account's log.
+Web sessions (JWT or the site's cookie) and unknown or malformed keys are not logged.
 """
 
 from __future__ import annotations
@@ -16,12 +19,15 @@ from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, UnreadablePostError
 from django.http.request import RawPostDataException
 
-from accounts.authentication import request_api_key
+from accounts.authentication import refused_api_key, request_api_key
 from requestlog.buffer import buffer
 from requestlog.services import CAPTURE_LIMIT, Capture
+from reseller import ratelimit
 from reseller.middleware import is_api_path
 
 logger = logging.getLogger(__name__)
+
+REFUSED_PER_MINUTE = 60
 
 
 class RequestLogMiddleware:
@@ -60,7 +66,9 @@ class RequestLogMiddleware:
     ) -> None:
         key = request_api_key(request)  # type: ignore[arg-type]  # DRF copies auth here
         if key is None:
-            return
+            key = refused_api_key(request)
+            if key is None or not _refusal_logged(key.pk):
+                return
         meta = request.META
         if response.streaming:
             response_head: bytes | None = None
@@ -90,6 +98,12 @@ class RequestLogMiddleware:
             ),
             background="SERVER_SOFTWARE" in meta,
         )
+
+
+def _refusal_logged(key_id: int) -> bool:
+    """Whether this refusal of the key fits in its per-minute share of the log."""
+    decision = ratelimit.hit("requestlog-refused", str(key_id), limit=REFUSED_PER_MINUTE, window=60)
+    return decision.allowed
 
 
 def _length(value: str | None) -> int:

@@ -17,7 +17,7 @@ from django.db import connection
 from django.test import Client
 from django.utils import timezone
 
-from accounts.services import account_set_b2b
+from accounts.services import account_set_b2b, api_key_revoke, api_key_set_whitelist
 from requestlog import redact, writer
 from requestlog.buffer import RequestLogBuffer, buffer
 from requestlog.models import BODY_LIMIT, ApiRequest
@@ -157,6 +157,41 @@ def test_a_refused_key_is_not_logged_it_belongs_to_no_one(shop):
     _user, _key, plaintext = shop
     assert client_for(plaintext[:-2] + "xx").get("/api/v1/auth/me").status_code == 401
     assert _flushed() == []
+
+
+def test_a_revoked_key_used_with_its_secret_shows_the_refusal_in_its_own_log(shop):
+    """Its holder proved the secret: the 401 is that key's, and its owner should see it."""
+    user, key, plaintext = shop
+    api_key_revoke(key=key, by=user)
+    assert client_for(plaintext).get("/api/v1/auth/me").status_code == 401
+    [entry] = _flushed()
+    assert (entry.api_key_id, entry.account_id) == (key.pk, user.account_id)
+    assert (entry.status, entry.error_code) == (401, "api_key_revoked")
+
+
+def test_a_key_used_from_outside_its_whitelist_shows_the_403_in_its_log(shop):
+    _user, key, plaintext = shop
+    api_key_set_whitelist(key=key, ip_whitelist=["203.0.113.7"])
+    assert client_for(plaintext).get("/api/v1/auth/me").status_code == 403  # from 127.0.0.1
+    [entry] = _flushed()
+    assert (entry.api_key_id, entry.status, entry.error_code) == (key.pk, 403, "ip_not_allowed")
+
+
+def test_refusals_of_one_key_fill_at_most_its_share_of_the_log_each_minute(shop):
+    """Refusals use no rate-limit quota: a leaked revoked key must not flood its account's
+    log (REFUSED_PER_MINUTE), while a working key of the same account is still logged."""
+    from requestlog.middleware import REFUSED_PER_MINUTE
+
+    user, key, plaintext = shop
+    _other, other_plaintext = make_key(user, mode="live", name="Other")
+    api_key_revoke(key=key, by=user)
+    revoked = client_for(plaintext)
+    for _ in range(REFUSED_PER_MINUTE + 5):
+        assert revoked.get("/api/v1/auth/me").status_code == 401
+    assert client_for(other_plaintext).get("/api/v1/auth/me").status_code == 200
+    entries = _flushed()
+    assert sum(entry.api_key_id == key.pk for entry in entries) == REFUSED_PER_MINUTE
+    assert sum(entry.status == 200 for entry in entries) == 1
 
 
 def test_nothing_is_captured_when_the_log_is_off(shop, settings):
