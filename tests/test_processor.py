@@ -13,6 +13,7 @@ from django.utils import timezone
 from orders.models import Payment, Recharge
 from orders.pricing import LineRequest
 from orders.recharges import processor
+from orders.recharges.providers import TransientError
 from orders.recharges.providers.reloadly import ReloadlyProvider
 from orders.recharges.providers.simulator import SimulatorProvider
 from orders.recharges.state import ALLOWED, IllegalTransition, transition
@@ -254,6 +255,56 @@ def test_a_task_for_an_earlier_attempt_leaves_the_recharge_to_the_later_one():
     assert Recharge.objects.get(pk=recharge.pk).attempts == 1
     current = processor.recharge_process(recharge_id=recharge.pk, provider=SIM, attempt=1)
     assert current.status == S.DELIVERED
+
+
+def test_a_retry_scheduled_before_a_staff_retry_never_takes_over_the_new_cycle():
+    """A staff retry starts the attempts at 0 again: a retry message scheduled in the earlier
+    cycle (for its attempt 1) must not take over attempt 1 of the new one while that call may
+    still be on its way."""
+    staff = UserFactory(is_staff=True)
+    (recharge,) = place(number="+525512349993")  # a timeout with nothing upstream: a retry
+    earlier = processor.recharge_process(recharge_id=recharge.pk, provider=SIM)
+    assert earlier.status == S.DISPATCHED and earlier.retry_in is not None
+    processor.recharge_fail_by_staff(recharge_id=recharge.pk, actor=staff, reason="stuck")
+    processor.recharge_retry(recharge_id=recharge.pk, actor=staff)
+    current = processor.recharge_process(recharge_id=recharge.pk, provider=SIM)
+    assert current.status == S.DISPATCHED
+    assert Recharge.objects.get(pk=recharge.pk).attempts == 1 == earlier.attempt
+
+    stale = processor.recharge_process(
+        recharge_id=recharge.pk, provider=SIM, attempt=earlier.attempt
+    )
+    assert stale == processor.Outcome(S.DISPATCHED)
+    assert Recharge.objects.get(pk=recharge.pk).attempts == 1  # untouched: nothing was sent
+    going_on = processor.recharge_process(
+        recharge_id=recharge.pk, provider=SIM, attempt=current.attempt
+    )
+    assert going_on.status == S.DISPATCHED
+    assert Recharge.objects.get(pk=recharge.pk).attempts == 2
+    assert_ledger_balanced()
+
+
+class _BusyProvider:
+    """A provider that answers 503 with Retry-After: 30 (a third party's answer, faked)."""
+
+    name = "busy"
+
+    def send(self, request):
+        raise TransientError("busy", code="upstream_unavailable", retry_after=30.0)
+
+    def status(self, reference):
+        return None
+
+
+def test_a_transient_error_with_retry_after_keeps_the_attempt_its_retry_continues():
+    (recharge,) = place()
+    outcome = processor.recharge_process(recharge_id=recharge.pk, provider=_BusyProvider())
+    assert outcome.status == S.DISPATCHED and outcome.retry_in == 30.0
+    assert outcome.attempt == processor.attempt_token(Recharge.objects.get(pk=recharge.pk))
+    retried = processor.recharge_process(
+        recharge_id=recharge.pk, provider=SIM, attempt=outcome.attempt
+    )
+    assert retried.status == S.DELIVERED
 
 
 def test_a_dispatched_row_is_taken_over_only_once_quiet_past_the_sweepers_cutoff():

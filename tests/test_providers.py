@@ -119,6 +119,16 @@ def test_a_duplicate_reference_still_being_worked_on_upstream_is_pending_not_ref
     assert reloadly.status("rch_test1").transaction_id == first[0].transaction_id
 
 
+def test_a_duplicate_reference_whose_lookup_fails_is_pending_not_refused(fake, reloadly):
+    """Reloadly refused the reference as a duplicate, so the top-up is theirs; a lookup that
+    fails at that moment (502) makes it pending, never an error that could end in a refund."""
+    first = reloadly.send(request())
+    fake.fail_next_lookup(502)
+    again = reloadly.send(request())
+    assert again.status == ProviderResult.PENDING
+    assert reloadly.status("rch_test1").transaction_id == first.transaction_id
+
+
 def test_reloadly_unreachable_is_transient():
     provider = ReloadlyProvider(
         client_id="id",

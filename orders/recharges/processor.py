@@ -58,6 +58,16 @@ class Outcome:
     attempt: int | None = None  # the attempt a retry continues (``recharge_process(attempt=)``)
 
 
+# A staff retry starts a recharge's attempts at 0 again: the attempt a retry carries is set
+# apart per staff retry, so one scheduled before it never matches an attempt after it.
+ATTEMPTS_PER_RETRY = 10_000
+
+
+def attempt_token(recharge: Recharge) -> int:
+    """What a retry of the recharge's current attempt carries (``Outcome.attempt``)."""
+    return recharge.retries * ATTEMPTS_PER_RETRY + recharge.attempts
+
+
 def _lock(recharge_id: int) -> Recharge:
     return (
         Recharge.objects.select_for_update(of=("self",))
@@ -187,9 +197,11 @@ def _apply_result(recharge_id: int, result: ProviderResult, provider_name: str) 
                 raw=result.raw,
             )
         recharge.provider_response = result.raw
-        recharge.provider_transaction_id = result.transaction_id
+        recharge.provider_transaction_id = result.transaction_id or recharge.provider_transaction_id
         recharge.save(update_fields=["provider_response", "provider_transaction_id"])
-        return Outcome(S.DISPATCHED, retry_in=backoff(recharge.attempts), attempt=recharge.attempts)
+        return Outcome(
+            S.DISPATCHED, retry_in=backoff(recharge.attempts), attempt=attempt_token(recharge)
+        )
 
 
 def _give_up_or_retry(recharge_id: int, *, code: str, message: str) -> Outcome:
@@ -199,7 +211,9 @@ def _give_up_or_retry(recharge_id: int, *, code: str, message: str) -> Outcome:
             return Outcome(recharge.status)
         if recharge.attempts >= settings.RECHARGE_MAX_ATTEMPTS:
             return _fail(recharge, code=code, message=message)
-        return Outcome(S.DISPATCHED, retry_in=backoff(recharge.attempts), attempt=recharge.attempts)
+        return Outcome(
+            S.DISPATCHED, retry_in=backoff(recharge.attempts), attempt=attempt_token(recharge)
+        )
 
 
 RATE_LIMITED = "upstream_rate_limited"
@@ -215,13 +229,13 @@ def _not_counted(recharge_id: int, *, retry_in: float) -> Outcome:
             recharge.attempts -= 1
             recharge.save(update_fields=["attempts"])
         jitter = random.uniform(0, min(retry_in, 5.0))  # noqa: S311 (spreading, not a secret)
-        return Outcome(S.DISPATCHED, retry_in=retry_in + jitter, attempt=recharge.attempts)
+        return Outcome(S.DISPATCHED, retry_in=retry_in + jitter, attempt=attempt_token(recharge))
 
 
 def _taken_over(recharge: Recharge, *, attempt: int | None, quiet_since: datetime | None) -> bool:
     """May this task go on with a ``dispatched`` row (step 1 of the module docstring)?"""
     if attempt is not None:
-        return attempt == recharge.attempts
+        return attempt == attempt_token(recharge)
     if quiet_since is None:
         stuck = timedelta(seconds=settings.RECHARGE_STUCK_DISPATCHED_SECONDS)
         quiet_since = timezone.now() - stuck
@@ -300,7 +314,8 @@ def recharge_process(
             return _not_counted(recharge_id, retry_in=wait)
         outcome = _give_up_or_retry(recharge_id, code=exc.code, message=str(exc))
         if outcome.retry_in is not None and exc.retry_after:
-            return Outcome(outcome.status, retry_in=max(outcome.retry_in, exc.retry_after))
+            retry_in = max(outcome.retry_in, exc.retry_after)
+            return Outcome(outcome.status, retry_in=retry_in, attempt=outcome.attempt)
         return outcome
     return _apply_result(recharge_id, result, provider.name)
 

@@ -26,6 +26,7 @@ class FakeReloadly:
         self.topups: dict[str, dict] = {}
         self.calls: Counter[str] = Counter()
         self.script: deque[tuple[str, object]] = deque()
+        self.lookup_script: deque[int] = deque()
         self.delay = 0.0  # seconds every top-up takes, to keep work in flight
         # A provider that lists a top-up in its reports only once it has answered the call
         # (while it works, a lookup finds nothing, but the reference is already taken).
@@ -71,6 +72,10 @@ class FakeReloadly:
     # -- scripting --------------------------------------------------------------------
     def fail_next(self, status: int, body: dict | None = None, headers: dict | None = None):
         self.script.append(("fail", (status, body or {}, headers or {})))
+
+    def fail_next_lookup(self, status: int) -> None:
+        """The next status lookup (``GET /topups/reports/transactions``) answers ``status``."""
+        self.lookup_script.append(status)
 
     def slow_next(self, seconds: float) -> None:
         self.script.append(("slow", seconds))
@@ -194,6 +199,8 @@ class FakeReloadly:
                 if url.path == "/accounts/balance":
                     return self._send(200, {"balance": 550.75, "currencyCode": "EUR"})
                 if url.path == "/topups/reports/transactions":
+                    if fake.lookup_script:
+                        return self._send(fake.lookup_script.popleft(), {"message": "down"})
                     reference = parse_qs(url.query).get("customIdentifier", [""])[0]
                     with fake.lock:
                         found = fake.topups.get(reference)

@@ -197,7 +197,11 @@ class ReloadlyProvider:
             # Reloadly holds a top-up under our reference: the earlier call's outcome, or
             # pending while that call is still being worked on (not listed yet). Never a
             # refusal: failing would refund a top-up the recipient is about to receive.
-            found = self.status(request.reference)
+            # A lookup that fails now is pending too: the top-up is Reloadly's either way.
+            try:
+                found = self.status(request.reference)
+            except (TransientError, UpstreamTimeout):
+                found = None
             return found or ProviderResult(
                 status=ProviderResult.PENDING, transaction_id="", raw=body
             )
