@@ -4,8 +4,9 @@ Under ``/api/`` with an ``x-api-key`` header, it reads the body before the view 
 otherwise consume the stream) and, once the answer exists, hands plain values to the buffer
 if DRF authenticated the request with a key: no database, no redaction, no parsing on the
 request's path. A key refused after its secret was proved (revoked, or outside its IP
-whitelist) is logged too, at most ``REFUSED_PER_MINUTE`` of its refusals a minute: refusals
-use no rate-limit quota, so without the cap a leaked revoked key could fill its account's log.
+whitelist) is logged too, without its request body and at most ``REFUSED_PER_MINUTE`` of its
+refusals a minute: refusals use no rate-limit quota, so without the cap a leaked revoked key
+could fill its account's log.
 Web sessions (JWT or the site's cookie) and unknown or malformed keys are not logged.
 """
 
@@ -27,7 +28,7 @@ from reseller.middleware import is_api_path
 
 logger = logging.getLogger(__name__)
 
-REFUSED_PER_MINUTE = 60
+REFUSED_PER_MINUTE = 10
 
 
 class RequestLogMiddleware:
@@ -65,7 +66,8 @@ class RequestLogMiddleware:
         latency_ms: int,
     ) -> None:
         key = request_api_key(request)  # type: ignore[arg-type]  # DRF copies auth here
-        if key is None:
+        refused = key is None
+        if refused:
             key = refused_api_key(request)
             if key is None or not _refusal_logged(key.pk):
                 return
@@ -89,7 +91,7 @@ class RequestLogMiddleware:
                 latency_ms=latency_ms,
                 request_id=getattr(request, "request_id", ""),
                 idempotency_key=meta.get("HTTP_IDEMPOTENCY_KEY", ""),
-                request_head=body[:CAPTURE_LIMIT],
+                request_head=b"" if refused else body[:CAPTURE_LIMIT],
                 request_bytes=len(body) or _length(meta.get("CONTENT_LENGTH")),
                 request_type=meta.get("CONTENT_TYPE", ""),
                 response_head=response_head,
@@ -101,8 +103,14 @@ class RequestLogMiddleware:
 
 
 def _refusal_logged(key_id: int) -> bool:
-    """Whether this refusal of the key fits in its per-minute share of the log."""
-    decision = ratelimit.hit("requestlog-refused", str(key_id), limit=REFUSED_PER_MINUTE, window=60)
+    """Whether this refusal of the key fits in its per-minute share of the log (not when the
+    count cannot be kept: Redis down)."""
+    try:
+        decision = ratelimit.hit(
+            "requestlog-refused", str(key_id), limit=REFUSED_PER_MINUTE, window=60
+        )
+    except Exception:
+        return False
     return decision.allowed
 
 

@@ -159,14 +159,17 @@ def test_a_refused_key_is_not_logged_it_belongs_to_no_one(shop):
     assert _flushed() == []
 
 
-def test_a_revoked_key_used_with_its_secret_shows_the_refusal_in_its_own_log(shop):
-    """Its holder proved the secret: the 401 is that key's, and its owner should see it."""
+def test_a_revoked_key_used_with_its_secret_shows_the_refusal_in_its_own_log(shop, product):
+    """Its holder proved the secret: the 401 is that key's, and its owner should see it. What
+    the holder sent is not kept (whoever holds a revoked key may not be its owner)."""
     user, key, plaintext = shop
     api_key_revoke(key=key, by=user)
-    assert client_for(plaintext).get("/api/v1/auth/me").status_code == 401
+    sent = client_for(plaintext).post(B2B, _order(product), format="json")
+    assert sent.status_code == 401
     [entry] = _flushed()
     assert (entry.api_key_id, entry.account_id) == (key.pk, user.account_id)
     assert (entry.status, entry.error_code) == (401, "api_key_revoked")
+    assert product.public_id not in entry.request_body and entry.request_bytes > 0
 
 
 def test_a_key_used_from_outside_its_whitelist_shows_the_403_in_its_log(shop):
