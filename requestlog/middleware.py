@@ -67,7 +67,7 @@ class RequestLogMiddleware:
     ) -> None:
         key = request_api_key(request)  # type: ignore[arg-type]  # DRF copies auth here
         refused = key is None
-        if refused:
+        if key is None:
             key = refused_api_key(request)
             if key is None or not _refusal_logged(key.pk):
                 return
