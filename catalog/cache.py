@@ -94,4 +94,6 @@ def _renew_after_commit() -> None:
 
 
 def enabled() -> bool:
-    return settings.CATALOG_CACHE_SECONDS > 0
+    """Only with a shared cache (REDIS_URL): a process-local version token would let one
+    process keep rows another process's change made stale."""
+    return settings.CATALOG_CACHE_SECONDS > 0 and bool(settings.REDIS_URL)

@@ -135,6 +135,16 @@ def test_a_change_no_signal_reports_is_seen_once_the_age_limit_passes(shop, prod
     assert _order(shop, product, "aged").json()["total"] == "9.00"
 
 
+def test_without_a_shared_cache_every_order_reads_the_catalog(shop, product, settings):
+    """Without Redis each process would have a version of its own, blind to another
+    process's changes: no copy is kept then."""
+    settings.REDIS_URL = ""
+    _order(shop, product, "first")
+    with CaptureQueriesContext(connection) as queries:
+        assert _order(shop, product, "second").status_code == 201
+    assert _catalog_reads(queries.captured_queries)
+
+
 def test_with_the_cache_off_every_order_reads_the_catalog(shop, product, settings):
     settings.CATALOG_CACHE_SECONDS = 0
     _order(shop, product, "first")
