@@ -19,6 +19,7 @@ import contextlib
 import logging
 import multiprocessing
 import os
+import queue as queues
 import select
 import signal
 from typing import Any
@@ -53,18 +54,22 @@ def start() -> None:
         return
     handoff = multiprocessing.get_context("fork").Queue(maxsize=QUEUE_BATCHES)
     _exited, held = os.pipe()  # readable (end of file) once the writer has exited
+    master = os.getpid()
     pid = os.fork()
     if pid == 0:  # the writer
         os.close(_exited)
         code = 0
         try:
-            _main(handoff)
+            _main(handoff, master)
         except BaseException:
             logger.exception("request log writer: stopped by an error")
             code = 1
         finally:
             os._exit(code)
     os.close(held)
+    # Only the writer reads. Without the master's (and so the workers') read end, a batch put
+    # after the writer is gone fails at once instead of filling a pipe nobody empties.
+    handoff._reader.close()
     _pid = pid
 
 
@@ -86,9 +91,19 @@ def stop(timeout: float = 15.0) -> None:
     _pid = None
 
 
+def running() -> bool:
+    """Whether the writer process is still there (its end of the ``_exited`` pipe is open)."""
+    if handoff is None:
+        return False
+    poller = select.poll()
+    poller.register(_exited, select.POLLIN)
+    return not poller.poll(0)
+
+
 def hand_over(captures: list) -> bool:
-    """In a worker: give a batch to the writer process; False if there is none or it is full."""
-    if handoff is None or not captures:
+    """In a worker: give a batch to the writer process; False if there is none (any more:
+    it died) or it is full. The caller then writes the batch itself."""
+    if not captures or not running():
         return False
     try:
         handoff.put_nowait(captures)
@@ -97,8 +112,9 @@ def hand_over(captures: list) -> bool:
     return True
 
 
-def _main(queue) -> None:
-    """The writer process: write each batch handed over until told to stop."""
+def _main(queue, master: int) -> None:
+    """The writer process: write each batch handed over until told to stop, or until the
+    master is gone (killed before it could say so: its workers go with it)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the master stops it, after its workers
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reseller.settings.production")
@@ -118,7 +134,15 @@ def _main(queue) -> None:
 
     connected = False
     while True:
-        batch = queue.get()
+        try:
+            batch = queue.get(timeout=1.0)
+        except queues.Empty:
+            if os.getppid() != master:
+                break
+            continue
+        except Exception:  # a stream cut by a worker killed mid-write: nothing more can be read
+            logger.exception("request log writer: the hand-over broke; the workers write")
+            break
         if batch is None:
             break
         try:

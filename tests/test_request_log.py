@@ -5,11 +5,14 @@ keeps the writing off the request."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
 import time
 import urllib.request
 from datetime import timedelta
 from decimal import Decimal
+from pathlib import Path
 
 import pytest
 from django.contrib import admin
@@ -574,3 +577,73 @@ def test_under_gunicorn_a_writer_process_of_its_own_writes_every_request(tmp_pat
     finally:
         server.close()  # SIGTERM at once: the last ten are still in the workers' buffers
     assert ApiRequest.objects.filter(api_key=key, path="/api/v1/auth/me").count() == 50
+
+
+def _gunicorn_pids(port: int) -> tuple[int, list[int]]:
+    """The master of the gunicorn bound to ``port`` and its children (workers and the log's
+    writer, which the master forks first)."""
+    mine = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and f"127.0.0.1:{port}" in (entry / "cmdline").read_text():
+                mine.append(int(entry.name))
+        except OSError:
+            continue
+    parents = {pid: int((Path("/proc") / str(pid) / "stat").read_text().split()[3]) for pid in mine}
+    master = next(pid for pid, parent in parents.items() if parent not in parents)
+    return master, sorted(pid for pid, parent in parents.items() if parent == master)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return (Path("/proc") / str(pid) / "stat").read_text().split()[2] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_writer_process_that_dies_leaves_the_workers_writing_the_log_themselves(tmp_path):
+    user = UserFactory()
+    key, plaintext = make_key(user)
+    server = gunicorn_serving(
+        {"REDIS_URL": "redis://127.0.0.1:6379/14"}, tmp_path, "gunicorn-log", workers=2
+    )
+    port = next(server)
+    try:
+        assert all(_me(port, plaintext) == 200 for _ in range(10))
+        _master, children = _gunicorn_pids(port)
+        writer_pid = children[0]  # forked by the master before its workers
+        os.kill(writer_pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while _alive(writer_pid):
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        assert all(_me(port, plaintext) == 200 for _ in range(20))
+        deadline = time.monotonic() + 20
+        while ApiRequest.objects.filter(api_key=key).count() < 20:
+            assert time.monotonic() < deadline, ApiRequest.objects.filter(api_key=key).count()
+            time.sleep(0.1)
+    finally:
+        stopping = time.monotonic()
+        server.close()
+    assert time.monotonic() - stopping < 25  # the stop did not hang on the dead writer
+    # What the workers handed over before the kill may have died with the writer; all that
+    # came after it is written by the workers themselves.
+    assert ApiRequest.objects.filter(api_key=key).count() >= 20
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_writer_process_leaves_when_its_master_is_killed(tmp_path):
+    server = gunicorn_serving(
+        {"REDIS_URL": "redis://127.0.0.1:6379/14"}, tmp_path, "gunicorn-log", workers=1
+    )
+    port = next(server)
+    try:
+        master, children = _gunicorn_pids(port)
+        os.kill(master, signal.SIGKILL)  # no on_exit: nobody tells the writer to stop
+        deadline = time.monotonic() + 15
+        while any(_alive(pid) for pid in children):
+            assert time.monotonic() < deadline, [pid for pid in children if _alive(pid)]
+            time.sleep(0.1)
+    finally:
+        server.close()
