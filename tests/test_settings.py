@@ -129,3 +129,17 @@ def test_email_url_becomes_the_default_mailer_with_its_tls_and_credentials():
         {"DJANGO_SETTINGS_MODULE": "reseller.settings.local"},
     )
     assert console.stdout.strip() == "django.core.mail.backends.console", console.stderr
+
+
+def test_a_sweeper_cutoff_shorter_than_a_task_may_run_is_refused():
+    """A dispatched recharge whose call may still be in flight must never be taken over."""
+    result = run(
+        SETUP + "print('started')",
+        {
+            "DJANGO_SETTINGS_MODULE": "reseller.settings.local",
+            "RECHARGE_STUCK_DISPATCHED_SECONDS": "60",
+        },
+    )
+    assert result.returncode != 0
+    assert "RECHARGE_STUCK_DISPATCHED_SECONDS" in result.stderr
+    assert "started" not in result.stdout

@@ -242,6 +242,14 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_TIME_LIMIT = 120
 CELERY_TASK_SOFT_TIME_LIMIT = 90
+# The sweeper takes over a dispatched recharge left quiet this long (docs/processor.md, step 1):
+# shorter than a task may run, and a call still on its way could be asked about, found nowhere
+# and sent again.
+if RECHARGE_STUCK_DISPATCHED_SECONDS <= CELERY_TASK_TIME_LIMIT:
+    raise ImproperlyConfigured(
+        f"RECHARGE_STUCK_DISPATCHED_SECONDS must be longer than a task's time limit "
+        f"({CELERY_TASK_TIME_LIMIT} s), or a recharge still in flight could be sent twice."
+    )
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TIMEZONE = "UTC"
 # Celery's Django fix-up closes the database connection before and after every task unless
