@@ -79,9 +79,12 @@ def stop(timeout: float = 15.0) -> None:
     global _pid
     if _pid is None:
         return
+    if not running():  # it died: nothing to ask (a put would only break on the closed pipe)
+        _pid = None
+        return
     try:
         handoff.put(None, timeout=timeout)
-    except Exception:  # a full queue of a dead writer: stop it anyway
+    except Exception:  # a full queue: stop it anyway
         logger.warning("request log writer: could not ask it to stop", exc_info=True)
     ready, _, _ = select.select([_exited], [], [], timeout)
     if not ready:
