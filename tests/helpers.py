@@ -65,7 +65,8 @@ def database_url() -> str:
     transactional test commits)."""
     db = connection.settings_dict
     password = f":{db['PASSWORD']}" if db["PASSWORD"] else ""
-    return f"postgres://{db['USER']}{password}@{db['HOST']}:{db['PORT'] or 5432}/{db['NAME']}"
+    host = db["HOST"] or "127.0.0.1"
+    return f"postgres://{db['USER']}{password}@{host}:{db['PORT'] or 5432}/{db['NAME']}"
 
 
 def client_for(plaintext: str) -> APIClient:

@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-from django.db import connection
+from tests.helpers import database_url
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -22,11 +22,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def _db_url() -> str:
-    s = connection.settings_dict
-    return f"postgres://{s['USER']}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
 
 
 def gunicorn_serving(
@@ -39,7 +34,7 @@ def gunicorn_serving(
         {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "CELERY_"))}
         | {
             "DJANGO_SETTINGS_MODULE": "reseller.settings.production",
-            "DATABASE_URL": _db_url(),
+            "DATABASE_URL": database_url(),
             "SECRET_KEY": "drill-" + uuid.uuid4().hex * 2,
             "SECURE_SSL_REDIRECT": "false",
             "ALLOWED_HOSTS": "*",

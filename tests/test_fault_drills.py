@@ -36,7 +36,7 @@ from accounts.services import account_set_b2b, api_key_set_limits
 from catalog import services as catalog_services
 from orders.models import Order, Payment, Recharge
 from tests.factories import UserFactory, make_key
-from tests.helpers import assert_ledger_balanced
+from tests.helpers import assert_ledger_balanced, database_url
 from tests.servers import free_port, gunicorn_serving
 from wallet.models import LedgerEntry, Wallet
 from wallet.services import wallet_topup_manual
@@ -77,11 +77,6 @@ def _body(product) -> dict:
         "items": [{"productId": product.public_id, "recipientNumber": RECIPIENT, "quantity": 1}],
         "baseCurrency": "EUR",
     }
-
-
-def _db_url() -> str:
-    s = connection.settings_dict
-    return f"postgres://{s['USER']}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
 
 
 def _wait_for(predicate, timeout: float, step: float = 0.05):
@@ -126,8 +121,8 @@ def test_killing_the_database_connection_of_a_waiting_b2b_request_writes_nothing
             connection.close()  # this thread's (dead) connection
 
     with (
-        psycopg.connect(_db_url(), autocommit=False) as locker,
-        psycopg.connect(_db_url(), autocommit=True) as killer,  # sees fresh pg_stat_activity
+        psycopg.connect(database_url(), autocommit=False) as locker,
+        psycopg.connect(database_url(), autocommit=True) as killer,  # sees fresh pg_stat_activity
     ):
         locker.execute("SELECT id FROM wallet_wallet WHERE id = %s FOR UPDATE", [wallet.pk])
         locker_pid = locker.info.backend_pid

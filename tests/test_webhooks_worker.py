@@ -12,13 +12,12 @@ from pathlib import Path
 
 import pytest
 import redis
-from django.db import connection
 from django.test import override_settings
 
 from reseller.celery import app as celery_app
 from tests.factories import UserFactory
 from tests.fakes.receiver import Receiver
-from tests.helpers import assert_ledger_balanced, fund
+from tests.helpers import assert_ledger_balanced, database_url, fund
 from webhooks.models import Delivery
 from webhooks.services import endpoint_create
 from webhooks.signature import verify_signature
@@ -70,9 +69,7 @@ class Worker:
         env = {
             **os.environ,
             "DJANGO_SETTINGS_MODULE": "reseller.settings.test",
-            "DATABASE_URL": "postgres://{USER}@{HOST}:{PORT}/{NAME}".format(
-                **connection.settings_dict
-            ),
+            "DATABASE_URL": database_url(),
             "CELERY_BROKER_URL": BROKER,
             "CELERY_QUEUE": queue,
             "WEBHOOK_QUEUE": f"{queue}-webhooks",

@@ -26,7 +26,7 @@ from reseller.celery import app as celery_app
 from tests.broker_support import BROKER, reset_pools
 from tests.factories import ProductFactory, UserFactory
 from tests.fakes.reloadly import FakeReloadly
-from tests.helpers import assert_ledger_balanced
+from tests.helpers import assert_ledger_balanced, database_url
 from wallet.models import Wallet
 from wallet.services import wallet_get_or_create, wallet_topup_manual
 
@@ -47,9 +47,7 @@ class Worker:
         env = {
             **os.environ,
             "DJANGO_SETTINGS_MODULE": "reseller.settings.test",
-            "DATABASE_URL": "postgres://{USER}@{HOST}:{PORT}/{NAME}".format(
-                **connection.settings_dict
-            ),
+            "DATABASE_URL": database_url(),
             "CELERY_BROKER_URL": BROKER,
             "CELERY_QUEUE": queue,
             "AIRTIME_PROVIDER": "reloadly",
