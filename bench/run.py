@@ -547,6 +547,7 @@ class Bench:
         """Send ``count`` queued recharges to the processor; time until all are done."""
         ids = self.seed_cmd("queued", "--limit", str(count))["ids"]
         before = self.seed_cmd("status")["recharges"]
+        cpu_before = self.cpu_seconds()
         processed = self.drain_seconds(
             lambda: [
                 self.celery.send_task("orders.recharges.tasks.recharge_process_task", args=(pk,))
@@ -554,9 +555,12 @@ class Bench:
             ],
             workers,
         )
+        cpu = self.cpu_delta(cpu_before, self.cpu_seconds())
         after = self.seed_cmd("status")["recharges"]
         delivered = after.get("delivered", 0) - before.get("delivered", 0)
         log(f"worker: {len(ids)} recharges in {processed:.2f} s ({delivered} delivered)")
+        per = {name: round(seconds * 1000 / len(ids), 2) for name, seconds in cpu.items()}
+        log(f"  CPU ms per recharge: {per}")
         if delivered != len(ids):
             self.notes.append(f"processor: {delivered} of {len(ids)} recharges delivered")
         return {"rps": round(delivered / processed, 1), "requests": len(ids), "seconds": processed}
@@ -564,10 +568,13 @@ class Bench:
     def run_worker(self) -> None:
         self.celery.control.purge()  # the recharges the HTTP runs queued
         count = self.args.tasks
+        cpu_before = self.cpu_seconds()
         noop = self.drain_seconds(
             lambda: [self.celery.send_task("reseller.tasks.noop_task") for _ in range(count)]
         )
+        cpu = self.cpu_delta(cpu_before, self.cpu_seconds())
         log(f"worker: {count} no-op tasks in {noop:.2f} s")
+        log(f"  CPU ms per task: { {k: round(v * 1000 / count, 2) for k, v in cpu.items()} }")
         rate = self.process_queued(count)
         floor = {"rps": round(count / noop, 1), "requests": count, "seconds": noop}
         self.row(

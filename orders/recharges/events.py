@@ -18,6 +18,7 @@ from djangorestframework_camel_case.util import camelize
 from orders.models import Order, Payment, Recharge, RechargeEvent
 from orders.serializers import recharge_detail
 from webhooks.catalogue import RECHARGE_DELIVERED, RECHARGE_FAILED, RECHARGE_WAITLISTED
+from webhooks.models import WebhookEndpoint
 from webhooks.outbox import event_emit, subscribers
 
 S = Recharge.Status
@@ -31,18 +32,20 @@ EVENT_OF_STATUS: dict[str, str] = {
 }
 
 
-def recharge_emit(recharge: Recharge) -> None:
+def recharge_emit(recharge: Recharge, *, endpoints: list[WebhookEndpoint] | None = None) -> None:
     """Record the event of the status the (locked) recharge just reached, if it has one.
 
     Called after the move and, for a failure, after its refund, in the same transaction:
-    the move wrote a history row, so the history is never empty.
+    the move wrote a history row, so the history is never empty. ``endpoints``: the
+    subscribers when the caller has already read them (the group commit, for a batch).
     """
     event_type = EVENT_OF_STATUS.get(recharge.status)
     if event_type is None:
         return
-    endpoints = subscribers(
-        account_id=recharge.account_id, livemode=recharge.livemode, event_type=event_type
-    )
+    if endpoints is None:
+        endpoints = subscribers(
+            account_id=recharge.account_id, livemode=recharge.livemode, event_type=event_type
+        )
     if not endpoints:
         return
     history = _history(recharge.pk)

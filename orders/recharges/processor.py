@@ -171,7 +171,7 @@ def _fail(recharge: Recharge, *, code: str, message: str, raw=None, actor=None) 
     return Outcome(S.FAILED)
 
 
-def _apply_result(recharge_id: int, result: ProviderResult, provider_name: str) -> Outcome:
+def apply_result(recharge_id: int, result: ProviderResult, provider_name: str) -> Outcome:
     with transaction.atomic():
         recharge = _lock(recharge_id)
         if recharge.status != S.DISPATCHED:
@@ -281,6 +281,24 @@ def recharge_process(
         request = _request(recharge)
 
     connection_release()  # no connection held while the provider answers (with a pool)
+    return recharge_call(recharge_id, request, provider=provider, reconcile_first=reconcile_first)
+
+
+Apply = Callable[[int, ProviderResult, str], Outcome]
+
+
+def recharge_call(
+    recharge_id: int,
+    request: TopupRequest,
+    *,
+    provider=None,
+    reconcile_first: bool = False,
+    apply: Apply | None = None,
+) -> Outcome:
+    """Steps 2-4 for a recharge this task has just made ``dispatched`` (step 1, committed):
+    reconcile if asked, call the provider outside any lock, apply its answer. ``apply``
+    writes an answer (default ``apply_result``; the group commit writes deliveries in bulk)."""
+    apply = apply or apply_result
     provider = provider or get_provider()
     if reconcile_first:
         try:
@@ -288,7 +306,7 @@ def recharge_process(
         except (TransientError, UpstreamTimeout) as exc:
             return _give_up_or_retry(recharge_id, code=exc.code, message=str(exc))
         if known is not None:
-            return _apply_result(recharge_id, known, provider.name)
+            return apply(recharge_id, known, provider.name)
     try:
         result = provider.send(request)
     except PermanentError as exc:
@@ -303,7 +321,7 @@ def recharge_process(
         except (TransientError, UpstreamTimeout):
             known = None
         if known is not None:
-            return _apply_result(recharge_id, known, provider.name)
+            return apply(recharge_id, known, provider.name)
         return _give_up_or_retry(recharge_id, code="upstream_timeout", message=str(exc))
     except TransientError as exc:
         if exc.code == RATE_LIMITED:
@@ -317,7 +335,7 @@ def recharge_process(
             retry_in = max(outcome.retry_in, exc.retry_after)
             return Outcome(outcome.status, retry_in=retry_in, attempt=outcome.attempt)
         return outcome
-    return _apply_result(recharge_id, result, provider.name)
+    return apply(recharge_id, result, provider.name)
 
 
 def recharges_due(*, now: datetime | None = None) -> dict[str, list[int]]:

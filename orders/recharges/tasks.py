@@ -11,7 +11,7 @@ from celery import shared_task
 from django.conf import settings
 from django.utils import timezone
 
-from orders.recharges import processor, throttle
+from orders.recharges import group_commit, processor, throttle
 from reseller.tasks import enqueue
 from sandbox.outcomes import PROCESSING_TIME, sandbox_settle
 
@@ -32,11 +32,14 @@ def recharge_process_task(
             later = 1.0 + random.uniform(0, 2.0)  # noqa: S311 (spreading, not a secret)
             enqueue(recharge_process_task, recharge_id, attempt, quiet_since, countdown=later)
             return "throttled"
-        outcome = processor.recharge_process(
-            recharge_id=recharge_id,
-            attempt=attempt,
-            quiet_since=None if quiet_since is None else datetime.fromtimestamp(quiet_since, UTC),
-        )
+        if attempt is None and quiet_since is None:
+            outcome = group_commit.recharge_process_grouped(recharge_id=recharge_id)
+        else:
+            outcome = processor.recharge_process(
+                recharge_id=recharge_id,
+                attempt=attempt,
+                quiet_since=datetime.fromtimestamp(quiet_since, UTC) if quiet_since else None,
+            )
     if outcome.retry_in is not None:
         enqueue(recharge_process_task, recharge_id, outcome.attempt, countdown=outcome.retry_in)
     return outcome.status

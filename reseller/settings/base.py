@@ -227,6 +227,9 @@ RECHARGE_STUCK_QUEUED_SECONDS = env.int("RECHARGE_STUCK_QUEUED_SECONDS", default
 RECHARGE_STUCK_DISPATCHED_SECONDS = env.int("RECHARGE_STUCK_DISPATCHED_SECONDS", default=300)
 RECHARGE_MAX_ATTEMPTS = env.int("RECHARGE_MAX_ATTEMPTS", default=8)
 RECHARGE_SWEEP_INTERVAL_SECONDS = env.float("RECHARGE_SWEEP_INTERVAL_SECONDS", default=30.0)
+# Group commit (orders/recharges/group_commit.py): at most this many recharges' claims, or
+# deliveries, written in one transaction by one thread of a worker process (1: one by one).
+RECHARGE_GROUP_COMMIT_MAX = env.int("RECHARGE_GROUP_COMMIT_MAX", default=100)
 
 # Celery: no broker configured means every task runs in-process (the embedded default).
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="")

@@ -1,0 +1,288 @@
+"""The processor's group commit (orders/recharges/group_commit.py): the claims and the
+deliveries of a process's threads written together, with every guarantee of the one-at-a-time
+path. Real threads against PostgreSQL."""
+
+import json
+import threading
+from collections import Counter
+from decimal import Decimal
+
+import pytest
+from django.db import connection, transaction
+
+from orders.models import Recharge, RechargeEvent
+from orders.pricing import LineRequest
+from orders.recharges import group_commit, processor
+from orders.recharges.group_commit import GroupCommit, recharge_process_grouped
+from orders.recharges.providers.simulator import SimulatorProvider
+from orders.services import order_place_with_wallet
+from tests.factories import ProductFactory, PromotionFactory, UserFactory
+from tests.helpers import assert_ledger_balanced
+from wallet.models import Wallet
+from wallet.services import wallet_get_or_create, wallet_topup_manual
+from webhooks.models import Event, WebhookEndpoint
+
+S = Recharge.Status
+
+
+def place(*, quantity=1, product=None, user=None, livemode=True) -> list[Recharge]:
+    product = product or ProductFactory(retail_price=Decimal("5.00"))
+    user = user or UserFactory()
+    wallet_topup_manual(account=user.account, amount=Decimal("500.00"))
+    with transaction.atomic():
+        order = order_place_with_wallet(
+            account=user.account,
+            wallet=wallet_get_or_create(account=user.account),
+            livemode=livemode,
+            channel="wallet",
+            currency="EUR",
+            user=user,
+            lines=[
+                LineRequest(product=product, recipient_number="+525512345678", quantity=quantity)
+            ],
+        )
+    return list(order.recharges.order_by("id"))
+
+
+class CountingProvider(SimulatorProvider):
+    """The simulator, counting its calls per reference; ``during`` runs inside the call."""
+
+    def __init__(self, during=None):
+        super().__init__(latency_ms=0)
+        self.calls: Counter[str] = Counter()
+        self.lock = threading.Lock()
+        self.during = during
+
+    def send(self, request):
+        with self.lock:
+            self.calls[request.reference] += 1
+        if self.during is not None:
+            self.during(request)
+        return super().send(request)
+
+
+def in_threads(recharge_ids, provider) -> list[processor.Outcome]:
+    outcomes: list[processor.Outcome] = []
+    start = threading.Barrier(len(recharge_ids))
+
+    def run(recharge_id):
+        start.wait()
+        try:
+            outcomes.append(recharge_process_grouped(recharge_id=recharge_id, provider=provider))
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=run, args=(pk,)) for pk in recharge_ids]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    return outcomes
+
+
+# -- the group commit itself -----------------------------------------------------------------
+
+
+def test_callers_arriving_while_a_batch_is_written_are_written_together_next():
+    """The first caller writes alone; the nine that arrive meanwhile go in one next batch,
+    each gets its own result, and a failing write raises in every caller of its batch."""
+    entered, release = threading.Event(), threading.Event()
+    seen: list[list[int]] = []
+
+    def write(items: list[int]) -> list[int]:
+        seen.append(list(items))
+        if len(seen) == 1:
+            entered.set()
+            release.wait(10)
+        if -1 in items:
+            raise ValueError("refused")
+        return [item * 10 for item in items]
+
+    group: GroupCommit[int, int] = GroupCommit(write, limit=100)
+    results: dict[int, object] = {}
+
+    def call(item: int) -> None:
+        try:
+            results[item] = group.submit(item)
+        except ValueError as exc:
+            results[item] = exc
+
+    first = threading.Thread(target=call, args=(0,))
+    first.start()
+    assert entered.wait(10)
+    others = [threading.Thread(target=call, args=(item,)) for item in range(1, 10)]
+    for thread in others:
+        thread.start()
+    while len(group._waiting) < 9:
+        threading.Event().wait(0.005)
+    release.set()
+    for thread in [first, *others]:
+        thread.join(10)
+    assert seen[0] == [0] and sorted(seen[1]) == list(range(1, 10)) and len(seen) == 2
+    assert results == {item: item * 10 for item in range(10)}
+
+    failing = [threading.Thread(target=call, args=(item,)) for item in (-1, 11)]
+    for thread in failing:
+        thread.start()
+    for thread in failing:
+        thread.join(10)
+    assert isinstance(results[-1], ValueError)
+    assert results[11] == 110 or isinstance(results[11], ValueError)  # alone, or with -1
+
+
+def test_a_batch_never_exceeds_the_limit_and_everyone_is_answered():
+    sizes: list[int] = []
+    lock = threading.Lock()
+
+    def write(items: list[int]) -> list[int]:
+        with lock:
+            sizes.append(len(items))
+        threading.Event().wait(0.002)
+        return items
+
+    group: GroupCommit[int, int] = GroupCommit(write, limit=7)
+    answers: list[int] = []
+    threads = [
+        threading.Thread(target=lambda n=n: answers.append(group.submit(n))) for n in range(60)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert sorted(answers) == list(range(60))
+    assert max(sizes) <= 7 and sum(sizes) == 60 and group.batches == len(sizes)
+
+
+# -- the processor through it ----------------------------------------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("publishing")  # the orders' own messages wait in a queue nobody reads
+def test_forty_recharges_on_forty_threads_are_each_sent_once_and_delivered():
+    recharges = place(quantity=20) + place(quantity=20)
+    provider = CountingProvider()
+    outcomes = in_threads([r.pk for r in recharges], provider)
+    assert [o.status for o in outcomes] == [S.DELIVERED] * 40
+    assert set(provider.calls.values()) == {1} and len(provider.calls) == 40
+    for recharge in Recharge.objects.filter(pk__in=[r.pk for r in recharges]):
+        assert recharge.status == S.DELIVERED and recharge.attempts == 1
+        assert recharge.dispatched_at and recharge.delivered_at
+        assert recharge.provider == "simulator" and recharge.provider_transaction_id
+        assert recharge.provider_response["simulated"] is True
+        history = list(
+            RechargeEvent.objects.filter(recharge=recharge).values_list(
+                "from_status", "to_status", "note"
+            )
+        )
+        assert history == [
+            ("", S.QUEUED, "order placed"),
+            (S.QUEUED, S.DISPATCHED, ""),
+            (S.DISPATCHED, S.DELIVERED, f"simulator {recharge.provider_transaction_id}"),
+        ]
+    wallets = Wallet.objects.filter(account_id__in={r.account_id for r in recharges})
+    assert sorted(w.balance for w in wallets) == [Decimal("400.00")] * 2
+    assert_ledger_balanced()
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("publishing")  # the orders' own messages wait in a queue nobody reads
+def test_two_copies_of_one_recharges_task_at_once_dispatch_it_once():
+    (recharge,) = place()
+    provider = CountingProvider()
+    outcomes = in_threads([recharge.pk] * 6, provider)
+    assert provider.calls[recharge.public_id] == 1
+    # the others found it dispatched (in hand) or already delivered: nothing sent again
+    assert {o.status for o in outcomes} <= {S.DISPATCHED, S.DELIVERED} and len(outcomes) == 6
+    assert Recharge.objects.get(pk=recharge.pk).status == S.DELIVERED
+    assert RechargeEvent.objects.filter(recharge=recharge, to_status=S.DISPATCHED).count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("publishing")  # the orders' own messages wait in a queue nobody reads
+def test_rows_off_the_common_path_go_the_one_at_a_time_way():
+    """A product whose promotion starts within the horizon waitlists; a test-mode row is
+    left to the sandbox; a delivered row is left as it is; a plain one beside them is delivered."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    waiting = ProductFactory(retail_price=Decimal("5.00"))
+    starts = timezone.now() + timedelta(hours=2)
+    PromotionFactory(
+        operator=waiting.operator, starts_at=starts, ends_at=starts + timedelta(days=1)
+    )
+    (held,) = place(product=waiting)
+    (sandbox,) = place(livemode=False)
+    (done,) = place()
+    Recharge.objects.filter(pk=done.pk).update(status=S.DELIVERED)
+    (plain,) = place()
+    provider = CountingProvider()
+    outcomes = in_threads([held.pk, sandbox.pk, done.pk, plain.pk], provider)
+    statuses = dict(Recharge.objects.values_list("pk", "status"))
+    assert statuses == {
+        held.pk: S.WAITLISTED,
+        sandbox.pk: sandbox.status,  # simulated when ordered; never sent
+        done.pk: S.DELIVERED,
+        plain.pk: S.DELIVERED,
+    }
+    assert sorted(o.status for o in outcomes) == sorted(statuses.values())
+    assert set(provider.calls) == {plain.public_id}
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("publishing")  # the orders' own messages wait in a queue nobody reads
+def test_a_recharge_failed_by_staff_during_its_call_stays_failed_and_refunded_once():
+    (recharge,) = place()
+    staff = UserFactory(is_staff=True)
+
+    def fail_it(_request):
+        processor.recharge_fail_by_staff(recharge_id=recharge.pk, actor=staff, reason="stuck")
+
+    outcomes = in_threads([recharge.pk], CountingProvider(during=fail_it))
+    assert outcomes == [processor.Outcome(S.FAILED)]
+    recharge.refresh_from_db()
+    assert recharge.status == S.FAILED and recharge.refunded
+    assert not RechargeEvent.objects.filter(recharge=recharge, to_status=S.DELIVERED).exists()
+    assert Wallet.objects.get(account_id=recharge.account_id, kind="live").balance == Decimal(
+        "500.00"
+    )
+    assert_ledger_balanced()
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("publishing")  # the orders' own messages wait in a queue nobody reads
+def test_delivered_events_are_written_for_the_accounts_that_want_them_only():
+    hooked, plain = UserFactory(), UserFactory()
+    WebhookEndpoint.objects.create(
+        account=hooked.account, livemode=True, url="https://192.0.2.10/hook", events=[]
+    )
+    WebhookEndpoint.objects.create(  # wants another type only
+        account=plain.account,
+        livemode=True,
+        url="https://192.0.2.11/hook",
+        events=["recharge.failed"],
+    )
+    mine = place(user=hooked, quantity=3)
+    theirs = place(user=plain, quantity=3)
+    in_threads([r.pk for r in mine + theirs], CountingProvider())
+    events = list(Event.objects.filter(type="recharge.delivered"))
+    assert {event.account_id for event in events} == {hooked.account_id}
+    assert len(events) == 3 and all(event.deliveries.count() == 1 for event in events)
+    bodies = {json.loads(event.body)["data"]["object"]["id"]: event for event in events}
+    assert set(bodies) == {r.public_id for r in mine}
+    obj = json.loads(events[0].body)["data"]["object"]
+    assert obj["status"] == S.DELIVERED and obj["operatorReference"]
+    assert [step["status"] for step in obj["events"]] == [S.QUEUED, S.DISPATCHED, S.DELIVERED]
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("publishing")  # the orders' own messages wait in a queue nobody reads
+def test_with_group_commit_off_the_same_recharges_are_delivered_one_by_one(settings):
+    settings.RECHARGE_GROUP_COMMIT_MAX = 1
+    assert not group_commit.enabled()
+    recharges = place(quantity=5)
+    provider = CountingProvider()
+    outcomes = in_threads([r.pk for r in recharges], provider)
+    assert [o.status for o in outcomes] == [S.DELIVERED] * 5
+    assert set(provider.calls.values()) == {1}
+    assert_ledger_balanced()
