@@ -117,6 +117,17 @@ class Bench:
         with psycopg.connect(self.admin_url, autocommit=True) as conn:
             conn.execute(sql)
 
+    def commits(self) -> int:
+        """Transactions committed in the bench's database so far (PostgreSQL's statistics)."""
+        import psycopg
+
+        with psycopg.connect(self.admin_url, autocommit=True) as conn:
+            conn.execute("SELECT pg_stat_clear_snapshot()")
+            row = conn.execute(
+                "SELECT xact_commit FROM pg_stat_database WHERE datname = %s", [self.db]
+            ).fetchone()
+        return int(row[0]) if row else 0
+
     def start(
         self, name: str, argv: list[str], env: dict | None = None, log_name: str | None = None
     ) -> subprocess.Popen:
@@ -547,7 +558,7 @@ class Bench:
         """Send ``count`` queued recharges to the processor; time until all are done."""
         ids = self.seed_cmd("queued", "--limit", str(count))["ids"]
         before = self.seed_cmd("status")["recharges"]
-        cpu_before = self.cpu_seconds()
+        cpu_before, commits_before = self.cpu_seconds(), self.commits()
         processed = self.drain_seconds(
             lambda: [
                 self.celery.send_task("orders.recharges.tasks.recharge_process_task", args=(pk,))
@@ -560,7 +571,9 @@ class Bench:
         delivered = after.get("delivered", 0) - before.get("delivered", 0)
         log(f"worker: {len(ids)} recharges in {processed:.2f} s ({delivered} delivered)")
         per = {name: round(seconds * 1000 / len(ids), 2) for name, seconds in cpu.items()}
-        log(f"  CPU ms per recharge: {per}")
+        time.sleep(0.6)  # PostgreSQL publishes its counters every 0.5 s
+        commits = (self.commits() - commits_before) / len(ids)
+        log(f"  CPU ms per recharge: {per}; PostgreSQL commits per recharge: {commits:.2f}")
         if delivered != len(ids):
             self.notes.append(f"processor: {delivered} of {len(ids)} recharges delivered")
         return {"rps": round(delivered / processed, 1), "requests": len(ids), "seconds": processed}

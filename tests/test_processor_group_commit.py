@@ -286,3 +286,29 @@ def test_with_group_commit_off_the_same_recharges_are_delivered_one_by_one(setti
     assert [o.status for o in outcomes] == [S.DELIVERED] * 5
     assert set(provider.calls.values()) == {1}
     assert_ledger_balanced()
+
+
+def test_the_redis_cache_keeps_one_client_per_pool_and_still_works_from_many_threads():
+    from django.core.cache import cache
+
+    from reseller.cache import KeptClients
+
+    client = cache._cache  # type: ignore[attr-defined]
+    assert isinstance(client, KeptClients)
+    assert client.get_client(write=True) is client.get_client(write=False)
+    errors: list[BaseException] = []
+
+    def use(n: int) -> None:
+        try:
+            for i in range(50):
+                cache.set(f"kept-{n}-{i}", i, 30)
+                assert cache.get(f"kept-{n}-{i}") == i
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=use, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert errors == []

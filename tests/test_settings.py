@@ -82,7 +82,7 @@ def test_environment_selects_postgresql_redis_and_real_workers():
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == [
         "django.db.backends.postgresql",
-        "django.core.cache.backends.redis.RedisCache",
+        "reseller.cache.RedisCache",
         "False",
         "redis://127.0.0.1:6379/1",
     ]

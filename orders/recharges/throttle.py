@@ -21,7 +21,13 @@ from functools import cache
 
 from django.conf import settings
 
+# KEYS: the slots, the pause. Returns 1 (a slot is held), 0 (none free) or minus the
+# milliseconds the provider's pause still lasts: one round trip per try.
 _ACQUIRE = """
+local paused = redis.call('PTTL', KEYS[2])
+if paused > 0 then
+  return -paused
+end
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
 if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[3]) then
   redis.call('ZADD', KEYS[1], ARGV[2], ARGV[4])
@@ -58,23 +64,28 @@ def _lease_seconds() -> float:
     return settings.RELOADLY_TIMEOUT_SECONDS * 2 + 30
 
 
-def _try_acquire(provider: str, token: str, limit: int) -> bool:
+def _try_acquire(provider: str, token: str, limit: int) -> tuple[bool, float]:
+    """(a slot is now held, seconds the provider's pause still lasts)."""
     now = time.time()
     if settings.REDIS_URL:
-        return bool(
+        answer = int(
             _acquire_script()(
-                keys=[_key("slots", provider)], args=[now, now + _lease_seconds(), limit, token]
+                keys=[_key("slots", provider), _key("pause", provider)],
+                args=[now, now + _lease_seconds(), limit, token],
             )
         )
+        return answer == 1, max(0, -answer) / 1000
+    if held := paused_for(provider):
+        return False, held
     with _local_lock:
         slots = _local_slots.setdefault(provider, {})
         for held, until in list(slots.items()):
             if until < now:
                 del slots[held]
         if len(slots) >= limit:
-            return False
+            return False, 0.0
         slots[token] = now + _lease_seconds()
-        return True
+        return True, 0.0
 
 
 def _release(provider: str, token: str) -> None:
@@ -117,8 +128,8 @@ def provider_slot(provider: str, *, wait: float) -> Iterator[bool]:
     token = secrets.token_hex(8)
     deadline = time.monotonic() + wait
     while True:
-        held = paused_for(provider)
-        if held == 0 and _try_acquire(provider, token, limit):
+        acquired, held = _try_acquire(provider, token, limit)
+        if acquired:
             break
         if time.monotonic() >= deadline:
             yield False
