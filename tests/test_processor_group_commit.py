@@ -8,11 +8,12 @@ from collections import Counter
 from decimal import Decimal
 
 import pytest
+from django.conf import settings
 from django.db import connection, transaction
 
 from orders.models import Recharge, RechargeEvent
 from orders.pricing import LineRequest
-from orders.recharges import group_commit, processor
+from orders.recharges import group_commit, processor, throttle
 from orders.recharges.group_commit import GroupCommit, recharge_process_grouped
 from orders.recharges.providers.simulator import SimulatorProvider
 from orders.services import order_place_with_wallet
@@ -52,13 +53,20 @@ class CountingProvider(SimulatorProvider):
         self.calls: Counter[str] = Counter()
         self.lock = threading.Lock()
         self.during = during
+        self.in_flight = self.most_in_flight = 0
 
     def send(self, request):
         with self.lock:
             self.calls[request.reference] += 1
-        if self.during is not None:
-            self.during(request)
-        return super().send(request)
+            self.in_flight += 1
+            self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        try:
+            if self.during is not None:
+                self.during(request)
+            return super().send(request)
+        finally:
+            with self.lock:
+                self.in_flight -= 1
 
 
 def in_threads(recharge_ids, provider) -> list[processor.Outcome]:
@@ -68,7 +76,12 @@ def in_threads(recharge_ids, provider) -> list[processor.Outcome]:
     def run(recharge_id):
         start.wait()
         try:
-            outcomes.append(recharge_process_grouped(recharge_id=recharge_id, provider=provider))
+            outcome = recharge_process_grouped(recharge_id=recharge_id, provider=provider)
+            if outcome is None:  # not taken: one at a time, as the task does
+                with throttle.provider_slot(settings.AIRTIME_PROVIDER, wait=30) as held:
+                    assert held
+                    outcome = processor.recharge_process(recharge_id=recharge_id, provider=provider)
+            outcomes.append(outcome)
         finally:
             connection.close()
 
@@ -163,6 +176,7 @@ def test_forty_recharges_on_forty_threads_are_each_sent_once_and_delivered():
     provider = CountingProvider()
     outcomes = in_threads([r.pk for r in recharges], provider)
     assert [o.status for o in outcomes] == [S.DELIVERED] * 40
+    assert throttle.in_flight(settings.AIRTIME_PROVIDER) == 0  # every slot given back
     assert set(provider.calls.values()) == {1} and len(provider.calls) == 40
     for recharge in Recharge.objects.filter(pk__in=[r.pk for r in recharges]):
         assert recharge.status == S.DELIVERED and recharge.attempts == 1
@@ -240,6 +254,7 @@ def test_a_recharge_failed_by_staff_during_its_call_stays_failed_and_refunded_on
 
     outcomes = in_threads([recharge.pk], CountingProvider(during=fail_it))
     assert outcomes == [processor.Outcome(S.FAILED)]
+    assert throttle.in_flight(settings.AIRTIME_PROVIDER) == 0
     recharge.refresh_from_db()
     assert recharge.status == S.FAILED and recharge.refunded
     assert not RechargeEvent.objects.filter(recharge=recharge, to_status=S.DELIVERED).exists()
@@ -312,3 +327,18 @@ def test_the_redis_cache_keeps_one_client_per_pool_and_still_works_from_many_thr
     for thread in threads:
         thread.join(30)
     assert errors == []
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("publishing")
+def test_the_batch_takes_only_the_provider_slots_that_are_free_and_gives_them_back(settings):
+    """Ceiling 3: a batch takes at most the free slots; the others wait for a slot one at a
+    time. No more than 3 calls are ever in flight, every slot is given back, all delivered."""
+    settings.PROVIDER_MAX_IN_FLIGHT = 3
+    recharges = place(quantity=12)
+    provider = CountingProvider(during=lambda _request: threading.Event().wait(0.05))
+    outcomes = in_threads([r.pk for r in recharges], provider)
+    assert [o.status for o in outcomes] == [S.DELIVERED] * 12
+    assert provider.most_in_flight <= 3 and set(provider.calls.values()) == {1}
+    assert throttle.in_flight(settings.AIRTIME_PROVIDER) == 0
+    assert_ledger_balanced()

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -36,7 +37,7 @@ from django.utils import timezone
 from catalog.models import Operator, Product
 from catalog.selectors import product_waitlist_promotion, products_get
 from orders.models import Recharge, RechargeEvent
-from orders.recharges import processor
+from orders.recharges import processor, throttle
 from orders.recharges.events import EVENT_OF_STATUS, recharge_emit
 from orders.recharges.processor import Outcome
 from orders.recharges.providers import ProviderResult, TopupRequest
@@ -67,9 +68,12 @@ class GroupCommit[Item, Result]:
     if there is one. An exception from ``write`` is raised in every caller of that batch.
     """
 
-    def __init__(self, write: Callable[[list[Item]], Sequence[Result]], limit: int) -> None:
+    def __init__(
+        self, write: Callable[[list[Item]], Sequence[Result]], limit: int, gather: float = 0.0
+    ) -> None:
         self._write = write
         self._limit = max(1, limit)
+        self._gather = gather
         self._mutex = threading.Lock()
         self._waiting: list[_Slot[Item, Result]] = []
         self._writing = False
@@ -90,6 +94,8 @@ class GroupCommit[Item, Result]:
         return slot.result  # type: ignore[return-value]
 
     def _write_next(self) -> None:
+        if self._gather and len(self._waiting) < self._limit:
+            time.sleep(self._gather)  # let the callers on their way join this batch
         with self._mutex:
             batch = self._waiting[: self._limit]
             del self._waiting[: self._limit]
@@ -121,13 +127,37 @@ class GroupCommit[Item, Result]:
 @dataclass(frozen=True)
 class Claim:
     request: TopupRequest
+    slot: str  # the provider slot it holds (throttle.slots_release)
 
 
 def _claim_write(ids: list[int]) -> list[Claim | None]:
-    """Dispatch the batch's queued live recharges; None for the others (and for a second
-    copy of an id in the same batch), which take the one-at-a-time path."""
+    """Dispatch the batch's queued live recharges, each with one of the provider's slots in
+    flight (taken for the batch in one round trip, before any row is locked); None for the
+    others (and for a second copy of an id in the same batch): the one-at-a-time path takes
+    them, waiting for a slot where none was left."""
+    provider_name = settings.AIRTIME_PROVIDER
+    unique = list(dict.fromkeys(ids))
+    slots = throttle.slots_take(provider_name, len(unique))
+    requests: dict[int, TopupRequest] = {}
+    try:
+        if slots:
+            requests = _claim_rows(unique, room=len(slots))
+    finally:
+        throttle.slots_release(provider_name, slots[len(requests) :])
+    held = dict(zip(requests, slots, strict=False))
+    results: list[Claim | None] = []
+    for pk in ids:
+        request = requests.pop(pk, None)
+        results.append(None if request is None else Claim(request, held[pk]))
+    return results
+
+
+def _claim_rows(ids: list[int], *, room: int) -> dict[int, TopupRequest]:
+    """Up to ``room`` of these recharges moved from ``queued`` to ``dispatched``, committed:
+    what to send for each."""
     recharge, event = Recharge._meta.db_table, RechargeEvent._meta.db_table
     product, operator = Product._meta.db_table, Operator._meta.db_table
+    requests: dict[int, TopupRequest] = {}
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(
             "SELECT r.id, r.public_id, r.recipient_number, p.public_id, p.country_id,"  # noqa: S608 (names from the models; values are parameters)
@@ -136,15 +166,16 @@ def _claim_write(ids: list[int]) -> list[Claim | None]:
             f" JOIN {operator} o ON o.id = p.operator_id"
             " WHERE r.id = ANY(%s) AND r.status = %s AND r.livemode"
             " ORDER BY r.id FOR UPDATE OF r",
-            [list(set(ids)), S.QUEUED],
+            [ids, S.QUEUED],
         )
         rows = cursor.fetchall()
         kept = products_get(product_ids={row[3] for row in rows})
-        requests: dict[int, TopupRequest] = {}
         for pk, public_id, number, product_id, country, op_id, amount, currency in rows:
             known = kept.get(product_id)
             if known is None or product_waitlist_promotion(product=known) is not None:
                 continue  # an inactive product, or one to wait for: the one-at-a-time path
+            if len(requests) == room:
+                break
             requests[pk] = TopupRequest(
                 reference=public_id,
                 recipient_number=number,
@@ -167,11 +198,7 @@ def _claim_write(ids: list[int]) -> list[Claim | None]:
                 " SELECT unnest(%s::bigint[]), %s, %s, '', %s",
                 [claimed, S.QUEUED, S.DISPATCHED, now],
             )
-    results: list[Claim | None] = []
-    for pk in ids:
-        request = requests.pop(pk, None)
-        results.append(None if request is None else Claim(request))
-    return results
+    return requests
 
 
 # -- the answer: dispatched → delivered, with its event --------------------------------------
@@ -182,9 +209,17 @@ class Delivered:
     recharge_id: int
     result: ProviderResult
     provider_name: str
+    slot: str  # given back with the batch, once written
 
 
 def _deliver_write(items: list[Delivered]) -> list[Outcome | None]:
+    try:
+        return _deliver_rows(items)
+    finally:
+        throttle.slots_release(settings.AIRTIME_PROVIDER, [item.slot for item in items])
+
+
+def _deliver_rows(items: list[Delivered]) -> list[Outcome | None]:
     """Mark the batch's recharges delivered (only those still ``dispatched``: staff may have
     failed one meanwhile), their history rows and their events; None for the others."""
     recharge, event = Recharge._meta.db_table, RechargeEvent._meta.db_table
@@ -269,8 +304,9 @@ def _groups() -> tuple[GroupCommit[int, Claim | None], GroupCommit[Delivered, Ou
     with _setup:
         if _claims is None or _deliveries is None:
             limit = settings.RECHARGE_GROUP_COMMIT_MAX
-            _claims = GroupCommit(_claim_write, limit)
-            _deliveries = GroupCommit(_deliver_write, limit)
+            gather = settings.RECHARGE_GROUP_COMMIT_GATHER_MS / 1000
+            _claims = GroupCommit(_claim_write, limit, gather)
+            _deliveries = GroupCommit(_deliver_write, limit, gather)
         return _claims, _deliveries
 
 
@@ -278,21 +314,30 @@ def enabled() -> bool:
     return settings.RECHARGE_GROUP_COMMIT_MAX > 1 and connection.vendor == "postgresql"
 
 
-def recharge_process_grouped(*, recharge_id: int, provider=None) -> Outcome:
+def recharge_process_grouped(*, recharge_id: int, provider=None) -> Outcome | None:
     """``processor.recharge_process`` for a recharge's first task (no ``attempt``, no
-    ``quiet_since``), its two writes shared with the process's other threads."""
+    ``quiet_since``), its provider slot and its two writes shared with the process's other
+    threads. None when it was not taken (off the common path, or no slot was free): the
+    caller processes it one at a time, as before."""
     if not enabled():
-        return processor.recharge_process(recharge_id=recharge_id, provider=provider)
+        return None
     claims, deliveries = _groups()
     claim = claims.submit(recharge_id)
     if claim is None:
-        return processor.recharge_process(recharge_id=recharge_id, provider=provider)
+        return None
+    given_back = False
 
     def apply(pk: int, result: ProviderResult, provider_name: str) -> Outcome:
+        nonlocal given_back
         if result.status == ProviderResult.DELIVERED:
-            done = deliveries.submit(Delivered(pk, result, provider_name))
+            done = deliveries.submit(Delivered(pk, result, provider_name, claim.slot))
+            given_back = True  # with the batch
             if done is not None:
                 return done
         return processor.apply_result(pk, result, provider_name)
 
-    return processor.recharge_call(recharge_id, claim.request, provider=provider, apply=apply)
+    try:
+        return processor.recharge_call(recharge_id, claim.request, provider=provider, apply=apply)
+    finally:
+        if not given_back:
+            throttle.slots_release(settings.AIRTIME_PROVIDER, [claim.slot])

@@ -26,15 +26,17 @@ def recharge_process_task(
     seconds for a slot, then hands the recharge back to the queue for a little later.
     ``attempt``: set on a retry, the attempt it continues; ``quiet_since`` (a Unix time): set
     by the sweeper, the cutoff under which it found the row stuck (processor, step 1)."""
-    provider = settings.AIRTIME_PROVIDER
-    with throttle.provider_slot(provider, wait=settings.PROVIDER_SLOT_WAIT_SECONDS) as held:
-        if not held:
-            later = 1.0 + random.uniform(0, 2.0)  # noqa: S311 (spreading, not a secret)
-            enqueue(recharge_process_task, recharge_id, attempt, quiet_since, countdown=later)
-            return "throttled"
-        if attempt is None and quiet_since is None:
-            outcome = group_commit.recharge_process_grouped(recharge_id=recharge_id)
-        else:
+    outcome = None
+    if attempt is None and quiet_since is None:
+        # The common case, grouped with the process's other threads (it takes its own slot).
+        outcome = group_commit.recharge_process_grouped(recharge_id=recharge_id)
+    if outcome is None:
+        provider = settings.AIRTIME_PROVIDER
+        with throttle.provider_slot(provider, wait=settings.PROVIDER_SLOT_WAIT_SECONDS) as held:
+            if not held:
+                later = 1.0 + random.uniform(0, 2.0)  # noqa: S311 (spreading, not a secret)
+                enqueue(recharge_process_task, recharge_id, attempt, quiet_since, countdown=later)
+                return "throttled"
             outcome = processor.recharge_process(
                 recharge_id=recharge_id,
                 attempt=attempt,

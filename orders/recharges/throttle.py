@@ -21,20 +21,28 @@ from functools import cache
 
 from django.conf import settings
 
-# KEYS: the slots, the pause. Returns 1 (a slot is held), 0 (none free) or minus the
-# milliseconds the provider's pause still lasts: one round trip per try.
-_ACQUIRE = """
+# KEYS: the slots, the pause; ARGV: now, the leases' end, the ceiling, then one token per
+# slot wanted. Takes as many of those slots as are free, in order, and returns how many;
+# or minus the milliseconds the provider's pause still lasts. One round trip per try.
+_TAKE = """
 local paused = redis.call('PTTL', KEYS[2])
 if paused > 0 then
   return -paused
 end
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
-if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[3]) then
-  redis.call('ZADD', KEYS[1], ARGV[2], ARGV[4])
-  redis.call('EXPIRE', KEYS[1], 3600)
-  return 1
+local free = tonumber(ARGV[3]) - redis.call('ZCARD', KEYS[1])
+local taken = 0
+for i = 4, #ARGV do
+  if taken >= free then
+    break
+  end
+  redis.call('ZADD', KEYS[1], ARGV[2], ARGV[i])
+  taken = taken + 1
 end
-return 0
+if taken > 0 then
+  redis.call('EXPIRE', KEYS[1], 3600)
+end
+return taken
 """
 POLL_SECONDS = 0.05
 
@@ -51,8 +59,8 @@ def _redis():
 
 
 @cache
-def _acquire_script():
-    return _redis().register_script(_ACQUIRE)
+def _take_script():
+    return _redis().register_script(_TAKE)
 
 
 def _key(kind: str, provider: str) -> str:
@@ -64,36 +72,54 @@ def _lease_seconds() -> float:
     return settings.RELOADLY_TIMEOUT_SECONDS * 2 + 30
 
 
-def _try_acquire(provider: str, token: str, limit: int) -> tuple[bool, float]:
-    """(a slot is now held, seconds the provider's pause still lasts)."""
+def _take(provider: str, tokens: list[str], limit: int) -> tuple[int, float]:
+    """Take a slot for each token while free ones last: (how many, in order; seconds the
+    provider's pause still lasts, when it is paused and none was taken)."""
     now = time.time()
     if settings.REDIS_URL:
         answer = int(
-            _acquire_script()(
+            _take_script()(
                 keys=[_key("slots", provider), _key("pause", provider)],
-                args=[now, now + _lease_seconds(), limit, token],
+                args=[now, now + _lease_seconds(), limit, *tokens],
             )
         )
-        return answer == 1, max(0, -answer) / 1000
+        return max(0, answer), max(0, -answer) / 1000
     if held := paused_for(provider):
-        return False, held
+        return 0, held
     with _local_lock:
         slots = _local_slots.setdefault(provider, {})
-        for held, until in list(slots.items()):
+        for token, until in list(slots.items()):
             if until < now:
-                del slots[held]
-        if len(slots) >= limit:
-            return False, 0.0
-        slots[token] = now + _lease_seconds()
-        return True, 0.0
+                del slots[token]
+        taken = tokens[: max(0, limit - len(slots))]
+        for token in taken:
+            slots[token] = now + _lease_seconds()
+        return len(taken), 0.0
 
 
-def _release(provider: str, token: str) -> None:
+def slots_take(provider: str, count: int) -> list[str]:
+    """Up to ``count`` of the provider's slots at once, without waiting (the processor's group
+    commit takes its batch's in one round trip): their tokens, for ``slots_release``. With no
+    ceiling, a token per slot that holds nothing."""
+    limit = settings.PROVIDER_MAX_IN_FLIGHT
+    if limit <= 0:
+        return [""] * count
+    tokens = [secrets.token_hex(8) for _ in range(count)]
+    taken, _paused = _take(provider, tokens, limit)
+    return tokens[:taken]
+
+
+def slots_release(provider: str, tokens: list[str]) -> None:
+    held = [token for token in tokens if token]
+    if not held:
+        return
     if settings.REDIS_URL:
-        _redis().zrem(_key("slots", provider), token)
+        _redis().zrem(_key("slots", provider), *held)
         return
     with _local_lock:
-        _local_slots.get(provider, {}).pop(token, None)
+        slots = _local_slots.get(provider, {})
+        for token in held:
+            slots.pop(token, None)
 
 
 def paused_for(provider: str) -> float:
@@ -128,8 +154,8 @@ def provider_slot(provider: str, *, wait: float) -> Iterator[bool]:
     token = secrets.token_hex(8)
     deadline = time.monotonic() + wait
     while True:
-        acquired, held = _try_acquire(provider, token, limit)
-        if acquired:
+        taken, held = _take(provider, [token], limit)
+        if taken:
             break
         if time.monotonic() >= deadline:
             yield False
@@ -138,7 +164,7 @@ def provider_slot(provider: str, *, wait: float) -> Iterator[bool]:
     try:
         yield True
     finally:
-        _release(provider, token)
+        slots_release(provider, [token])
 
 
 def in_flight(provider: str) -> int:

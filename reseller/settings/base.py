@@ -230,6 +230,8 @@ RECHARGE_SWEEP_INTERVAL_SECONDS = env.float("RECHARGE_SWEEP_INTERVAL_SECONDS", d
 # Group commit (orders/recharges/group_commit.py): at most this many recharges' claims, or
 # deliveries, written in one transaction by one thread of a worker process (1: one by one).
 RECHARGE_GROUP_COMMIT_MAX = env.int("RECHARGE_GROUP_COMMIT_MAX", default=100)
+# How long a writer waits for more recharges to join its batch before writing it.
+RECHARGE_GROUP_COMMIT_GATHER_MS = env.float("RECHARGE_GROUP_COMMIT_GATHER_MS", default=3.0)
 
 # Celery: no broker configured means every task runs in-process (the embedded default).
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="")
