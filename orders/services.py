@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext as _
@@ -32,12 +33,20 @@ from orders.models import (
     Recharge,
     RechargeEvent,
 )
+from orders.order_insert import ONE_STATEMENT_ROWS, order_insert
 from orders.pricing import LineRequest, PricedOrder, line_requests, price_order
 from orders.recharges.tasks import recharges_enqueue, sandbox_settle_later
 from orders.selectors import cart_items
 from sandbox.outcomes import sandbox_simulate
 from wallet.models import Wallet
-from wallet.services import balance_check, wallet_debit, wallet_lock, wallet_lock_for
+from wallet.services import (
+    balance_check,
+    ledger_entry_posted,
+    wallet_debit,
+    wallet_debit_prepare,
+    wallet_lock,
+    wallet_lock_for,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -139,7 +148,45 @@ def recharges_create(
     now = timezone.now()
     if lines is None:
         lines = list(order.lines.select_related("product"))
-    recharges = [
+    recharges = _recharges_new(
+        order=order, payment=payment, lines=lines, references=references, now=now
+    )
+    Recharge.objects.bulk_create(recharges)
+    RechargeEvent.objects.bulk_create(
+        [
+            RechargeEvent(
+                recharge=r,
+                from_status="",
+                to_status=Recharge.Status.QUEUED,
+                note=FIRST_NOTE,
+                created_at=now,
+            )
+            for r in recharges
+        ]
+    )
+    if not order.livemode:
+        # Test keys never reach the processor: the outcome is simulated in this transaction.
+        if sandbox_simulate(recharges=recharges):
+            transaction.on_commit(sandbox_settle_later)
+        payment.refresh_from_db(fields=["status", "refunded_amount", "updated_at"])
+        return recharges
+    _recharges_queued(order=order, payment=payment, lines=lines, recharges=recharges)
+    return recharges
+
+
+FIRST_NOTE = "order placed"
+
+
+def _recharges_new(
+    *,
+    order: Order,
+    payment: Payment,
+    lines: list[OrderLine],
+    references: list[str] | None,
+    now: datetime,
+) -> list[Recharge]:
+    """The order's recharges, not yet saved: one queued per unit of every line."""
+    return [
         Recharge(
             order=order,
             payment=payment,
@@ -158,30 +205,16 @@ def recharges_create(
         for index, line in enumerate(lines)
         for _unit in range(line.quantity)
     ]
-    Recharge.objects.bulk_create(recharges)
-    RechargeEvent.objects.bulk_create(
-        [
-            RechargeEvent(
-                recharge=r,
-                from_status="",
-                to_status=Recharge.Status.QUEUED,
-                note="order placed",
-                created_at=now,
-            )
-            for r in recharges
-        ]
-    )
-    if not order.livemode:
-        # Test keys never reach the processor: the outcome is simulated in this transaction.
-        if sandbox_simulate(recharges=recharges):
-            transaction.on_commit(sandbox_settle_later)
-        payment.refresh_from_db(fields=["status", "refunded_amount", "updated_at"])
-        return recharges
+
+
+def _recharges_queued(
+    *, order: Order, payment: Payment, lines: list[OrderLine], recharges: list[Recharge]
+) -> None:
+    """Once a live order's recharges are written: the processor after commit, the receipt."""
     ids = [r.pk for r in recharges]
     transaction.on_commit(lambda: recharges_enqueue(recharge_ids=ids))
     if order.channel in (Order.Channel.WALLET, Order.Channel.CARD):
         _receipt_queue(order=order, payment=payment, lines=lines)
-    return recharges
 
 
 def _receipt_queue(*, order: Order, payment: Payment, lines: list[OrderLine]) -> None:
@@ -243,6 +276,20 @@ def order_place_with_wallet(
             _("baseCurrency %(given)s differs from the wallet currency %(wallet)s.")
             % {"given": currency.upper(), "wallet": locked.currency}
         )
+    if (
+        livemode
+        and connection.vendor == "postgresql"
+        and len(priced.lines) + priced.units <= ONE_STATEMENT_ROWS
+    ):
+        return _order_write_in_one_statement(
+            account=account,
+            channel=channel,
+            priced=priced,
+            wallet=locked,
+            user=user,
+            api_key=api_key,
+            references=references,
+        )
     balance_check(wallet=locked, amount=priced.total)
     order, payment, order_lines = order_create(
         account=account,
@@ -267,6 +314,78 @@ def order_place_with_wallet(
     )
     order_graph_attach(order=order, payment=payment, lines=order_lines, recharges=recharges)
     return order
+
+
+def _order_write_in_one_statement(
+    *,
+    account: Account,
+    channel: str,
+    priced: PricedOrder,
+    wallet: Wallet,
+    user: User | None,
+    api_key,
+    references: list[str] | None,
+) -> Order:
+    """``order_place_with_wallet``'s writes for a live order on PostgreSQL: the same rows,
+    built as the ORM path builds them, written in one statement (orders/order_insert.py)."""
+    now = timezone.now()
+    order = Order(
+        account=account,
+        livemode=True,
+        channel=channel,
+        total=priced.total,
+        currency=priced.currency,
+        created_by=user,
+        api_key=api_key,
+        created_at=now,
+    )
+    lines = [
+        OrderLine(
+            order=order,
+            product=line.product,
+            recipient_number=line.recipient_number,
+            quantity=line.quantity,
+            unit_price=line.unit_price,
+            line_total=line.line_total,
+            promotion_name=line.promotion.name if line.promotion else "",
+        )
+        for line in priced.lines
+    ]
+    payment = Payment(
+        order=order,
+        account=account,
+        livemode=True,
+        method=Payment.Method.WALLET,
+        status=Payment.Status.CAPTURED,
+        amount=priced.total,
+        currency=priced.currency,
+        wallet=wallet,
+        captured_at=now,
+        created_at=now,
+        updated_at=now,
+    )
+    entry = wallet_debit_prepare(
+        wallet=wallet,
+        amount=priced.total,
+        reference=payment.public_id,
+        memo=f"order {order.public_id}",
+    )
+    recharges = _recharges_new(
+        order=order, payment=payment, lines=lines, references=references, now=now
+    )
+    order_insert(
+        order=order,
+        lines=lines,
+        payment=payment,
+        entry=entry,
+        wallet=wallet,
+        delta=entry.amount,
+        recharges=recharges,
+        note=FIRST_NOTE,
+    )
+    ledger_entry_posted(wallet=wallet, entry=entry)
+    _recharges_queued(order=order, payment=payment, lines=lines, recharges=recharges)
+    return order_graph_attach(order=order, payment=payment, lines=lines, recharges=recharges)
 
 
 def order_place(

@@ -240,18 +240,19 @@ def test_recharges_are_enqueued_only_after_commit(
     assert set(Recharge.objects.values_list("status", flat=True)) == {"queued"}
 
 
-def test_a_failure_between_payment_and_recharges_leaves_nothing(reseller, product, monkeypatch):
-    """The order, payment, debit and recharges are one transaction: break the last step."""
-    from django.db import IntegrityError
-
-    import orders.services as order_services
+def test_a_failure_between_payment_and_recharges_leaves_nothing(reseller, product):
+    """The order, payment, debit and recharges are one transaction: break the last step
+    (PostgreSQL refuses the recharges' insert, as a full disk would)."""
+    from django.db import connection
 
     fund(reseller, "100.00")
-
-    def broken_bulk_create(objs, *args, **kwargs):
-        raise IntegrityError("disk full while writing recharges")
-
-    monkeypatch.setattr(order_services.Recharge.objects, "bulk_create", broken_bulk_create)
+    with connection.cursor() as cursor:  # DDL is transactional: gone with the test's rollback
+        cursor.execute(
+            "CREATE FUNCTION refuse_recharges() RETURNS trigger LANGUAGE plpgsql AS"
+            " $$ BEGIN RAISE EXCEPTION 'disk full while writing recharges'; END $$;"
+            " CREATE TRIGGER refuse_recharges BEFORE INSERT ON orders_recharge"
+            " FOR EACH ROW EXECUTE FUNCTION refuse_recharges();"
+        )
     client = key_client(reseller)
     client.raise_request_exception = False
     response = client.post(B2B, envelope(product), HTTP_IDEMPOTENCY_KEY="crash")

@@ -113,20 +113,10 @@ def ledger_post(
     A debit that would take the balance below zero raises InsufficientBalance and writes
     nothing.
     """
-    amount = quantize(amount)
-    if amount < ZERO:
-        balance_check(wallet=wallet, amount=-amount)
-    new_balance = wallet.balance + amount
-    entry = LedgerEntry(
-        wallet=wallet,
-        kind=kind,
-        amount=amount,
-        balance_after=new_balance,
-        currency=wallet.currency,
-        reference=reference,
-        memo=memo[:255],
-        created_by=by,
+    entry = ledger_entry_prepare(
+        wallet=wallet, kind=kind, amount=amount, reference=reference, memo=memo, by=by
     )
+    amount = entry.amount
     if fresh_reference:  # a reference made for this very entry cannot collide: no savepoint
         entry.save()
     else:
@@ -143,9 +133,35 @@ def ledger_post(
     Wallet.objects.filter(pk=wallet.pk).update(
         balance=F("balance") + amount, updated_at=timezone.now()
     )
-    old_balance, wallet.balance = wallet.balance, new_balance
-    _emit_events(wallet=wallet, entry=entry, old_balance=old_balance)
+    ledger_entry_posted(wallet=wallet, entry=entry)
     return entry, True
+
+
+def ledger_entry_prepare(
+    *, wallet: Wallet, kind: str, amount: Decimal, reference: str, memo: str = "", by=None
+) -> LedgerEntry:
+    """The entry ``ledger_post`` appends, not yet saved (the order's one-statement write saves
+    it with the order): a debit below the balance raises InsufficientBalance."""
+    amount = quantize(amount)
+    if amount < ZERO:
+        balance_check(wallet=wallet, amount=-amount)
+    return LedgerEntry(
+        wallet=wallet,
+        kind=kind,
+        amount=amount,
+        balance_after=wallet.balance + amount,
+        currency=wallet.currency,
+        reference=reference,
+        memo=memo[:255],
+        created_by=by,
+    )
+
+
+def ledger_entry_posted(*, wallet: Wallet, entry: LedgerEntry) -> None:
+    """After an entry and the balance it moved were written: the locked wallet in memory
+    follows, and the wallet's events (a credit, a low-balance crossing) are recorded."""
+    old_balance, wallet.balance = wallet.balance, entry.balance_after
+    _emit_events(wallet=wallet, entry=entry, old_balance=old_balance)
 
 
 def _balance_object(wallet: Wallet) -> dict:
@@ -224,6 +240,19 @@ def wallet_debit(
         fresh_reference=fresh_reference,
     )
     return entry
+
+
+def wallet_debit_prepare(
+    *, wallet: Wallet, amount: Decimal, reference: str, memo: str = ""
+) -> LedgerEntry:
+    """The entry ``wallet_debit`` would append, not yet saved (``ledger_entry_prepare``)."""
+    return ledger_entry_prepare(
+        wallet=wallet,
+        kind=LedgerEntry.Kind.PAYMENT,
+        amount=-_positive(amount),
+        reference=reference,
+        memo=memo,
+    )
 
 
 @transaction.atomic

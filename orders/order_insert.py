@@ -1,0 +1,129 @@
+"""A paid order's rows in one statement (PostgreSQL): the B2B request's write path.
+
+``order_place_with_wallet`` writes, under the wallet's lock, an order, its lines, its payment,
+a ledger entry, the wallet's new balance, one recharge per unit and each recharge's first
+history row. Through the ORM that is seven statements, each built in Python and each a
+round trip; their building cost more than PostgreSQL takes to run them (docs/performance.md).
+Here the same rows, from the same model instances, go in one statement of data-modifying
+``WITH`` clauses, where a row that needs another's id reads it from that clause. Every
+constraint, trigger and default of the tables applies as it does to the ORM's inserts; the
+instances come back with their ids, as ``save`` and ``bulk_create`` leave them.
+
+Values are prepared by each field (``get_db_prep_save``), so what is stored is what the ORM
+would store. SQLite (the embedded default) keeps the ORM's path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from decimal import Decimal
+
+from django.db import connection
+from django.db.models import Model
+
+from orders.models import Order, OrderLine, Payment, Recharge, RechargeEvent
+from wallet.models import LedgerEntry, Wallet
+
+# Orders of more lines and units (a batch of thousands) take the ORM's path, which splits its
+# inserts: one statement carries at most 65,535 parameters.
+ONE_STATEMENT_ROWS = 200
+ORDER_ID = "(SELECT id FROM o)"
+PAYMENT_ID = "(SELECT id FROM p)"
+
+
+def order_insert(
+    *,
+    order: Order,
+    lines: list[OrderLine],
+    payment: Payment,
+    entry: LedgerEntry,
+    wallet: Wallet,
+    delta: Decimal,
+    recharges: list[Recharge],
+    note: str,
+) -> None:
+    """Insert the order's rows and move ``wallet``'s balance by ``delta``, in one statement;
+    the recharges' history rows go from nothing to their status, with ``note``."""
+    params: list = []
+    clauses = [
+        _insert("o", [order], {}, params),
+        _insert("p", [payment], {"order_id": ORDER_ID}, params),
+        _insert("l", lines, {"order_id": ORDER_ID}, params),
+        _insert("e", [entry], {}, params),
+    ]
+    clauses.append(
+        f"w AS (UPDATE {_q(Wallet._meta.db_table)} SET balance = balance + %s,"  # noqa: S608 (names from the models; values are parameters)
+        " updated_at = %s WHERE id = %s RETURNING id)"
+    )
+    params += [delta, entry.created_at, wallet.pk]
+    clauses.append(
+        _insert(
+            "r",
+            recharges,
+            {"order_id": ORDER_ID, "payment_id": PAYMENT_ID},
+            params,
+            returning="id, status, created_at",
+        )
+    )
+    history = RechargeEvent._meta.db_table
+    clauses.append(
+        f"h AS (INSERT INTO {_q(history)} (recharge_id, from_status, to_status, note,"  # noqa: S608 (names from the models; values are parameters)
+        " actor_id, created_at) SELECT id, '', status, %s, NULL, created_at FROM r RETURNING id)"
+    )
+    params.append(note)
+    sql = (
+        "WITH "  # noqa: S608 (names from the models; values are parameters)
+        + ", ".join(clauses)
+        + " SELECT (SELECT id FROM o), (SELECT id FROM p), (SELECT id FROM e),"
+        " ARRAY(SELECT id FROM l ORDER BY id), ARRAY(SELECT id FROM r ORDER BY id),"
+        " (SELECT count(*) FROM w), (SELECT count(*) FROM h)"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        order_id, payment_id, entry_id, line_ids, recharge_ids, moved, histories = cursor.fetchone()
+    if moved != 1 or histories != len(recharges) or len(recharge_ids) != len(recharges):
+        raise RuntimeError("the order's rows were not all written")  # rolls the order back
+    # Ids come from one sequence per table, taken row by row in the VALUES' order.
+    _saved(order, order_id)
+    _saved(payment, payment_id, order_id=order_id)
+    _saved(entry, entry_id)
+    for line, pk in zip(lines, line_ids, strict=True):
+        _saved(line, pk, order_id=order_id)
+    for recharge, pk in zip(recharges, recharge_ids, strict=True):
+        _saved(recharge, pk, order_id=order_id, payment_id=payment_id)
+
+
+def _q(name: str) -> str:
+    return connection.ops.quote_name(name)
+
+
+def _insert(
+    alias: str, objs: Sequence[Model], refs: dict[str, str], params: list, returning: str = "id"
+) -> str:
+    """``alias AS (INSERT … VALUES … RETURNING id)`` for these instances of one model; a
+    column in ``refs`` takes that SQL (another clause's id) instead of the instance's value."""
+    meta = objs[0]._meta
+    fields = [field for field in meta.concrete_fields if not field.primary_key]
+    rows = []
+    for obj in objs:
+        values = []
+        for field in fields:
+            if field.attname in refs:
+                values.append(refs[field.attname])
+                continue
+            values.append("%s")
+            params.append(field.get_db_prep_save(field.pre_save(obj, True), connection))
+        rows.append(f"({', '.join(values)})")
+    columns = ", ".join(_q(str(field.column)) for field in fields)
+    return (
+        f"{alias} AS (INSERT INTO {_q(meta.db_table)} ({columns}) VALUES {', '.join(rows)}"  # noqa: S608 (names from the models; values are parameters)
+        f" RETURNING {returning})"
+    )
+
+
+def _saved(obj: Model, pk: int, **foreign: int) -> None:
+    obj.pk = pk
+    for attname, value in foreign.items():
+        setattr(obj, attname, value)
+    obj._state.adding = False
+    obj._state.db = connection.alias

@@ -1,0 +1,107 @@
+"""The live order's one-statement write (orders/order_insert.py) stores exactly the rows the
+ORM's path stores, in one statement instead of seven."""
+
+from decimal import Decimal
+
+import pytest
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
+
+import orders.services as order_services
+from orders.models import Order, OrderLine, Payment, Recharge, RechargeEvent
+from orders.pricing import LineRequest
+from tests.factories import ProductFactory, UserFactory
+from tests.helpers import assert_ledger_balanced
+from wallet.models import LedgerEntry, Wallet
+from wallet.services import wallet_get_or_create, wallet_topup_manual
+
+pytestmark = pytest.mark.django_db
+WRITES = ("INSERT", "UPDATE", "WITH")
+
+
+def place(user, lines):
+    with transaction.atomic():
+        return order_services.order_place_with_wallet(
+            account=user.account,
+            wallet=wallet_get_or_create(account=user.account),
+            livemode=True,
+            channel="api",
+            currency="EUR",
+            user=user,
+            lines=lines,
+            references=["ref-a", "ref-b"],
+        )
+
+
+def stored(order: Order) -> dict:
+    """Everything the order wrote, without what differs by nature (ids, public ids, times)."""
+    payment = Payment.objects.get(order=order)
+    entry = LedgerEntry.objects.get(reference=payment.public_id)
+    recharges = Recharge.objects.filter(order=order).order_by("id")
+    drop = {"id", "public_id", "order_id", "payment_id", "created_at", "updated_at"}
+    times = {"queued_at", "captured_at", "dispatched_at", "delivered_at", "failed_at"}
+
+    def plain(row: dict) -> dict:
+        return {k: (v is not None if k in times else v) for k, v in row.items() if k not in drop}
+
+    return {
+        "order": plain(Order.objects.filter(pk=order.pk).values()[0]),
+        "lines": [plain(r) for r in OrderLine.objects.filter(order=order).order_by("id").values()],
+        "payment": plain(Payment.objects.filter(pk=payment.pk).values()[0]),
+        "entry": {
+            **plain(
+                LedgerEntry.objects.filter(pk=entry.pk).values("kind", "amount", "currency")[0]
+            ),
+            "memo": entry.memo == f"order {order.public_id}",
+            "by": entry.created_by_id,
+        },
+        "recharges": [plain(r) for r in recharges.values()],
+        "history": [
+            list(
+                RechargeEvent.objects.filter(recharge=r).values_list(
+                    "from_status", "to_status", "note", "actor_id"
+                )
+            )
+            for r in recharges
+        ],
+    }
+
+
+def test_the_one_statement_write_stores_what_the_orm_stores(monkeypatch):
+    product, other = ProductFactory(retail_price=Decimal("5.00")), ProductFactory()
+    user = UserFactory()
+    wallet_topup_manual(account=user.account, amount=Decimal("500.00"))
+    lines = [
+        LineRequest(product=product, recipient_number="+525512345678", quantity=2),
+        LineRequest(product=other, recipient_number="+525512340000", quantity=3),
+    ]
+    with CaptureQueriesContext(connection) as fast:
+        one = place(user, lines)
+    monkeypatch.setattr(order_services, "ONE_STATEMENT_ROWS", 0)  # the ORM's path
+    with CaptureQueriesContext(connection) as orm:
+        two = place(user, lines)
+
+    def writes(capture) -> list[str]:
+        return [q["sql"] for q in capture.captured_queries if q["sql"].startswith(WRITES)]
+
+    assert len(writes(orm)) == 7
+    assert len(writes(fast)) == 1 and writes(fast)[0].startswith("WITH o AS (INSERT")
+    assert stored(one) == stored(two)
+    # the instances came back as saved rows: the 201 is rendered from them
+    assert [r.pk for r in one.recharges.all()] == list(
+        Recharge.objects.filter(order=one).order_by("id").values_list("pk", flat=True)
+    )
+    assert [r.reference for r in one.recharges.all()] == ["ref-a"] * 2 + ["ref-b"] * 3
+    assert one.payment.pk == Payment.objects.get(order=one).pk
+    after = [
+        e.balance_after
+        for e in LedgerEntry.objects.filter(wallet__account=user.account).order_by("id")
+    ]
+    assert after == [
+        Decimal("500.00"),
+        Decimal("500.00") - one.total,
+        Decimal("500.00") - 2 * one.total,
+    ]
+    wallet = Wallet.objects.get(account=user.account, kind="live")
+    assert wallet.balance == Decimal("500.00") - 2 * one.total
+    assert_ledger_balanced()
