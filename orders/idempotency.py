@@ -36,6 +36,7 @@ from orders.errors import (
     IdempotencyKeyReused,
 )
 from orders.models import IdempotencyRecord
+from reseller.db import model_insert
 from reseller.errors import ApplicationError
 
 KEY_PATTERN = re.compile(r"^[\x21-\x7e]{1,255}$")
@@ -118,14 +119,17 @@ def _replay(stored: _Stored | IdempotencyRecord, *, print_: str) -> Outcome:
 
 
 def _store(*, account: Account, livemode: bool, key: str, print_: str, status: int, body) -> None:
-    IdempotencyRecord.objects.create(
-        account=account,
-        livemode=livemode,
-        key=key,
-        fingerprint=print_,
-        response_status=status,
-        response_body=body,
-        created_at=timezone.now(),
+    """Every request with a key ends here: one plain INSERT (reseller/db.py)."""
+    model_insert(
+        IdempotencyRecord(
+            account=account,
+            livemode=livemode,
+            key=key,
+            fingerprint=print_,
+            response_status=status,
+            response_body=body,
+            created_at=timezone.now(),
+        )
     )
 
 

@@ -22,6 +22,7 @@ from django.db import connection
 from django.db.models import Model
 
 from orders.models import Order, OrderLine, Payment, Recharge, RechargeEvent
+from reseller.db import insert_values, quote, saved
 from wallet.models import LedgerEntry, Wallet
 
 # Orders of more lines and units (a batch of thousands) take the ORM's path, which splits its
@@ -52,7 +53,7 @@ def order_insert(
         _insert("e", [entry], {}, params),
     ]
     clauses.append(
-        f"w AS (UPDATE {_q(Wallet._meta.db_table)} SET balance = balance + %s,"  # noqa: S608 (names from the models; values are parameters)
+        f"w AS (UPDATE {quote(Wallet._meta.db_table)} SET balance = balance + %s,"  # noqa: S608 (names from the models; values are parameters)
         " updated_at = %s WHERE id = %s RETURNING id)"
     )
     params += [delta, entry.created_at, wallet.pk]
@@ -67,7 +68,7 @@ def order_insert(
     )
     history = RechargeEvent._meta.db_table
     clauses.append(
-        f"h AS (INSERT INTO {_q(history)} (recharge_id, from_status, to_status, note,"  # noqa: S608 (names from the models; values are parameters)
+        f"h AS (INSERT INTO {quote(history)} (recharge_id, from_status, to_status, note,"  # noqa: S608 (names from the models; values are parameters)
         " actor_id, created_at) SELECT id, '', status, %s, NULL, created_at FROM r RETURNING id)"
     )
     params.append(note)
@@ -84,46 +85,19 @@ def order_insert(
     if moved != 1 or histories != len(recharges) or len(recharge_ids) != len(recharges):
         raise RuntimeError("the order's rows were not all written")  # rolls the order back
     # Ids come from one sequence per table, taken row by row in the VALUES' order.
-    _saved(order, order_id)
-    _saved(payment, payment_id, order_id=order_id)
-    _saved(entry, entry_id)
+    saved(order, order_id)
+    saved(payment, payment_id, order_id=order_id)
+    saved(entry, entry_id)
     for line, pk in zip(lines, line_ids, strict=True):
-        _saved(line, pk, order_id=order_id)
+        saved(line, pk, order_id=order_id)
     for recharge, pk in zip(recharges, recharge_ids, strict=True):
-        _saved(recharge, pk, order_id=order_id, payment_id=payment_id)
-
-
-def _q(name: str) -> str:
-    return connection.ops.quote_name(name)
+        saved(recharge, pk, order_id=order_id, payment_id=payment_id)
 
 
 def _insert(
     alias: str, objs: Sequence[Model], refs: dict[str, str], params: list, returning: str = "id"
 ) -> str:
-    """``alias AS (INSERT … VALUES … RETURNING id)`` for these instances of one model; a
-    column in ``refs`` takes that SQL (another clause's id) instead of the instance's value."""
-    meta = objs[0]._meta
-    fields = [field for field in meta.concrete_fields if not field.primary_key]
-    rows = []
-    for obj in objs:
-        values = []
-        for field in fields:
-            if field.attname in refs:
-                values.append(refs[field.attname])
-                continue
-            values.append("%s")
-            params.append(field.get_db_prep_save(field.pre_save(obj, True), connection))
-        rows.append(f"({', '.join(values)})")
-    columns = ", ".join(_q(str(field.column)) for field in fields)
-    return (
-        f"{alias} AS (INSERT INTO {_q(meta.db_table)} ({columns}) VALUES {', '.join(rows)}"  # noqa: S608 (names from the models; values are parameters)
-        f" RETURNING {returning})"
-    )
-
-
-def _saved(obj: Model, pk: int, **foreign: int) -> None:
-    obj.pk = pk
-    for attname, value in foreign.items():
-        setattr(obj, attname, value)
-    obj._state.adding = False
-    obj._state.db = connection.alias
+    """``alias AS (INSERT … VALUES … RETURNING …)`` for these instances of one model."""
+    columns, rows = insert_values(objs, refs, params)
+    table = quote(objs[0]._meta.db_table)
+    return f"{alias} AS (INSERT INTO {table} ({columns}) VALUES {rows} RETURNING {returning})"  # noqa: S608 (names from the models; values are parameters)

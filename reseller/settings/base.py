@@ -238,6 +238,9 @@ CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="")
 CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
 CELERY_TASK_EAGER_PROPAGATES = False
 CELERY_BROKER_URL = CELERY_BROKER_URL or "memory://"
+if CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
+    # Kombu's Redis transport, keeping its client between publishes (reseller/broker.py).
+    CELERY_BROKER_TRANSPORT = "reseller.broker:Transport"
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_SERIALIZER = "json"
