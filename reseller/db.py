@@ -9,6 +9,7 @@ transaction, nothing changes.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from django.db import connection, connections
 from django.db.models import Model
@@ -69,3 +70,22 @@ def model_insert(obj: Model) -> None:
             params,
         )
         saved(obj, cursor.fetchone()[0])
+
+
+def locked_row[M: Model](model: type[M], **where: Any) -> M | None:
+    """(PostgreSQL) ``model.objects.select_for_update().filter(**where).first()`` for a model
+    whose columns need no conversion (no JSON), as one plain ``SELECT … FOR UPDATE``:
+    ``where`` names columns, all compared for equality."""
+    fields = model._meta.concrete_fields
+    columns = ", ".join(quote(str(field.column)) for field in fields)
+    condition = " AND ".join(f"{quote(name)} = %s" for name in where)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {columns} FROM {quote(model._meta.db_table)} WHERE {condition}"  # noqa: S608 (names from the model; values are parameters)
+            " LIMIT 1 FOR UPDATE",
+            list(where.values()),
+        )
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    return model.from_db(connection.alias, [field.attname for field in fields], row)

@@ -105,3 +105,36 @@ def test_the_one_statement_write_stores_what_the_orm_stores(monkeypatch):
     wallet = Wallet.objects.get(account=user.account, kind="live")
     assert wallet.balance == Decimal("500.00") - 2 * one.total
     assert_ledger_balanced()
+
+
+def test_public_ids_are_20_symbols_of_62_drawn_evenly():
+    from collections import Counter
+
+    from reseller.ids import make_id, random_base62
+
+    ids = {make_id("pay") for _ in range(2000)}
+    assert len(ids) == 2000 and all(len(i) == 24 and i.startswith("pay_") for i in ids)
+    counts = Counter("".join(random_base62(62) for _ in range(2000)))
+    assert len(counts) == 62  # every symbol, each near 2000 times
+    assert min(counts.values()) > 1700 and max(counts.values()) < 2300
+
+
+def test_the_wallet_is_locked_and_read_as_the_orm_reads_it():
+    from wallet.models import Wallet
+    from wallet.services import wallet_lock_for
+
+    user = UserFactory()
+    wallet_topup_manual(account=user.account, amount=Decimal("12.34"))
+    with transaction.atomic():
+        locked = wallet_lock_for(account=user.account)
+        with connection.cursor() as cursor:  # the row is locked by this transaction
+            cursor.execute(
+                "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation"
+                " WHERE c.relname = 'wallet_wallet' AND l.mode = 'RowShareLock'"
+                " AND l.pid = pg_backend_pid()"
+            )
+            assert cursor.fetchone()[0] == 1
+    orm = Wallet.objects.get(pk=locked.pk)
+    fields = [f.attname for f in Wallet._meta.concrete_fields]
+    assert [getattr(locked, f) for f in fields] == [getattr(orm, f) for f in fields]
+    assert not locked._state.adding and locked.balance == Decimal("12.34")

@@ -12,7 +12,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 from django.urls import reverse
 from django.utils import timezone
@@ -21,6 +21,7 @@ from django.utils.translation import gettext as _
 from accounts.models import Account, User
 from emails.models import Email
 from emails.outbox import email_queue_to_account, email_queue_to_user
+from reseller.db import locked_row
 from reseller.money import ZERO, fmt, quantize
 from wallet.errors import (
     CardTopUpNeedsPayment,
@@ -75,13 +76,16 @@ def wallet_lock_for(*, account: Account, api_key=None) -> Wallet:
     """The wallet a caller pays from (as ``wallet_for``), locked: found and locked in one
     read, created first on the caller's first payment."""
     if api_key is not None and not api_key.livemode:
-        owner: dict = {"api_key": api_key, "kind": Wallet.Kind.SANDBOX}
+        owner: dict = {"api_key_id": api_key.pk, "kind": Wallet.Kind.SANDBOX}
     else:
-        owner = {"account": account, "kind": Wallet.Kind.LIVE}
-    try:
-        return Wallet.objects.select_for_update(of=("self",)).get(**owner)
-    except Wallet.DoesNotExist:
-        return wallet_lock(wallet_id=wallet_for(account=account, api_key=api_key).pk)
+        owner = {"account_id": account.pk, "kind": Wallet.Kind.LIVE}
+    if connection.vendor == "postgresql":  # every B2B request: one plain statement
+        locked = locked_row(Wallet, **owner)
+    else:
+        locked = Wallet.objects.select_for_update(of=("self",)).filter(**owner).first()
+    if locked is None:
+        locked = wallet_lock(wallet_id=wallet_for(account=account, api_key=api_key).pk)
+    return locked
 
 
 def _positive(amount: Decimal) -> Decimal:
