@@ -278,6 +278,7 @@ class Bench:
     def http(
         self, name: str, clients: int, factory, expected: int, duration=None, port=None
     ) -> dict:
+        cpu_before = self.cpu_seconds()
         result = load.run(
             host=HOST,
             port=port or self.args.port,
@@ -294,6 +295,12 @@ class Bench:
             f"{name:<14} c={clients:<3} {summary['rps']:>8.1f} req/s  p50 {summary['p50_ms']:>7.2f}"
             f"  p99 {summary['p99_ms']:>7.2f} ms  errors {summary['errors']} {summary['statuses']}"
         )
+        cpu = self.cpu_delta(cpu_before, self.cpu_seconds())
+        # The CPU was spent over the warm-up too: the answers of both, at the measured rate.
+        seconds = (duration or self.args.duration) + self.args.warmup
+        answered = max(1.0, summary["rps"] * seconds)
+        per = {k: round(v * 1000 / answered, 2) for k, v in cpu.items() if v >= 0.05}
+        log(f"  CPU ms per request: {per}")
         if summary["errors"]:
             self.notes.append(f"{name} with {clients} clients: statuses {summary['statuses']}")
         return summary
