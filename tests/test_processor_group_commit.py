@@ -288,6 +288,24 @@ def test_delivered_events_are_written_for_the_accounts_that_want_them_only():
     obj = json.loads(events[0].body)["data"]["object"]
     assert obj["status"] == S.DELIVERED and obj["operatorReference"]
     assert [step["status"] for step in obj["events"]] == [S.QUEUED, S.DISPATCHED, S.DELIVERED]
+    # each body is what the one-at-a-time path writes (the lookup's shape)
+    from djangorestframework_camel_case.util import camelize
+
+    from orders.recharges.events import _history
+    from orders.serializers import recharge_detail
+
+    for public_id, event in bodies.items():
+        row = Recharge.objects.select_related("product").get(public_id=public_id)
+        history = _history(row.pk)
+        one_by_one = camelize(
+            recharge_detail(
+                row,
+                order_id=history[0].order_id,
+                payment_id=history[0].payment_id,
+                events=history,
+            )
+        )
+        assert json.loads(json.dumps(one_by_one)) == json.loads(event.body)["data"]["object"]
 
 
 @pytest.mark.django_db(transaction=True)

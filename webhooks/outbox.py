@@ -81,6 +81,85 @@ def event_emit(
     return event
 
 
+def events_emit_many(items: list[tuple[Event, list[WebhookEndpoint]]]) -> None:
+    """``event_emit`` for many events at once (the processor's batch of deliveries): each
+    ``Event`` built with its body, written with its deliveries in two statements in all, one
+    wake-up per endpoint after the commit."""
+    items = [(event, endpoints) for event, endpoints in items if endpoints]
+    if not items:
+        return
+    params: list = []
+    rows = []
+    for event, _endpoints in items:
+        rows.append("(%s, %s, %s, %s, %s, %s)")
+        at = connection.ops.adapt_datetimefield_value(event.created_at)
+        params += [event.public_id, event.account_id, event.livemode, event.type, event.body, at]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"WITH e AS (INSERT INTO {Event._meta.db_table}"  # noqa: S608 (names from the models; values are parameters)
+            " (public_id, account_id, livemode, type, body, created_at) VALUES "
+            + ", ".join(rows)
+            + " RETURNING id) SELECT id FROM e ORDER BY id",
+            params,
+        )
+        # one sequence, taken row by row in the VALUES' order
+        for (event, _endpoints), (pk,) in zip(items, cursor.fetchall(), strict=True):
+            event.pk = pk
+            event._state.adding = False
+            event._state.db = connection.alias
+        _deliveries_insert(cursor, items)
+    endpoint_ids = sorted({endpoint.pk for _event, endpoints in items for endpoint in endpoints})
+    transaction.on_commit(lambda: _wake(endpoint_ids), robust=True)
+
+
+def _deliveries_insert(cursor, items: list[tuple[Event, list[WebhookEndpoint]]]) -> None:
+    """One pending delivery per (event, endpoint), in one statement."""
+    rows = [
+        (event, endpoint, connection.ops.adapt_datetimefield_value(event.created_at))
+        for event, endpoints in items
+        for endpoint in endpoints
+    ]
+    cursor.execute(
+        f"INSERT INTO {Delivery._meta.db_table}"  # noqa: S608 (names from the models; values are parameters)
+        " (public_id, event_id, endpoint_id, state, attempts, next_attempt_at,"
+        " last_error, created_at, updated_at) VALUES "
+        + ", ".join(["(%s, %s, %s, %s, 0, %s, '', %s, %s)"] * len(rows)),
+        [
+            value
+            for event, endpoint, at in rows
+            for value in (
+                new_delivery_id(),
+                event.pk,
+                endpoint.pk,
+                Delivery.State.PENDING,
+                at,
+                at,
+                at,
+            )
+        ],
+    )
+
+
+def event_new(*, account_id: int, livemode: bool, event_type: str, obj: dict[str, Any]) -> Event:
+    """An event with its body, not yet written (``events_emit_many``)."""
+    now = timezone.now()
+    event_id = new_event_id()
+    return Event(
+        public_id=event_id,
+        account_id=account_id,
+        livemode=livemode,
+        type=event_type,
+        body=event_body(
+            event_id=event_id,
+            event_type=event_type,
+            created_at=now,
+            livemode=livemode,
+            data={"object": obj},
+        ),
+        created_at=now,
+    )
+
+
 def _insert(event: Event, endpoints: list[WebhookEndpoint]) -> None:
     """Write the event and its deliveries in two plain statements.
 
@@ -97,25 +176,7 @@ def _insert(event: Event, endpoints: list[WebhookEndpoint]) -> None:
             [event.public_id, event.account_id, event.livemode, event.type, event.body, at],
         )
         event.pk = cursor.fetchone()[0]
-        cursor.execute(
-            f"INSERT INTO {Delivery._meta.db_table}"  # noqa: S608 (names from the models; values are parameters)
-            " (public_id, event_id, endpoint_id, state, attempts, next_attempt_at,"
-            " last_error, created_at, updated_at) VALUES "
-            + ", ".join(["(%s, %s, %s, %s, 0, %s, '', %s, %s)"] * len(endpoints)),
-            [
-                value
-                for endpoint in endpoints
-                for value in (
-                    new_delivery_id(),
-                    event.pk,
-                    endpoint.pk,
-                    Delivery.State.PENDING,
-                    at,
-                    at,
-                    at,
-                )
-            ],
-        )
+        _deliveries_insert(cursor, [(event, endpoints)])
     event._state.adding = False
     event._state.db = connection.alias
 

@@ -38,7 +38,7 @@ from catalog.models import Operator, Product
 from catalog.selectors import product_waitlist_promotion, products_get
 from orders.models import Recharge, RechargeEvent
 from orders.recharges import processor, throttle
-from orders.recharges.events import EVENT_OF_STATUS, recharge_emit
+from orders.recharges.events import EVENT_OF_STATUS, recharges_emit
 from orders.recharges.processor import Outcome
 from orders.recharges.providers import ProviderResult, TopupRequest
 from reseller.db import connection_release
@@ -284,12 +284,8 @@ def _emit_delivered(moved: dict[int, tuple[int, bool]]) -> None:
         if endpoint.wants(event_type):
             wanting.setdefault((account_id, livemode), []).append(endpoint)
     hooked = [pk for pk, owner in moved.items() if owner in wanting]
-    if not hooked:
-        return
-    for row in Recharge.objects.filter(pk__in=hooked).select_related(
-        "product__operator", "product__country"
-    ):
-        recharge_emit(row, endpoints=wanting[(row.account_id, row.livemode)])
+    if hooked:
+        recharges_emit(hooked, wanting)
 
 
 # -- the processor's common path, grouped ----------------------------------------------------
