@@ -15,14 +15,12 @@ would store. SQLite (the embedded default) keeps the ORM's path.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from decimal import Decimal
 
 from django.db import connection
-from django.db.models import Model
 
 from orders.models import Order, OrderLine, Payment, Recharge, RechargeEvent
-from reseller.db import insert_values, quote, saved
+from reseller.db import insert_clause, quote, saved
 from wallet.models import LedgerEntry, Wallet
 
 # Orders of more lines and units (a batch of thousands) take the ORM's path, which splits its
@@ -47,10 +45,10 @@ def order_insert(
     the recharges' history rows go from nothing to their status, with ``note``."""
     params: list = []
     clauses = [
-        _insert("o", [order], {}, params),
-        _insert("p", [payment], {"order_id": ORDER_ID}, params),
-        _insert("l", lines, {"order_id": ORDER_ID}, params),
-        _insert("e", [entry], {}, params),
+        insert_clause("o", [order], {}, params),
+        insert_clause("p", [payment], {"order_id": ORDER_ID}, params),
+        insert_clause("l", lines, {"order_id": ORDER_ID}, params),
+        insert_clause("e", [entry], {}, params),
     ]
     clauses.append(
         f"w AS (UPDATE {quote(Wallet._meta.db_table)} SET balance = balance + %s,"  # noqa: S608 (names from the models; values are parameters)
@@ -58,7 +56,7 @@ def order_insert(
     )
     params += [delta, entry.created_at, wallet.pk]
     clauses.append(
-        _insert(
+        insert_clause(
             "r",
             recharges,
             {"order_id": ORDER_ID, "payment_id": PAYMENT_ID},
@@ -92,12 +90,3 @@ def order_insert(
         saved(line, pk, order_id=order_id)
     for recharge, pk in zip(recharges, recharge_ids, strict=True):
         saved(recharge, pk, order_id=order_id, payment_id=payment_id)
-
-
-def _insert(
-    alias: str, objs: Sequence[Model], refs: dict[str, str], params: list, returning: str = "id"
-) -> str:
-    """``alias AS (INSERT … VALUES … RETURNING …)`` for these instances of one model."""
-    columns, rows = insert_values(objs, refs, params)
-    table = quote(objs[0]._meta.db_table)
-    return f"{alias} AS (INSERT INTO {table} ({columns}) VALUES {rows} RETURNING {returning})"  # noqa: S608 (names from the models; values are parameters)

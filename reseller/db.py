@@ -8,11 +8,15 @@ transaction, nothing changes.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from datetime import date, datetime
+from decimal import Decimal
 from typing import Any
 
 from django.db import connection, connections
 from django.db.models import Model
+from psycopg.types.json import Jsonb
 
 
 def connection_release(alias: str = "default") -> None:
@@ -48,6 +52,47 @@ def insert_values(objs: Sequence[Model], refs: dict[str, str], params: list) -> 
             params.append(field.get_db_prep_save(field.pre_save(obj, True), connection))
         rows.append(f"({', '.join(values)})")
     return ", ".join(quote(str(field.column)) for field in fields), ", ".join(rows)
+
+
+def insert_clause(
+    alias: str, objs: Sequence[Model], refs: dict[str, str], params: list, returning: str = "id"
+) -> str:
+    """``alias AS (INSERT … RETURNING …)`` for instances of one model, for a ``WITH`` of
+    several: their rows go as ONE JSON parameter (``json_populate_recordset`` gives each value
+    its column's type), so the statement's text is the same for any number of rows and short
+    enough for psycopg to keep it parsed and prepared; rows are inserted, and take their ids,
+    in the instances' order. A column in ``refs`` takes that SQL (another clause's id)."""
+    fields = [field for field in objs[0]._meta.concrete_fields if not field.primary_key]
+    rows = [
+        {
+            field.column: _json_value(field.get_db_prep_save(field.pre_save(obj, True), connection))
+            for field in fields
+            if field.attname not in refs
+        }
+        for obj in objs
+    ]
+    params.append(json.dumps(rows, separators=(",", ":")))
+    table = quote(objs[0]._meta.db_table)
+    columns = ", ".join(quote(str(field.column)) for field in fields)
+    values = ", ".join(
+        refs[field.attname] if field.attname in refs else f"x.{quote(str(field.column))}"
+        for field in fields
+    )
+    return (
+        f"{alias} AS (INSERT INTO {table} ({columns}) SELECT {values}"  # noqa: S608 (names from the models; values are parameters)
+        f" FROM json_populate_recordset(NULL::{table}, %s) WITH ORDINALITY AS x"
+        f" ORDER BY x.ordinality RETURNING {returning})"
+    )
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        return str(value)  # exact: PostgreSQL reads the text into the numeric column
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    if isinstance(value, Jsonb):
+        return value.obj
+    return value
 
 
 def saved(obj: Model, pk: int, **foreign: int) -> None:

@@ -138,3 +138,37 @@ def test_the_wallet_is_locked_and_read_as_the_orm_reads_it():
     fields = [f.attname for f in Wallet._meta.concrete_fields]
     assert [getattr(locked, f) for f in fields] == [getattr(orm, f) for f in fields]
     assert not locked._state.adding and locked.balance == Decimal("12.34")
+
+
+def test_the_statement_is_one_text_for_any_rows_short_enough_to_stay_prepared():
+    """psycopg re-parses, and never prepares, a statement over 4,096 bytes or 50 parameters:
+    the rows go as JSON parameters, so the text is the same for 1 or 9 recharges."""
+    product = ProductFactory(retail_price=Decimal("5.00"))
+    user = UserFactory()
+    wallet_topup_manual(account=user.account, amount=Decimal("500.00"))
+    sent: list[tuple[str, list]] = []
+
+    def keep(execute, sql, params, many, context):
+        sent.append((sql, params))
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(keep):
+        for quantity in (1, 9):
+            with transaction.atomic():
+                order_services.order_place_with_wallet(
+                    account=user.account,
+                    livemode=True,
+                    channel="api",
+                    currency="EUR",
+                    lines=[
+                        LineRequest(
+                            product=product, recipient_number="+525512345678", quantity=quantity
+                        )
+                    ],
+                )
+    statements = [(sql, params) for sql, params in sent if sql.startswith("WITH o AS")]
+    assert len(statements) == 2 and statements[0][0] == statements[1][0]
+    sql, params = statements[0]
+    assert len(sql.encode()) <= 4096 and len(params) <= 50
+    assert Recharge.objects.filter(account=user.account).count() == 10
+    assert_ledger_balanced()
