@@ -88,26 +88,43 @@ def events_emit_many(items: list[tuple[Event, list[WebhookEndpoint]]]) -> None:
     items = [(event, endpoints) for event, endpoints in items if endpoints]
     if not items:
         return
-    params: list = []
-    rows = []
+    event_rows: list[str] = []
+    event_params: list[Any] = []
     for event, _endpoints in items:
-        rows.append("(%s, %s, %s, %s, %s, %s)")
+        event_rows.append("(%s, %s, %s, %s, %s, %s)")
         at = connection.ops.adapt_datetimefield_value(event.created_at)
-        params += [event.public_id, event.account_id, event.livemode, event.type, event.body, at]
+        event_params += [event.public_id, event.account_id, event.livemode, event.type]
+        event_params += [event.body, at]
+    delivery_rows: list[str] = []
+    delivery_params: list[Any] = []
+    for event, endpoints in items:
+        at = connection.ops.adapt_datetimefield_value(event.created_at)
+        for endpoint in endpoints:
+            delivery_rows.append("(%s, %s, %s::bigint, %s::timestamptz)")
+            delivery_params += [event.public_id, new_delivery_id(), endpoint.pk, at]
+    sql = (
+        f"WITH e AS (INSERT INTO {Event._meta.db_table}"  # noqa: S608 (names from the models; values are parameters)
+        " (public_id, account_id, livemode, type, body, created_at)"
+        f" VALUES {', '.join(event_rows)} RETURNING id, public_id),"
+        f" d AS (INSERT INTO {Delivery._meta.db_table}"
+        " (public_id, event_id, endpoint_id, state, attempts, next_attempt_at,"
+        " last_error, created_at, updated_at)"
+        " SELECT v.public_id, e.id, v.endpoint_id, %s, 0, v.at, '', v.at, v.at"
+        f" FROM e JOIN (VALUES {', '.join(delivery_rows)})"
+        " AS v(event_public_id, public_id, endpoint_id, at)"
+        " ON v.event_public_id = e.public_id RETURNING 1)"
+        " SELECT e.id, e.public_id, (SELECT count(*) FROM d) FROM e"
+    )
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"WITH e AS (INSERT INTO {Event._meta.db_table}"  # noqa: S608 (names from the models; values are parameters)
-            " (public_id, account_id, livemode, type, body, created_at) VALUES "
-            + ", ".join(rows)
-            + " RETURNING id) SELECT id FROM e ORDER BY id",
-            params,
-        )
-        # one sequence, taken row by row in the VALUES' order
-        for (event, _endpoints), (pk,) in zip(items, cursor.fetchall(), strict=True):
-            event.pk = pk
-            event._state.adding = False
-            event._state.db = connection.alias
-        _deliveries_insert(cursor, items)
+        cursor.execute(sql, [*event_params, Delivery.State.PENDING, *delivery_params])
+        rows = cursor.fetchall()
+    ids = {public_id: pk for pk, public_id, _count in rows}
+    if len(ids) != len(items) or rows[0][2] != len(delivery_rows):
+        raise RuntimeError("the events were not all written")  # rolls their change back
+    for event, _endpoints in items:
+        event.pk = ids[event.public_id]
+        event._state.adding = False
+        event._state.db = connection.alias
     endpoint_ids = sorted({endpoint.pk for _event, endpoints in items for endpoint in endpoints})
     transaction.on_commit(lambda: _wake(endpoint_ids), robust=True)
 

@@ -8,6 +8,7 @@ the recharge, with the recharge as the lookup shows it (``GET /api-access/b2b/re
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from typing import NamedTuple
 
@@ -69,20 +70,16 @@ def recharges_emit(
     recharge_ids: list[int], endpoints_of: dict[tuple[int, bool], list[WebhookEndpoint]]
 ) -> None:
     """``recharge_emit`` for many (locked) recharges at once, the processor's batch: their
-    rows and their histories read in two plain queries, their events written in two
-    statements. ``endpoints_of``: the subscribers by (account, livemode), already read."""
-    recharges = _rows(recharge_ids)
-    histories = _histories(recharge_ids)
+    rows with their histories read in one plain query, their events and deliveries written in
+    one statement. ``endpoints_of``: the subscribers by (account, livemode), already read."""
     items = []
-    for recharge, (order_id, payment_id) in recharges:
+    for recharge, (order_id, payment_id), history in _rows(recharge_ids):
         event_type = EVENT_OF_STATUS.get(recharge.status)
         endpoints = endpoints_of.get((recharge.account_id, recharge.livemode), [])
         wanting = [e for e in endpoints if event_type is not None and e.wants(event_type)]
         if not wanting or event_type is None:
             continue
-        obj = recharge_detail(
-            recharge, order_id=order_id, payment_id=payment_id, events=histories[recharge.pk]
-        )
+        obj = recharge_detail(recharge, order_id=order_id, payment_id=payment_id, events=history)
         event = event_new(
             account_id=recharge.account_id,
             livemode=recharge.livemode,
@@ -110,13 +107,17 @@ _COLUMNS = (
 )
 
 
-def _rows(recharge_ids: list[int]) -> list[tuple[Recharge, tuple[str, str]]]:
+def _rows(recharge_ids: list[int]) -> list[tuple[Recharge, tuple[str, str], list[_Step]]]:
     """The recharges as ``recharge_detail`` reads them (with their product's public id and
-    local amount), and their order's and payment's public ids: one plain query."""
+    local amount), their order's and payment's public ids, and their histories, oldest
+    first: one plain query."""
+    history = RechargeEvent._meta.db_table
+    columns = ", ".join(f"r.{column}" for column in _COLUMNS)
     sql = (
-        "SELECT "  # noqa: S608 (names from the models; values are parameters)
-        + ", ".join(f"r.{column}" for column in _COLUMNS)
-        + ", p.public_id, p.local_amount, p.local_currency, o.public_id, pay.public_id"
+        f"SELECT {columns}, p.public_id, p.local_amount, p.local_currency,"  # noqa: S608 (names from the models; values are parameters)
+        " o.public_id, pay.public_id,"
+        " (SELECT json_agg(json_build_array(e.from_status, e.to_status, e.note, e.created_at)"
+        f" ORDER BY e.id) FROM {history} e WHERE e.recharge_id = r.id)"
         f" FROM {Recharge._meta.db_table} r"
         f" JOIN {Product._meta.db_table} p ON p.id = r.product_id"
         f" JOIN {Order._meta.db_table} o ON o.id = r.order_id"
@@ -129,28 +130,21 @@ def _rows(recharge_ids: list[int]) -> list[tuple[Recharge, tuple[str, str]]]:
     found = []
     for row in rows:
         values = dict(zip(_COLUMNS, row[: len(_COLUMNS)], strict=True))
-        product_id, local_amount, local_currency, order_id, payment_id = row[len(_COLUMNS) :]
+        product_id, local_amount, local_currency, order_id, payment_id, steps = row[len(_COLUMNS) :]
         recharge = Recharge(**values)
         recharge.product = Product(
             public_id=product_id, local_amount=local_amount, local_currency=local_currency
         )
-        found.append((recharge, (order_id, payment_id)))
+        if isinstance(steps, str):  # Django has psycopg hand JSON over as text
+            steps = json.loads(steps)
+        found.append(
+            (
+                recharge,
+                (order_id, payment_id),
+                [_Step(a, b, note, _aware(at), "", "") for a, b, note, at in steps or []],
+            )
+        )
     return found
-
-
-def _histories(recharge_ids: list[int]) -> dict[int, list[_Step]]:
-    sql = (
-        "SELECT recharge_id, from_status, to_status, note, created_at"  # noqa: S608 (the name from the model; values are parameters)
-        f" FROM {RechargeEvent._meta.db_table} WHERE recharge_id = ANY(%s)"
-        " ORDER BY recharge_id, id"
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [recharge_ids])
-        rows = cursor.fetchall()
-    steps: dict[int, list[_Step]] = {pk: [] for pk in recharge_ids}
-    for pk, from_status, to_status, note, at in rows:
-        steps[pk].append(_Step(from_status, to_status, note, _aware(at), "", ""))
-    return steps
 
 
 class _Step(NamedTuple):
