@@ -76,7 +76,7 @@ def cart_remove_item(*, item: CartItem) -> None:
     item.delete()
 
 
-def order_create(
+def order_new(
     *,
     account: Account,
     livemode: bool,
@@ -88,12 +88,10 @@ def order_create(
     method: str,
     wallet: Wallet | None,
 ) -> tuple[Order, Payment, list[OrderLine]]:
-    """Write an order, its lines and its one payment (wallet-paid or a pending card payment).
-
-    Recharges are created separately (``recharges_create``) once the payment is captured.
-    """
+    """An order, its lines and its one payment, built and not yet saved: ``order_create``
+    saves them through the ORM, the one-statement write (order_insert.py) in one go."""
     now = timezone.now()
-    order = Order.objects.create(
+    order = Order(
         account=account,
         livemode=livemode,
         channel=channel,
@@ -103,21 +101,19 @@ def order_create(
         api_key=api_key,
         created_at=now,
     )
-    lines = OrderLine.objects.bulk_create(
-        [
-            OrderLine(
-                order=order,
-                product=line.product,
-                recipient_number=line.recipient_number,
-                quantity=line.quantity,
-                unit_price=line.unit_price,
-                line_total=line.line_total,
-                promotion_name=line.promotion.name if line.promotion else "",
-            )
-            for line in priced.lines
-        ]
-    )
-    payment = Payment.objects.create(
+    lines = [
+        OrderLine(
+            order=order,
+            product=line.product,
+            recipient_number=line.recipient_number,
+            quantity=line.quantity,
+            unit_price=line.unit_price,
+            line_total=line.line_total,
+            promotion_name=line.promotion.name if line.promotion else "",
+        )
+        for line in priced.lines
+    ]
+    payment = Payment(
         order=order,
         account=account,
         livemode=livemode,
@@ -130,6 +126,22 @@ def order_create(
         created_at=now,
         updated_at=now,
     )
+    return order, payment, lines
+
+
+def order_create(**kwargs) -> tuple[Order, Payment, list[OrderLine]]:
+    """Write an order, its lines and its one payment (wallet-paid or a pending card payment);
+    arguments as ``order_new``.
+
+    Recharges are created separately (``recharges_create``) once the payment is captured.
+    """
+    order, payment, lines = order_new(**kwargs)
+    order.save(force_insert=True)
+    for line in lines:
+        line.order = order  # the saved order's id
+    lines = OrderLine.objects.bulk_create(lines)
+    payment.order = order
+    payment.save(force_insert=True)
     return order, payment, lines
 
 
@@ -328,41 +340,16 @@ def _order_write_in_one_statement(
 ) -> Order:
     """``order_place_with_wallet``'s writes for a live order on PostgreSQL: the same rows,
     built as the ORM path builds them, written in one statement (orders/order_insert.py)."""
-    now = timezone.now()
-    order = Order(
+    order, payment, lines = order_new(
         account=account,
         livemode=True,
         channel=channel,
-        total=priced.total,
-        currency=priced.currency,
-        created_by=user,
+        priced=priced,
+        user=user,
         api_key=api_key,
-        created_at=now,
-    )
-    lines = [
-        OrderLine(
-            order=order,
-            product=line.product,
-            recipient_number=line.recipient_number,
-            quantity=line.quantity,
-            unit_price=line.unit_price,
-            line_total=line.line_total,
-            promotion_name=line.promotion.name if line.promotion else "",
-        )
-        for line in priced.lines
-    ]
-    payment = Payment(
-        order=order,
-        account=account,
-        livemode=True,
+        payment_status=Payment.Status.CAPTURED,
         method=Payment.Method.WALLET,
-        status=Payment.Status.CAPTURED,
-        amount=priced.total,
-        currency=priced.currency,
         wallet=wallet,
-        captured_at=now,
-        created_at=now,
-        updated_at=now,
     )
     entry = wallet_debit_prepare(
         wallet=wallet,
@@ -371,7 +358,7 @@ def _order_write_in_one_statement(
         memo=f"order {order.public_id}",
     )
     recharges = _recharges_new(
-        order=order, payment=payment, lines=lines, references=references, now=now
+        order=order, payment=payment, lines=lines, references=references, now=order.created_at
     )
     order_insert(
         order=order,

@@ -59,21 +59,8 @@ def event_emit(
         endpoints = subscribers(account_id=account_id, livemode=livemode, event_type=event_type)
     if not endpoints:
         return None
-    now = timezone.now()
-    event_id = new_event_id()
-    event = Event(
-        public_id=event_id,
-        account_id=account_id,
-        livemode=livemode,
-        type=event_type,
-        body=event_body(
-            event_id=event_id,
-            event_type=event_type,
-            created_at=now,
-            livemode=livemode,
-            data={"object": obj, **(extra or {})},
-        ),
-        created_at=now,
+    event = event_new(
+        account_id=account_id, livemode=livemode, event_type=event_type, obj=obj, extra=extra
     )
     _insert(event, endpoints)
     endpoint_ids = [endpoint.pk for endpoint in endpoints]
@@ -157,8 +144,15 @@ def _deliveries_insert(cursor, items: list[tuple[Event, list[WebhookEndpoint]]])
     )
 
 
-def event_new(*, account_id: int, livemode: bool, event_type: str, obj: dict[str, Any]) -> Event:
-    """An event with its body, not yet written (``events_emit_many``)."""
+def event_new(
+    *,
+    account_id: int,
+    livemode: bool,
+    event_type: str,
+    obj: dict[str, Any],
+    extra: dict[str, Any] | None = None,
+) -> Event:
+    """An event with its body, not yet written (``event_emit``, ``events_emit_many``)."""
     now = timezone.now()
     event_id = new_event_id()
     return Event(
@@ -171,7 +165,7 @@ def event_new(*, account_id: int, livemode: bool, event_type: str, obj: dict[str
             event_type=event_type,
             created_at=now,
             livemode=livemode,
-            data={"object": obj},
+            data={"object": obj, **(extra or {})},
         ),
         created_at=now,
     )
