@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from datetime import datetime
+from decimal import Decimal
 from typing import Any
 
 from django.db import connection, transaction
@@ -288,32 +289,27 @@ def order_place_with_wallet(
             _("baseCurrency %(given)s differs from the wallet currency %(wallet)s.")
             % {"given": currency.upper(), "wallet": locked.currency}
         )
+    rows = {
+        "account": account,
+        "livemode": livemode,
+        "channel": channel,
+        "priced": priced,
+        "user": user,
+        "api_key": api_key,
+        "payment_status": Payment.Status.CAPTURED,
+        "method": Payment.Method.WALLET,
+        "wallet": locked,
+    }
     if (
         livemode
         and connection.vendor == "postgresql"
         and len(priced.lines) + priced.units <= ONE_STATEMENT_ROWS
     ):
         return _order_write_in_one_statement(
-            account=account,
-            channel=channel,
-            priced=priced,
-            wallet=locked,
-            user=user,
-            api_key=api_key,
-            references=references,
+            *order_new(**rows), wallet=locked, total=priced.total, references=references
         )
     balance_check(wallet=locked, amount=priced.total)
-    order, payment, order_lines = order_create(
-        account=account,
-        livemode=livemode,
-        channel=channel,
-        priced=priced,
-        user=user,
-        api_key=api_key,
-        payment_status=Payment.Status.CAPTURED,
-        method=Payment.Method.WALLET,
-        wallet=locked,
-    )
+    order, payment, order_lines = order_create(**rows)
     wallet_debit(
         wallet=locked,
         amount=priced.total,
@@ -329,31 +325,20 @@ def order_place_with_wallet(
 
 
 def _order_write_in_one_statement(
+    order: Order,
+    payment: Payment,
+    lines: list[OrderLine],
     *,
-    account: Account,
-    channel: str,
-    priced: PricedOrder,
     wallet: Wallet,
-    user: User | None,
-    api_key,
+    total: Decimal,
     references: list[str] | None,
 ) -> Order:
     """``order_place_with_wallet``'s writes for a live order on PostgreSQL: the same rows,
-    built as the ORM path builds them, written in one statement (orders/order_insert.py)."""
-    order, payment, lines = order_new(
-        account=account,
-        livemode=True,
-        channel=channel,
-        priced=priced,
-        user=user,
-        api_key=api_key,
-        payment_status=Payment.Status.CAPTURED,
-        method=Payment.Method.WALLET,
-        wallet=wallet,
-    )
+    built as the ORM path builds them (``order_new``), written in one statement
+    (orders/order_insert.py)."""
     entry = wallet_debit_prepare(
         wallet=wallet,
-        amount=priced.total,
+        amount=total,
         reference=payment.public_id,
         memo=f"order {order.public_id}",
     )
