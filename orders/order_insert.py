@@ -15,6 +15,7 @@ would store. SQLite (the embedded default) keeps the ORM's path.
 
 from __future__ import annotations
 
+import json
 from decimal import Decimal
 
 from django.db import connection
@@ -61,7 +62,7 @@ def order_insert(
             recharges,
             {"order_id": ORDER_ID, "payment_id": PAYMENT_ID},
             params,
-            returning="id, status, created_at",
+            returning="id, public_id, status, created_at",
         )
     )
     history = RechargeEvent._meta.db_table
@@ -74,19 +75,22 @@ def order_insert(
         "WITH "  # noqa: S608 (names from the models; values are parameters)
         + ", ".join(clauses)
         + " SELECT (SELECT id FROM o), (SELECT id FROM p), (SELECT id FROM e),"
-        " ARRAY(SELECT id FROM l ORDER BY id), ARRAY(SELECT id FROM r ORDER BY id),"
+        " ARRAY(SELECT id FROM l ORDER BY id), (SELECT json_object_agg(public_id, id) FROM r),"
         " (SELECT count(*) FROM w), (SELECT count(*) FROM h)"
     )
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         order_id, payment_id, entry_id, line_ids, recharge_ids, moved, histories = cursor.fetchone()
-    if moved != 1 or histories != len(recharges) or len(recharge_ids) != len(recharges):
+    if isinstance(recharge_ids, str):  # Django has psycopg hand JSON over as text
+        recharge_ids = json.loads(recharge_ids)
+    if moved != 1 or histories != len(recharges) or len(recharge_ids or {}) != len(recharges):
         raise RuntimeError("the order's rows were not all written")  # rolls the order back
-    # Ids come from one sequence per table, taken row by row in the VALUES' order.
     saved(order, order_id)
-    saved(payment, payment_id, order_id=order_id)
+    saved(payment, payment_id, order=order)
     saved(entry, entry_id)
+    # Lines have no public id: their ids come from the table's sequence, taken row by row in
+    # the order the clause inserts them (ORDER BY the rows' ordinality).
     for line, pk in zip(lines, line_ids, strict=True):
-        saved(line, pk, order_id=order_id)
-    for recharge, pk in zip(recharges, recharge_ids, strict=True):
-        saved(recharge, pk, order_id=order_id, payment_id=payment_id)
+        saved(line, pk, order=order)
+    for recharge in recharges:
+        saved(recharge, recharge_ids[recharge.public_id], order=order, payment=payment)

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from datetime import date, datetime
 from decimal import Decimal
 from typing import Any
+from uuid import UUID
 
 from django.db import connection, connections
 from django.db.models import Model
@@ -92,14 +93,17 @@ def _json_value(value: Any) -> Any:
         return value.isoformat()
     if isinstance(value, Jsonb):
         return value.obj
+    if isinstance(value, UUID):
+        return str(value)
     return value
 
 
-def saved(obj: Model, pk: int, **foreign: int) -> None:
-    """Leave an instance as ``save`` leaves it: its id (and its parents' ids) set."""
+def saved(obj: Model, pk: int, **parents: Model) -> None:
+    """Leave an instance as ``save`` leaves it: its id set, and its parents (saved already)
+    set again, which sets their ids and keeps them as its related objects."""
     obj.pk = pk
-    for attname, value in foreign.items():
-        setattr(obj, attname, value)
+    for name, parent in parents.items():
+        setattr(obj, name, parent)
     obj._state.adding = False
     obj._state.db = connection.alias
 

@@ -172,3 +172,20 @@ def test_the_statement_is_one_text_for_any_rows_short_enough_to_stay_prepared():
     assert len(sql.encode()) <= 4096 and len(params) <= 50
     assert Recharge.objects.filter(account=user.account).count() == 10
     assert_ledger_balanced()
+
+
+def test_the_written_instances_keep_their_parents_as_related_objects(django_assert_num_queries):
+    product = ProductFactory(retail_price=Decimal("5.00"))
+    user = UserFactory()
+    wallet_topup_manual(account=user.account, amount=Decimal("50.00"))
+    order = place(
+        user, [LineRequest(product=product, recipient_number="+525512345678", quantity=2)]
+    )
+    with django_assert_num_queries(0):
+        payment = order.payment
+        assert payment.order is order
+        for recharge in order.recharges.all():
+            assert recharge.order is order and recharge.payment is payment
+            assert recharge.order_id == order.pk and recharge.payment_id == payment.pk
+        for line in order.lines.all():
+            assert line.order is order and line.order_id == order.pk

@@ -69,7 +69,11 @@ class CountingProvider(SimulatorProvider):
                 self.in_flight -= 1
 
 
+errors: list[Exception] = []
+
+
 def in_threads(recharge_ids, provider) -> list[processor.Outcome]:
+    errors.clear()
     outcomes: list[processor.Outcome] = []
     start = threading.Barrier(len(recharge_ids))
 
@@ -82,6 +86,8 @@ def in_threads(recharge_ids, provider) -> list[processor.Outcome]:
                     assert held
                     outcome = processor.recharge_process(recharge_id=recharge_id, provider=provider)
             outcomes.append(outcome)
+        except Exception as exc:  # the task would fail; the test reads what it left
+            errors.append(exc)
         finally:
             connection.close()
 
@@ -358,5 +364,39 @@ def test_the_batch_takes_only_the_provider_slots_that_are_free_and_gives_them_ba
     outcomes = in_threads([r.pk for r in recharges], provider)
     assert [o.status for o in outcomes] == [S.DELIVERED] * 12
     assert provider.most_in_flight <= 3 and set(provider.calls.values()) == {1}
+    assert throttle.in_flight(settings.AIRTIME_PROVIDER) == 0
+    assert_ledger_balanced()
+
+
+class OverlongForOne(CountingProvider):
+    """Answers one reference with a transaction id too long for its column: the delivery
+    batch holding it is refused by PostgreSQL as a whole."""
+
+    def __init__(self, bad: str):
+        super().__init__()
+        self.bad = bad
+
+    def send(self, request):
+        result = super().send(request)
+        if request.reference == self.bad:
+            from dataclasses import replace
+
+            return replace(result, transaction_id="x" * 200)
+        return result
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("publishing")
+def test_one_bad_answer_fails_only_its_own_recharge_not_its_batch(caplog):
+    """A batch refused by the database is written again one recharge at a time: the others
+    are delivered, the bad one stays dispatched (the sweeper asks the provider later), and
+    every provider slot is given back."""
+    recharges = place(quantity=8)
+    bad = recharges[3]
+    outcomes = in_threads([r.pk for r in recharges], OverlongForOne(bad.public_id))
+    statuses = dict(Recharge.objects.values_list("pk", "status"))
+    assert statuses.pop(bad.pk) == S.DISPATCHED
+    assert set(statuses.values()) == {S.DELIVERED} and len(outcomes) == 7
+    assert len(errors) == 1 and "too long" in str(errors[0])
     assert throttle.in_flight(settings.AIRTIME_PROVIDER) == 0
     assert_ledger_balanced()

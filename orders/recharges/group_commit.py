@@ -25,6 +25,7 @@ process, every recharge takes the one-at-a-time path.
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -45,6 +46,7 @@ from reseller.db import connection_release
 from webhooks.models import WebhookEndpoint
 
 S = Recharge.Status
+logger = logging.getLogger(__name__)
 
 
 class _Slot[Item, Result]:
@@ -107,7 +109,10 @@ class GroupCommit[Item, Result]:
             for slot in batch:
                 slot.error = exc
         finally:
-            connection_release()
+            try:
+                connection_release()
+            except Exception:  # the callers must be answered whatever happens here
+                logger.warning("could not give a connection back after a batch", exc_info=True)
             with self._mutex:
                 self.batches += 1
                 for slot in batch:
@@ -138,18 +143,27 @@ def _claim_write(ids: list[int]) -> list[Claim | None]:
     provider_name = settings.AIRTIME_PROVIDER
     unique = list(dict.fromkeys(ids))
     slots = throttle.slots_take(provider_name, len(unique))
-    requests: dict[int, TopupRequest] = {}
     try:
-        if slots:
-            requests = _claim_rows(unique, room=len(slots))
-    finally:
-        throttle.slots_release(provider_name, slots[len(requests) :])
+        requests = _claim_rows(unique, room=len(slots)) if slots else {}
+    except BaseException:
+        _slots_give_back(provider_name, slots)
+        raise
+    # Committed: from here on every claim is answered, even if Redis fails now.
+    _slots_give_back(provider_name, slots[len(requests) :])
     held = dict(zip(requests, slots, strict=False))
     results: list[Claim | None] = []
     for pk in ids:
         request = requests.pop(pk, None)
         results.append(None if request is None else Claim(request, held[pk]))
     return results
+
+
+def _slots_give_back(provider_name: str, slots: list[str]) -> None:
+    """Release slots not used; if Redis fails now, their leases run out by themselves."""
+    try:
+        throttle.slots_release(provider_name, slots)
+    except Exception:
+        logger.warning("could not release %d provider slots", len(slots), exc_info=True)
 
 
 def _claim_rows(ids: list[int], *, room: int) -> dict[int, TopupRequest]:
@@ -318,7 +332,11 @@ def recharge_process_grouped(*, recharge_id: int, provider=None) -> Outcome | No
     if not enabled():
         return None
     claims, deliveries = _groups()
-    claim = claims.submit(recharge_id)
+    try:
+        claim = claims.submit(recharge_id)
+    except Exception:  # the batch rolled back: this recharge goes one at a time
+        logger.warning("claim batch failed; recharge %s one at a time", recharge_id, exc_info=True)
+        return None
     if claim is None:
         return None
     given_back = False
@@ -326,8 +344,13 @@ def recharge_process_grouped(*, recharge_id: int, provider=None) -> Outcome | No
     def apply(pk: int, result: ProviderResult, provider_name: str) -> Outcome:
         nonlocal given_back
         if result.status == ProviderResult.DELIVERED:
-            done = deliveries.submit(Delivered(pk, result, provider_name, claim.slot))
-            given_back = True  # with the batch
+            try:
+                done = deliveries.submit(Delivered(pk, result, provider_name, claim.slot))
+            except Exception:  # one bad row rolls its batch back: this one, on its own
+                logger.warning("delivery batch failed; recharge %s on its own", pk, exc_info=True)
+                done = None
+            else:
+                given_back = True  # with the batch
             if done is not None:
                 return done
         return processor.apply_result(pk, result, provider_name)

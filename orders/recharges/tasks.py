@@ -40,7 +40,9 @@ def recharge_process_task(
             outcome = processor.recharge_process(
                 recharge_id=recharge_id,
                 attempt=attempt,
-                quiet_since=datetime.fromtimestamp(quiet_since, UTC) if quiet_since else None,
+                quiet_since=(
+                    None if quiet_since is None else datetime.fromtimestamp(quiet_since, UTC)
+                ),
             )
     if outcome.retry_in is not None:
         enqueue(recharge_process_task, recharge_id, outcome.attempt, countdown=outcome.retry_in)
