@@ -36,7 +36,7 @@ from orders.errors import (
     IdempotencyKeyReused,
 )
 from orders.models import IdempotencyRecord
-from reseller.db import model_insert
+from reseller.db import json_read, model_insert
 from reseller.errors import ApplicationError
 
 KEY_PATTERN = re.compile(r"^[\x21-\x7e]{1,255}$")
@@ -101,9 +101,7 @@ def _take(*, account: Account, livemode: bool, key: str) -> _Stored | Idempotenc
         print_, status, body, created_at = row
         if print_ is None:
             return None
-        return _Stored(
-            print_, status, body if isinstance(body, dict) else json.loads(body), created_at
-        )
+        return _Stored(print_, status, json_read(body), created_at)
     # SQLite runs one writing transaction at a time (BEGIN IMMEDIATE): no other request holds
     # the key while this one runs.
     return IdempotencyRecord.objects.filter(account=account, livemode=livemode, key=key).first()

@@ -15,13 +15,12 @@ would store. SQLite (the embedded default) keeps the ORM's path.
 
 from __future__ import annotations
 
-import json
 from decimal import Decimal
 
 from django.db import connection
 
 from orders.models import Order, OrderLine, Payment, Recharge, RechargeEvent
-from reseller.db import insert_clause, quote, saved
+from reseller.db import insert_clause, json_read, quote, saved
 from wallet.models import LedgerEntry, Wallet
 
 # Orders of more lines and units (a batch of thousands) take the ORM's path, which splits its
@@ -81,8 +80,7 @@ def order_insert(
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         order_id, payment_id, entry_id, line_ids, recharge_ids, moved, histories = cursor.fetchone()
-    if isinstance(recharge_ids, str):  # Django has psycopg hand JSON over as text
-        recharge_ids = json.loads(recharge_ids)
+    recharge_ids = json_read(recharge_ids)
     if moved != 1 or histories != len(recharges) or len(recharge_ids or {}) != len(recharges):
         raise RuntimeError("the order's rows were not all written")  # rolls the order back
     saved(order, order_id)

@@ -20,6 +20,12 @@ from django.db.models import Model
 from psycopg.types.json import Jsonb
 
 
+def json_read(value: Any) -> Any:
+    """A ``json``/``jsonb`` value read with a plain cursor: Django has psycopg hand those over
+    as text (its fields decode them), so a raw query decodes them here."""
+    return json.loads(value) if isinstance(value, str) else value
+
+
 def connection_release(alias: str = "default") -> None:
     connection = connections[alias]
     if (
@@ -122,9 +128,11 @@ def model_insert(obj: Model) -> None:
 
 
 def locked_row[M: Model](model: type[M], **where: Any) -> M | None:
-    """(PostgreSQL) ``model.objects.select_for_update().filter(**where).first()`` for a model
-    whose columns need no conversion (no JSON), as one plain ``SELECT … FOR UPDATE``:
-    ``where`` names columns, all compared for equality."""
+    """``model.objects.select_for_update().filter(**where).first()`` for a model whose columns
+    need no conversion (no JSON): on PostgreSQL one plain ``SELECT … FOR UPDATE`` without the
+    ORM's query building (elsewhere the ORM's). ``where`` names columns, compared for equality."""
+    if connection.vendor != "postgresql":
+        return model._default_manager.select_for_update().filter(**where).first()
     fields = model._meta.concrete_fields
     columns = ", ".join(quote(str(field.column)) for field in fields)
     condition = " AND ".join(f"{quote(name)} = %s" for name in where)

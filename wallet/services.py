@@ -12,7 +12,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 from django.conf import settings
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.urls import reverse
 from django.utils import timezone
@@ -79,10 +79,7 @@ def wallet_lock_for(*, account: Account, api_key=None) -> Wallet:
         owner: dict = {"api_key_id": api_key.pk, "kind": Wallet.Kind.SANDBOX}
     else:
         owner = {"account_id": account.pk, "kind": Wallet.Kind.LIVE}
-    if connection.vendor == "postgresql":  # every B2B request: one plain statement
-        locked = locked_row(Wallet, **owner)
-    else:
-        locked = Wallet.objects.select_for_update(of=("self",)).filter(**owner).first()
+    locked = locked_row(Wallet, **owner)  # every B2B request: one plain statement
     if locked is None:
         locked = wallet_lock(wallet_id=wallet_for(account=account, api_key=api_key).pk)
     return locked

@@ -8,7 +8,6 @@ the recharge, with the recharge as the lookup shows it (``GET /api-access/b2b/re
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
 from typing import NamedTuple
 
@@ -19,6 +18,7 @@ from djangorestframework_camel_case.util import camelize
 from catalog.models import Product
 from orders.models import Order, Payment, Recharge, RechargeEvent
 from orders.serializers import recharge_detail
+from reseller.db import json_read
 from webhooks.catalogue import RECHARGE_DELIVERED, RECHARGE_FAILED, RECHARGE_WAITLISTED
 from webhooks.models import WebhookEndpoint
 from webhooks.outbox import event_emit, event_new, events_emit_many, subscribers
@@ -135,13 +135,14 @@ def _rows(recharge_ids: list[int]) -> list[tuple[Recharge, tuple[str, str], list
         recharge.product = Product(
             public_id=product_id, local_amount=local_amount, local_currency=local_currency
         )
-        if isinstance(steps, str):  # Django has psycopg hand JSON over as text
-            steps = json.loads(steps)
         found.append(
             (
                 recharge,
                 (order_id, payment_id),
-                [_Step(a, b, note, _aware(at), "", "") for a, b, note, at in steps or []],
+                [
+                    _Step(a, b, note, _aware(at), "", "")
+                    for a, b, note, at in json_read(steps) or []
+                ],
             )
         )
     return found

@@ -43,7 +43,7 @@ from orders.recharges.events import EVENT_OF_STATUS, recharges_emit
 from orders.recharges.processor import Outcome
 from orders.recharges.providers import ProviderResult, TopupRequest
 from reseller.db import connection_release
-from webhooks.models import WebhookEndpoint
+from webhooks.outbox import subscribers_by_owner
 
 S = Recharge.Status
 logger = logging.getLogger(__name__)
@@ -230,7 +230,7 @@ def _deliver_write(items: list[Delivered]) -> list[Outcome | None]:
     try:
         return _deliver_rows(items)
     finally:
-        throttle.slots_release(settings.AIRTIME_PROVIDER, [item.slot for item in items])
+        _slots_give_back(settings.AIRTIME_PROVIDER, [item.slot for item in items])
 
 
 def _deliver_rows(items: list[Delivered]) -> list[Outcome | None]:
@@ -280,23 +280,11 @@ def _json(raw) -> str | None:
 
 def _emit_delivered(moved: dict[int, tuple[int, bool]]) -> None:
     """The ``recharge.delivered`` events of a batch: one read of the accounts' endpoints,
-    then the recharges of accounts that want the event read and written as one by one."""
-    event_type = EVENT_OF_STATUS[S.DELIVERED]
-    wanting: dict[tuple[int, bool], list[WebhookEndpoint]] = {}
-    with connection.cursor() as cursor:  # the processor's every batch asks: no ORM
-        cursor.execute(
-            "SELECT id, account_id, livemode, events"  # noqa: S608 (the name from the model; values are parameters)
-            f" FROM {WebhookEndpoint._meta.db_table}"
-            " WHERE account_id = ANY(%s) AND status = %s",
-            [list({account for account, _ in moved.values()}), WebhookEndpoint.Status.ENABLED],
-        )
-        rows = cursor.fetchall()
-    for pk, account_id, livemode, events in rows:
-        if isinstance(events, str):  # Django has psycopg hand JSON over as text
-            events = json.loads(events)
-        endpoint = WebhookEndpoint(id=pk, account_id=account_id, livemode=livemode, events=events)
-        if endpoint.wants(event_type):
-            wanting.setdefault((account_id, livemode), []).append(endpoint)
+    then the recharges of the accounts that want the event, read and written together."""
+    wanting = subscribers_by_owner(
+        account_ids={account for account, _ in moved.values()},
+        event_type=EVENT_OF_STATUS[S.DELIVERED],
+    )
     hooked = [pk for pk, owner in moved.items() if owner in wanting]
     if hooked:
         recharges_emit(hooked, wanting)
@@ -359,4 +347,4 @@ def recharge_process_grouped(*, recharge_id: int, provider=None) -> Outcome | No
         return processor.recharge_call(recharge_id, claim.request, provider=provider, apply=apply)
     finally:
         if not given_back:
-            throttle.slots_release(settings.AIRTIME_PROVIDER, [claim.slot])
+            _slots_give_back(settings.AIRTIME_PROVIDER, [claim.slot])
