@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import Any
 from uuid import UUID
@@ -24,6 +24,25 @@ def json_read(value: Any) -> Any:
     """A ``json``/``jsonb`` value read with a plain cursor: Django has psycopg hand those over
     as text (its fields decode them), so a raw query decodes them here."""
     return json.loads(value) if isinstance(value, str) else value
+
+
+def datetime_read(value: datetime | str) -> datetime:
+    """A ``datetime`` column read with a plain cursor, aware: PostgreSQL gives it aware,
+    SQLite naive in UTC (or as its text)."""
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
+def loaded[M: Model](model: type[M], values: dict[str, Any]) -> M:
+    """An instance of ``model`` with these attributes, as a query with ``.only()`` builds it:
+    the other fields are deferred, so no default is computed (``Model(**values)`` computes
+    every other field's default: a new public id and secret for an endpoint)."""
+    return model.from_db(
+        connection.alias,
+        list(values),
+        [values[field.attname] for field in model._meta.concrete_fields if field.attname in values],
+    )
 
 
 def connection_release(alias: str = "default") -> None:

@@ -19,93 +19,30 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-import httpx
 from django.conf import settings
 from django.core.cache import cache
-from django.db.models import F, Q
+from django.db import connection, transaction
+from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
 
 from emails.models import Email
 from emails.outbox import email_queue_to_account
-from webhooks.models import Delivery, DeliveryAttempt, WebhookEndpoint
+from reseller.db import datetime_read, loaded
+from webhooks.client import RESPONSE_HEAD_BYTES, Answer, post
+from webhooks.models import Delivery, DeliveryAttempt, Event, WebhookEndpoint
 from webhooks.signature import HEADER, signature_header
-from webhooks.targets import UnsafeTarget, resolve
 
 logger = logging.getLogger(__name__)
 
 # Seconds before retry n (n = failed attempts so far), then 12 h until three days are over.
 RETRY_DELAYS = (20, 120, 600, 1800, 3600, 7200, 14400, 28800, 43200)
-RESPONSE_HEAD_BYTES = 500
-USER_AGENT = "reseller-webhooks/1"
 
 
 def retry_delay(failed_attempts: int) -> float:
     """Exponential backoff with ±20 % jitter: about 20 s, 2 min, 10 min, 30 min, 1 h … 12 h."""
     base = RETRY_DELAYS[min(max(failed_attempts, 1), len(RETRY_DELAYS)) - 1]
     return base * random.uniform(0.8, 1.2)  # noqa: S311 (jitter, not a secret)
-
-
-@dataclass(frozen=True)
-class Answer:
-    status_code: int | None
-    latency_ms: int
-    head: str
-    error: str
-
-    @property
-    def ok(self) -> bool:
-        return self.status_code is not None and 200 <= self.status_code < 300
-
-
-@functools.cache
-def _client() -> httpx.Client:
-    """One client per process, shared by threads: no redirects, no proxies from the env."""
-    timeout = settings.WEBHOOK_TIMEOUT_SECONDS
-    return httpx.Client(
-        follow_redirects=False,
-        trust_env=False,
-        timeout=httpx.Timeout(timeout, connect=min(timeout, 5.0)),
-        limits=httpx.Limits(max_connections=100, max_keepalive_connections=20),
-        headers={"User-Agent": USER_AGENT},
-    )
-
-
-def post(url: str, body: bytes, headers: dict[str, str]) -> Answer:
-    """POST ``body`` to ``url`` at the address the SSRF check resolved; never raises."""
-    started = time.monotonic()
-    deadline = started + settings.WEBHOOK_TIMEOUT_SECONDS
-
-    def elapsed() -> int:
-        return int((time.monotonic() - started) * 1000)
-
-    try:
-        target = resolve(url)
-    except UnsafeTarget as exc:
-        return Answer(None, elapsed(), "", f"refused: {exc}"[:255])
-    original = httpx.URL(url)
-    pinned = original.copy_with(host=target.addresses[0])
-    host_header = original.netloc.decode("ascii").rsplit("@", 1)[-1]
-    extensions = {"sni_hostname": target.host} if target.scheme == "https" else {}
-    try:
-        with _client().stream(
-            "POST",
-            pinned,
-            content=body,
-            headers={**headers, "Host": host_header},
-            extensions=extensions,
-        ) as response:
-            head = b""
-            for chunk in response.iter_bytes():
-                head += chunk
-                if len(head) >= RESPONSE_HEAD_BYTES or time.monotonic() > deadline:
-                    break
-            text = head[:RESPONSE_HEAD_BYTES].decode("utf-8", errors="replace")
-            return Answer(response.status_code, elapsed(), text, "")
-    except httpx.TimeoutException:
-        return Answer(None, elapsed(), "", "timeout")
-    except httpx.HTTPError as exc:
-        return Answer(None, elapsed(), "", f"{type(exc).__name__}: {exc}"[:255])
 
 
 def _lease_claim(endpoint_id: int) -> str | None:
@@ -168,7 +105,7 @@ def wake_mark(endpoint_id: int) -> bool:
     return bool(cache.add(_wake_key(endpoint_id), 1, timeout=WAKE_MARK_SECONDS))
 
 
-BATCH = 10  # deliveries sent between two writes of their answers
+BATCH = 25  # deliveries sent between two writes of their answers
 
 
 @functools.cache
@@ -208,12 +145,12 @@ def endpoint_drain(
             lingered = False
             while tried < budget and not stop:
                 limit = min(BATCH, budget - tried)
-                due = _due_rows(endpoint_id, limit)
-                if due:
+                batch = _due_batch(endpoint_id, limit)
+                if batch.due:
                     lingered = False
-                    sent, stop = _send_batch(due, lease)
+                    sent, stop = _send_batch(batch, lease)
                     tried += sent
-                    if len(due) == limit:
+                    if len(batch.due) == limit:
                         continue  # a full batch: more may be due already
                 elif lingered:
                     break  # waited once, and nothing came
@@ -246,16 +183,66 @@ def _linger(seconds: float, lease: _Lease) -> bool:
     return True
 
 
-def _due_rows(endpoint_id: int, limit: int) -> list[Delivery]:
-    return list(
-        Delivery.objects.select_related("event", "endpoint")
-        .filter(
-            endpoint_id=endpoint_id,
-            state=Delivery.State.PENDING,
-            next_attempt_at__lte=timezone.now(),
-        )
-        .order_by("next_attempt_at", "id")[:limit]
-    )
+@dataclass(frozen=True)
+class _Due:
+    """A pending delivery as its send needs it (read as plain values: no model instances)."""
+
+    pk: int
+    public_id: str
+    attempts: int
+    created_at: datetime
+    event_id: str  # the event's public id
+    body: str
+
+
+@dataclass(frozen=True)
+class _Batch:
+    endpoint: WebhookEndpoint | None  # None when nothing is due
+    due: list[_Due]
+
+
+_ENDPOINT_FIELDS = (
+    "id",
+    "public_id",
+    "account_id",
+    "url",
+    "status",
+    "secret",
+    "previous_secret",
+    "previous_secret_expires_at",
+    "failing_since",
+)
+_DUE_SQL = (
+    "SELECT d.id, d.public_id, d.attempts, d.created_at, e.public_id, e.body, "  # noqa: S608 (names from the models; values are parameters)
+    + ", ".join(f"w.{field}" for field in _ENDPOINT_FIELDS)
+    + f" FROM {Delivery._meta.db_table} d"
+    f" JOIN {Event._meta.db_table} e ON e.id = d.event_id"
+    f" JOIN {WebhookEndpoint._meta.db_table} w ON w.id = d.endpoint_id"
+    " WHERE d.endpoint_id = %s AND d.state = %s AND d.next_attempt_at <= %s"
+    " ORDER BY d.next_attempt_at, d.id LIMIT %s"
+)
+
+
+def _due_batch(endpoint_id: int, limit: int) -> _Batch:
+    """The endpoint's next due deliveries, oldest first, each row with the endpoint as it is
+    now (its status, URL and secrets are so read again for every batch): one plain query
+    (through the ORM, building it cost more than sending the batch)."""
+    now = connection.ops.adapt_datetimefield_value(timezone.now())
+    with connection.cursor() as cursor:
+        cursor.execute(_DUE_SQL, [endpoint_id, Delivery.State.PENDING, now, limit])
+        rows = cursor.fetchall()
+    if not rows:
+        return _Batch(None, [])
+    fields = dict(zip(_ENDPOINT_FIELDS, rows[0][6:], strict=True))
+    for name in ("previous_secret_expires_at", "failing_since"):
+        if fields[name] is not None:
+            fields[name] = datetime_read(fields[name])
+    endpoint = loaded(WebhookEndpoint, fields)
+    due = [
+        _Due(pk, public_id, attempts, datetime_read(created_at), event_id, body)
+        for pk, public_id, attempts, created_at, event_id, body, *_endpoint in rows
+    ]
+    return _Batch(endpoint, due)
 
 
 class _Lease:
@@ -274,104 +261,124 @@ class _Lease:
         return True
 
 
-def _send_batch(due: list[Delivery], lease: _Lease) -> tuple[int, bool]:
+def _send_batch(batch: _Batch, lease: _Lease) -> tuple[int, bool]:
     """Send these deliveries in order, then write their answers; (sent, stop)."""
-    answers: list[tuple[Delivery, Answer]] = []
+    endpoint = batch.endpoint
+    if endpoint is None or endpoint.status != WebhookEndpoint.Status.ENABLED:
+        return 0, True
+    answers: list[tuple[_Due, Answer]] = []
     stop = False
     try:
-        for delivery in due:
+        for due in batch.due:
             if not lease.renew_if_needed():
                 stop = True
                 break
-            answer = _send(delivery)
-            if answer is _STOP:
-                stop = True
-                break
-            if answer is not None:
-                answers.append((delivery, answer))
+            answers.append((due, _send(endpoint, due)))
     finally:
-        _record(answers)
+        _record(endpoint, answers)
     return len(answers), stop
 
 
-_STOP = Answer(None, 0, "", "endpoint disabled")
-
-
-def delivery_attempt(*, delivery_id: int) -> Answer | None:
-    """Send one pending delivery now and record the answer; None if it is not pending."""
-    delivery = Delivery.objects.select_related("event", "endpoint").get(pk=delivery_id)
-    answer = _send(delivery)
-    if answer is not None and answer is not _STOP:
-        _record([(delivery, answer)])
-    return answer
-
-
-def _send(delivery: Delivery) -> Answer | None:
-    if delivery.state != Delivery.State.PENDING:
-        return None
-    endpoint = delivery.endpoint
-    if endpoint.status != WebhookEndpoint.Status.ENABLED:
-        return _STOP
-    body = delivery.event.body.encode("utf-8")
+def _send(endpoint: WebhookEndpoint, due: _Due) -> Answer:
+    body = due.body.encode("utf-8")
     headers = {
         "Content-Type": "application/json",
         HEADER: signature_header(body, endpoint.signing_secrets(), int(time.time())),
-        "Reseller-Event-Id": delivery.event.public_id,
-        "Reseller-Delivery-Id": delivery.public_id,
+        "Reseller-Event-Id": due.event_id,
+        "Reseller-Delivery-Id": due.public_id,
     }
     return post(endpoint.url, body, headers)
 
 
-def _record(answers: list[tuple[Delivery, Answer]]) -> None:
-    """Write the answers of a batch: the deliveries (only those still pending: a resend may
-    have reset one, which is harmless) and their attempts, without locks. Successes with the
-    same status code share one UPDATE, every attempt is in one INSERT."""
+def _record(endpoint: WebhookEndpoint, answers: list[tuple[_Due, Answer]]) -> None:
+    """Write the answers of a batch, without locks: the deliveries (only those still pending:
+    a resend may have reset one, which is harmless) and their attempts. On PostgreSQL in one
+    statement, elsewhere in one transaction: the ORM's statements would cost the worker more
+    than the sends themselves."""
     if not answers:
         return
     now = timezone.now()
-    pending = Delivery.objects.filter(state=Delivery.State.PENDING)
-    succeeded: dict[int, list[int]] = {}
-    for delivery, answer in answers:
-        if answer.ok:
-            succeeded.setdefault(answer.status_code or 200, []).append(delivery.pk)
-            continue
-        attempts = delivery.attempts + 1
-        fields: dict = {
-            "attempts": attempts,
-            "last_status_code": answer.status_code,
-            "last_error": answer.error[:255],
-            "updated_at": now,
-        }
-        if now - delivery.created_at >= timedelta(hours=settings.WEBHOOK_RETRY_HOURS):
-            fields["state"] = Delivery.State.FAILED
-        else:
-            fields["next_attempt_at"] = now + timedelta(seconds=retry_delay(attempts))
-        pending.filter(pk=delivery.pk).update(**fields)
-    for status_code, ids in succeeded.items():
-        pending.filter(pk__in=ids).update(
-            state=Delivery.State.SUCCEEDED,
-            attempts=F("attempts") + 1,
-            last_status_code=status_code,
-            last_error="",
-            delivered_at=now,
-            updated_at=now,
-        )
-    DeliveryAttempt.objects.bulk_create(
-        [
-            DeliveryAttempt(
-                delivery_id=delivery.pk,
-                number=delivery.attempts + 1,
-                status_code=answer.status_code,
-                latency_ms=answer.latency_ms,
-                response_head=answer.head[:RESPONSE_HEAD_BYTES],
-                error=answer.error[:255],
-                created_at=now,
+    retry_until = timedelta(hours=settings.WEBHOOK_RETRY_HOURS)
+    rows = []
+    for due, answer in answers:
+        state = Delivery.State.SUCCEEDED
+        next_at: datetime | None = None
+        delivered_at: datetime | None = now
+        if not answer.ok:
+            delivered_at = None
+            if now - due.created_at >= retry_until:
+                state = Delivery.State.FAILED
+            else:
+                state = Delivery.State.PENDING
+                next_at = now + timedelta(seconds=retry_delay(due.attempts + 1))
+        rows.append(
+            (
+                due.pk,
+                state,
+                answer.status_code,
+                answer.error[:255],
+                next_at,
+                delivered_at,
+                due.attempts + 1,
+                answer.latency_ms,
+                answer.head[:RESPONSE_HEAD_BYTES],
             )
-            for delivery, answer in answers
-        ]
-    )
-    last_delivery, last_answer = answers[-1]
-    _endpoint_health(last_delivery.endpoint, ok=last_answer.ok, now=now)
+        )
+    if connection.vendor == "postgresql":
+        _record_in_one_statement(rows, now)
+    else:
+        _record_in_one_transaction(rows, now)
+    _endpoint_health(endpoint, ok=answers[-1][1].ok, now=now)
+
+
+_ANSWERED = Delivery._meta.db_table
+_TRIES = DeliveryAttempt._meta.db_table
+_TRY_COLUMNS = "delivery_id, number, status_code, latency_ms, response_head, error, created_at"
+
+
+def _record_in_one_statement(rows: list[tuple], now: datetime) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "WITH v AS (SELECT * FROM unnest(%s::bigint[], %s::text[], %s::int[], %s::text[],"  # noqa: S608 (names from the models; values are parameters)
+            " %s::timestamptz[], %s::timestamptz[], %s::int[], %s::int[], %s::text[])"
+            " AS v(id, state, code, error, next_at, delivered_at, number, latency, head)),"
+            f" u AS (UPDATE {_ANSWERED} d SET state = v.state, attempts = d.attempts + 1,"
+            " last_status_code = v.code, last_error = v.error,"
+            " next_attempt_at = COALESCE(v.next_at, d.next_attempt_at),"
+            " delivered_at = COALESCE(v.delivered_at, d.delivered_at), updated_at = %s"
+            " FROM v WHERE d.id = v.id AND d.state = %s)"
+            f" INSERT INTO {_TRIES} ({_TRY_COLUMNS})"
+            " SELECT v.id, v.number, v.code, v.latency, v.head, v.error, %s FROM v",
+            [*map(list, zip(*rows, strict=True)), now, Delivery.State.PENDING, now],
+        )
+
+
+def _record_in_one_transaction(rows: list[tuple], now: datetime) -> None:
+    at = connection.ops.adapt_datetimefield_value(now)
+
+    def adapt(value):
+        return connection.ops.adapt_datetimefield_value(value) if value is not None else None
+
+    pending = Delivery.State.PENDING
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.executemany(
+            f"UPDATE {_ANSWERED} SET state = %s, attempts = attempts + 1,"  # noqa: S608 (names from the models; values are parameters)
+            " last_status_code = %s, last_error = %s,"
+            " next_attempt_at = COALESCE(%s, next_attempt_at),"
+            " delivered_at = COALESCE(%s, delivered_at), updated_at = %s"
+            " WHERE state = %s AND id = %s",
+            [
+                [state, code, error, adapt(next_at), adapt(delivered), at, pending, pk]
+                for pk, state, code, error, next_at, delivered, *_try in rows
+            ],
+        )
+        cursor.executemany(
+            f"INSERT INTO {_TRIES} ({_TRY_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s)",  # noqa: S608 (names from the models; values are parameters)
+            [
+                [pk, number, code, latency, head, error, at]
+                for pk, _state, code, error, _next, _delivered, number, latency, head in rows
+            ],
+        )
 
 
 def _endpoint_health(endpoint: WebhookEndpoint, *, ok: bool, now: datetime) -> None:
@@ -437,8 +444,6 @@ def endpoints_due(*, limit: int = 500) -> list[int]:
 
 def deliveries_purge(*, days: int = 30) -> int:
     """Forget events (and their deliveries) older than the dashboard shows."""
-    from webhooks.models import Event
-
     cutoff = timezone.now() - timedelta(days=days)
     deleted, _ = Event.objects.filter(created_at__lt=cutoff).delete()
     return deleted

@@ -318,6 +318,8 @@ CELERY_BEAT_SCHEDULE = {
 # refused unless WEBHOOK_ALLOW_PRIVATE_TARGETS (development and tests only).
 WEBHOOK_ALLOW_PRIVATE_TARGETS = env.bool("WEBHOOK_ALLOW_PRIVATE_TARGETS", default=False)
 WEBHOOK_TIMEOUT_SECONDS = env.float("WEBHOOK_TIMEOUT_SECONDS", default=10.0)
+# The authorities receivers' certificates are checked against: certifi's when empty.
+WEBHOOK_CA_FILE = env.str("WEBHOOK_CA_FILE", default="")
 WEBHOOK_RETRY_HOURS = env.int("WEBHOOK_RETRY_HOURS", default=72)
 WEBHOOK_DISABLE_AFTER_DAYS = env.int("WEBHOOK_DISABLE_AFTER_DAYS", default=5)
 WEBHOOK_DRAIN_BUDGET = env.int("WEBHOOK_DRAIN_BUDGET", default=200)

@@ -2,11 +2,18 @@
 
 Its answers can be scripted: ``answer_next(500)`` for the next requests, ``hang()`` to hold
 every request until ``release()`` (a receiver that never answers in time).
+
+By default it answers in HTTP/1.0 and closes each connection. ``keep_alive=True`` answers in
+HTTP/1.1 and keeps them; ``drop_idle=True`` with it closes each connection after its answer
+without saying so (as a server whose keep-alive timeout ran out); ``tls`` serves HTTPS with
+that context, noting the SNI name of each handshake. ``connections`` counts the connections
+it accepted.
 """
 
 from __future__ import annotations
 
 import json
+import ssl
 import threading
 import time
 from collections import deque
@@ -30,7 +37,18 @@ class Received:
 
 
 class Receiver:
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        *,
+        keep_alive: bool = False,
+        drop_idle: bool = False,
+        tls: ssl.SSLContext | None = None,
+        host: str = "127.0.0.1",
+    ) -> None:
+        self.keep_alive, self.drop_idle, self.host = keep_alive, drop_idle, host
+        self.connections = 0
+        self.payload = b'{"received": true}'
+        self.sni: list[str | None] = []
         self.lock = threading.Lock()
         self.requests: list[Received] = []
         self.script: deque[int] = deque()
@@ -39,11 +57,19 @@ class Receiver:
         self.arrived = threading.Event()
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.server.daemon_threads = True
+        if tls is not None:
+            tls.sni_callback = self._note_sni
+            self.server.socket = tls.wrap_socket(self.server.socket, server_side=True)
+        self.scheme = "https" if tls is not None else "http"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}/hooks"
+        return f"{self.scheme}://{self.host}:{self.server.server_address[1]}/hooks"
+
+    def _note_sni(self, _socket, name, _context) -> None:
+        with self.lock:
+            self.sni.append(name)
 
     def start(self) -> Receiver:
         self.thread.start()
@@ -81,6 +107,13 @@ class Receiver:
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1" if receiver.keep_alive else "HTTP/1.0"
+
+            def setup(self):
+                super().setup()
+                with receiver.lock:
+                    receiver.connections += 1
+
             def log_message(self, *args):
                 pass
 
@@ -94,13 +127,16 @@ class Receiver:
                     status = receiver.script.popleft() if receiver.script else 200
                 receiver.arrived.set()
                 receiver.held.wait(timeout=60)
-                payload = b'{"received": true}'
+                payload = receiver.payload
                 try:
                     self.send_response(status)
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(payload)))
                     self.end_headers()
                     self.wfile.write(payload)
+                    self.wfile.flush()
+                    if receiver.drop_idle:
+                        self.close_connection = True
                 except OSError:
                     pass  # the sender gave up (timeout) or was killed
 
