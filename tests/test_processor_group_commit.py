@@ -9,13 +9,19 @@ from decimal import Decimal
 
 import pytest
 from django.conf import settings
+from django.core.serializers.json import DjangoJSONEncoder
 from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
+from djangorestframework_camel_case.util import camelize
 
 from orders.models import Recharge, RechargeEvent
 from orders.pricing import LineRequest
 from orders.recharges import group_commit, processor, throttle
+from orders.recharges.events import _history
 from orders.recharges.group_commit import GroupCommit, recharge_process_grouped
+from orders.recharges.providers import ProviderResult
 from orders.recharges.providers.simulator import SimulatorProvider
+from orders.serializers import recharge_detail
 from orders.services import order_place_with_wallet
 from tests.factories import ProductFactory, PromotionFactory, UserFactory
 from tests.helpers import assert_ledger_balanced
@@ -294,24 +300,106 @@ def test_delivered_events_are_written_for_the_accounts_that_want_them_only():
     obj = json.loads(events[0].body)["data"]["object"]
     assert obj["status"] == S.DELIVERED and obj["operatorReference"]
     assert [step["status"] for step in obj["events"]] == [S.QUEUED, S.DISPATCHED, S.DELIVERED]
-    # each body is what the one-at-a-time path writes (the lookup's shape)
-    from djangorestframework_camel_case.util import camelize
+    for event in events:
+        assert_body_is_the_lookups(event)
 
-    from orders.recharges.events import _history
-    from orders.serializers import recharge_detail
 
-    for public_id, event in bodies.items():
-        row = Recharge.objects.select_related("product").get(public_id=public_id)
-        history = _history(row.pk)
-        one_by_one = camelize(
-            recharge_detail(
-                row,
-                order_id=history[0].order_id,
-                payment_id=history[0].payment_id,
-                events=history,
-            )
+def assert_body_is_the_lookups(event: Event) -> None:
+    """The event's object is what the one-at-a-time path writes (the lookup's shape, read
+    from the rows as they are now), and its time is the row's."""
+    body = json.loads(event.body)
+    row = Recharge.objects.select_related("product").get(public_id=body["data"]["object"]["id"])
+    history = _history(row.pk)
+    one_by_one = camelize(
+        recharge_detail(
+            row, order_id=history[0].order_id, payment_id=history[0].payment_id, events=history
         )
-        assert json.loads(json.dumps(one_by_one)) == json.loads(event.body)["data"]["object"]
+    )
+    assert json.loads(json.dumps(one_by_one)) == body["data"]["object"]
+    assert body["createdAt"] == json.loads(json.dumps(event.created_at, cls=DjangoJSONEncoder))
+
+
+def endpoint(user, url: str, events=()) -> WebhookEndpoint:
+    return WebhookEndpoint.objects.create(
+        account=user.account, livemode=True, url=url, events=list(events)
+    )
+
+
+def delivered_events(user) -> dict[str, set[str]]:
+    """The account's ``recharge.delivered`` events: the URLs of their deliveries, by recharge."""
+    return {
+        json.loads(event.body)["data"]["object"]["id"]: {
+            delivery.endpoint.url for delivery in event.deliveries.all()
+        }
+        for event in Event.objects.filter(account_id=user.account_id, type="recharge.delivered")
+    }
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("publishing")
+def test_an_endpoint_added_during_the_call_gets_the_event():
+    """The event is written when the answer comes: an account with no endpoint when its
+    recharge was claimed, but one when it was delivered, gets it."""
+    user = UserFactory()
+    (recharge,) = place(user=user)
+    provider = CountingProvider(during=lambda _request: endpoint(user, "https://192.0.2.20/h"))
+    assert in_threads([recharge.pk], provider) == [processor.Outcome(S.DELIVERED)]
+    assert delivered_events(user) == {recharge.public_id: {"https://192.0.2.20/h"}}
+    assert_body_is_the_lookups(
+        Event.objects.get(account_id=user.account_id, type="recharge.delivered")
+    )
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("publishing")
+def test_endpoints_changed_during_the_call_get_what_they_want_when_it_is_delivered():
+    user = UserFactory()
+    kept = endpoint(user, "https://192.0.2.21/kept")
+    disabled = endpoint(user, "https://192.0.2.22/disabled")
+    narrowed = endpoint(user, "https://192.0.2.23/narrowed")
+    deleted = endpoint(user, "https://192.0.2.24/deleted")
+    recharges = place(user=user, quantity=2)
+
+    def change(_request):
+        with lock:
+            if changed:
+                return
+            changed.append(True)
+            WebhookEndpoint.objects.filter(pk=disabled.pk).update(status="disabled")
+            WebhookEndpoint.objects.filter(pk=narrowed.pk).update(events=["recharge.failed"])
+            WebhookEndpoint.objects.filter(pk=deleted.pk).delete()
+            endpoint(user, "https://192.0.2.25/added")
+
+    lock, changed = threading.Lock(), []
+    outcomes = in_threads([r.pk for r in recharges], CountingProvider(during=change))
+    assert outcomes == [processor.Outcome(S.DELIVERED)] * 2
+    wanted = {kept.url, "https://192.0.2.25/added"}
+    assert delivered_events(user) == {r.public_id: wanted for r in recharges}
+    for event in Event.objects.filter(account_id=user.account_id, type="recharge.delivered"):
+        assert_body_is_the_lookups(event)
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("publishing")
+def test_an_endpoint_replaced_during_the_call_gets_the_event_and_one_disabled_gets_none():
+    replaced, quiet = UserFactory(), UserFactory()
+    old = endpoint(replaced, "https://192.0.2.26/old")
+    gone = endpoint(quiet, "https://192.0.2.27/gone")
+    (first,) = place(user=replaced)
+    (second,) = place(user=quiet)
+
+    def change(_request):
+        WebhookEndpoint.objects.filter(pk=old.pk).delete()
+        if not WebhookEndpoint.objects.filter(account=replaced.account).exists():
+            endpoint(replaced, "https://192.0.2.28/new")
+        WebhookEndpoint.objects.filter(pk=gone.pk).update(status="disabled")
+
+    in_threads([first.pk, second.pk], CountingProvider(during=change))
+    assert delivered_events(replaced) == {first.public_id: {"https://192.0.2.28/new"}}
+    assert delivered_events(quiet) == {}
+    assert_body_is_the_lookups(
+        Event.objects.get(account_id=replaced.account_id, type="recharge.delivered")
+    )
 
 
 @pytest.mark.django_db(transaction=True)
@@ -400,3 +488,27 @@ def test_one_bad_answer_fails_only_its_own_recharge_not_its_batch(caplog):
     assert len(errors) == 1 and "too long" in str(errors[0])
     assert throttle.in_flight(settings.AIRTIME_PROVIDER) == 0
     assert_ledger_balanced()
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("publishing")
+def test_a_drafted_event_is_written_by_the_statement_that_delivers_its_recharge():
+    """The claim reads what the event will show for an account with an endpoint; when the
+    answer comes, the event is built first and written with the delivery, in one statement."""
+    user = UserFactory()
+    hook = endpoint(user, "https://192.0.2.30/h")
+    (recharge,) = place(user=user)
+    (claim,) = group_commit._claim_write([recharge.pk])
+    assert claim is not None and claim.draft is not None
+    assert claim.draft.endpoint_ids == (hook.pk,)
+    answer = ProviderResult(ProviderResult.DELIVERED, transaction_id="sim-42", raw={"id": 42})
+    delivered = group_commit.Delivered(recharge.pk, answer, "simulator", claim.slot, claim.draft)
+    with CaptureQueriesContext(connection) as queries:
+        assert group_commit._deliver_write([delivered]) == [processor.Outcome(S.DELIVERED)]
+    statements = [q["sql"] for q in queries if q["sql"] not in ("BEGIN", "COMMIT")]
+    assert len(statements) == 1 and statements[0].startswith("WITH")
+    assert delivered_events(user) == {recharge.public_id: {hook.url}}
+    event = Event.objects.get(account_id=user.account_id, type="recharge.delivered")
+    assert_body_is_the_lookups(event)
+    assert json.loads(event.body)["data"]["object"]["operatorReference"] == "sim-42"
+    assert throttle.in_flight(settings.AIRTIME_PROVIDER) == 0

@@ -9,13 +9,14 @@ sweeper sends them. After the commit, each endpoint's worker is woken up.
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import Any
 
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import connection, transaction
 from django.utils import timezone
 
-from reseller.db import json_read
+from reseller.db import json_read, loaded
 from webhooks.models import Delivery, Event, WebhookEndpoint, new_delivery_id, new_event_id
 
 
@@ -41,26 +42,31 @@ def subscribers(*, account_id: int, livemode: bool, event_type: str) -> list[Web
     ]
 
 
-def subscribers_by_owner(
-    *, account_ids: set[int], event_type: str
-) -> dict[tuple[int, bool], list[WebhookEndpoint]]:
-    """``subscribers`` for many accounts at once, by (account, livemode): one plain query
-    (the processor asks it for every batch of deliveries)."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT id, account_id, livemode, events"  # noqa: S608 (the name from the model; values are parameters)
-            f" FROM {WebhookEndpoint._meta.db_table}"
-            " WHERE account_id = ANY(%s) AND status = %s",
-            [list(account_ids), WebhookEndpoint.Status.ENABLED],
-        )
-        rows = cursor.fetchall()
-    wanting: dict[tuple[int, bool], list[WebhookEndpoint]] = {}
-    for pk, account_id, livemode, events in rows:
-        endpoint = WebhookEndpoint(
-            id=pk, account_id=account_id, livemode=livemode, events=json_read(events)
+def subscribers_sql(alias: str) -> str:
+    """PostgreSQL: the enabled endpoints of the account and mode of the row ``alias`` (which
+    has ``account_id`` and ``livemode``) as one JSON value, NULL when it has none: a scalar
+    subquery on the endpoints' (account, livemode, status) index, for a statement that
+    writes a batch of changes and wants their subscribers in the same round trip."""
+    return (
+        "(SELECT json_agg(json_build_array(w.id, w.events))"  # noqa: S608 (names from the model; the status is ours)
+        f" FROM {WebhookEndpoint._meta.db_table} w"
+        f" WHERE w.account_id = {alias}.account_id AND w.livemode = {alias}.livemode"
+        f" AND w.status = '{WebhookEndpoint.Status.ENABLED}')"
+    )
+
+
+def subscribers_read(
+    value: Any, *, account_id: int, livemode: bool, event_type: str
+) -> list[WebhookEndpoint]:
+    """``subscribers`` from the JSON of ``subscribers_sql``."""
+    wanting = []
+    for pk, events in json_read(value) or []:
+        endpoint = loaded(
+            WebhookEndpoint,
+            {"id": pk, "account_id": account_id, "livemode": livemode, "events": events},
         )
         if endpoint.wants(event_type):
-            wanting.setdefault((account_id, livemode), []).append(endpoint)
+            wanting.append(endpoint)
     return wanting
 
 
@@ -87,57 +93,64 @@ def event_emit(
         account_id=account_id, livemode=livemode, event_type=event_type, obj=obj, extra=extra
     )
     _insert(event, endpoints)
-    endpoint_ids = [endpoint.pk for endpoint in endpoints]
-    transaction.on_commit(lambda: _wake(endpoint_ids), robust=True)
+    wake_after_commit([endpoint.pk for endpoint in endpoints])
     return event
 
 
 def events_emit_many(items: list[tuple[Event, list[WebhookEndpoint]]]) -> None:
-    """``event_emit`` for many events at once (the processor's batch of deliveries): each
+    """PostgreSQL: ``event_emit`` for many events at once (the processor's group commit): each
     ``Event`` built with its body, written with its deliveries in one statement, one wake-up
-    per endpoint after the commit."""
+    per endpoint after the commit. The values go as arrays: the statement's text is the same
+    for any batch, so it is parsed and planned once per connection."""
     items = [(event, endpoints) for event, endpoints in items if endpoints]
     if not items:
         return
-    event_rows: list[str] = []
-    event_params: list[Any] = []
-    for event, _endpoints in items:
-        event_rows.append("(%s, %s, %s, %s, %s, %s)")
-        at = connection.ops.adapt_datetimefield_value(event.created_at)
-        event_params += [event.public_id, event.account_id, event.livemode, event.type]
-        event_params += [event.body, at]
-    delivery_rows: list[str] = []
-    delivery_params: list[Any] = []
-    for event, endpoints in items:
-        at = connection.ops.adapt_datetimefield_value(event.created_at)
-        for endpoint in endpoints:
-            delivery_rows.append("(%s, %s, %s::bigint, %s::timestamptz)")
-            delivery_params += [event.public_id, new_delivery_id(), endpoint.pk, at]
-    sql = (
-        f"WITH e AS (INSERT INTO {Event._meta.db_table}"  # noqa: S608 (names from the models; values are parameters)
-        " (public_id, account_id, livemode, type, body, created_at)"
-        f" VALUES {', '.join(event_rows)} RETURNING id, public_id),"
-        f" d AS (INSERT INTO {Delivery._meta.db_table}"
-        " (public_id, event_id, endpoint_id, state, attempts, next_attempt_at,"
-        " last_error, created_at, updated_at)"
-        " SELECT v.public_id, e.id, v.endpoint_id, %s, 0, v.at, '', v.at, v.at"
-        f" FROM e JOIN (VALUES {', '.join(delivery_rows)})"
-        " AS v(event_public_id, public_id, endpoint_id, at)"
-        " ON v.event_public_id = e.public_id RETURNING 1)"
-        " SELECT e.id, e.public_id, (SELECT count(*) FROM d) FROM e"
-    )
+    events = [event for event, _endpoints in items]
+    deliveries = [(event, endpoint) for event, endpoints in items for endpoint in endpoints]
     with connection.cursor() as cursor:
-        cursor.execute(sql, [*event_params, Delivery.State.PENDING, *delivery_params])
+        cursor.execute(
+            f"WITH e AS (INSERT INTO {Event._meta.db_table}"  # noqa: S608 (names from the models; values are parameters)
+            " (public_id, account_id, livemode, type, body, created_at)"
+            " SELECT * FROM unnest(%s::text[], %s::bigint[], %s::boolean[], %s::text[],"
+            " %s::text[], %s::timestamptz[]) RETURNING id, public_id),"
+            f" d AS (INSERT INTO {Delivery._meta.db_table}"
+            " (public_id, event_id, endpoint_id, state, attempts, next_attempt_at,"
+            " last_error, created_at, updated_at)"
+            " SELECT v.public_id, e.id, v.endpoint_id, %s, 0, v.at, '', v.at, v.at"
+            " FROM e JOIN unnest(%s::text[], %s::text[], %s::bigint[], %s::timestamptz[])"
+            " AS v(event_public_id, public_id, endpoint_id, at)"
+            " ON v.event_public_id = e.public_id RETURNING 1)"
+            " SELECT e.id, e.public_id, (SELECT count(*) FROM d) FROM e",
+            [
+                [event.public_id for event in events],
+                [event.account_id for event in events],
+                [event.livemode for event in events],
+                [event.type for event in events],
+                [event.body for event in events],
+                [event.created_at for event in events],
+                Delivery.State.PENDING,
+                [event.public_id for event, _endpoint in deliveries],
+                [new_delivery_id() for _delivery in deliveries],
+                [endpoint.pk for _event, endpoint in deliveries],
+                [event.created_at for event, _endpoint in deliveries],
+            ],
+        )
         rows = cursor.fetchall()
     ids = {public_id: pk for pk, public_id, _count in rows}
-    if len(ids) != len(items) or rows[0][2] != len(delivery_rows):
+    if len(ids) != len(items) or rows[0][2] != len(deliveries):
         raise RuntimeError("the events were not all written")  # rolls their change back
-    for event, _endpoints in items:
+    for event in events:
         event.pk = ids[event.public_id]
         event._state.adding = False
         event._state.db = connection.alias
-    endpoint_ids = sorted({endpoint.pk for _event, endpoints in items for endpoint in endpoints})
-    transaction.on_commit(lambda: _wake(endpoint_ids), robust=True)
+    wake_after_commit(sorted({endpoint.pk for _event, endpoint in deliveries}))
+
+
+def deliveries_add(event: Event, endpoints: list[WebhookEndpoint]) -> None:
+    """Deliveries of an event already written in this transaction, to more endpoints."""
+    with connection.cursor() as cursor:
+        _deliveries_insert(cursor, [(event, endpoints)])
+    wake_after_commit([endpoint.pk for endpoint in endpoints])
 
 
 def _deliveries_insert(cursor, items: list[tuple[Event, list[WebhookEndpoint]]]) -> None:
@@ -175,9 +188,10 @@ def event_new(
     event_type: str,
     obj: dict[str, Any],
     extra: dict[str, Any] | None = None,
+    created_at: datetime | None = None,
 ) -> Event:
     """An event with its body, not yet written (``event_emit``, ``events_emit_many``)."""
-    now = timezone.now()
+    now = created_at or timezone.now()
     event_id = new_event_id()
     return Event(
         public_id=event_id,
@@ -216,7 +230,8 @@ def _insert(event: Event, endpoints: list[WebhookEndpoint]) -> None:
     event._state.db = connection.alias
 
 
-def _wake(endpoint_ids: list[int]) -> None:
+def wake_after_commit(endpoint_ids: list[int]) -> None:
+    """Once the transaction commits, wake the workers of these endpoints' deliveries."""
     from webhooks.tasks import endpoints_wake
 
-    endpoints_wake(endpoint_ids=endpoint_ids)
+    transaction.on_commit(lambda: endpoints_wake(endpoint_ids=endpoint_ids), robust=True)

@@ -12,7 +12,7 @@ from accounts.models import Account, User
 from reseller.errors import ValidationFailed
 from webhooks.catalogue import EVENT_TYPES, WEBHOOK_TEST
 from webhooks.models import Delivery, Event, WebhookEndpoint, new_secret
-from webhooks.outbox import event_emit
+from webhooks.outbox import event_emit, wake_after_commit
 from webhooks.targets import UnsafeTarget, check_url
 
 MAX_ENDPOINTS_PER_ACCOUNT = 16
@@ -89,7 +89,7 @@ def endpoint_update(
     endpoint.updated_at = now
     endpoint.save()
     if endpoint.status == WebhookEndpoint.Status.ENABLED:
-        _wake_after_commit(endpoint)
+        wake_after_commit([endpoint.pk])
     return endpoint
 
 
@@ -119,7 +119,7 @@ def delivery_resend(*, delivery: Delivery) -> Delivery:
     Delivery.objects.filter(pk=delivery.pk).update(
         state=Delivery.State.PENDING, next_attempt_at=now, updated_at=now
     )
-    _wake_after_commit(delivery.endpoint)
+    wake_after_commit([delivery.endpoint.pk])
     delivery.refresh_from_db()
     return delivery
 
@@ -143,10 +143,3 @@ def endpoint_send_test(*, endpoint: WebhookEndpoint) -> Event:
     )
     assert event is not None
     return event
-
-
-def _wake_after_commit(endpoint: WebhookEndpoint) -> None:
-    from webhooks.tasks import endpoints_wake
-
-    ids = [endpoint.pk]
-    transaction.on_commit(lambda: endpoints_wake(endpoint_ids=ids), robust=True)

@@ -8,20 +8,23 @@ the recharge, with the recharge as the lookup shows it (``GET /api-access/b2b/re
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-from typing import NamedTuple
+import functools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+from typing import Any, NamedTuple
 
 from django.db import connection
-from django.utils import timezone
 from djangorestframework_camel_case.util import camelize
 
 from catalog.models import Product
 from orders.models import Order, Payment, Recharge, RechargeEvent
 from orders.serializers import recharge_detail
-from reseller.db import json_read
+from reseller.db import datetime_read, json_read, loaded
 from webhooks.catalogue import RECHARGE_DELIVERED, RECHARGE_FAILED, RECHARGE_WAITLISTED
-from webhooks.models import WebhookEndpoint
-from webhooks.outbox import event_emit, event_new, events_emit_many, subscribers
+from webhooks.models import Event, WebhookEndpoint
+from webhooks.outbox import event_emit, event_new, events_emit_many, subscribers, subscribers_read
 
 S = Recharge.Status
 EVENT_OF_STATUS: dict[str, str] = {
@@ -61,36 +64,128 @@ def recharge_emit(recharge: Recharge, *, endpoints: list[WebhookEndpoint] | None
         account_id=recharge.account_id,
         livemode=recharge.livemode,
         event_type=event_type,
-        obj=camelize(obj),
+        obj=camelized(obj),
         endpoints=endpoints,
     )
 
 
-def recharges_emit(
-    recharge_ids: list[int], endpoints_of: dict[tuple[int, bool], list[WebhookEndpoint]]
-) -> None:
-    """``recharge_emit`` for many (locked) recharges at once, the processor's batch: their
-    rows with their histories read in one plain query, their events and deliveries written in
-    one statement. ``endpoints_of``: the subscribers by (account, livemode), already read."""
-    items = []
-    for recharge, (order_id, payment_id), history in _rows(recharge_ids):
-        event_type = EVENT_OF_STATUS.get(recharge.status)
-        endpoints = endpoints_of.get((recharge.account_id, recharge.livemode), [])
-        wanting = [e for e in endpoints if event_type is not None and e.wants(event_type)]
-        if not wanting or event_type is None:
-            continue
-        obj = recharge_detail(recharge, order_id=order_id, payment_id=payment_id, events=history)
-        event = event_new(
-            account_id=recharge.account_id,
-            livemode=recharge.livemode,
-            event_type=event_type,
-            obj=camelize(obj),
-        )
-        items.append((event, wanting))
-    events_emit_many(items)
+@functools.cache
+def _camel(key: str) -> str:
+    return next(iter(camelize({key: None})))
 
 
-_COLUMNS = (
+def camelized(value: Any) -> Any:
+    """``camelize`` of the wire shape, each key converted once per process (the library's
+    regular expressions, run for every key of every event, cost more than the rest of the
+    event's body)."""
+    if isinstance(value, dict):
+        return {_camel(key): camelized(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [camelized(item) for item in value]
+    return value
+
+
+Read = tuple[Recharge, tuple[str, str], list["Step"]]
+
+
+def recharges_emit(items: list[tuple[Read, list[WebhookEndpoint]]]) -> None:
+    """``recharge_emit`` for many (locked) recharges at once, the processor's batch: each
+    read with ``recharge_read`` and given with its subscribers, their events and deliveries
+    written in one statement."""
+    events = []
+    for read, endpoints in items:
+        event = recharge_event(read)
+        wanting = [e for e in endpoints if event is not None and e.wants(event.type)]
+        if event is not None and wanting:
+            events.append((event, wanting))
+    events_emit_many(events)
+
+
+def recharge_event(read: Read, *, created_at: datetime | None = None) -> Event | None:
+    """The event of the status the recharge read has reached, built with its body (not yet
+    written); None when the status has no event."""
+    recharge, (order_id, payment_id), history = read
+    event_type = EVENT_OF_STATUS.get(recharge.status)
+    if event_type is None:
+        return None
+    obj = recharge_detail(recharge, order_id=order_id, payment_id=payment_id, events=history)
+    return event_new(
+        account_id=recharge.account_id,
+        livemode=recharge.livemode,
+        event_type=event_type,
+        obj=camelized(obj),
+        created_at=created_at,
+    )
+
+
+@dataclass(frozen=True)
+class Draft:
+    """What a recharge's event will show, read with the recharge when the processor claimed
+    it (``draft_sql``), for an account that had an endpoint then: when the answer comes, its
+    ``recharge.delivered`` event is built before the statement that moves the recharge, and
+    written by that statement."""
+
+    values: tuple  # RECHARGE_COLUMNS, as claimed
+    lookup: Any  # lookup_sql's JSON, as claimed
+    claimed_at: datetime  # the time of the queued → dispatched row the claim wrote
+    endpoint_ids: tuple[int, ...]  # the endpoints that wanted the event then
+
+
+def draft_sql(alias: str, endpoints: str) -> str:
+    """PostgreSQL: one JSON value with ``RECHARGE_COLUMNS`` and ``lookup_sql`` of the row
+    ``alias``, only when the SQL ``endpoints`` is not NULL (an account without endpoints
+    costs the claim nothing)."""
+    cast = {"amount": "::text"}  # a decimal read exactly
+    columns = ", ".join(f"{alias}.{column}{cast.get(column, '')}" for column in RECHARGE_COLUMNS)
+    return (
+        f"CASE WHEN {endpoints} IS NOT NULL"
+        f" THEN json_build_array(json_build_array({columns}), {lookup_sql(alias)}) END"
+    )
+
+
+def draft_read(value: Any, endpoints: Any, *, claimed_at: datetime) -> Draft:
+    """The ``Draft`` of a (non-NULL) value of ``draft_sql``, with the endpoints (the JSON of
+    ``subscribers_sql``) that want the ``recharge.delivered`` event."""
+    values, lookup = json_read(value)
+    fields = dict(zip(RECHARGE_COLUMNS, values, strict=True))
+    fields["amount"] = Decimal(fields["amount"])
+    for name in ("created_at", "updated_at"):
+        fields[name] = datetime_read(fields[name])
+    wanting = subscribers_read(
+        endpoints,
+        account_id=fields["account_id"],
+        livemode=fields["livemode"],
+        event_type=RECHARGE_DELIVERED,
+    )
+    return Draft(
+        tuple(fields[column] for column in RECHARGE_COLUMNS),
+        lookup,
+        claimed_at,
+        tuple(endpoint.pk for endpoint in wanting),
+    )
+
+
+def draft_delivered(draft: Draft, *, transaction_id: str, note: str, now: datetime) -> Event:
+    """The ``recharge.delivered`` event of a drafted recharge as the delivery write will leave
+    it: delivered now, with the provider's reference, and its claim and delivery in its
+    history. The same body ``recharges_emit`` builds from the rows after the write."""
+    fields = dict(zip(RECHARGE_COLUMNS, draft.values, strict=True))
+    fields.update(status=S.DELIVERED, updated_at=now, provider_transaction_id=transaction_id)
+    read = recharge_read(
+        [fields[column] for column in RECHARGE_COLUMNS],
+        draft.lookup,
+        then=[
+            Step(S.QUEUED, S.DISPATCHED, "", draft.claimed_at),
+            Step(S.DISPATCHED, S.DELIVERED, note, now),
+        ],
+    )
+    event = recharge_event(read, created_at=now)
+    assert event is not None
+    return event
+
+
+# The recharge's own columns ``recharge_detail`` reads, in the order ``recharge_read`` takes.
+RECHARGE_COLUMNS = (
     "id",
     "public_id",
     "account_id",
@@ -107,57 +202,56 @@ _COLUMNS = (
 )
 
 
-def _rows(recharge_ids: list[int]) -> list[tuple[Recharge, tuple[str, str], list[_Step]]]:
-    """The recharges as ``recharge_detail`` reads them (with their product's public id and
-    local amount), their order's and payment's public ids, and their histories, oldest
-    first: one plain query."""
-    history = RechargeEvent._meta.db_table
-    columns = ", ".join(f"r.{column}" for column in _COLUMNS)
-    sql = (
-        f"SELECT {columns}, p.public_id, p.local_amount, p.local_currency,"  # noqa: S608 (names from the models; values are parameters)
-        " o.public_id, pay.public_id,"
+def lookup_sql(alias: str) -> str:
+    """PostgreSQL: one JSON value with the rest of what the lookup shows of the recharge row
+    ``alias`` (which has ``id``, ``product_id``, ``order_id`` and ``payment_id``): its
+    product's public id and local amount, its order's and payment's public ids, and its
+    history as the statement sees it (rows the statement writes itself are not in it).
+
+    Scalar subqueries on primary keys: their plan never scans a table, whatever the
+    planner's statistics say (joins planned for an array of ids of unknown length were hash
+    joins over the whole order and payment tables)."""
+    product, order = Product._meta.db_table, Order._meta.db_table
+    payment, history = Payment._meta.db_table, RechargeEvent._meta.db_table
+    return (
+        "json_build_array("  # noqa: S608 (names from the models)
+        "(SELECT json_build_array(p.public_id, p.local_amount::text, p.local_currency)"
+        f" FROM {product} p WHERE p.id = {alias}.product_id),"
+        f" (SELECT o.public_id FROM {order} o WHERE o.id = {alias}.order_id),"
+        f" (SELECT pay.public_id FROM {payment} pay WHERE pay.id = {alias}.payment_id),"
         " (SELECT json_agg(json_build_array(e.from_status, e.to_status, e.note, e.created_at)"
-        f" ORDER BY e.id) FROM {history} e WHERE e.recharge_id = r.id)"
-        f" FROM {Recharge._meta.db_table} r"
-        f" JOIN {Product._meta.db_table} p ON p.id = r.product_id"
-        f" JOIN {Order._meta.db_table} o ON o.id = r.order_id"
-        f" JOIN {Payment._meta.db_table} pay ON pay.id = r.payment_id"
-        " WHERE r.id = ANY(%s) ORDER BY r.id"
+        f" ORDER BY e.id) FROM {history} e WHERE e.recharge_id = {alias}.id))"
     )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [recharge_ids])
-        rows = cursor.fetchall()
-    found = []
-    for row in rows:
-        values = dict(zip(_COLUMNS, row[: len(_COLUMNS)], strict=True))
-        product_id, local_amount, local_currency, order_id, payment_id, steps = row[len(_COLUMNS) :]
-        recharge = Recharge(**values)
-        recharge.product = Product(
-            public_id=product_id, local_amount=local_amount, local_currency=local_currency
-        )
-        found.append(
-            (
-                recharge,
-                (order_id, payment_id),
-                [
-                    _Step(a, b, note, _aware(at), "", "")
-                    for a, b, note, at in json_read(steps) or []
-                ],
-            )
-        )
-    return found
 
 
-class _Step(NamedTuple):
+def recharge_read(values: Sequence[Any], lookup: Any, *, then: Sequence[Step] = ()) -> Read:
+    """The recharge as ``recharge_detail`` reads it, from ``RECHARGE_COLUMNS`` and the JSON of
+    ``lookup_sql``; ``then``: history rows written by the same statement, oldest first."""
+    (product_id, local_amount, local_currency), order_id, payment_id, steps = json_read(lookup)
+    recharge = loaded(Recharge, dict(zip(RECHARGE_COLUMNS, values, strict=True)))
+    recharge.product = loaded(
+        Product,
+        {
+            "id": None,
+            "public_id": product_id,
+            "local_amount": Decimal(local_amount),
+            "local_currency": local_currency,
+        },
+    )
+    history = [Step(a, b, note, datetime_read(at)) for a, b, note, at in steps or []]
+    return recharge, (order_id, payment_id), [*history, *then]
+
+
+class Step(NamedTuple):
     from_status: str
     to_status: str
     note: str
     created_at: datetime
-    order_id: str  # the public ids the recharge shows, on every row
-    payment_id: str
+    order_id: str = ""  # the public ids the recharge shows, on every row (``_history``)
+    payment_id: str = ""
 
 
-def _history(recharge_id: int) -> list[_Step]:
+def _history(recharge_id: int) -> list[Step]:
     """The recharge's history, oldest first, with its order's and payment's public ids: one
     plain query (through the ORM it cost the processor four times the CPU)."""
     sql = (
@@ -172,13 +266,6 @@ def _history(recharge_id: int) -> list[_Step]:
         cursor.execute(sql, [recharge_id])
         rows = cursor.fetchall()
     return [
-        _Step(from_status, to_status, note, _aware(at), order_id, payment_id)
+        Step(from_status, to_status, note, datetime_read(at), order_id, payment_id)
         for from_status, to_status, note, at, order_id, payment_id in rows
     ]
-
-
-def _aware(value: datetime | str) -> datetime:
-    """PostgreSQL gives an aware datetime; SQLite a naive UTC one (or its text)."""
-    if isinstance(value, str):
-        value = datetime.fromisoformat(value)
-    return value if timezone.is_aware(value) else value.replace(tzinfo=UTC)

@@ -39,11 +39,31 @@ from catalog.models import Operator, Product
 from catalog.selectors import product_waitlist_promotion, products_get
 from orders.models import Recharge, RechargeEvent
 from orders.recharges import processor, throttle
-from orders.recharges.events import EVENT_OF_STATUS, recharges_emit
+from orders.recharges.events import (
+    EVENT_OF_STATUS,
+    RECHARGE_COLUMNS,
+    Draft,
+    Read,
+    Step,
+    draft_delivered,
+    draft_read,
+    draft_sql,
+    lookup_sql,
+    recharge_read,
+    recharges_emit,
+)
 from orders.recharges.processor import Outcome
 from orders.recharges.providers import ProviderResult, TopupRequest
 from reseller.db import connection_release
-from webhooks.outbox import subscribers_by_owner
+from webhooks.models import Delivery, WebhookEndpoint, new_delivery_id
+from webhooks.models import Event as WebhookEvent
+from webhooks.outbox import (
+    deliveries_add,
+    events_emit_many,
+    subscribers_read,
+    subscribers_sql,
+    wake_after_commit,
+)
 
 S = Recharge.Status
 logger = logging.getLogger(__name__)
@@ -133,6 +153,7 @@ class GroupCommit[Item, Result]:
 class Claim:
     request: TopupRequest
     slot: str  # the provider slot it holds (throttle.slots_release)
+    draft: Draft | None  # its event's content, when its account had an endpoint
 
 
 def _claim_write(ids: list[int]) -> list[Claim | None]:
@@ -144,7 +165,7 @@ def _claim_write(ids: list[int]) -> list[Claim | None]:
     unique = list(dict.fromkeys(ids))
     slots = throttle.slots_take(provider_name, len(unique))
     try:
-        requests = _claim_rows(unique, room=len(slots)) if slots else {}
+        requests, drafts = _claim_rows(unique, room=len(slots)) if slots else ({}, {})
     except BaseException:
         _slots_give_back(provider_name, slots)
         raise
@@ -154,7 +175,7 @@ def _claim_write(ids: list[int]) -> list[Claim | None]:
     results: list[Claim | None] = []
     for pk in ids:
         request = requests.pop(pk, None)
-        results.append(None if request is None else Claim(request, held[pk]))
+        results.append(None if request is None else Claim(request, held[pk], drafts.get(pk)))
     return results
 
 
@@ -166,25 +187,31 @@ def _slots_give_back(provider_name: str, slots: list[str]) -> None:
         logger.warning("could not release %d provider slots", len(slots), exc_info=True)
 
 
-def _claim_rows(ids: list[int], *, room: int) -> dict[int, TopupRequest]:
+def _claim_rows(ids: list[int], *, room: int) -> tuple[dict[int, TopupRequest], dict[int, Draft]]:
     """Up to ``room`` of these recharges moved from ``queued`` to ``dispatched``, committed:
-    what to send for each."""
+    what to send for each, and the drafts of their events (for accounts with an endpoint)."""
     recharge, event = Recharge._meta.db_table, RechargeEvent._meta.db_table
     product, operator = Product._meta.db_table, Operator._meta.db_table
     requests: dict[int, TopupRequest] = {}
+    drafts: dict[int, Draft] = {}
+    now = timezone.now()
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(
             "SELECT r.id, r.public_id, r.recipient_number, p.public_id, p.country_id,"  # noqa: S608 (names from the models; values are parameters)
-            " o.public_id, p.local_amount, p.local_currency"
+            " o.public_id, p.local_amount, p.local_currency, s.endpoints,"
+            f" {draft_sql('r', 's.endpoints')}"
             f" FROM {recharge} r JOIN {product} p ON p.id = r.product_id"
-            f" JOIN {operator} o ON o.id = p.operator_id"
+            f" JOIN {operator} o ON o.id = p.operator_id,"
+            f" LATERAL (SELECT {subscribers_sql('r')} AS endpoints) s"
             " WHERE r.id = ANY(%s) AND r.status = %s AND r.livemode"
             " ORDER BY r.id FOR UPDATE OF r",
             [ids, S.QUEUED],
         )
         rows = cursor.fetchall()
         kept = products_get(product_ids={row[3] for row in rows})
-        for pk, public_id, number, product_id, country, op_id, amount, currency in rows:
+        for row in rows:
+            pk, public_id, number, product_id, country, op_id, amount, currency = row[:8]
+            endpoints, draft = row[8:]
             known = kept.get(product_id)
             if known is None or product_waitlist_promotion(product=known) is not None:
                 continue  # an inactive product, or one to wait for: the one-at-a-time path
@@ -199,8 +226,11 @@ def _claim_rows(ids: list[int], *, room: int) -> dict[int, TopupRequest]:
                 amount=amount,
                 currency=currency,
             )
+            if draft is not None:
+                drafted = draft_read(draft, endpoints, claimed_at=now)
+                if drafted.endpoint_ids:
+                    drafts[pk] = drafted
         if requests:
-            now = timezone.now()
             claimed = list(requests)
             cursor.execute(
                 f"UPDATE {recharge} SET status = %s, attempts = attempts + 1,"  # noqa: S608 (names from the models; values are parameters)
@@ -212,7 +242,7 @@ def _claim_rows(ids: list[int], *, room: int) -> dict[int, TopupRequest]:
                 " SELECT unnest(%s::bigint[]), %s, %s, '', %s",
                 [claimed, S.QUEUED, S.DISPATCHED, now],
             )
-    return requests
+    return requests, drafts
 
 
 # -- the answer: dispatched → delivered, with its event --------------------------------------
@@ -224,6 +254,7 @@ class Delivered:
     result: ProviderResult
     provider_name: str
     slot: str  # given back with the batch, once written
+    draft: Draft | None = None  # the claim's
 
 
 def _deliver_write(items: list[Delivered]) -> list[Outcome | None]:
@@ -235,59 +266,167 @@ def _deliver_write(items: list[Delivered]) -> list[Outcome | None]:
 
 def _deliver_rows(items: list[Delivered]) -> list[Outcome | None]:
     """Mark the batch's recharges delivered (only those still ``dispatched``: staff may have
-    failed one meanwhile), their history rows and their events; None for the others."""
-    recharge, event = Recharge._meta.db_table, RechargeEvent._meta.db_table
+    failed one meanwhile), their history rows and their events; None for the others.
+
+    The ``recharge.delivered`` events of drafted recharges (``Claim.draft``) are built first
+    and written by the statement that moves the rows, with a delivery for each endpoint of
+    the draft that still wants them. The statement also reads each account's endpoints as
+    they are now: an endpoint added during the call gets its delivery, and an account that
+    had none at the claim but has one now gets its event, after it (``_emit_changed``)."""
+    recharge, history = Recharge._meta.db_table, RechargeEvent._meta.db_table
+    event, delivery = WebhookEvent._meta.db_table, Delivery._meta.db_table
+    endpoint = WebhookEndpoint._meta.db_table
     now = timezone.now()
+    event_type = EVENT_OF_STATUS[S.DELIVERED]
+    notes = [f"{item.provider_name} {item.result.transaction_id}"[:255] for item in items]
+    drafted: dict[int, WebhookEvent] = {}
+    for item, note in zip(items, notes, strict=True):
+        if item.draft is not None:
+            drafted[item.recharge_id] = draft_delivered(
+                item.draft, transaction_id=item.result.transaction_id or "", note=note, now=now
+            )
+    returned = ", ".join(f"r.{column}" for column in RECHARGE_COLUMNS)
+    columns = ", ".join(f"u.{column}" for column in RECHARGE_COLUMNS)
     with transaction.atomic():
         with connection.cursor() as cursor:
             cursor.execute(
-                f"UPDATE {recharge} r SET status = %s, delivered_at = %s, updated_at = %s,"  # noqa: S608 (names from the models; values are parameters)
+                "WITH v AS (SELECT * FROM unnest(%s::bigint[], %s::text[], %s::text[],"  # noqa: S608 (names from the models; values are parameters)
+                " %s::text[], %s::text[], %s::text[], %s::text[])"
+                " AS v(id, provider, txid, raw, note, event_id, body)),"
+                f" u AS (UPDATE {recharge} r SET status = %s, delivered_at = %s, updated_at = %s,"
                 " provider = v.provider, provider_transaction_id = v.txid,"
                 " provider_response = v.raw::jsonb"
-                " FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::text[])"
-                " AS v(id, provider, txid, raw)"
-                " WHERE r.id = v.id AND r.status = %s RETURNING r.id, r.account_id, r.livemode",
+                " FROM v WHERE r.id = v.id AND r.status = %s"
+                f" RETURNING {returned}, r.product_id, r.order_id, r.payment_id,"
+                " v.note, v.event_id, v.body),"
+                f" h AS (INSERT INTO {history} (recharge_id, from_status, to_status, note,"
+                " created_at) SELECT u.id, %s, %s, u.note, %s FROM u),"
+                # The drafted events' deliveries, to endpoints that still want the event.
+                " dv AS (SELECT dv.* FROM unnest(%s::text[], %s::text[], %s::bigint[])"
+                " AS dv(event_id, public_id, endpoint_id)"
+                f" JOIN {endpoint} w ON w.id = dv.endpoint_id AND w.status = %s"
+                " AND (jsonb_array_length(w.events) = 0 OR w.events ? %s)),"
+                f" e AS (INSERT INTO {event} (public_id, account_id, livemode, type, body,"
+                " created_at) SELECT u.event_id, u.account_id, u.livemode, %s, u.body, %s"
+                " FROM u WHERE u.event_id IN (SELECT dv.event_id FROM dv)"
+                " RETURNING id, public_id),"
+                f" d AS (INSERT INTO {delivery} (public_id, event_id, endpoint_id, state,"
+                " attempts, next_attempt_at, last_error, created_at, updated_at)"
+                " SELECT dv.public_id, e.id, dv.endpoint_id, %s, 0, %s, '', %s, %s"
+                " FROM e JOIN dv ON dv.event_id = e.public_id RETURNING endpoint_id)"
+                f" SELECT {columns}, u.note, s.endpoints, e.id,"
+                f" CASE WHEN s.endpoints IS NOT NULL AND u.event_id IS NULL"
+                f" THEN {lookup_sql('u')} END,"
+                " (SELECT array_agg(DISTINCT d.endpoint_id) FROM d)"
+                " FROM u CROSS JOIN LATERAL"
+                f" (SELECT {subscribers_sql('u')} AS endpoints) s"
+                " LEFT JOIN e ON e.public_id = u.event_id",
                 [
-                    S.DELIVERED,
-                    now,
-                    now,
                     [item.recharge_id for item in items],
                     [item.provider_name for item in items],
                     [item.result.transaction_id or "" for item in items],
                     [_json(item.result.raw) for item in items],
+                    notes,
+                    [_event_id(drafted.get(item.recharge_id)) for item in items],
+                    [_event_body(drafted.get(item.recharge_id)) for item in items],
+                    S.DELIVERED,
+                    now,
+                    now,
                     S.DISPATCHED,
+                    S.DISPATCHED,
+                    S.DELIVERED,
+                    now,
+                    *_drafted_deliveries(items, drafted),
+                    WebhookEndpoint.Status.ENABLED,
+                    event_type,
+                    event_type,
+                    now,
+                    Delivery.State.PENDING,
+                    now,
+                    now,
+                    now,
                 ],
             )
-            moved = {pk: (account_id, livemode) for pk, account_id, livemode in cursor.fetchall()}
-            if moved:
-                notes = {
-                    item.recharge_id: f"{item.provider_name} {item.result.transaction_id}"[:255]
-                    for item in items
-                }
-                cursor.execute(
-                    f"INSERT INTO {event} (recharge_id, from_status, to_status, note, created_at)"
-                    " SELECT unnest(%s::bigint[]), %s, %s, unnest(%s::text[]), %s",
-                    [list(moved), S.DISPATCHED, S.DELIVERED, [notes[pk] for pk in moved], now],
-                )
-        if moved:
-            _emit_delivered(moved)
+            rows = cursor.fetchall()
+        if rows:
+            _emit_changed(rows, items, drafted, now)
+    moved = {row[0] for row in rows}
     return [Outcome(S.DELIVERED) if item.recharge_id in moved else None for item in items]
+
+
+def _event_id(event: WebhookEvent | None) -> str | None:
+    return None if event is None else event.public_id
+
+
+def _event_body(event: WebhookEvent | None) -> str | None:
+    return None if event is None else event.body
+
+
+def _drafted_deliveries(
+    items: list[Delivered], drafted: dict[int, WebhookEvent]
+) -> tuple[list[str], list[str], list[int]]:
+    """The deliveries of the drafted events, to the endpoints their drafts read, as arrays:
+    (event's public id, delivery's public id, endpoint)."""
+    event_ids: list[str] = []
+    endpoint_ids: list[int] = []
+    for item in items:
+        event = drafted.get(item.recharge_id)
+        if event is not None and item.draft is not None:
+            for endpoint_id in item.draft.endpoint_ids:
+                event_ids.append(event.public_id)
+                endpoint_ids.append(endpoint_id)
+    return event_ids, [new_delivery_id() for _ in event_ids], endpoint_ids
 
 
 def _json(raw) -> str | None:
     return None if raw is None else json.dumps(raw)
 
 
-def _emit_delivered(moved: dict[int, tuple[int, bool]]) -> None:
-    """The ``recharge.delivered`` events of a batch: one read of the accounts' endpoints,
-    then the recharges of the accounts that want the event, read and written together."""
-    wanting = subscribers_by_owner(
-        account_ids={account for account, _ in moved.values()},
-        event_type=EVENT_OF_STATUS[S.DELIVERED],
-    )
-    hooked = [pk for pk, owner in moved.items() if owner in wanting]
-    if hooked:
-        recharges_emit(hooked, wanting)
+def _emit_changed(
+    rows: list[tuple], items: list[Delivered], drafted: dict[int, WebhookEvent], now
+) -> None:
+    """After the statement: wake the endpoints it wrote deliveries for, and write what the
+    endpoints' changes since the claims ask for (rare): an event for an account that has
+    an endpoint now but had none then, a delivery for an endpoint added since."""
+    width = len(RECHARGE_COLUMNS)
+    event_type = EVENT_OF_STATUS[S.DELIVERED]
+    drafts = {item.recharge_id: item.draft for item in items if item.draft is not None}
+    woken: set[int] = set()
+    fresh: list[tuple[Read, list[WebhookEndpoint]]] = []
+    unwritten: list[tuple[WebhookEvent, list[WebhookEndpoint]]] = []
+    late: list[tuple[WebhookEvent, list[WebhookEndpoint]]] = []
+    for row in rows:
+        values, (note, endpoints, event_pk, lookup, written) = row[:width], row[width:]
+        woken.update(written or [])
+        if endpoints is None:
+            continue
+        pk, account_id, livemode = values[0], values[2], values[3]
+        wanting = subscribers_read(
+            endpoints, account_id=account_id, livemode=livemode, event_type=event_type
+        )
+        draft = drafts.get(pk)
+        if draft is None:
+            if wanting:
+                then = [Step(S.DISPATCHED, S.DELIVERED, note, now)]
+                fresh.append((recharge_read(values, lookup, then=then), wanting))
+            continue
+        event = drafted[pk]
+        if event_pk is None:  # no endpoint of the draft wants it any more
+            if wanting:
+                unwritten.append((event, wanting))
+            continue
+        event.pk, event._state.adding = event_pk, False
+        added = [e for e in wanting if e.pk not in draft.endpoint_ids]
+        if added:
+            late.append((event, added))
+    if woken:
+        wake_after_commit(sorted(woken))
+    if fresh:
+        recharges_emit(fresh)
+    if unwritten:
+        events_emit_many(unwritten)
+    for event, added in late:
+        deliveries_add(event, added)
 
 
 # -- the processor's common path, grouped ----------------------------------------------------
@@ -333,7 +472,9 @@ def recharge_process_grouped(*, recharge_id: int, provider=None) -> Outcome | No
         nonlocal given_back
         if result.status == ProviderResult.DELIVERED:
             try:
-                done = deliveries.submit(Delivered(pk, result, provider_name, claim.slot))
+                done = deliveries.submit(
+                    Delivered(pk, result, provider_name, claim.slot, claim.draft)
+                )
             except Exception:  # one bad row rolls its batch back: this one, on its own
                 logger.warning("delivery batch failed; recharge %s on its own", pk, exc_info=True)
                 done = None
