@@ -9,8 +9,9 @@ from decimal import Decimal
 
 import pytest
 from django.conf import settings
+from django.core.cache import cache
 from django.core.serializers.json import DjangoJSONEncoder
-from django.db import connection, transaction
+from django.db import connection, connections, transaction
 from django.test.utils import CaptureQueriesContext
 from djangorestframework_camel_case.util import camelize
 
@@ -27,6 +28,7 @@ from tests.factories import ProductFactory, PromotionFactory, UserFactory
 from tests.helpers import assert_ledger_balanced
 from wallet.models import Wallet
 from wallet.services import wallet_get_or_create, wallet_topup_manual
+from webhooks import delivery
 from webhooks.models import Event, WebhookEndpoint
 
 S = Recharge.Status
@@ -512,3 +514,49 @@ def test_a_drafted_event_is_written_by_the_statement_that_delivers_its_recharge(
     assert_body_is_the_lookups(event)
     assert json.loads(event.body)["data"]["object"]["operatorReference"] == "sim-42"
     assert throttle.in_flight(settings.AIRTIME_PROVIDER) == 0
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("publishing")
+def test_an_endpoint_being_drained_is_not_woken_and_its_worker_sees_the_event():
+    """A worker holds the endpoint's lease: the delivery write wakes nobody (no mark, no
+    task), and the worker's release waits for the write to commit, so the read of what is
+    due that follows the release finds the new delivery."""
+    user = UserFactory()
+    first, second = place(user=user, quantity=2)
+    hook = endpoint(user, "https://192.0.2.31/h")
+    token = delivery._lease_claim(hook.pk)
+    assert token is not None
+    released = threading.Event()
+
+    def release():
+        delivery._lease_release(hook.pk, token)
+        released.set()
+        connections.close_all()
+
+    claims = group_commit._claim_write([first.pk, second.pk])
+    answer = ProviderResult(ProviderResult.DELIVERED, transaction_id="sim-1", raw={})
+    assert all(claim is not None and claim.draft is not None for claim in claims)
+    items = [
+        group_commit.Delivered(recharge.pk, answer, "simulator", claim.slot, claim.draft)
+        for recharge, claim in zip((first, second), claims, strict=True)
+        if claim is not None
+    ]
+    releaser = threading.Thread(target=release)
+    with transaction.atomic():
+        assert group_commit._deliver_rows(items) == [processor.Outcome(S.DELIVERED)] * 2
+        releaser.start()
+        assert not released.wait(0.5)  # held back by the write's share lock
+    assert released.wait(10)
+    releaser.join()
+    assert len(delivery._due(hook.pk, 10)) == 2
+    assert cache.get(delivery._wake_key(hook.pk)) is None  # nobody was woken
+    # Without a worker on it, the next write wakes the endpoint.
+    (third,) = place(user=user)
+    cache.delete(delivery._wake_key(hook.pk))  # the top-up's wallet.credited woke it
+    (claim,) = group_commit._claim_write([third.pk])
+    assert claim is not None
+    group_commit._deliver_write(
+        [group_commit.Delivered(third.pk, answer, "simulator", claim.slot, claim.draft)]
+    )
+    assert cache.get(delivery._wake_key(hook.pk)) is not None

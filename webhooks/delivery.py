@@ -126,6 +126,8 @@ def endpoint_drain(
 
     Returns at once when another worker holds the endpoint's lease: that worker looks for
     due deliveries again after releasing it, so none committed meanwhile is left behind.
+    (The processor relies on this: it wakes no endpoint whose lease it saw held, having
+    share-locked its row, which holds the release back until the deliveries are committed.)
     With nothing due, the holder waits ``WEBHOOK_DRAIN_LINGER_SECONDS`` once for more, when a
     lingering slot of this process is free: a steady stream of events is then sent in batches
     by one drain instead of one task per event. With its budget spent and more due, it gives
