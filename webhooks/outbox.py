@@ -9,14 +9,15 @@ sweeper sends them. After the commit, each endpoint's worker is woken up.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import connection, transaction
 from django.utils import timezone
 
-from reseller.db import json_read, loaded
+from reseller.db import json_read
 from webhooks.models import Delivery, Event, WebhookEndpoint, new_delivery_id, new_event_id
 
 
@@ -29,6 +30,20 @@ def event_body(*, event_id: str, event_type: str, created_at, livemode: bool, da
         "data": data,
     }
     return json.dumps(body, cls=DjangoJSONEncoder, separators=(",", ":"), ensure_ascii=False)
+
+
+class Subscriber(NamedTuple):
+    """An endpoint as the outbox needs it: its id and the event types it wants (all when
+    empty), without a model instance (the processor reads them for every batch)."""
+
+    pk: int
+    events: list[str]
+
+    def wants(self, event_type: str) -> bool:
+        return not self.events or event_type in self.events
+
+
+Target = Subscriber | WebhookEndpoint  # whom an event is written for
 
 
 def subscribers(*, account_id: int, livemode: bool, event_type: str) -> list[WebhookEndpoint]:
@@ -55,19 +70,10 @@ def subscribers_sql(alias: str) -> str:
     )
 
 
-def subscribers_read(
-    value: Any, *, account_id: int, livemode: bool, event_type: str
-) -> list[WebhookEndpoint]:
+def subscribers_read(value: Any, *, event_type: str) -> list[Subscriber]:
     """``subscribers`` from the JSON of ``subscribers_sql``."""
-    wanting = []
-    for pk, events in json_read(value) or []:
-        endpoint = loaded(
-            WebhookEndpoint,
-            {"id": pk, "account_id": account_id, "livemode": livemode, "events": events},
-        )
-        if endpoint.wants(event_type):
-            wanting.append(endpoint)
-    return wanting
+    wanting = [Subscriber(pk, events) for pk, events in json_read(value) or []]
+    return [endpoint for endpoint in wanting if endpoint.wants(event_type)]
 
 
 def event_emit(
@@ -77,7 +83,7 @@ def event_emit(
     event_type: str,
     obj: dict[str, Any],
     extra: dict[str, Any] | None = None,
-    endpoints: list[WebhookEndpoint] | None = None,
+    endpoints: Sequence[Target] | None = None,
 ) -> Event | None:
     """Record one event for the endpoints that want it; None when no endpoint does.
 
@@ -97,7 +103,7 @@ def event_emit(
     return event
 
 
-def events_emit_many(items: list[tuple[Event, list[WebhookEndpoint]]]) -> None:
+def events_emit_many(items: Sequence[tuple[Event, Sequence[Target]]]) -> None:
     """PostgreSQL: ``event_emit`` for many events at once (the processor's group commit): each
     ``Event`` built with its body, written with its deliveries in one statement, one wake-up
     per endpoint after the commit. The values go as arrays: the statement's text is the same
@@ -146,14 +152,14 @@ def events_emit_many(items: list[tuple[Event, list[WebhookEndpoint]]]) -> None:
     wake_after_commit(sorted({endpoint.pk for _event, endpoint in deliveries}))
 
 
-def deliveries_add(event: Event, endpoints: list[WebhookEndpoint]) -> None:
+def deliveries_add(event: Event, endpoints: Sequence[Target]) -> None:
     """Deliveries of an event already written in this transaction, to more endpoints."""
     with connection.cursor() as cursor:
         _deliveries_insert(cursor, [(event, endpoints)])
     wake_after_commit([endpoint.pk for endpoint in endpoints])
 
 
-def _deliveries_insert(cursor, items: list[tuple[Event, list[WebhookEndpoint]]]) -> None:
+def _deliveries_insert(cursor, items: Sequence[tuple[Event, Sequence[Target]]]) -> None:
     """One pending delivery per (event, endpoint), in one statement."""
     rows = [
         (event, endpoint, connection.ops.adapt_datetimefield_value(event.created_at))
@@ -209,7 +215,7 @@ def event_new(
     )
 
 
-def _insert(event: Event, endpoints: list[WebhookEndpoint]) -> None:
+def _insert(event: Event, endpoints: Sequence[Target]) -> None:
     """Write the event and its deliveries in two plain statements.
 
     The processor does this for every recharge it finishes for an account with an endpoint:

@@ -23,8 +23,15 @@ from orders.models import Order, Payment, Recharge, RechargeEvent
 from orders.serializers import recharge_detail
 from reseller.db import datetime_read, json_read, loaded
 from webhooks.catalogue import RECHARGE_DELIVERED, RECHARGE_FAILED, RECHARGE_WAITLISTED
-from webhooks.models import Event, WebhookEndpoint
-from webhooks.outbox import event_emit, event_new, events_emit_many, subscribers, subscribers_read
+from webhooks.models import Event
+from webhooks.outbox import (
+    Target,
+    event_emit,
+    event_new,
+    events_emit_many,
+    subscribers,
+    subscribers_read,
+)
 
 S = Recharge.Status
 EVENT_OF_STATUS: dict[str, str] = {
@@ -37,7 +44,7 @@ EVENT_OF_STATUS: dict[str, str] = {
 }
 
 
-def recharge_emit(recharge: Recharge, *, endpoints: list[WebhookEndpoint] | None = None) -> None:
+def recharge_emit(recharge: Recharge, *, endpoints: Sequence[Target] | None = None) -> None:
     """Record the event of the status the (locked) recharge just reached, if it has one.
 
     Called after the move and, for a failure, after its refund, in the same transaction:
@@ -88,7 +95,7 @@ def camelized(value: Any) -> Any:
 Read = tuple[Recharge, tuple[str, str], list["Step"]]
 
 
-def recharges_emit(items: list[tuple[Read, list[WebhookEndpoint]]]) -> None:
+def recharges_emit(items: Sequence[tuple[Read, Sequence[Target]]]) -> None:
     """``recharge_emit`` for many (locked) recharges at once, the processor's batch: each
     read with ``recharge_read`` and given with its subscribers, their events and deliveries
     written in one statement."""
@@ -126,40 +133,50 @@ class Draft:
     written by that statement."""
 
     values: tuple  # RECHARGE_COLUMNS, as claimed
-    lookup: Any  # lookup_sql's JSON, as claimed
+    lookup: Any  # as lookup_sql's JSON reads, as claimed
     claimed_at: datetime  # the time of the queued → dispatched row the claim wrote
     endpoint_ids: tuple[int, ...]  # the endpoints that wanted the event then
 
 
 def draft_sql(alias: str, endpoints: str) -> str:
-    """PostgreSQL: one JSON value with ``RECHARGE_COLUMNS`` and ``lookup_sql`` of the row
-    ``alias``, only when the SQL ``endpoints`` is not NULL (an account without endpoints
-    costs the claim nothing)."""
-    cast = {"amount": "::text"}  # a decimal read exactly
-    columns = ", ".join(f"{alias}.{column}{cast.get(column, '')}" for column in RECHARGE_COLUMNS)
+    """PostgreSQL: the columns ``draft_read`` takes, of the recharge row ``alias``: its
+    ``RECHARGE_COLUMNS``, then its order's and payment's public ids and its history (as
+    ``lookup_sql``), these three only when the SQL ``endpoints`` is not NULL (an account
+    without endpoints costs the claim nothing)."""
+    order, payment = Order._meta.db_table, Payment._meta.db_table
+    history = RechargeEvent._meta.db_table
+    hooked = f"CASE WHEN {endpoints} IS NOT NULL THEN"
+    columns = ", ".join(f"{alias}.{column}" for column in RECHARGE_COLUMNS)
     return (
-        f"CASE WHEN {endpoints} IS NOT NULL"
-        f" THEN json_build_array(json_build_array({columns}), {lookup_sql(alias)}) END"
+        f"{columns},"  # noqa: S608 (names from the models)
+        f" {hooked} (SELECT o.public_id FROM {order} o WHERE o.id = {alias}.order_id) END,"
+        f" {hooked} (SELECT pay.public_id FROM {payment} pay"
+        f" WHERE pay.id = {alias}.payment_id) END,"
+        f" {hooked} (SELECT json_agg(json_build_array(e.from_status, e.to_status, e.note,"
+        f" e.created_at) ORDER BY e.id) FROM {history} e WHERE e.recharge_id = {alias}.id) END"
     )
 
 
-def draft_read(value: Any, endpoints: Any, *, claimed_at: datetime) -> Draft:
-    """The ``Draft`` of a (non-NULL) value of ``draft_sql``, with the endpoints (the JSON of
-    ``subscribers_sql``) that want the ``recharge.delivered`` event."""
-    values, lookup = json_read(value)
-    fields = dict(zip(RECHARGE_COLUMNS, values, strict=True))
-    fields["amount"] = Decimal(fields["amount"])
-    for name in ("created_at", "updated_at"):
-        fields[name] = datetime_read(fields[name])
-    wanting = subscribers_read(
-        endpoints,
-        account_id=fields["account_id"],
-        livemode=fields["livemode"],
-        event_type=RECHARGE_DELIVERED,
-    )
+def draft_read(
+    columns: Sequence[Any],
+    *,
+    product: tuple[str, Decimal, str],
+    endpoints: Any,
+    claimed_at: datetime,
+) -> Draft | None:
+    """The ``Draft`` of a claimed recharge from the columns of ``draft_sql``, its product's
+    public id and local amount, and its account's endpoints (the JSON of
+    ``subscribers_sql``); None when none of them wants the ``recharge.delivered`` event."""
+    if endpoints is None:
+        return None
+    wanting = subscribers_read(endpoints, event_type=RECHARGE_DELIVERED)
+    if not wanting:
+        return None
+    width = len(RECHARGE_COLUMNS)
+    order_id, payment_id, steps = columns[width:]
     return Draft(
-        tuple(fields[column] for column in RECHARGE_COLUMNS),
-        lookup,
+        tuple(columns[:width]),
+        (list(product), order_id, payment_id, json_read(steps)),
         claimed_at,
         tuple(endpoint.pk for endpoint in wanting),
     )

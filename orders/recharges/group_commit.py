@@ -58,6 +58,7 @@ from reseller.db import connection_release
 from webhooks.models import Delivery, WebhookEndpoint, new_delivery_id
 from webhooks.models import Event as WebhookEvent
 from webhooks.outbox import (
+    Subscriber,
     deliveries_add,
     events_emit_many,
     subscribers_read,
@@ -211,7 +212,7 @@ def _claim_rows(ids: list[int], *, room: int) -> tuple[dict[int, TopupRequest], 
         kept = products_get(product_ids={row[3] for row in rows})
         for row in rows:
             pk, public_id, number, product_id, country, op_id, amount, currency = row[:8]
-            endpoints, draft = row[8:]
+            endpoints, draft_columns = row[8], row[9:]
             known = kept.get(product_id)
             if known is None or product_waitlist_promotion(product=known) is not None:
                 continue  # an inactive product, or one to wait for: the one-at-a-time path
@@ -226,10 +227,14 @@ def _claim_rows(ids: list[int], *, room: int) -> tuple[dict[int, TopupRequest], 
                 amount=amount,
                 currency=currency,
             )
+            draft = draft_read(
+                draft_columns,
+                product=(product_id, amount, currency),
+                endpoints=endpoints,
+                claimed_at=now,
+            )
             if draft is not None:
-                drafted = draft_read(draft, endpoints, claimed_at=now)
-                if drafted.endpoint_ids:
-                    drafts[pk] = drafted
+                drafts[pk] = draft
         if requests:
             claimed = list(requests)
             cursor.execute(
@@ -403,18 +408,16 @@ def _emit_changed(
     event_type = EVENT_OF_STATUS[S.DELIVERED]
     drafts = {item.recharge_id: item.draft for item in items if item.draft is not None}
     woken: set[int] = set()
-    fresh: list[tuple[Read, list[WebhookEndpoint]]] = []
-    unwritten: list[tuple[WebhookEvent, list[WebhookEndpoint]]] = []
-    late: list[tuple[WebhookEvent, list[WebhookEndpoint]]] = []
+    fresh: list[tuple[Read, list[Subscriber]]] = []
+    unwritten: list[tuple[WebhookEvent, list[Subscriber]]] = []
+    late: list[tuple[WebhookEvent, list[Subscriber]]] = []
     for row in rows:
         values, (note, endpoints, event_pk, lookup, to_wake) = row[:width], row[width:]
         woken.update(to_wake or [])
         if endpoints is None:
             continue
-        pk, account_id, livemode = values[0], values[2], values[3]
-        wanting = subscribers_read(
-            endpoints, account_id=account_id, livemode=livemode, event_type=event_type
-        )
+        pk = values[0]
+        wanting = subscribers_read(endpoints, event_type=event_type)
         draft = drafts.get(pk)
         if draft is None:
             if wanting:
