@@ -143,18 +143,9 @@ def draft_sql(alias: str, endpoints: str) -> str:
     ``RECHARGE_COLUMNS``, then its order's and payment's public ids and its history (as
     ``lookup_sql``), these three only when the SQL ``endpoints`` is not NULL (an account
     without endpoints costs the claim nothing)."""
-    order, payment = Order._meta.db_table, Payment._meta.db_table
-    history = RechargeEvent._meta.db_table
-    hooked = f"CASE WHEN {endpoints} IS NOT NULL THEN"
     columns = ", ".join(f"{alias}.{column}" for column in RECHARGE_COLUMNS)
-    return (
-        f"{columns},"  # noqa: S608 (names from the models)
-        f" {hooked} (SELECT o.public_id FROM {order} o WHERE o.id = {alias}.order_id) END,"
-        f" {hooked} (SELECT pay.public_id FROM {payment} pay"
-        f" WHERE pay.id = {alias}.payment_id) END,"
-        f" {hooked} (SELECT json_agg(json_build_array(e.from_status, e.to_status, e.note,"
-        f" e.created_at) ORDER BY e.id) FROM {history} e WHERE e.recharge_id = {alias}.id) END"
-    )
+    hooked = [f"CASE WHEN {endpoints} IS NOT NULL THEN {part} END" for part in _ids_sql(alias)]
+    return ", ".join([columns, *hooked])
 
 
 def draft_read(
@@ -223,21 +214,26 @@ def lookup_sql(alias: str) -> str:
     """PostgreSQL: one JSON value with the rest of what the lookup shows of the recharge row
     ``alias`` (which has ``id``, ``product_id``, ``order_id`` and ``payment_id``): its
     product's public id and local amount, its order's and payment's public ids, and its
-    history as the statement sees it (rows the statement writes itself are not in it).
+    history as the statement sees it (rows the statement writes itself are not in it)."""
+    product = (
+        "(SELECT json_build_array(p.public_id, p.local_amount::text, p.local_currency)"  # noqa: S608 (names from the models)
+        f" FROM {Product._meta.db_table} p WHERE p.id = {alias}.product_id)"
+    )
+    return f"json_build_array({', '.join([product, *_ids_sql(alias)])})"
 
-    Scalar subqueries on primary keys: their plan never scans a table, whatever the
-    planner's statistics say (joins planned for an array of ids of unknown length were hash
-    joins over the whole order and payment tables)."""
-    product, order = Product._meta.db_table, Order._meta.db_table
-    payment, history = Payment._meta.db_table, RechargeEvent._meta.db_table
+
+def _ids_sql(alias: str) -> tuple[str, str, str]:
+    """The order's and payment's public ids and the history (JSON, oldest first) of the
+    recharge row ``alias``. Scalar subqueries on primary keys: their plan never scans a
+    table, whatever the planner's statistics say (joins planned for an array of ids of
+    unknown length were hash joins over the whole order and payment tables)."""
+    order, payment = Order._meta.db_table, Payment._meta.db_table
+    history = RechargeEvent._meta.db_table
     return (
-        "json_build_array("  # noqa: S608 (names from the models)
-        "(SELECT json_build_array(p.public_id, p.local_amount::text, p.local_currency)"
-        f" FROM {product} p WHERE p.id = {alias}.product_id),"
-        f" (SELECT o.public_id FROM {order} o WHERE o.id = {alias}.order_id),"
-        f" (SELECT pay.public_id FROM {payment} pay WHERE pay.id = {alias}.payment_id),"
-        " (SELECT json_agg(json_build_array(e.from_status, e.to_status, e.note, e.created_at)"
-        f" ORDER BY e.id) FROM {history} e WHERE e.recharge_id = {alias}.id))"
+        f"(SELECT o.public_id FROM {order} o WHERE o.id = {alias}.order_id)",  # noqa: S608 (names from the models)
+        f"(SELECT pay.public_id FROM {payment} pay WHERE pay.id = {alias}.payment_id)",  # noqa: S608 (names from the models)
+        "(SELECT json_agg(json_build_array(e.from_status, e.to_status, e.note, e.created_at)"  # noqa: S608 (names from the models)
+        f" ORDER BY e.id) FROM {history} e WHERE e.recharge_id = {alias}.id)",
     )
 
 
