@@ -1,5 +1,7 @@
 """Login, token refresh and /auth/me (docs/contract.md section 3)."""
 
+import time
+
 import pytest
 import time_machine
 from django.test import override_settings
@@ -50,6 +52,16 @@ def test_login_without_fields_is_400_with_field_errors(api):
     assert {e["field"] for e in body["errors"]} == {"email", "password"}
 
 
+@pytest.fixture
+def _fresh_login_window(settings):
+    """Login limits count per fixed window: start at the first second of one (the clock
+    moves there and ticks on), so a test's attempts never straddle two windows."""
+    window = settings.LOGIN_RATE_WINDOW_SECONDS
+    with time_machine.travel((int(time.time()) // window + 1) * window + 1, tick=True):
+        yield
+
+
+@pytest.mark.usefixtures("_fresh_login_window")
 @override_settings(LOGIN_RATE_PER_EMAIL=3, LOGIN_RATE_PER_ADDRESS=100)
 def test_login_attempts_are_limited_per_email(api, user):
     for _ in range(3):
@@ -63,6 +75,7 @@ def test_login_attempts_are_limited_per_email(api, user):
     assert api.post(LOGIN, {"email": other.email, "password": PASSWORD}).status_code == 200
 
 
+@pytest.mark.usefixtures("_fresh_login_window")
 @override_settings(LOGIN_RATE_PER_EMAIL=100, LOGIN_RATE_PER_ADDRESS=3)
 def test_login_attempts_are_limited_per_address(api, user):
     for n in range(3):

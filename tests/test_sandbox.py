@@ -1,10 +1,12 @@
 """Test keys simulate everything on an isolated balance (docs/contract.md section 6)."""
 
 import threading
+import time
 from datetime import timedelta
 from decimal import Decimal
 
 import pytest
+import time_machine
 from django.core.management import CommandError, call_command
 from django.db import connection
 from django.utils import timezone
@@ -296,12 +298,15 @@ def test_test_keys_may_order_20_units_per_request(reseller, product):
 def test_test_keys_may_send_10_recharge_requests_per_minute(reseller, product):
     _key, plaintext = funded_test_key(reseller, "500")
     client = client_for(plaintext)
-    statuses = [
-        client.post(B2B, order(product), HTTP_IDEMPOTENCY_KEY=f"r{n}").status_code
-        for n in range(11)
-    ]
-    assert statuses == [201] * 10 + [429]
-    last = client.post(B2B, order(product), HTTP_IDEMPOTENCY_KEY="r12")
+    # The limit counts per fixed minute: start at the first second of one (the clock moves
+    # there and ticks on), so the requests never straddle two windows.
+    with time_machine.travel((int(time.time()) // 60 + 1) * 60 + 1, tick=True):
+        statuses = [
+            client.post(B2B, order(product), HTTP_IDEMPOTENCY_KEY=f"r{n}").status_code
+            for n in range(11)
+        ]
+        assert statuses == [201] * 10 + [429]
+        last = client.post(B2B, order(product), HTTP_IDEMPOTENCY_KEY="r12")
     assert_problem(last, 429, "rate_limited")
     assert int(last["Retry-After"]) >= 1
     assert client.get(SANDBOX).status_code == 200  # reads are not recharge requests
