@@ -98,8 +98,7 @@ def event_emit(
     event = event_new(
         account_id=account_id, livemode=livemode, event_type=event_type, obj=obj, extra=extra
     )
-    _insert(event, endpoints)
-    wake_after_commit([endpoint.pk for endpoint in endpoints])
+    event_write(event, endpoints)
     return event
 
 
@@ -196,7 +195,7 @@ def event_new(
     extra: dict[str, Any] | None = None,
     created_at: datetime | None = None,
 ) -> Event:
-    """An event with its body, not yet written (``event_emit``, ``events_emit_many``)."""
+    """An event with its body, not yet written (``event_write``, ``events_emit_many``)."""
     now = created_at or timezone.now()
     event_id = new_event_id()
     return Event(
@@ -215,12 +214,13 @@ def event_new(
     )
 
 
-def _insert(event: Event, endpoints: Sequence[Target]) -> None:
-    """Write the event and its deliveries in two plain statements.
+def event_write(event: Event, endpoints: Sequence[Target]) -> None:
+    """Write an event built by ``event_new`` and its deliveries in two plain statements, and
+    wake the endpoints' workers after the commit.
 
-    The processor does this for every recharge it finishes for an account with an endpoint:
-    written through the ORM, the two inserts cost it three times the CPU. Every column is
-    named; the tests of the outbox read these rows back through the models.
+    The processor does this for every recharge it finishes one at a time for an account with
+    an endpoint: written through the ORM, the two inserts cost it three times the CPU. Every
+    column is named; the tests of the outbox read these rows back through the models.
     """
     at = connection.ops.adapt_datetimefield_value(event.created_at)
     with connection.cursor() as cursor:
@@ -234,6 +234,7 @@ def _insert(event: Event, endpoints: Sequence[Target]) -> None:
         _deliveries_insert(cursor, [(event, endpoints)])
     event._state.adding = False
     event._state.db = connection.alias
+    wake_after_commit([endpoint.pk for endpoint in endpoints])
 
 
 def wake_after_commit(endpoint_ids: list[int]) -> None:

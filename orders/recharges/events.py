@@ -26,8 +26,8 @@ from webhooks.catalogue import RECHARGE_DELIVERED, RECHARGE_FAILED, RECHARGE_WAI
 from webhooks.models import Event
 from webhooks.outbox import (
     Target,
-    event_emit,
     event_new,
+    event_write,
     events_emit_many,
     subscribers,
     subscribers_read,
@@ -44,36 +44,24 @@ EVENT_OF_STATUS: dict[str, str] = {
 }
 
 
-def recharge_emit(recharge: Recharge, *, endpoints: Sequence[Target] | None = None) -> None:
+def recharge_emit(recharge: Recharge) -> None:
     """Record the event of the status the (locked) recharge just reached, if it has one.
 
     Called after the move and, for a failure, after its refund, in the same transaction:
-    the move wrote a history row, so the history is never empty. ``endpoints``: the
-    subscribers when the caller has already read them (the group commit, for a batch).
+    the move wrote a history row, so the history is never empty.
     """
     event_type = EVENT_OF_STATUS.get(recharge.status)
     if event_type is None:
         return
-    if endpoints is None:
-        endpoints = subscribers(
-            account_id=recharge.account_id, livemode=recharge.livemode, event_type=event_type
-        )
+    endpoints = subscribers(
+        account_id=recharge.account_id, livemode=recharge.livemode, event_type=event_type
+    )
     if not endpoints:
         return
     history = _history(recharge.pk)
-    obj = recharge_detail(
-        recharge,
-        order_id=history[0].order_id,
-        payment_id=history[0].payment_id,
-        events=history,
-    )
-    event_emit(
-        account_id=recharge.account_id,
-        livemode=recharge.livemode,
-        event_type=event_type,
-        obj=camelized(obj),
-        endpoints=endpoints,
-    )
+    event = recharge_event((recharge, (history[0].order_id, history[0].payment_id), history))
+    assert event is not None
+    event_write(event, endpoints)
 
 
 @functools.cache
