@@ -3,7 +3,7 @@
 One transaction does it all: it takes the key, runs the operation and stores its answer.
 
 1. Take the key: on PostgreSQL a transaction-scoped advisory lock on (account, mode, key),
-   tried without waiting, read together with the stored answer in one statement. A lock
+   tried without waiting, then the stored answer is read. A lock
    held by another request means that request still runs: 409. A stored answer is replayed
    (or 422 when the body differs).
 2. Run the operation and insert its answer in the same transaction: the order and its stored
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from accounts.models import Account
@@ -36,7 +36,7 @@ from orders.errors import (
     IdempotencyKeyReused,
 )
 from orders.models import IdempotencyRecord
-from reseller.db import json_read, model_insert
+from reseller.db import advisory_xact_lock
 from reseller.errors import ApplicationError
 
 KEY_PATTERN = re.compile(r"^[\x21-\x7e]{1,255}$")
@@ -72,42 +72,17 @@ def lock_id(*, account_id: int, livemode: bool, key: str) -> int:
     return int.from_bytes(digest[:8], "big", signed=True)
 
 
-@dataclass(frozen=True)
-class _Stored:
-    """A stored answer as the PostgreSQL statement reads it (the fields of the record)."""
-
-    fingerprint: str
-    response_status: int
-    response_body: dict[str, Any]
-    created_at: Any
-
-
-def _take(*, account: Account, livemode: bool, key: str) -> _Stored | IdempotencyRecord | None:
+def _take(*, account: Account, livemode: bool, key: str) -> IdempotencyRecord | None:
     """Inside the transaction: take the key (409 if another request holds it) and return the
-    answer stored for it, if any. On PostgreSQL one statement does both."""
-    table = IdempotencyRecord._meta.db_table
-    if connection.vendor == "postgresql":
-        sql = (
-            "SELECT pg_try_advisory_xact_lock(%s), r.fingerprint, r.response_status,"  # noqa: S608 (the table's name from the model; values are parameters)
-            f" r.response_body, r.created_at FROM (SELECT 1) AS one LEFT JOIN {table} r"
-            " ON r.account_id = %s AND r.livemode = %s AND r.key = %s"
-        )
-        params = [lock_id(account_id=account.pk, livemode=livemode, key=key)]
-        with connection.cursor() as cursor:
-            cursor.execute(sql, [*params, account.pk, livemode, key])
-            taken, *row = cursor.fetchone()
-        if not taken:
-            raise IdempotencyKeyInUse()
-        print_, status, body, created_at = row
-        if print_ is None:
-            return None
-        return _Stored(print_, status, json_read(body), created_at)
-    # SQLite runs one writing transaction at a time (BEGIN IMMEDIATE): no other request holds
-    # the key while this one runs.
+    answer stored for it, if any. On PostgreSQL the key is held with a transaction-level
+    advisory lock (the ORM has none); SQLite runs one writing transaction at a time
+    (BEGIN IMMEDIATE), so no other request holds the key while this one runs."""
+    if not advisory_xact_lock(lock_id(account_id=account.pk, livemode=livemode, key=key)):
+        raise IdempotencyKeyInUse()
     return IdempotencyRecord.objects.filter(account=account, livemode=livemode, key=key).first()
 
 
-def _replay(stored: _Stored | IdempotencyRecord, *, print_: str) -> Outcome:
+def _replay(stored: IdempotencyRecord, *, print_: str) -> Outcome:
     if stored.fingerprint != print_:
         raise IdempotencyKeyReused()
     status = stored.response_status
@@ -117,17 +92,15 @@ def _replay(stored: _Stored | IdempotencyRecord, *, print_: str) -> Outcome:
 
 
 def _store(*, account: Account, livemode: bool, key: str, print_: str, status: int, body) -> None:
-    """Every request with a key ends here: one plain INSERT (reseller/db.py)."""
-    model_insert(
-        IdempotencyRecord(
-            account=account,
-            livemode=livemode,
-            key=key,
-            fingerprint=print_,
-            response_status=status,
-            response_body=body,
-            created_at=timezone.now(),
-        )
+    """Every request with a key ends here."""
+    IdempotencyRecord.objects.create(
+        account=account,
+        livemode=livemode,
+        key=key,
+        fingerprint=print_,
+        response_status=status,
+        response_body=body,
+        created_at=timezone.now(),
     )
 
 
@@ -178,12 +151,9 @@ def _store_refusal(
     scope: dict[str, Any] = {"account": account, "livemode": livemode, "key": key}
     try:
         with transaction.atomic():
-            if connection.vendor == "postgresql":
-                with connection.cursor() as cursor:
-                    cursor.execute(
-                        "SELECT pg_advisory_xact_lock(%s)",
-                        [lock_id(account_id=account.pk, livemode=livemode, key=key)],
-                    )
+            advisory_xact_lock(
+                lock_id(account_id=account.pk, livemode=livemode, key=key), wait=True
+            )
             if not IdempotencyRecord.objects.filter(**scope).exists():
                 _store(
                     **scope,

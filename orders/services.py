@@ -11,10 +11,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from datetime import datetime
-from decimal import Decimal
 from typing import Any
 
-from django.db import connection, transaction
+from django.db import transaction
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext as _
@@ -32,19 +31,16 @@ from orders.models import (
     OrderLine,
     Payment,
     Recharge,
-    RechargeEvent,
 )
-from orders.order_insert import ONE_STATEMENT_ROWS, order_insert
 from orders.pricing import LineRequest, PricedOrder, line_requests, price_order
+from orders.recharges.state import recharges_start
 from orders.recharges.tasks import recharges_enqueue, sandbox_settle_later
 from orders.selectors import cart_items
 from sandbox.outcomes import sandbox_simulate
 from wallet.models import Wallet
 from wallet.services import (
     balance_check,
-    ledger_entry_posted,
     wallet_debit,
-    wallet_debit_prepare,
     wallet_lock,
     wallet_lock_for,
 )
@@ -89,8 +85,7 @@ def order_new(
     method: str,
     wallet: Wallet | None,
 ) -> tuple[Order, Payment, list[OrderLine]]:
-    """An order, its lines and its one payment, built and not yet saved: ``order_create``
-    saves them through the ORM, the one-statement write (order_insert.py) in one go."""
+    """An order, its lines and its one payment, built and not yet saved (``order_create``)."""
     now = timezone.now()
     order = Order(
         account=account,
@@ -164,19 +159,7 @@ def recharges_create(
     recharges = _recharges_new(
         order=order, payment=payment, lines=lines, references=references, now=now
     )
-    Recharge.objects.bulk_create(recharges)
-    RechargeEvent.objects.bulk_create(
-        [
-            RechargeEvent(
-                recharge=r,
-                from_status="",
-                to_status=Recharge.Status.QUEUED,
-                note=FIRST_NOTE,
-                created_at=now,
-            )
-            for r in recharges
-        ]
-    )
+    recharges_start(recharges, note=FIRST_NOTE, now=now)
     if not order.livemode:
         # Test keys never reach the processor: the outcome is simulated in this transaction.
         if sandbox_simulate(recharges=recharges):
@@ -300,14 +283,6 @@ def order_place_with_wallet(
         "method": Payment.Method.WALLET,
         "wallet": locked,
     }
-    if (
-        livemode
-        and connection.vendor == "postgresql"
-        and len(priced.lines) + priced.units <= ONE_STATEMENT_ROWS
-    ):
-        return _order_write_in_one_statement(
-            *order_new(**rows), wallet=locked, total=priced.total, references=references
-        )
     balance_check(wallet=locked, amount=priced.total)
     order, payment, order_lines = order_create(**rows)
     wallet_debit(
@@ -322,42 +297,6 @@ def order_place_with_wallet(
     )
     order_graph_attach(order=order, payment=payment, lines=order_lines, recharges=recharges)
     return order
-
-
-def _order_write_in_one_statement(
-    order: Order,
-    payment: Payment,
-    lines: list[OrderLine],
-    *,
-    wallet: Wallet,
-    total: Decimal,
-    references: list[str] | None,
-) -> Order:
-    """``order_place_with_wallet``'s writes for a live order on PostgreSQL: the same rows,
-    built as the ORM path builds them (``order_new``), written in one statement
-    (orders/order_insert.py)."""
-    entry = wallet_debit_prepare(
-        wallet=wallet,
-        amount=total,
-        reference=payment.public_id,
-        memo=f"order {order.public_id}",
-    )
-    recharges = _recharges_new(
-        order=order, payment=payment, lines=lines, references=references, now=order.created_at
-    )
-    order_insert(
-        order=order,
-        lines=lines,
-        payment=payment,
-        entry=entry,
-        wallet=wallet,
-        delta=entry.amount,
-        recharges=recharges,
-        note=FIRST_NOTE,
-    )
-    ledger_entry_posted(wallet=wallet, entry=entry)
-    _recharges_queued(order=order, payment=payment, lines=lines, recharges=recharges)
-    return order_graph_attach(order=order, payment=payment, lines=lines, recharges=recharges)
 
 
 def order_place(

@@ -11,18 +11,17 @@ import pytest
 from django.conf import settings
 from django.core.cache import cache
 from django.core.serializers.json import DjangoJSONEncoder
-from django.db import connection, connections, transaction
+from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 from djangorestframework_camel_case.util import camelize
 
 from orders.models import Recharge, RechargeEvent
 from orders.pricing import LineRequest
 from orders.recharges import group_commit, processor, throttle
-from orders.recharges.events import _history
 from orders.recharges.group_commit import GroupCommit, recharge_process_grouped
 from orders.recharges.providers import ProviderResult
 from orders.recharges.providers.simulator import SimulatorProvider
-from orders.serializers import recharge_detail
+from orders.serializers import RechargeDetailOut
 from orders.services import order_place_with_wallet
 from tests.factories import ProductFactory, PromotionFactory, UserFactory
 from tests.helpers import assert_ledger_balanced
@@ -310,13 +309,8 @@ def assert_body_is_the_lookups(event: Event) -> None:
     """The event's object is what the one-at-a-time path writes (the lookup's shape, read
     from the rows as they are now), and its time is the row's."""
     body = json.loads(event.body)
-    row = Recharge.objects.select_related("product").get(public_id=body["data"]["object"]["id"])
-    history = _history(row.pk)
-    one_by_one = camelize(
-        recharge_detail(
-            row, order_id=history[0].order_id, payment_id=history[0].payment_id, events=history
-        )
-    )
+    row = Recharge.objects.get(public_id=body["data"]["object"]["id"])
+    one_by_one = camelize(RechargeDetailOut(row).data)
     assert json.loads(json.dumps(one_by_one)) == body["data"]["object"]
     assert body["createdAt"] == json.loads(json.dumps(event.created_at, cls=DjangoJSONEncoder))
 
@@ -478,7 +472,8 @@ class OverlongForOne(CountingProvider):
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.usefixtures("publishing")
 def test_one_bad_answer_fails_only_its_own_recharge_not_its_batch(caplog):
-    """A batch refused by the database is written again one recharge at a time: the others
+    """An answer that does not fit its columns is written one recharge at a time (a batch
+    refused by the database would be too): the others
     are delivered, the bad one stays dispatched (the sweeper asks the provider later), and
     every provider slot is given back."""
     recharges = place(quantity=8)
@@ -494,69 +489,48 @@ def test_one_bad_answer_fails_only_its_own_recharge_not_its_batch(caplog):
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.usefixtures("publishing")
-def test_a_drafted_event_is_written_by_the_statement_that_delivers_its_recharge():
-    """The claim reads what the event will show for an account with an endpoint; when the
-    answer comes, the event is built first and written with the delivery, in one statement."""
+def test_a_batch_is_written_in_the_same_statements_whatever_its_size():
+    """The ORM writes a batch with bulk statements: delivering five recharges of an account
+    with an endpoint takes as many statements as delivering one, in one transaction."""
     user = UserFactory()
     hook = endpoint(user, "https://192.0.2.30/h")
-    (recharge,) = place(user=user)
-    (claim,) = group_commit._claim_write([recharge.pk])
-    assert claim is not None and claim.draft is not None
-    assert claim.draft.endpoint_ids == (hook.pk,)
     answer = ProviderResult(ProviderResult.DELIVERED, transaction_id="sim-42", raw={"id": 42})
-    delivered = group_commit.Delivered(recharge.pk, answer, "simulator", claim.slot, claim.draft)
-    with CaptureQueriesContext(connection) as queries:
-        assert group_commit._deliver_write([delivered]) == [processor.Outcome(S.DELIVERED)]
-    statements = [q["sql"] for q in queries if q["sql"] not in ("BEGIN", "COMMIT")]
-    assert len(statements) == 1 and statements[0].startswith("WITH")
-    assert delivered_events(user) == {recharge.public_id: {hook.url}}
-    event = Event.objects.get(account_id=user.account_id, type="recharge.delivered")
-    assert_body_is_the_lookups(event)
-    assert json.loads(event.body)["data"]["object"]["operatorReference"] == "sim-42"
+    counts = []
+    for quantity in (1, 5):
+        recharges = place(user=user, quantity=quantity)
+        claims = group_commit._claim_write([r.pk for r in recharges])
+        assert all(claim is not None for claim in claims)
+        items = [
+            group_commit.Delivered(r.pk, answer, "simulator", claim.slot)
+            for r, claim in zip(recharges, claims, strict=True)
+            if claim is not None
+        ]
+        with CaptureQueriesContext(connection) as queries:
+            assert group_commit._deliver_write(items) == [processor.Outcome(S.DELIVERED)] * quantity
+        counts.append(len(queries))
+        assert [q["sql"] for q in queries].count("COMMIT") <= 1
+    assert counts[0] == counts[1]
+    events = delivered_events(user)
+    assert len(events) == 6 and all(urls == {hook.url} for urls in events.values())
+    for event in Event.objects.filter(account_id=user.account_id, type="recharge.delivered"):
+        assert_body_is_the_lookups(event)
+        assert json.loads(event.body)["data"]["object"]["operatorReference"] == "sim-42"
     assert throttle.in_flight(settings.AIRTIME_PROVIDER) == 0
+    assert_ledger_balanced()
 
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.usefixtures("publishing")
-def test_an_endpoint_being_drained_is_not_woken_and_its_worker_sees_the_event():
-    """A worker holds the endpoint's lease: the delivery write wakes nobody (no mark, no
-    task), and the worker's release waits for the write to commit, so the read of what is
-    due that follows the release finds the new delivery."""
+def test_the_delivery_write_wakes_the_endpoints_it_wrote_deliveries_for():
     user = UserFactory()
-    first, second = place(user=user, quantity=2)
+    (recharge,) = place(user=user)
     hook = endpoint(user, "https://192.0.2.31/h")
-    token = delivery._lease_claim(hook.pk)
-    assert token is not None
-    released = threading.Event()
-
-    def release():
-        delivery._lease_release(hook.pk, token)
-        released.set()
-        connections.close_all()
-
-    claims = group_commit._claim_write([first.pk, second.pk])
-    answer = ProviderResult(ProviderResult.DELIVERED, transaction_id="sim-1", raw={})
-    assert all(claim is not None and claim.draft is not None for claim in claims)
-    items = [
-        group_commit.Delivered(recharge.pk, answer, "simulator", claim.slot, claim.draft)
-        for recharge, claim in zip((first, second), claims, strict=True)
-        if claim is not None
-    ]
-    releaser = threading.Thread(target=release)
-    with transaction.atomic():
-        assert group_commit._deliver_rows(items) == [processor.Outcome(S.DELIVERED)] * 2
-        releaser.start()
-        assert not released.wait(0.5)  # held back by the write's share lock
-    assert released.wait(10)
-    releaser.join()
-    assert len(delivery._due(hook.pk, 10)) == 2
-    assert cache.get(delivery._wake_key(hook.pk)) is None  # nobody was woken
-    # Without a worker on it, the next write wakes the endpoint.
-    (third,) = place(user=user)
-    cache.delete(delivery._wake_key(hook.pk))  # the top-up's wallet.credited woke it
-    (claim,) = group_commit._claim_write([third.pk])
+    cache.delete(delivery._wake_key(hook.pk))
+    (claim,) = group_commit._claim_write([recharge.pk])
     assert claim is not None
+    answer = ProviderResult(ProviderResult.DELIVERED, transaction_id="sim-1", raw={})
     group_commit._deliver_write(
-        [group_commit.Delivered(third.pk, answer, "simulator", claim.slot, claim.draft)]
+        [group_commit.Delivered(recharge.pk, answer, "simulator", claim.slot)]
     )
     assert cache.get(delivery._wake_key(hook.pk)) is not None
+    assert len(delivery._due(hook.pk, 10)) == 1

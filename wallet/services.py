@@ -21,7 +21,6 @@ from django.utils.translation import gettext as _
 from accounts.models import Account, User
 from emails.models import Email
 from emails.outbox import email_queue_to_account, email_queue_to_user
-from reseller.db import locked_row
 from reseller.money import ZERO, fmt, quantize
 from wallet.errors import (
     CardTopUpNeedsPayment,
@@ -79,7 +78,7 @@ def wallet_lock_for(*, account: Account, api_key=None) -> Wallet:
         owner: dict = {"api_key_id": api_key.pk, "kind": Wallet.Kind.SANDBOX}
     else:
         owner = {"account_id": account.pk, "kind": Wallet.Kind.LIVE}
-    locked = locked_row(Wallet, **owner)  # every B2B request: one plain statement
+    locked = Wallet.objects.select_for_update(of=("self",)).filter(**owner).first()
     if locked is None:
         locked = wallet_lock(wallet_id=wallet_for(account=account, api_key=api_key).pk)
     return locked
@@ -114,7 +113,7 @@ def ledger_post(
     A debit that would take the balance below zero raises InsufficientBalance and writes
     nothing.
     """
-    entry = ledger_entry_prepare(
+    entry = _entry_new(
         wallet=wallet, kind=kind, amount=amount, reference=reference, memo=memo, by=by
     )
     amount = entry.amount
@@ -134,15 +133,15 @@ def ledger_post(
     Wallet.objects.filter(pk=wallet.pk).update(
         balance=F("balance") + amount, updated_at=timezone.now()
     )
-    ledger_entry_posted(wallet=wallet, entry=entry)
+    _entry_posted(wallet=wallet, entry=entry)
     return entry, True
 
 
-def ledger_entry_prepare(
+def _entry_new(
     *, wallet: Wallet, kind: str, amount: Decimal, reference: str, memo: str = "", by=None
 ) -> LedgerEntry:
-    """The entry ``ledger_post`` appends, not yet saved (the order's one-statement write saves
-    it with the order): a debit below the balance raises InsufficientBalance."""
+    """The entry ``ledger_post`` appends, not yet saved: a debit below the balance raises
+    InsufficientBalance."""
     amount = quantize(amount)
     if amount < ZERO:
         balance_check(wallet=wallet, amount=-amount)
@@ -158,7 +157,7 @@ def ledger_entry_prepare(
     )
 
 
-def ledger_entry_posted(*, wallet: Wallet, entry: LedgerEntry) -> None:
+def _entry_posted(*, wallet: Wallet, entry: LedgerEntry) -> None:
     """After an entry and the balance it moved were written: the locked wallet in memory
     follows, and the wallet's events (a credit, a low-balance crossing) are recorded."""
     old_balance, wallet.balance = wallet.balance, entry.balance_after
@@ -241,19 +240,6 @@ def wallet_debit(
         fresh_reference=fresh_reference,
     )
     return entry
-
-
-def wallet_debit_prepare(
-    *, wallet: Wallet, amount: Decimal, reference: str, memo: str = ""
-) -> LedgerEntry:
-    """The entry ``wallet_debit`` would append, not yet saved (``ledger_entry_prepare``)."""
-    return ledger_entry_prepare(
-        wallet=wallet,
-        kind=LedgerEntry.Kind.PAYMENT,
-        amount=-_positive(amount),
-        reference=reference,
-        memo=memo,
-    )
 
 
 @transaction.atomic

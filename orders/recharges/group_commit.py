@@ -18,13 +18,17 @@ The guarantees are those of the one-at-a-time path, statement for statement:
 Anything off the common path (a waitlisting promotion, a test-mode row, a row already
 dispatched, any answer but "delivered") goes through ``processor`` exactly as before.
 
-PostgreSQL only (``unnest``, ``FOR UPDATE OF``); on SQLite, the embedded default with one
-process, every recharge takes the one-at-a-time path.
+Every write is the ORM's: the claim is one ``select_for_update`` and the state module's
+``transition_many`` (a ``bulk_update`` and a ``bulk_create`` of history rows); the delivery
+the same, plus the outbox's ``events_emit_many`` for the accounts with endpoints. What makes
+it cheap is the number of commits (one per batch), not the statements' shape.
+
+PostgreSQL only (row locks taken by many threads at once); on SQLite, the embedded default
+with one process, every recharge takes the one-at-a-time path.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
@@ -33,38 +37,15 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.utils import timezone
 
-from catalog.models import Operator, Product
 from catalog.selectors import product_waitlist_promotion, products_get
-from orders.models import Recharge, RechargeEvent
+from orders.models import Recharge
 from orders.recharges import processor, throttle
-from orders.recharges.events import (
-    EVENT_OF_STATUS,
-    RECHARGE_COLUMNS,
-    Draft,
-    Read,
-    Step,
-    draft_delivered,
-    draft_read,
-    draft_sql,
-    lookup_sql,
-    recharge_read,
-    recharges_emit,
-)
+from orders.recharges.events import recharges_emit
 from orders.recharges.processor import Outcome
 from orders.recharges.providers import ProviderResult, TopupRequest
+from orders.recharges.state import transition_many
 from reseller.db import connection_release
-from webhooks.models import Delivery, WebhookEndpoint, new_delivery_id
-from webhooks.models import Event as WebhookEvent
-from webhooks.outbox import (
-    Subscriber,
-    deliveries_add,
-    events_emit_many,
-    subscribers_read,
-    subscribers_sql,
-    wake_after_commit,
-)
 
 S = Recharge.Status
 logger = logging.getLogger(__name__)
@@ -154,7 +135,6 @@ class GroupCommit[Item, Result]:
 class Claim:
     request: TopupRequest
     slot: str  # the provider slot it holds (throttle.slots_release)
-    draft: Draft | None  # its event's content, when its account had an endpoint
 
 
 def _claim_write(ids: list[int]) -> list[Claim | None]:
@@ -166,7 +146,7 @@ def _claim_write(ids: list[int]) -> list[Claim | None]:
     unique = list(dict.fromkeys(ids))
     slots = throttle.slots_take(provider_name, len(unique))
     try:
-        requests, drafts = _claim_rows(unique, room=len(slots)) if slots else ({}, {})
+        requests = _claim_rows(unique, room=len(slots)) if slots else {}
     except BaseException:
         _slots_give_back(provider_name, slots)
         raise
@@ -176,7 +156,7 @@ def _claim_write(ids: list[int]) -> list[Claim | None]:
     results: list[Claim | None] = []
     for pk in ids:
         request = requests.pop(pk, None)
-        results.append(None if request is None else Claim(request, held[pk], drafts.get(pk)))
+        results.append(None if request is None else Claim(request, held[pk]))
     return results
 
 
@@ -188,66 +168,29 @@ def _slots_give_back(provider_name: str, slots: list[str]) -> None:
         logger.warning("could not release %d provider slots", len(slots), exc_info=True)
 
 
-def _claim_rows(ids: list[int], *, room: int) -> tuple[dict[int, TopupRequest], dict[int, Draft]]:
+def _claim_rows(ids: list[int], *, room: int) -> dict[int, TopupRequest]:
     """Up to ``room`` of these recharges moved from ``queued`` to ``dispatched``, committed:
-    what to send for each, and the drafts of their events (for accounts with an endpoint)."""
-    recharge, event = Recharge._meta.db_table, RechargeEvent._meta.db_table
-    product, operator = Product._meta.db_table, Operator._meta.db_table
-    requests: dict[int, TopupRequest] = {}
-    drafts: dict[int, Draft] = {}
-    now = timezone.now()
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT r.id, r.public_id, r.recipient_number, p.public_id, p.country_id,"  # noqa: S608 (names from the models; values are parameters)
-            " o.public_id, p.local_amount, p.local_currency, s.endpoints,"
-            f" {draft_sql('r', 's.endpoints')}"
-            f" FROM {recharge} r JOIN {product} p ON p.id = r.product_id"
-            f" JOIN {operator} o ON o.id = p.operator_id,"
-            f" LATERAL (SELECT {subscribers_sql('r')} AS endpoints) s"
-            " WHERE r.id = ANY(%s) AND r.status = %s AND r.livemode"
-            " ORDER BY r.id FOR UPDATE OF r",
-            [ids, S.QUEUED],
+    what to send for each. Rows are locked in id order; a row no longer ``queued`` (another
+    task claimed it) is not in the locked set."""
+    with transaction.atomic():
+        rows = list(
+            Recharge.objects.select_for_update(of=("self",))
+            .filter(pk__in=ids, status=S.QUEUED, livemode=True)
+            .select_related("product__operator")
+            .order_by("pk")
         )
-        rows = cursor.fetchall()
-        kept = products_get(product_ids={row[3] for row in rows})
-        for row in rows:
-            pk, public_id, number, product_id, country, op_id, amount, currency = row[:8]
-            endpoints, draft_columns = row[8], row[9:]
-            known = kept.get(product_id)
+        kept = products_get(product_ids={row.product.public_id for row in rows})
+        claimed: list[Recharge] = []
+        for recharge in rows:
+            known = kept.get(recharge.product.public_id)
             if known is None or product_waitlist_promotion(product=known) is not None:
                 continue  # an inactive product, or one to wait for: the one-at-a-time path
-            if len(requests) == room:
+            if len(claimed) == room:
                 break
-            requests[pk] = TopupRequest(
-                reference=public_id,
-                recipient_number=number,
-                country=country,
-                operator_id=op_id,
-                product_id=product_id,
-                amount=amount,
-                currency=currency,
-            )
-            draft = draft_read(
-                draft_columns,
-                product=(product_id, amount, currency),
-                endpoints=endpoints,
-                claimed_at=now,
-            )
-            if draft is not None:
-                drafts[pk] = draft
-        if requests:
-            claimed = list(requests)
-            cursor.execute(
-                f"UPDATE {recharge} SET status = %s, attempts = attempts + 1,"  # noqa: S608 (names from the models; values are parameters)
-                " dispatched_at = %s, updated_at = %s WHERE id = ANY(%s)",
-                [S.DISPATCHED, now, now, claimed],
-            )
-            cursor.execute(
-                f"INSERT INTO {event} (recharge_id, from_status, to_status, note, created_at)"
-                " SELECT unnest(%s::bigint[]), %s, %s, '', %s",
-                [claimed, S.QUEUED, S.DISPATCHED, now],
-            )
-    return requests, drafts
+            recharge.attempts += 1
+            claimed.append(recharge)
+        transition_many(claimed, S.DISPATCHED, fields=["attempts"])
+    return {recharge.pk: processor.topup_request(recharge) for recharge in claimed}
 
 
 # -- the answer: dispatched → delivered, with its event --------------------------------------
@@ -259,7 +202,6 @@ class Delivered:
     result: ProviderResult
     provider_name: str
     slot: str  # given back with the batch, once written
-    draft: Draft | None = None  # the claim's
 
 
 def _deliver_write(items: list[Delivered]) -> list[Outcome | None]:
@@ -269,178 +211,48 @@ def _deliver_write(items: list[Delivered]) -> list[Outcome | None]:
         _slots_give_back(settings.AIRTIME_PROVIDER, [item.slot for item in items])
 
 
+_TXID_LENGTH = Recharge._meta.get_field("provider_transaction_id").max_length or 0
+_PROVIDER_LENGTH = Recharge._meta.get_field("provider").max_length or 0
+
+
+def _fits(item: Delivered) -> bool:
+    """An answer whose values fit their columns. ``bulk_update`` casts each value to its
+    column's type, and PostgreSQL's cast to ``varchar(n)`` cuts a longer text silently: an
+    answer that does not fit goes the one-at-a-time way, whose write refuses it (the row
+    stays ``dispatched`` and the sweeper asks the provider again)."""
+    return (
+        len(item.result.transaction_id or "") <= _TXID_LENGTH
+        and len(item.provider_name) <= _PROVIDER_LENGTH
+    )
+
+
 def _deliver_rows(items: list[Delivered]) -> list[Outcome | None]:
     """Mark the batch's recharges delivered (only those still ``dispatched``: staff may have
-    failed one meanwhile), their history rows and their events; None for the others.
-
-    The ``recharge.delivered`` events of drafted recharges (``Claim.draft``) are built first
-    and written by the statement that moves the rows, with a delivery for each endpoint of
-    the draft that still wants them. The statement also reads each account's endpoints as
-    they are now: an endpoint added during the call gets its delivery, and an account that
-    had none at the claim but has one now gets its event, after it (``_emit_changed``).
-
-    An endpoint whose worker holds its lease is not woken: the statement share-locks the
-    endpoint's row, so the worker cannot release the lease before this commits, and it reads
-    what is due after releasing it (``webhooks.delivery.endpoint_drain``). A steady stream
-    of events to a busy endpoint so costs no round trip to Redis."""
-    recharge, history = Recharge._meta.db_table, RechargeEvent._meta.db_table
-    event, delivery = WebhookEvent._meta.db_table, Delivery._meta.db_table
-    endpoint = WebhookEndpoint._meta.db_table
-    now = timezone.now()
-    event_type = EVENT_OF_STATUS[S.DELIVERED]
-    notes = [f"{item.provider_name} {item.result.transaction_id}"[:255] for item in items]
-    drafted: dict[int, WebhookEvent] = {}
-    for item, note in zip(items, notes, strict=True):
-        if item.draft is not None:
-            drafted[item.recharge_id] = draft_delivered(
-                item.draft, transaction_id=item.result.transaction_id or "", note=note, now=now
-            )
-    returned = ", ".join(f"r.{column}" for column in RECHARGE_COLUMNS)
-    columns = ", ".join(f"u.{column}" for column in RECHARGE_COLUMNS)
+    failed one meanwhile), with their history rows and their ``recharge.delivered`` events,
+    in one transaction; None for the others (the one-at-a-time path answers them)."""
+    answers = {item.recharge_id: item for item in items if _fits(item)}
     with transaction.atomic():
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "WITH v AS (SELECT * FROM unnest(%s::bigint[], %s::text[], %s::text[],"  # noqa: S608 (names from the models; values are parameters)
-                " %s::text[], %s::text[], %s::text[], %s::text[])"
-                " AS v(id, provider, txid, raw, note, event_id, body)),"
-                f" u AS (UPDATE {recharge} r SET status = %s, delivered_at = %s, updated_at = %s,"
-                " provider = v.provider, provider_transaction_id = v.txid,"
-                " provider_response = v.raw::jsonb"
-                " FROM v WHERE r.id = v.id AND r.status = %s"
-                f" RETURNING {returned}, r.product_id, r.order_id, r.payment_id,"
-                " v.note, v.event_id, v.body),"
-                f" h AS (INSERT INTO {history} (recharge_id, from_status, to_status, note,"
-                " created_at) SELECT u.id, %s, %s, u.note, %s FROM u),"
-                # The drafted events' deliveries, to endpoints that still want the event;
-                # ``drained``: a worker holds the endpoint's lease. The share lock keeps it
-                # from releasing the lease until this commits (it reads what is due after).
-                " dv AS (SELECT dv.*, COALESCE(w.lease_until > %s, false) AS drained"
-                " FROM unnest(%s::text[], %s::text[], %s::bigint[])"
-                " AS dv(event_id, public_id, endpoint_id)"
-                f" JOIN {endpoint} w ON w.id = dv.endpoint_id AND w.status = %s"
-                " AND (jsonb_array_length(w.events) = 0 OR w.events ? %s) FOR SHARE OF w),"
-                f" e AS (INSERT INTO {event} (public_id, account_id, livemode, type, body,"
-                " created_at) SELECT u.event_id, u.account_id, u.livemode, %s, u.body, %s"
-                " FROM u WHERE u.event_id IN (SELECT dv.event_id FROM dv)"
-                " RETURNING id, public_id),"
-                f" d AS (INSERT INTO {delivery} (public_id, event_id, endpoint_id, state,"
-                " attempts, next_attempt_at, last_error, created_at, updated_at)"
-                " SELECT dv.public_id, e.id, dv.endpoint_id, %s, 0, %s, '', %s, %s"
-                " FROM e JOIN dv ON dv.event_id = e.public_id)"
-                f" SELECT {columns}, u.note, s.endpoints, e.id,"
-                f" CASE WHEN s.endpoints IS NOT NULL AND u.event_id IS NULL"
-                f" THEN {lookup_sql('u')} END,"
-                " (SELECT array_agg(DISTINCT dv.endpoint_id) FROM dv"
-                " WHERE NOT dv.drained AND dv.event_id IN (SELECT e.public_id FROM e))"
-                " FROM u CROSS JOIN LATERAL"
-                f" (SELECT {subscribers_sql('u')} AS endpoints) s"
-                " LEFT JOIN e ON e.public_id = u.event_id",
-                [
-                    [item.recharge_id for item in items],
-                    [item.provider_name for item in items],
-                    [item.result.transaction_id or "" for item in items],
-                    [_json(item.result.raw) for item in items],
-                    notes,
-                    [_event_id(drafted.get(item.recharge_id)) for item in items],
-                    [_event_body(drafted.get(item.recharge_id)) for item in items],
-                    S.DELIVERED,
-                    now,
-                    now,
-                    S.DISPATCHED,
-                    S.DISPATCHED,
-                    S.DELIVERED,
-                    now,
-                    now,
-                    *_drafted_deliveries(items, drafted),
-                    WebhookEndpoint.Status.ENABLED,
-                    event_type,
-                    event_type,
-                    now,
-                    Delivery.State.PENDING,
-                    now,
-                    now,
-                    now,
-                ],
-            )
-            rows = cursor.fetchall()
-        if rows:
-            _emit_changed(rows, items, drafted, now)
-    moved = {row[0] for row in rows}
+        rows = list(
+            Recharge.objects.select_for_update(of=("self",))
+            .filter(pk__in=list(answers), status=S.DISPATCHED)
+            .order_by("pk")
+        )
+        notes = []
+        for recharge in rows:
+            item = answers[recharge.pk]
+            recharge.provider = item.provider_name
+            recharge.provider_transaction_id = item.result.transaction_id or ""
+            recharge.provider_response = item.result.raw
+            notes.append(f"{item.provider_name} {item.result.transaction_id}")
+        transition_many(
+            rows,
+            S.DELIVERED,
+            notes=notes,
+            fields=["provider", "provider_transaction_id", "provider_response"],
+        )
+        recharges_emit(rows)
+    moved = {recharge.pk for recharge in rows}
     return [Outcome(S.DELIVERED) if item.recharge_id in moved else None for item in items]
-
-
-def _event_id(event: WebhookEvent | None) -> str | None:
-    return None if event is None else event.public_id
-
-
-def _event_body(event: WebhookEvent | None) -> str | None:
-    return None if event is None else event.body
-
-
-def _drafted_deliveries(
-    items: list[Delivered], drafted: dict[int, WebhookEvent]
-) -> tuple[list[str], list[str], list[int]]:
-    """The deliveries of the drafted events, to the endpoints their drafts read, as arrays:
-    (event's public id, delivery's public id, endpoint)."""
-    event_ids: list[str] = []
-    endpoint_ids: list[int] = []
-    for item in items:
-        event = drafted.get(item.recharge_id)
-        if event is not None and item.draft is not None:
-            for endpoint_id in item.draft.endpoint_ids:
-                event_ids.append(event.public_id)
-                endpoint_ids.append(endpoint_id)
-    return event_ids, [new_delivery_id() for _ in event_ids], endpoint_ids
-
-
-def _json(raw) -> str | None:
-    return None if raw is None else json.dumps(raw)
-
-
-def _emit_changed(
-    rows: list[tuple], items: list[Delivered], drafted: dict[int, WebhookEvent], now
-) -> None:
-    """After the statement: wake the endpoints it wrote deliveries for that no worker is
-    draining, and write what the endpoints' changes since the claims ask for (rare): an
-    event for an account that has an endpoint now but had none then, a delivery for an
-    endpoint added since."""
-    width = len(RECHARGE_COLUMNS)
-    event_type = EVENT_OF_STATUS[S.DELIVERED]
-    drafts = {item.recharge_id: item.draft for item in items if item.draft is not None}
-    woken: set[int] = set()
-    fresh: list[tuple[Read, list[Subscriber]]] = []
-    unwritten: list[tuple[WebhookEvent, list[Subscriber]]] = []
-    late: list[tuple[WebhookEvent, list[Subscriber]]] = []
-    for row in rows:
-        values, (note, endpoints, event_pk, lookup, to_wake) = row[:width], row[width:]
-        woken.update(to_wake or [])
-        if endpoints is None:
-            continue
-        pk = values[0]
-        wanting = subscribers_read(endpoints, event_type=event_type)
-        draft = drafts.get(pk)
-        if draft is None:
-            if wanting:
-                then = [Step(S.DISPATCHED, S.DELIVERED, note, now)]
-                fresh.append((recharge_read(values, lookup, then=then), wanting))
-            continue
-        event = drafted[pk]
-        if event_pk is None:  # no endpoint of the draft wants it any more
-            if wanting:
-                unwritten.append((event, wanting))
-            continue
-        event.pk, event._state.adding = event_pk, False
-        added = [e for e in wanting if e.pk not in draft.endpoint_ids]
-        if added:
-            late.append((event, added))
-    if woken:
-        wake_after_commit(sorted(woken))
-    if fresh:
-        recharges_emit(fresh)
-    if unwritten:
-        events_emit_many(unwritten)
-    for event, added in late:
-        deliveries_add(event, added)
 
 
 # -- the processor's common path, grouped ----------------------------------------------------
@@ -486,9 +298,7 @@ def recharge_process_grouped(*, recharge_id: int, provider=None) -> Outcome | No
         nonlocal given_back
         if result.status == ProviderResult.DELIVERED:
             try:
-                done = deliveries.submit(
-                    Delivered(pk, result, provider_name, claim.slot, claim.draft)
-                )
+                done = deliveries.submit(Delivered(pk, result, provider_name, claim.slot))
             except Exception:  # one bad row rolls its batch back: this one, on its own
                 logger.warning("delivery batch failed; recharge %s on its own", pk, exc_info=True)
                 done = None

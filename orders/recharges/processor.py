@@ -81,7 +81,7 @@ def backoff(attempt: int) -> float:
     return float(min(600, 5 * 2 ** max(0, attempt - 1)))
 
 
-def _request(recharge: Recharge) -> TopupRequest:
+def topup_request(recharge: Recharge) -> TopupRequest:
     product = recharge.product
     return TopupRequest(
         reference=recharge.public_id,
@@ -278,7 +278,7 @@ def recharge_process(
             reconcile_first = True
         else:
             return Outcome(recharge.status)  # final, waitlisted, or a sandbox row in flight
-        request = _request(recharge)
+        request = topup_request(recharge)
 
     connection_release()  # no connection held while the provider answers (with a pool)
     return recharge_call(recharge_id, request, provider=provider, reconcile_first=reconcile_first)

@@ -6,11 +6,18 @@
       ▼  │
     waitlisted          queued/waitlisted ──► failed (refused before dispatch)
 
-Every move goes through ``transition``: it refuses any move not listed here, stamps the
-state's timestamp and writes a RechargeEvent, so the admin shows each recharge's history.
+This module is the one writer of a recharge's status and of its history (RechargeEvent):
+``recharges_start`` writes new recharges with their first history row, ``transition`` moves
+one locked recharge, ``transition_many`` moves a batch of locked recharges in a few ORM
+statements (the processor's group commit). Each refuses any move not listed here, stamps the
+state's timestamp and writes a RechargeEvent per move, so the admin shows each recharge's
+history. Other fields of a recharge (refund marks, attempts) are written by the processor.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
 
 from django.utils import timezone
 
@@ -93,3 +100,64 @@ def transition(
         created_at=now,
     )
     return recharge
+
+
+def recharges_start(recharges: Sequence[Recharge], *, note: str, now: datetime) -> None:
+    """Write new recharges (built, not saved) and the first history row of each: from nothing
+    to its status. Two ``bulk_create`` statements whatever the number of recharges."""
+    Recharge.objects.bulk_create(recharges)
+    RechargeEvent.objects.bulk_create(
+        [
+            RechargeEvent(
+                recharge=recharge,
+                from_status="",
+                to_status=recharge.status,
+                note=note[:255],
+                created_at=now,
+            )
+            for recharge in recharges
+        ]
+    )
+
+
+def transition_many(
+    recharges: Sequence[Recharge],
+    to_status: str,
+    *,
+    notes: Sequence[str] | None = None,
+    fields: Sequence[str] = (),
+    actor=None,
+) -> None:
+    """``transition`` for a batch of recharges locked by the caller, all in the same status:
+    one ``bulk_update`` of the rows and one ``bulk_create`` of their history rows.
+
+    ``fields`` names the other attributes the caller has set on each instance (the provider's
+    answer, a new attempt count); ``notes`` is each move's note, in the recharges' order."""
+    if not recharges:
+        return
+    now = timezone.now()
+    changed = {"status", "updated_at", *fields}
+    if to_status in TIMESTAMP:
+        changed.add(TIMESTAMP[to_status])
+    history = []
+    for index, recharge in enumerate(recharges):
+        from_status = recharge.status
+        if not can_move(from_status, to_status, livemode=recharge.livemode):
+            raise IllegalTransition(f"A recharge cannot move from {from_status} to {to_status}.")
+        recharge.status = to_status
+        recharge.updated_at = now
+        if to_status in TIMESTAMP:
+            setattr(recharge, TIMESTAMP[to_status], now)
+        note = notes[index] if notes is not None else ""
+        history.append(
+            RechargeEvent(
+                recharge=recharge,
+                from_status=from_status,
+                to_status=to_status,
+                note=note[:255],
+                actor=actor,
+                created_at=now,
+            )
+        )
+    Recharge.objects.bulk_update(recharges, sorted(changed))
+    RechargeEvent.objects.bulk_create(history)
