@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime, timedelta
+from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
@@ -237,6 +238,17 @@ def account_set_b2b(*, account: Account, is_b2b: bool) -> Account:
 # API keys (docs/contract.md section 3; docs/access.md). ------------------------------------
 
 API_KEY_NAME_MAX_LENGTH = ApiKey._meta.get_field("name").max_length
+
+
+@transaction.atomic
+def account_set_discount(*, account: Account, discount_percent: Decimal) -> Decimal:
+    """Set the discount an account's prices get (checked by the caller); returns the one it
+    had. ``account`` follows."""
+    locked = Account.objects.select_for_update(of=("self",)).get(pk=account.pk)
+    before = locked.discount_percent
+    Account.objects.filter(pk=account.pk).update(discount_percent=discount_percent)
+    account.discount_percent = discount_percent
+    return before
 
 
 def _field_error(field: str, error: ValidationError) -> ValidationFailed:

@@ -222,10 +222,7 @@ def staff_account_set_discount(
 ) -> Account:
     """Set the discount an account's prices get; applies to the next quote or order."""
     percent = _clean_discount(discount_percent)
-    locked = Account.objects.select_for_update(of=("self",)).get(pk=account.pk)
-    before = locked.discount_percent
-    Account.objects.filter(pk=account.pk).update(discount_percent=percent)
-    account.discount_percent = percent
+    before = account_services.account_set_discount(account=account, discount_percent=percent)
     audit(
         actor=actor,
         action="account.set_discount",

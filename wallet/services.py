@@ -303,6 +303,12 @@ def topup_request(
     )
 
 
+def topup_discard(*, topup_id: int) -> None:
+    """Remove a pending top-up that never reached its payer (a card checkout that could not
+    be started): nothing was credited, so nothing else moves."""
+    TopUp.objects.filter(pk=topup_id, status=TopUp.Status.PENDING).delete()
+
+
 def bank_details() -> dict[str, str] | None:
     """Where bank transfers go (settings), or None when no IBAN is configured."""
     if not settings.BANK_TRANSFER_IBAN:

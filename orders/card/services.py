@@ -46,7 +46,7 @@ from orders.services import order_create, recharges_create
 from reseller.errors import ApplicationError, NotFound
 from reseller.money import quantize, to_minor_units
 from wallet.models import TopUp
-from wallet.services import topup_approve, topup_request, wallet_get_or_create
+from wallet.services import topup_approve, topup_discard, topup_request, wallet_get_or_create
 
 logger = logging.getLogger(__name__)
 
@@ -116,7 +116,7 @@ def _discard(checkout: CardCheckout) -> None:
         Payment.objects.filter(pk=checkout.payment_id).delete()
         Order.objects.filter(pk=order_id).delete()  # its lines go with it
     else:
-        TopUp.objects.filter(pk=checkout.topup_id).delete()  # type: ignore[misc]
+        topup_discard(topup_id=checkout.topup_id)  # type: ignore[arg-type]
 
 
 def _metadata_key(checkout: CardCheckout) -> str:
