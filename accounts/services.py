@@ -33,6 +33,9 @@ from accounts.errors import (
     TokenInvalid,
 )
 from accounts.models import Account, ApiKey, BillingProfile, User
+from accounts.selectors import account_contact
+from emails.models import Email
+from emails.outbox import email_queue_to_user
 from reseller import ratelimit
 from reseller.errors import PermissionDenied, RateLimited, ValidationFailed
 
@@ -386,3 +389,11 @@ def api_key_mark_used(*, key: ApiKey, now: datetime | None = None) -> None:
         Q(last_used_at__isnull=True) | Q(last_used_at__lte=stale_before), pk=key.pk
     ).update(last_used_at=now)
     key.last_used_at = now
+
+
+def email_queue_to_account(*, account_id: int, kind: str, context: dict[str, Any]) -> Email | None:
+    """``email_queue`` to whoever hears from us about an account (its first active user)."""
+    contact = account_contact(account_id=account_id)
+    if contact is None:
+        return None
+    return email_queue_to_user(user=contact, kind=kind, context=context)

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Protocol
 
 from django.db import transaction
 
-from accounts.models import User
-from accounts.selectors import account_contact
 from emails.models import Email
 from emails.tasks import email_send_task
 from reseller.tasks import enqueue
@@ -25,17 +23,17 @@ def email_queue(*, kind: str, to: str, language: str, context: dict[str, Any]) -
     return email
 
 
-def email_queue_to_user(*, user: User, kind: str, context: dict[str, Any]) -> Email | None:
+class Person(Protocol):
+    """Whom an email goes to: ``accounts.User`` (emails sits below accounts, so it names
+    only what it reads)."""
+
+    email: str
+    language: str
+
+
+def email_queue_to_user(*, user: Person, kind: str, context: dict[str, Any]) -> Email | None:
     """``email_queue`` to a person, in their language."""
     return email_queue(kind=kind, to=user.email, language=user.language, context=context)
-
-
-def email_queue_to_account(*, account_id: int, kind: str, context: dict[str, Any]) -> Email | None:
-    """``email_queue`` to whoever hears from us about an account (its first active user)."""
-    contact = account_contact(account_id=account_id)
-    if contact is None:
-        return None
-    return email_queue_to_user(user=contact, kind=kind, context=context)
 
 
 def _wake(email_id: int) -> None:

@@ -19,8 +19,9 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from accounts.models import Account, User
+from accounts.services import email_queue_to_account
 from emails.models import Email
-from emails.outbox import email_queue_to_account, email_queue_to_user
+from emails.outbox import email_queue_to_user
 from reseller.money import ZERO, fmt, quantize
 from wallet.errors import (
     CardTopUpNeedsPayment,

@@ -25,6 +25,12 @@ from accounts.http import AuthenticatedRequest
 from accounts.models import Account, ApiKey
 from orders.card import gateway
 from orders.models import Recharge
+from orders.statements import (
+    LIVE_RECHARGE_STATUSES,
+    period_recharges,
+    recharge_filter_keys,
+    recharge_filter_operators,
+)
 from reseller.errors import ValidationFailed
 from reseller.exports import csv_response, csv_stream, xlsx_response
 from reseller.money import quantize
@@ -137,14 +143,14 @@ class RechargeFilters(forms.Form):
 
     def __init__(self, data: Any, *, account: Account) -> None:
         super().__init__(data)
-        self.operators = {op.public_id: op for op in selectors.recharge_filter_operators()}
-        self.keys = {key.public_id: key for key in selectors.recharge_filter_keys(account=account)}
+        self.operators = {op.public_id: op for op in recharge_filter_operators()}
+        self.keys = {key.public_id: key for key in recharge_filter_keys(account=account)}
         statuses = dict(Recharge.Status.choices)
         self._choose(
             "status",
             [
                 ("", _("Any status")),
-                *((status.value, statuses[status]) for status in selectors.LIVE_RECHARGE_STATUSES),
+                *((status.value, statuses[status]) for status in LIVE_RECHARGE_STATUSES),
             ],
         )
         by_country: dict[str, list[tuple[str, str]]] = {}
@@ -188,7 +194,7 @@ class RechargeFilters(forms.Form):
         return f"{key.name} ({key.prefix}…)"
 
     def selection(self) -> dict[str, Any]:
-        """The valid filters as ``selectors.period_recharges`` takes them (an invalid one is
+        """The valid filters as ``period_recharges`` takes them (an invalid one is
         left out, and its error shown)."""
         data = self.cleaned_data if self.is_bound else {}
         key = data.get("key") or ""
@@ -250,7 +256,7 @@ def statement(request: AuthenticatedRequest) -> HttpResponse:
         entries=list(statements.statement_entries(wallet=live, period=period)[:ENTRIES_SHOWN]),
         csv_url=f"{reverse('wallet:statement-csv')}?{query}",
         xlsx_url=f"{reverse('wallet:statement-xlsx')}?{query}",
-        recharges=selectors.period_recharges(
+        recharges=period_recharges(
             account=account, since=period.since, until=period.until, **filters.selection()
         ),
     )

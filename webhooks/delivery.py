@@ -26,8 +26,8 @@ from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
 
+from accounts.services import email_queue_to_account
 from emails.models import Email
-from emails.outbox import email_queue_to_account
 from reseller.db import datetime_read, loaded
 from webhooks.client import RESPONSE_HEAD_BYTES, Answer, post
 from webhooks.models import Delivery, DeliveryAttempt, Event, WebhookEndpoint
