@@ -37,14 +37,14 @@ from accounts.forms import (
 from accounts.http import AuthenticatedRequest
 from accounts.models import BillingProfile, User
 from orders.selectors import sandbox_recharges
+from recharges.sandbox import GUIDE as SANDBOX_GUIDE
+from recharges.sandbox import sandbox_settle
 from reseller.errors import ApplicationError
 from reseller.net import client_ip
 from sandbox.balances import ADDITIONS_PER_HOUR as SANDBOX_PER_HOUR
 from sandbox.balances import AMOUNTS as SANDBOX_AMOUNTS
 from sandbox.balances import CAP as SANDBOX_CAP
 from sandbox.balances import sandbox_balance, sandbox_balances, sandbox_topup
-from sandbox.outcomes import GUIDE as SANDBOX_GUIDE
-from sandbox.outcomes import sandbox_settle
 
 
 def _remember_language(response: HttpResponse, language: str) -> HttpResponse:

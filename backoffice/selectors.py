@@ -25,8 +25,9 @@ from django.utils import timezone
 
 from accounts.models import Account, ApiKey, User
 from catalog.models import Product
-from orders.models import Payment, Recharge
-from orders.recharges.state import LIVE_FINAL, LIVE_STATUSES
+from payments.models import Payment
+from recharges.models import Recharge
+from recharges.state import LIVE_FINAL, LIVE_STATUSES
 from reseller.money import ZERO, quantize
 from wallet.models import TopUp, Wallet
 

@@ -12,7 +12,8 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.exceptions import ErrorDetail
 
-from orders.models import Payment, Recharge
+from payments.models import Payment
+from recharges.models import Recharge
 from reseller.errors import ValidationFailed, flatten_validation_errors, refuse_unknown_params
 
 PAGE_PARAMS = ("page", "limit")

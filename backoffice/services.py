@@ -16,9 +16,9 @@ from django.utils.translation import gettext_lazy as _
 from accounts import services as account_services
 from accounts.models import Account, ApiKey, User
 from backoffice.models import StaffAction
-from orders.models import Recharge
-from orders.recharges import processor
-from orders.recharges.tasks import recharges_enqueue
+from recharges import processor
+from recharges.models import Recharge
+from recharges.tasks import recharges_enqueue
 from reseller.errors import ValidationFailed
 from wallet import services as wallet_services
 from wallet.models import LedgerEntry, TopUp, Wallet

@@ -7,7 +7,7 @@ from django.utils import formats
 from django.utils.translation import gettext as _
 
 from backoffice import charts, selectors
-from orders.models import Recharge
+from recharges.models import Recharge
 
 
 def dashboard(request, *, admin_site):

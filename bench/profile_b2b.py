@@ -140,8 +140,8 @@ def main() -> int:
 def profile_processor(*, count: int) -> list[str]:
     """The worker's share: ``recharge_process`` (the task's body) on queued recharges, in
     process, with the simulator at 0 ms."""
-    from orders.models import Recharge
-    from orders.recharges.processor import recharge_process
+    from recharges.models import Recharge
+    from recharges.processor import recharge_process
 
     ids = list(
         Recharge.objects.filter(status="queued")

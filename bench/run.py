@@ -568,7 +568,7 @@ class Bench:
         cpu_before, commits_before = self.cpu_seconds(), self.commits()
         processed = self.drain_seconds(
             lambda: [
-                self.celery.send_task("orders.recharges.tasks.recharge_process_task", args=(pk,))
+                self.celery.send_task("recharges.tasks.recharge_process_task", args=(pk,))
                 for pk in ids
             ],
             workers,

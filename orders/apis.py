@@ -13,10 +13,9 @@ from accounts.permissions import B2BApiKeyRequired, TestKeyRequired
 from accounts.throttling import RECHARGE_THROTTLE_CLASSES
 from orders import selectors, services
 from orders.idempotency import Outcome, fingerprint, read_key
-from orders.models import Order, Recharge
+from orders.models import Order
 from orders.pricing import line_requests, price_order
 from orders.serializers import (
-    FINAL_STATUSES_NOTE,
     CartItemIn,
     CartItemOut,
     CartOut,
@@ -26,11 +25,13 @@ from orders.serializers import (
     PaymentOut,
     QuoteIn,
     QuoteOut,
-    RechargeDetailOut,
     RechargeSearchQuery,
     SandboxOut,
     order_body,
 )
+from recharges.models import Recharge
+from recharges.sandbox import sandbox_settle
+from recharges.serializers import FINAL_STATUSES_NOTE, RechargeDetailOut
 from reseller.api import problems
 from reseller.errors import (
     PROBLEM_CONTENT_TYPE,
@@ -41,7 +42,6 @@ from reseller.errors import (
 from reseller.money import ZERO
 from reseller.pagination import PagePagination
 from sandbox.balances import sandbox_balance
-from sandbox.outcomes import sandbox_settle
 
 IDEMPOTENCY_HEADER = OpenApiParameter(
     name="Idempotency-Key",

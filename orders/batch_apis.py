@@ -17,10 +17,10 @@ from orders.batches import batch_object, batch_place, batch_results_csv
 from orders.idempotency import fingerprint, read_key
 from orders.models import Batch
 from orders.serializers import BatchIn, BatchOut
+from recharges.sandbox import sandbox_settle
 from reseller.api import problems
 from reseller.errors import NotFound
 from reseller.exports import csv_response
-from sandbox.outcomes import sandbox_settle
 
 
 def _own_batch(request, batch_id: str) -> Batch:

@@ -17,9 +17,10 @@ from django.views.decorators.http import require_GET, require_POST
 from accounts.http import AuthenticatedRequest
 from orders import batch_files
 from orders.batches import batch_object, batch_place, batch_results_csv
-from orders.models import Batch, Recharge
+from orders.models import Batch
 from orders.pricing import price_order
-from orders.recharges.state import LIVE_STATUSES
+from recharges.models import Recharge
+from recharges.state import LIVE_STATUSES
 from reseller.errors import ApplicationError
 from reseller.exports import csv_response
 from wallet.services import wallet_get_or_create

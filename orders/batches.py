@@ -18,10 +18,11 @@ from django.utils import timezone
 
 from accounts.models import Account, User
 from orders.idempotency import Outcome, run_idempotent
-from orders.models import Batch, Order, Recharge
+from orders.models import Batch, Order
 from orders.pricing import LineRequest
-from orders.recharges.state import FINAL
 from orders.services import order_place_with_wallet
+from recharges.models import Recharge
+from recharges.state import FINAL
 from reseller.exports import csv_safe, csv_stream
 from webhooks.catalogue import BATCH_COMPLETED
 from webhooks.outbox import event_emit

@@ -1,4 +1,6 @@
-"""Carts, orders, payments and recharges. (Order models arrive with the catalog.)"""
+"""Carts, orders and their lines, Idempotency-Key answers, card checkouts and batches.
+
+An order's payment is ``payments.Payment`` and its recharges ``recharges.Recharge``."""
 
 from __future__ import annotations
 
@@ -6,7 +8,8 @@ from typing import Any
 
 from django.db import models
 from django.utils import timezone
-from django.utils.translation import gettext_lazy as _
+
+from reseller.ids import make_id
 
 
 class IdempotencyRecord(models.Model):
@@ -36,9 +39,7 @@ class IdempotencyRecord(models.Model):
 MONEY: dict[str, Any] = {"max_digits": 12, "decimal_places": 2}
 
 
-def _id(prefix: str):
-    from reseller.ids import make_id
-
+def _id(prefix: str) -> str:
     return make_id(prefix)
 
 
@@ -50,6 +51,8 @@ def new_order_id() -> str:
     return _id("ord")
 
 
+# Payments and recharges have their own apps now; these two stay for the migrations that
+# name them as defaults.
 def new_payment_id() -> str:
     return _id("pay")
 
@@ -144,154 +147,6 @@ class OrderLine(models.Model):
         return f"{self.quantity} x {self.product_id} to {self.recipient_number}"
 
 
-class Payment(models.Model):
-    class Method(models.TextChoices):
-        WALLET = "wallet", _("Wallet")
-        CARD = "card", _("Card")
-
-    class Status(models.TextChoices):
-        # The labels are what a consumer reads (pages, receipts); the API speaks the values.
-        PENDING = "pending", _("Pending")
-        CAPTURED = "captured", _("Paid")
-        FAILED = "failed", _("Failed")
-        REFUNDED = "refunded", _("Refunded")
-        PARTIALLY_REFUNDED = "partially_refunded", _("Partially refunded")
-        # A card payment whose price hold ran out before any card attempt reached Stripe.
-        EXPIRED = "expired", _("Expired")
-
-    public_id = models.CharField(max_length=40, unique=True, default=new_payment_id)
-    order = models.OneToOneField(Order, on_delete=models.PROTECT, related_name="payment")
-    account = models.ForeignKey(
-        "accounts.Account", on_delete=models.PROTECT, related_name="payments"
-    )
-    livemode = models.BooleanField(default=True)
-    method = models.CharField(max_length=8, choices=Method.choices)
-    status = models.CharField(max_length=20, choices=Status.choices, default=Status.PENDING)
-    amount = models.DecimalField(**MONEY)
-    refunded_amount = models.DecimalField(**MONEY, default=0)
-    currency = models.CharField(max_length=3)
-    wallet = models.ForeignKey(
-        "wallet.Wallet", null=True, blank=True, on_delete=models.PROTECT, related_name="payments"
-    )
-    # Card payments: the processor's objects and when the priced order stops being valid.
-    setup_intent_id = models.CharField(max_length=128, blank=True)
-    payment_intent_id = models.CharField(max_length=128, blank=True, db_index=True)
-    expires_at = models.DateTimeField(null=True, blank=True)
-    failure_code = models.CharField(max_length=64, blank=True)
-    captured_at = models.DateTimeField(null=True, blank=True)
-    created_at = models.DateTimeField(default=timezone.now, editable=False, db_index=True)
-    updated_at = models.DateTimeField(default=timezone.now)
-
-    class Meta:
-        constraints = [
-            models.CheckConstraint(
-                condition=models.Q(amount__gt=0), name="payment_amount_positive"
-            ),
-            models.CheckConstraint(
-                condition=models.Q(refunded_amount__gte=0)
-                & models.Q(refunded_amount__lte=models.F("amount")),
-                name="payment_refund_within_amount",
-            ),
-        ]
-        indexes = [models.Index(fields=["account", "livemode", "-id"], name="payment_history")]
-
-    def __str__(self) -> str:
-        return self.public_id
-
-
-class Recharge(models.Model):
-    """One top-up of one product to one number: one row per unit of quantity."""
-
-    class Status(models.TextChoices):
-        QUEUED = "queued", _("Queued")
-        WAITLISTED = "waitlisted", _("Waitlisted")
-        DISPATCHED = "dispatched", _("Dispatched")
-        DELIVERED = "delivered", _("Delivered")
-        FAILED = "failed", _("Failed")
-        # Test mode only: the simulated outcomes of the sandbox (docs/contract.md section 6).
-        PROCESSING = "processing", _("Processing (sandbox)")
-        SUCCESS = "success", _("Success (sandbox)")
-        REJECTED = "rejected", _("Rejected (sandbox)")
-        TIMEOUT = "timeout", _("Timeout (sandbox)")
-
-    public_id = models.CharField(max_length=40, unique=True, default=new_recharge_id)
-    order = models.ForeignKey(Order, on_delete=models.PROTECT, related_name="recharges")
-    payment = models.ForeignKey(Payment, on_delete=models.PROTECT, related_name="recharges")
-    account = models.ForeignKey("accounts.Account", on_delete=models.PROTECT, related_name="+")
-    livemode = models.BooleanField(default=True)
-    product = models.ForeignKey("catalog.Product", on_delete=models.PROTECT, related_name="+")
-    recipient_number = models.CharField(max_length=20)
-    amount = models.DecimalField(**MONEY)
-    currency = models.CharField(max_length=3)
-    # The caller's own reference of a batch line (decisions section 13); "" otherwise.
-    reference = models.CharField(max_length=100, blank=True, default="")
-    status = models.CharField(max_length=12, choices=Status.choices, default=Status.QUEUED)
-    failure_code = models.CharField(max_length=64, blank=True)
-    failure_message = models.CharField(max_length=255, blank=True)
-    waitlisted_until = models.DateTimeField(null=True, blank=True)
-    sandbox_ready_at = models.DateTimeField(
-        null=True, blank=True, help_text="Test mode: when a processing recharge succeeds"
-    )
-    provider = models.CharField(max_length=32, blank=True)
-    provider_transaction_id = models.CharField(max_length=128, blank=True)
-    provider_response = models.JSONField(null=True, blank=True)
-    attempts = models.PositiveSmallIntegerField(default=0)
-    retries = models.PositiveSmallIntegerField(default=0, help_text="Staff retries after failure")
-    refunded = models.BooleanField(default=False)
-    # A card refund is recorded under the lock and sent to Stripe after commit; the Stripe
-    # refund's id lands here (empty while owed: the sweeper sends it again, idempotently).
-    card_refund_id = models.CharField(max_length=64, blank=True)
-    queued_at = models.DateTimeField(null=True, blank=True)
-    dispatched_at = models.DateTimeField(null=True, blank=True)
-    delivered_at = models.DateTimeField(null=True, blank=True)
-    failed_at = models.DateTimeField(null=True, blank=True)
-    created_at = models.DateTimeField(default=timezone.now, editable=False, db_index=True)
-    updated_at = models.DateTimeField(default=timezone.now)
-
-    class Meta:
-        ordering = ["id"]
-        indexes = [
-            models.Index(fields=["status", "updated_at"], name="recharge_status_age"),
-            models.Index(fields=["account", "livemode", "-id"], name="recharge_recent"),
-            # The lookup's search by number (support's first question): no scan of the account.
-            models.Index(
-                fields=["account", "livemode", "recipient_number", "-id"],
-                name="recharge_by_number",
-            ),
-            # "My failed recharges": the status filter reads its rows in order, no scan.
-            models.Index(
-                fields=["account", "livemode", "status", "-id"], name="recharge_by_status"
-            ),
-        ]
-
-    def __str__(self) -> str:
-        return self.public_id
-
-    @property
-    def ledger_reference(self) -> str:
-        """The reference of this payment cycle's refund (a staff retry starts a new cycle)."""
-        return self.public_id if not self.retries else f"{self.public_id}:r{self.retries}"
-
-
-class RechargeEvent(models.Model):
-    """The history of a recharge: every transition with its time and what caused it."""
-
-    recharge = models.ForeignKey(Recharge, on_delete=models.CASCADE, related_name="events")
-    from_status = models.CharField(max_length=12, blank=True)
-    to_status = models.CharField(max_length=12)
-    note = models.CharField(max_length=255, blank=True)
-    actor = models.ForeignKey(
-        "accounts.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    created_at = models.DateTimeField(default=timezone.now, editable=False)
-
-    class Meta:
-        ordering = ["id"]
-
-    def __str__(self) -> str:
-        return f"{self.from_status or '-'} -> {self.to_status}"
-
-
 class CardCheckout(models.Model):
     """The card side of one card payment or one card top-up (docs/contract.md section 4).
 
@@ -303,7 +158,11 @@ class CardCheckout(models.Model):
 
     account = models.ForeignKey("accounts.Account", on_delete=models.PROTECT, related_name="+")
     payment = models.OneToOneField(
-        Payment, null=True, blank=True, on_delete=models.CASCADE, related_name="card_checkout"
+        "payments.Payment",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="card_checkout",
     )
     topup = models.OneToOneField(
         "wallet.TopUp", null=True, blank=True, on_delete=models.CASCADE, related_name="card"

@@ -5,7 +5,9 @@ from __future__ import annotations
 from django.db.models import Prefetch, QuerySet
 
 from accounts.models import Account
-from orders.models import Cart, CartItem, IdempotencyRecord, Order, OrderLine, Payment, Recharge
+from orders.models import Cart, CartItem, IdempotencyRecord, Order, OrderLine
+from payments.models import Payment
+from recharges.models import Recharge
 from reseller.errors import NotFound
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from datetime import datetime
 from typing import Any
 
 from django.db import transaction
@@ -24,19 +23,13 @@ from emails.models import Email
 from emails.outbox import email_queue_to_user
 from orders.errors import CartAlreadyPaid, CurrencyMismatch
 from orders.idempotency import Outcome, run_idempotent
-from orders.models import (
-    Cart,
-    CartItem,
-    Order,
-    OrderLine,
-    Payment,
-    Recharge,
-)
+from orders.models import Cart, CartItem, Order, OrderLine
 from orders.pricing import LineRequest, PricedOrder, line_requests, price_order
-from orders.recharges.state import recharges_start
-from orders.recharges.tasks import recharges_enqueue, sandbox_settle_later
 from orders.selectors import cart_items
-from sandbox.outcomes import sandbox_simulate
+from payments.models import Payment
+from payments.services import payment_create
+from recharges.models import Recharge
+from recharges.services import recharges_create
 from wallet.models import Wallet
 from wallet.services import (
     balance_check,
@@ -129,7 +122,7 @@ def order_create(**kwargs) -> tuple[Order, Payment, list[OrderLine]]:
     """Write an order, its lines and its one payment (wallet-paid or a pending card payment);
     arguments as ``order_new``.
 
-    Recharges are created separately (``recharges_create``) once the payment is captured.
+    Recharges are created separately (``order_recharges_start``) once the payment is captured.
     """
     order, payment, lines = order_new(**kwargs)
     order.save(force_insert=True)
@@ -137,80 +130,30 @@ def order_create(**kwargs) -> tuple[Order, Payment, list[OrderLine]]:
         line.order = order  # the saved order's id
     lines = OrderLine.objects.bulk_create(lines)
     payment.order = order
-    payment.save(force_insert=True)
+    payment_create(payment)
     return order, payment, lines
 
 
-def recharges_create(
+def order_recharges_start(
     *,
     order: Order,
     payment: Payment,
     lines: list[OrderLine] | None = None,
     references: list[str] | None = None,
 ) -> list[Recharge]:
-    """One queued recharge per unit of every line, with its first history event.
-
-    ``lines`` are the order's lines when the caller has them in memory (saves a query);
-    ``references`` the caller's reference of each line (a batch's), in the lines' order.
-    """
-    now = timezone.now()
+    """A paid order's recharges (``recharges.services.recharges_create``) and, for a live
+    site order, its receipt."""
     if lines is None:
         lines = list(order.lines.select_related("product"))
-    recharges = _recharges_new(
-        order=order, payment=payment, lines=lines, references=references, now=now
-    )
-    recharges_start(recharges, note=FIRST_NOTE, now=now)
-    if not order.livemode:
-        # Test keys never reach the processor: the outcome is simulated in this transaction.
-        if sandbox_simulate(recharges=recharges):
-            transaction.on_commit(sandbox_settle_later)
-        payment.refresh_from_db(fields=["status", "refunded_amount", "updated_at"])
-        return recharges
-    _recharges_queued(order=order, payment=payment, lines=lines, recharges=recharges)
+    recharges = recharges_create(order=order, payment=payment, lines=lines, references=references)
+    if order.livemode and order.channel in (Order.Channel.WALLET, Order.Channel.CARD):
+        _receipt_queue(order=order, payment=payment, lines=lines)
     return recharges
 
 
-FIRST_NOTE = "order placed"
-
-
-def _recharges_new(
-    *,
-    order: Order,
-    payment: Payment,
-    lines: list[OrderLine],
-    references: list[str] | None,
-    now: datetime,
-) -> list[Recharge]:
-    """The order's recharges, not yet saved: one queued per unit of every line."""
-    return [
-        Recharge(
-            order=order,
-            payment=payment,
-            account_id=order.account_id,
-            livemode=order.livemode,
-            product=line.product,
-            recipient_number=line.recipient_number,
-            amount=line.unit_price,
-            currency=order.currency,
-            reference=references[index] if references else "",
-            status=Recharge.Status.QUEUED,
-            queued_at=now,
-            created_at=now,
-            updated_at=now,
-        )
-        for index, line in enumerate(lines)
-        for _unit in range(line.quantity)
-    ]
-
-
-def _recharges_queued(
-    *, order: Order, payment: Payment, lines: list[OrderLine], recharges: list[Recharge]
-) -> None:
-    """Once a live order's recharges are written: the processor after commit, the receipt."""
-    ids = [r.pk for r in recharges]
-    transaction.on_commit(lambda: recharges_enqueue(recharge_ids=ids))
-    if order.channel in (Order.Channel.WALLET, Order.Channel.CARD):
-        _receipt_queue(order=order, payment=payment, lines=lines)
+def order_discard(*, order_id: int) -> None:
+    """Remove an order whose payment never started (its lines go with it)."""
+    Order.objects.filter(pk=order_id).delete()
 
 
 def _receipt_queue(*, order: Order, payment: Payment, lines: list[OrderLine]) -> None:
@@ -292,7 +235,7 @@ def order_place_with_wallet(
         memo=f"order {order.public_id}",
         fresh_reference=True,  # the payment was created just above
     )
-    recharges = recharges_create(
+    recharges = order_recharges_start(
         order=order, payment=payment, lines=order_lines, references=references
     )
     order_graph_attach(order=order, payment=payment, lines=order_lines, recharges=recharges)

@@ -11,7 +11,7 @@ from django.db.models import Count, QuerySet, Sum
 
 from accounts.models import Account, ApiKey
 from catalog.models import Country, Operator
-from orders.models import Recharge
+from recharges.models import Recharge
 from reseller.money import ZERO, quantize
 
 # -- the recharges of a statement's period ---------------------------------------------------

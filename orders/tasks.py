@@ -1,4 +1,4 @@
-"""Celery tasks of orders themselves (recharge tasks live in orders.recharges.tasks)."""
+"""Celery tasks of orders themselves (recharge tasks live in recharges.tasks)."""
 
 from __future__ import annotations
 

@@ -20,12 +20,13 @@ from rest_framework.exceptions import ValidationError
 
 from accounts.http import AuthenticatedRequest
 from orders import selectors, services
-from orders.card import gateway
 from orders.errors import CartAlreadyPaid
-from orders.models import Order, Payment
+from orders.models import Order
 from orders.pricing import line_requests, price_order
-from orders.recharges.state import FINAL
 from orders.serializers import QUANTITY_MAX, QUANTITY_MIN, CartItemIn
+from payments import gateway
+from payments.models import Payment
+from recharges.state import FINAL
 from recipients.selectors import recipient_names, top_up_url
 from reseller.errors import ApplicationError, NotFound, flatten_validation_errors
 from wallet.services import wallet_get_or_create

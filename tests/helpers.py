@@ -15,8 +15,8 @@ from rest_framework.test import APIClient
 
 from orders.models import Order
 from orders.pricing import LineRequest
-from orders.recharges.processor import recharge_process
 from orders.services import order_place_with_wallet
+from recharges.processor import recharge_process
 from tests.factories import make_key
 from wallet.models import LedgerEntry
 from wallet.services import (

@@ -15,7 +15,7 @@ from django.test import Client
 
 from accounts.models import Account
 from backoffice.models import StaffAction
-from orders.models import Payment
+from payments.models import Payment
 from tests.factories import UserFactory, make_key
 from tests.helpers import REJECTS, assert_ledger_balanced, fund, place, process, second_factor_login
 from wallet.models import LedgerEntry, TopUp, Wallet
@@ -113,8 +113,8 @@ def test_money_and_history_cannot_be_edited_or_deleted_by_hand(client, shop, pro
     recharge = order.recharges.get()
     for url in (
         f"/admin/wallet/ledgerentry/{entry.pk}/change/",
-        f"/admin/orders/recharge/{recharge.pk}/change/",
-        f"/admin/orders/payment/{order.payment.pk}/change/",
+        f"/admin/recharges/recharge/{recharge.pk}/change/",
+        f"/admin/payments/payment/{order.payment.pk}/change/",
     ):
         assert client.post(url, {"amount": "999.00", "status": "delivered"}).status_code == 403
     assert client.post(f"/admin/wallet/ledgerentry/{entry.pk}/delete/").status_code == 403
@@ -221,7 +221,7 @@ def test_retrying_a_failed_recharge_debits_again_requeues_and_is_audited(
     assert recharge.status == "failed" and recharge.refunded
     assert balance(shop) == Decimal("100.00")
 
-    response = act(client, "/admin/orders/recharge/", "retry_failed", [recharge])
+    response = act(client, "/admin/recharges/recharge/", "retry_failed", [recharge])
     assert response.status_code == 302
     recharge.refresh_from_db()
     assert recharge.status == "queued" and recharge.retries == 1 and not recharge.refunded
@@ -237,7 +237,7 @@ def test_retrying_a_delivered_recharge_is_refused_and_changes_nothing(client, sh
     order = place(shop, product)
     process(order)
     recharge = order.recharges.get()
-    response = act(client, "/admin/orders/recharge/", "retry_failed", [recharge])
+    response = act(client, "/admin/recharges/recharge/", "retry_failed", [recharge])
     recharge.refresh_from_db()
     assert recharge.status == "delivered" and balance(shop) == Decimal("95.00")
     assert audit_trail("recharge.retry") == []
@@ -249,12 +249,12 @@ def test_refunding_an_undelivered_recharge_fails_it_and_refunds_once(client, sho
     order = place(shop, product, quantity=2)
     first, second = order.recharges.order_by("pk")
     assert balance(shop) == Decimal("90.00")
-    form = act(client, "/admin/orders/recharge/", "refund_undelivered", [first])
+    form = act(client, "/admin/recharges/recharge/", "refund_undelivered", [first])
     assert form.status_code == 200 and b'name="reason"' in form.content
     for _ in range(2):
         act(
             client,
-            "/admin/orders/recharge/",
+            "/admin/recharges/recharge/",
             "refund_undelivered",
             [first],
             apply="1",
@@ -280,7 +280,7 @@ def test_refund_skips_delivered_recharges(client, shop, product):
     recharge = order.recharges.get()
     act(
         client,
-        "/admin/orders/recharge/",
+        "/admin/recharges/recharge/",
         "refund_undelivered",
         [recharge],
         apply="1",
@@ -295,7 +295,7 @@ def test_the_recharge_page_shows_its_history(client, shop, product):
     order = place(shop, product, number=REJECTS)
     process(order)
     recharge = order.recharges.get()
-    page = client.get(f"/admin/orders/recharge/{recharge.pk}/change/").content.decode()
+    page = client.get(f"/admin/recharges/recharge/{recharge.pk}/change/").content.decode()
     assert "History" in page or "history" in page
     for status in ("queued", "dispatched", "failed"):
         assert status in page
@@ -398,7 +398,7 @@ def test_payments_export_as_csv_and_the_export_is_recorded(client, shop, product
     second = place(shop, product, number=REJECTS)
     process(second)
     rows = read_csv(
-        act(client, "/admin/orders/payment/", "export_csv", [first.payment, second.payment])
+        act(client, "/admin/payments/payment/", "export_csv", [first.payment, second.payment])
     )
     assert [r["id"] for r in rows] == [second.payment.public_id, first.payment.public_id]
     assert rows[0]["status"] == "refunded" and rows[0]["refunded_amount"] == "5.00"
@@ -412,7 +412,7 @@ def test_recharges_export_as_csv(client, shop, product):
     order = place(shop, product, number=REJECTS)
     process(order)
     recharge = order.recharges.get()
-    (row,) = read_csv(act(client, "/admin/orders/recharge/", "export_csv", [recharge]))
+    (row,) = read_csv(act(client, "/admin/recharges/recharge/", "export_csv", [recharge]))
     assert row["id"] == recharge.public_id and row["status"] == "failed"
     assert row["failure_code"] == "invalid_recipient" and row["refunded"] == "True"
     assert row["recipient_number"] == REJECTS and row["country"] == "MX"
@@ -424,7 +424,7 @@ def test_csv_cells_that_look_like_formulas_are_defused(client, product):
     user = UserFactory(account__name='=HYPERLINK("http://evil")')
     fund(user, "10.00")
     order = place(user, product)
-    (row,) = read_csv(act(client, "/admin/orders/payment/", "export_csv", [order.payment]))
+    (row,) = read_csv(act(client, "/admin/payments/payment/", "export_csv", [order.payment]))
     assert row["account"].startswith("'=")
 
 

@@ -10,7 +10,9 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from accounts.services import account_set_b2b
-from orders.models import Order, Payment, Recharge
+from orders.models import Order
+from payments.models import Payment
+from recharges.models import Recharge
 from tests.factories import CountryFactory, OperatorFactory, ProductFactory, UserFactory, make_key
 from tests.helpers import (
     DELIVERS,

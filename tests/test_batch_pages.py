@@ -13,7 +13,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from accounts.services import account_set_b2b
 from orders.batches import batches_complete
-from orders.models import Batch, Order, Recharge
+from orders.models import Batch, Order
+from recharges.models import Recharge
 from tests.factories import OperatorFactory, ProductFactory, UserFactory, make_country
 from tests.helpers import assert_ledger_balanced, fund, process
 from wallet.models import LedgerEntry, Wallet

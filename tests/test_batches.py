@@ -17,7 +17,8 @@ from rest_framework.test import APIClient
 
 from accounts.services import account_set_b2b
 from orders.batches import batches_complete
-from orders.models import Batch, Order, Recharge
+from orders.models import Batch, Order
+from recharges.models import Recharge
 from tests.factories import ProductFactory, UserFactory, make_key
 from tests.helpers import REJECTS, assert_ledger_balanced, fund, process
 from wallet.models import LedgerEntry, Wallet

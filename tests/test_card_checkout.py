@@ -8,7 +8,9 @@ import pytest
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from orders.models import CardCheckout, Cart, Payment, Recharge
+from orders.models import CardCheckout, Cart
+from payments.models import Payment
+from recharges.models import Recharge
 from tests.card_support import (
     DECLINED,
     PUBLISHABLE_KEY,
@@ -293,7 +295,7 @@ def test_without_stripe_keys_prepare_is_503_and_writes_nothing(shopper, settings
 
 
 def test_card_refund_returns_that_amount_to_the_card(shopper, stripe_local):
-    from orders.card.gateway import card_refund
+    from payments.gateway import card_refund
 
     body = prepare(shopper)
     stripe_local.browser_confirm_setup(body["setupClientSecret"])

@@ -19,7 +19,7 @@ from django.db import connection
 from rest_framework.test import APIClient
 
 from orders.card import services as card
-from orders.models import Payment
+from payments.models import Payment
 from tests.card_support import (
     SECRET_KEY,
     stripe_settings,

@@ -9,9 +9,10 @@ from django.utils import timezone
 
 from emails.models import Email
 from emails.services import email_send
-from orders.models import CartItem, Payment
+from orders.models import CartItem
 from orders.pricing import LineRequest
 from orders.services import cart_add_item
+from payments.models import Payment
 from tests.factories import ProductFactory, UserFactory
 from tests.helpers import assert_ledger_balanced
 from wallet.models import TopUp
@@ -163,8 +164,8 @@ def test_a_scheduled_promotion_says_delivery_waits_in_the_cart_and_on_the_receip
 ):
     """Issue 17, defect 5: no green badge for a promotion that has not started, and the
     receipt says what "Waitlisted" means and when it ends."""
-    from orders.models import Recharge
-    from orders.recharges.processor import recharge_process
+    from recharges.models import Recharge
+    from recharges.processor import recharge_process
     from tests.factories import PromotionFactory
 
     starts = timezone.now() + timedelta(days=1)

@@ -8,7 +8,9 @@ import pytest
 import stripe
 from rest_framework.test import APIClient
 
-from orders.models import Payment, Recharge, StripeEvent
+from orders.models import StripeEvent
+from payments.models import Payment
+from recharges.models import Recharge
 from tests.card_support import (
     DECLINED,
     THREE_D_SECURE,

@@ -20,8 +20,8 @@ from django.utils import timezone
 
 from catalog.services import product_set_active, product_upsert
 from orders.models import OrderLine
-from orders.recharges import processor
-from orders.recharges.providers.simulator import SimulatorProvider
+from recharges import processor
+from recharges.providers.simulator import SimulatorProvider
 from tests.factories import PromotionFactory, make_key
 from tests.helpers import (
     assert_ledger_balanced,

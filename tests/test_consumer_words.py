@@ -10,9 +10,11 @@ from django.db import transaction
 from django.test import Client
 from django.utils import timezone
 
-from orders.models import Order, Payment, Recharge
+from orders.models import Order
 from orders.pricing import LineRequest
 from orders.services import order_place_with_wallet
+from payments.models import Payment
+from recharges.models import Recharge
 from tests.factories import PASSWORD, ProductFactory, UserFactory, make_key
 from wallet.services import wallet_topup_manual
 

@@ -34,7 +34,9 @@ from django.test import Client
 
 from accounts.services import account_set_b2b, api_key_set_limits
 from catalog import services as catalog_services
-from orders.models import Order, Payment, Recharge
+from orders.models import Order
+from payments.models import Payment
+from recharges.models import Recharge
 from tests.factories import UserFactory, make_key
 from tests.helpers import assert_ledger_balanced, database_url
 from tests.servers import free_port, gunicorn_serving

@@ -9,7 +9,8 @@ from rest_framework.test import APIClient
 
 from accounts.services import account_set_b2b
 from orders.idempotency import lock_id
-from orders.models import IdempotencyRecord, Order, Recharge
+from orders.models import IdempotencyRecord, Order
+from recharges.models import Recharge
 from tests.factories import ProductFactory, UserFactory, make_key
 from tests.helpers import assert_ledger_balanced, assert_problem, other_session
 from wallet.models import LedgerEntry, Wallet
@@ -214,7 +215,8 @@ def test_concurrent_site_wallet_checkouts_of_one_cart_pay_it_once_and_land_on_it
     """A double click or a retried request: four POST /checkout/wallet/ with one session."""
     from django.test import Client
 
-    from orders.models import CartItem, Payment
+    from orders.models import CartItem
+    from payments.models import Payment
 
     product = ProductFactory(retail_price=Decimal("5.00"))
     user = UserFactory()

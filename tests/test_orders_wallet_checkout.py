@@ -5,10 +5,12 @@ from decimal import Decimal
 import pytest
 from rest_framework.test import APIClient
 
-from orders.models import Order, Payment, Recharge
-from orders.recharges import processor
-from orders.recharges.providers.simulator import SimulatorProvider
+from orders.models import Order
 from orders.serializers import order_body
+from payments.models import Payment
+from recharges import processor
+from recharges.models import Recharge
+from recharges.providers.simulator import SimulatorProvider
 from tests.factories import UserFactory, make_key
 from tests.helpers import assert_ledger_balanced, assert_problem, bearer, client_for, place
 from wallet.models import LedgerEntry, Wallet

@@ -10,15 +10,16 @@ from django.db import connection, transaction
 from django.test import override_settings
 from django.utils import timezone
 
-from orders.models import Payment, Recharge
 from orders.pricing import LineRequest
-from orders.recharges import processor
-from orders.recharges.providers import TransientError
-from orders.recharges.providers.reloadly import ReloadlyProvider
-from orders.recharges.providers.simulator import SimulatorProvider
-from orders.recharges.state import ALLOWED, IllegalTransition, transition
-from orders.recharges.tasks import recharges_sweep_task
 from orders.services import order_place_with_wallet
+from payments.models import Payment
+from recharges import processor
+from recharges.models import Recharge
+from recharges.providers import TransientError
+from recharges.providers.reloadly import ReloadlyProvider
+from recharges.providers.simulator import SimulatorProvider
+from recharges.state import ALLOWED, IllegalTransition, transition
+from recharges.tasks import recharges_sweep_task
 from tests.factories import ProductFactory, PromotionFactory, UserFactory
 from tests.fakes.reloadly import FakeReloadly
 from tests.helpers import assert_ledger_balanced

@@ -1,4 +1,4 @@
-"""Back-pressure towards the provider (orders/recharges/throttle.py): a ceiling of calls in
+"""Back-pressure towards the provider (recharges/throttle.py): a ceiling of calls in
 flight shared by every thread and worker, and 429s that slow the processor down instead of
 failing recharges. Real HTTP calls to the local Reloadly fake; real threads."""
 
@@ -8,11 +8,11 @@ from decimal import Decimal
 import pytest
 from django.db import connections, transaction
 
-from orders.models import Recharge
 from orders.pricing import LineRequest
-from orders.recharges import processor, throttle
-from orders.recharges.tasks import recharge_process_task
 from orders.services import order_place_with_wallet
+from recharges import processor, throttle
+from recharges.models import Recharge
+from recharges.tasks import recharge_process_task
 from tests.factories import ProductFactory, UserFactory
 from tests.fakes.reloadly import FakeReloadly
 from tests.helpers import assert_ledger_balanced

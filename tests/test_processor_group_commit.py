@@ -1,4 +1,4 @@
-"""The processor's group commit (orders/recharges/group_commit.py): the claims and the
+"""The processor's group commit (recharges/group_commit.py): the claims and the
 deliveries of a process's threads written together, with every guarantee of the one-at-a-time
 path. Real threads against PostgreSQL."""
 
@@ -15,14 +15,14 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 from djangorestframework_camel_case.util import camelize
 
-from orders.models import Recharge, RechargeEvent
 from orders.pricing import LineRequest
-from orders.recharges import group_commit, processor, throttle
-from orders.recharges.group_commit import GroupCommit, recharge_process_grouped
-from orders.recharges.providers import ProviderResult
-from orders.recharges.providers.simulator import SimulatorProvider
-from orders.serializers import RechargeDetailOut
 from orders.services import order_place_with_wallet
+from recharges import group_commit, processor, throttle
+from recharges.group_commit import GroupCommit, recharge_process_grouped
+from recharges.models import Recharge, RechargeEvent
+from recharges.providers import ProviderResult
+from recharges.providers.simulator import SimulatorProvider
+from recharges.serializers import RechargeDetailOut
 from tests.factories import ProductFactory, PromotionFactory, UserFactory
 from tests.helpers import assert_ledger_balanced
 from wallet.models import Wallet

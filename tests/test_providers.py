@@ -6,15 +6,15 @@ from decimal import Decimal
 
 import pytest
 
-from orders.recharges.providers import (
+from recharges.providers import (
     PermanentError,
     ProviderResult,
     TopupRequest,
     TransientError,
     UpstreamTimeout,
 )
-from orders.recharges.providers.reloadly import ReloadlyProvider
-from orders.recharges.providers.simulator import SimulatorProvider
+from recharges.providers.reloadly import ReloadlyProvider
+from recharges.providers.simulator import SimulatorProvider
 from tests.fakes.reloadly import FakeReloadly
 
 

@@ -9,8 +9,8 @@ import pytest
 from django.utils import timezone
 
 from accounts.services import account_set_b2b
-from orders.models import Recharge
-from orders.recharges.processor import recharge_process
+from recharges.models import Recharge
+from recharges.processor import recharge_process
 from tests.factories import UserFactory, make_key
 from tests.helpers import assert_problem, bearer, client_for
 from wallet.services import wallet_topup_manual

@@ -11,7 +11,8 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 from django.utils import timezone
 
-from orders.models import IdempotencyRecord, Order, Recharge
+from orders.models import IdempotencyRecord, Order
+from recharges.models import Recharge
 from sandbox.balances import SandboxBalanceCap, SandboxTopupLimit, sandbox_topup
 from tests.factories import UserFactory, make_key
 from tests.helpers import assert_ledger_balanced, assert_problem, client_for
@@ -179,7 +180,7 @@ def test_a_read_settles_only_its_own_keys_due_sandbox_recharges_and_the_sweeper_
     reseller, product, time_machine
 ):
     from accounts.services import account_set_b2b
-    from orders.recharges.tasks import sandbox_settle_task
+    from recharges.tasks import sandbox_settle_task
 
     time_machine.move_to("2026-11-21 10:00:00Z", tick=False)
     stranger = UserFactory()

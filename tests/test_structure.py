@@ -24,6 +24,8 @@ APPS = (
     "webhooks",
     "recipients",
     "sandbox",
+    "payments",
+    "recharges",
 )
 
 

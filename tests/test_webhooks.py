@@ -17,9 +17,9 @@ from django.utils import timezone
 
 from emails.models import Email
 from emails.services import email_send
-from orders.models import Recharge
-from orders.recharges.processor import recharge_process
-from sandbox.outcomes import sandbox_settle
+from recharges.models import Recharge
+from recharges.processor import recharge_process
+from recharges.sandbox import sandbox_settle
 from tests.factories import UserFactory, make_key
 from tests.fakes.receiver import Receiver
 from tests.helpers import (

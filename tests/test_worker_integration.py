@@ -18,10 +18,10 @@ import pytest
 from django.db import connection, transaction
 from django.test import override_settings
 
-from orders.models import Recharge
 from orders.pricing import LineRequest
-from orders.recharges.tasks import recharges_sweep_task
 from orders.services import order_place_with_wallet
+from recharges.models import Recharge
+from recharges.tasks import recharges_sweep_task
 from reseller.celery import app as celery_app
 from tests.broker_support import BROKER, reset_pools
 from tests.factories import ProductFactory, UserFactory

@@ -8,11 +8,11 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.authentication import request_api_key
-from orders.serializers import BalanceOut
 from reseller.api import problems
 from reseller.errors import ValidationFailed
 from reseller.exports import XLSX, csv_response, csv_stream, xlsx_response
 from wallet import statements
+from wallet.serializers import BalanceOut
 from wallet.services import wallet_for
 
 

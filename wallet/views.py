@@ -23,14 +23,14 @@ from django.views.decorators.http import require_GET, require_POST
 
 from accounts.http import AuthenticatedRequest
 from accounts.models import Account, ApiKey
-from orders.card import gateway
-from orders.models import Recharge
 from orders.statements import (
     LIVE_RECHARGE_STATUSES,
     period_recharges,
     recharge_filter_keys,
     recharge_filter_operators,
 )
+from payments import gateway
+from recharges.models import Recharge
 from reseller.errors import ValidationFailed
 from reseller.exports import csv_response, csv_stream, xlsx_response
 from reseller.money import quantize

@@ -24,11 +24,10 @@ from orders.models import (
     IdempotencyRecord,
     Order,
     OrderLine,
-    Payment,
-    Recharge,
-    RechargeEvent,
     StripeEvent,
 )
+from payments.models import Payment
+from recharges.models import Recharge, RechargeEvent
 
 PAYMENT_CSV = [
     "id",

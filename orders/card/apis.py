@@ -16,7 +16,6 @@ from rest_framework.views import APIView
 
 from accounts.permissions import WebSessionRequired
 from orders import selectors, services
-from orders.card import gateway
 from orders.card import services as card
 from orders.serializers import (
     MAX_LINES,
@@ -25,6 +24,7 @@ from orders.serializers import (
     validate_lines,
     validate_units,
 )
+from payments import gateway
 from reseller.api import Problem, StrictSerializer, problems
 from reseller.errors import ApplicationError, problem_response
 from wallet.services import TOPUP_MAX, TOPUP_MIN

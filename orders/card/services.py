@@ -29,7 +29,6 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from accounts.models import Account, User
-from orders.card import gateway
 from orders.card.errors import (
     CardAuthenticationFailed,
     CardDeclined,
@@ -39,10 +38,20 @@ from orders.card.errors import (
     QuoteExpired,
 )
 from orders.errors import CurrencyMismatch
-from orders.models import CardCheckout, Cart, CartItem, Order, Payment, StripeEvent
+from orders.models import CardCheckout, Cart, CartItem, Order, StripeEvent
 from orders.pricing import LineRequest, line_requests, price_order
 from orders.selectors import cart_items
-from orders.services import order_create, recharges_create
+from orders.services import order_create, order_discard, order_recharges_start
+from payments import gateway
+from payments.models import Payment
+from payments.services import (
+    payment_capture,
+    payment_card_failed,
+    payment_discard,
+    payment_expire,
+    payment_expiry_set,
+    payment_intents_set,
+)
 from reseller.errors import ApplicationError, NotFound
 from reseller.money import quantize, to_minor_units
 from wallet.models import TopUp
@@ -99,9 +108,7 @@ def _attach_setup_intent(checkout: CardCheckout, *, discard_on_failure: bool) ->
     with transaction.atomic():
         CardCheckout.objects.filter(pk=checkout.pk).update(setup_intent_id=setup.id, updated_at=now)
         if checkout.payment_id:
-            Payment.objects.filter(pk=checkout.payment_id).update(
-                setup_intent_id=setup.id, updated_at=now
-            )
+            payment_intents_set(payment_id=checkout.payment_id, setup_intent_id=setup.id)
     checkout.setup_intent_id = setup.id
     checkout.updated_at = now
     return Prepared(checkout=checkout, setup_client_secret=setup.client_secret)
@@ -112,9 +119,7 @@ def _discard(checkout: CardCheckout) -> None:
     """Remove a checkout that never reached Stripe, with what it was about to pay for."""
     CardCheckout.objects.filter(pk=checkout.pk).delete()
     if checkout.payment_id:
-        order_id = Payment.objects.get(pk=checkout.payment_id).order_id
-        Payment.objects.filter(pk=checkout.payment_id).delete()
-        Order.objects.filter(pk=order_id).delete()  # its lines go with it
+        order_discard(order_id=payment_discard(payment_id=checkout.payment_id))
     else:
         topup_discard(topup_id=checkout.topup_id)  # type: ignore[arg-type]
 
@@ -175,8 +180,7 @@ def _payment_checkout_create(
         wallet=None,
     )
     expires_at = timezone.now() + _validity()
-    Payment.objects.filter(pk=payment.pk).update(expires_at=expires_at)
-    payment.expires_at = expires_at
+    payment_expiry_set(payment, expires_at=expires_at)
     return CardCheckout.objects.create(
         account=account,
         payment=payment,
@@ -297,9 +301,7 @@ def card_checkout(*, checkout: CardCheckout) -> Outcome:
             locked.updated_at = now
             locked.save(update_fields=["payment_intent_id", "attempt_started_at", "updated_at"])
             if locked.payment_id:
-                Payment.objects.filter(pk=locked.payment_id).update(
-                    payment_intent_id=intent.id, updated_at=now
-                )
+                payment_intents_set(payment_id=locked.payment_id, payment_intent_id=intent.id)
         outcome = _follow(locked, intent)
     if outcome.error is not None:
         raise outcome.error
@@ -401,9 +403,7 @@ def _attempt_failed(checkout: CardCheckout, *, code: str) -> None:
         ]
     )
     if checkout.payment_id:
-        Payment.objects.filter(
-            pk=checkout.payment_id, status__in=[Payment.Status.PENDING, Payment.Status.FAILED]
-        ).update(status=Payment.Status.FAILED, failure_code=code, updated_at=now)
+        payment_card_failed(payment_id=checkout.payment_id, code=code)
 
 
 def _complete(checkout: CardCheckout, intent: gateway.IntentResult) -> None:
@@ -431,22 +431,10 @@ def _complete(checkout: CardCheckout, intent: gateway.IntentResult) -> None:
     checkout.updated_at = now
     checkout.save(update_fields=["completed_at", "payment_intent_id", "failure_code", "updated_at"])
     if checkout.payment_id:
-        payment = Payment.objects.select_for_update(of=("self",)).get(pk=checkout.payment_id)
-        payment.status = Payment.Status.CAPTURED
-        payment.captured_at = now
-        payment.payment_intent_id = intent.id
-        payment.failure_code = ""
-        payment.updated_at = now
-        payment.save(
-            update_fields=[
-                "status",
-                "captured_at",
-                "payment_intent_id",
-                "failure_code",
-                "updated_at",
-            ]
+        payment = payment_capture(
+            payment_id=checkout.payment_id, payment_intent_id=intent.id, now=now
         )
-        recharges_create(order=payment.order, payment=payment)
+        order_recharges_start(order=payment.order, payment=payment)
         if checkout.cart_item_ids:  # exactly the lines this payment paid for
             CartItem.objects.filter(  # type: ignore[misc]
                 cart_id=checkout.cart_id, pk__in=checkout.cart_item_ids
@@ -499,9 +487,7 @@ def card_payments_expire(*, now=None, limit: int = 500) -> int:
                 or in_flight
             ):
                 continue
-            expired += Payment.objects.filter(
-                pk=checkout.payment_id, status=Payment.Status.PENDING
-            ).update(status=Payment.Status.EXPIRED, updated_at=now)
+            expired += payment_expire(payment_id=checkout.payment_id)
     return expired
 
 

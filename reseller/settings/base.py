@@ -37,6 +37,8 @@ INSTALLED_APPS = [
     "accounts",
     "catalog",
     "orders",
+    "payments",
+    "recharges",
     "wallet",
     "backoffice",
     "webhooks",
@@ -165,7 +167,7 @@ X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 
-# Stripe: card checkout and card top-ups (orders.card.gateway, docs/payments.md).
+# Stripe: card checkout and card top-ups (payments.gateway, docs/payments.md).
 STRIPE_API_BASE = env.str("STRIPE_API_BASE", default="")  # a local fake Stripe (localstripe)
 STRIPE_SECRET_KEY = env.str("STRIPE_SECRET_KEY", default="")
 STRIPE_PUBLISHABLE_KEY = env.str("STRIPE_PUBLISHABLE_KEY", default="")
@@ -196,7 +198,7 @@ SECURE_CSP = {
     "frame-ancestors": ["'none'"],
 }
 
-# Recharges: the upstream airtime provider (orders.recharges.providers) and the processor.
+# Recharges: the upstream airtime provider (recharges.providers) and the processor.
 AIRTIME_PROVIDER = env.str("AIRTIME_PROVIDER", default="simulator")
 WAITLIST_HORIZON_HOURS = env.int("WAITLIST_HORIZON_HOURS", default=72)
 # How long a process may keep the products an order asks for (catalog/cache.py): any change
@@ -208,7 +210,7 @@ CATALOG_CACHE_SECONDS = env.int("CATALOG_CACHE_SECONDS", default=30)
 BANK_TRANSFER_BENEFICIARY = env.str("BANK_TRANSFER_BENEFICIARY", default="")
 BANK_TRANSFER_IBAN = env.str("BANK_TRANSFER_IBAN", default="")
 BANK_TRANSFER_BIC = env.str("BANK_TRANSFER_BIC", default="")
-# Rules of the simulator (orders.recharges.providers.simulator): None = its built-in endings.
+# Rules of the simulator (recharges.providers.simulator): None = its built-in endings.
 AIRTIME_SIMULATOR_RULES = None
 AIRTIME_SIMULATOR_LATENCY_MS = env.int("AIRTIME_SIMULATOR_LATENCY_MS", default=0)
 RELOADLY_CLIENT_ID = env.str("RELOADLY_CLIENT_ID", default="")
@@ -216,7 +218,7 @@ RELOADLY_CLIENT_SECRET = env.str("RELOADLY_CLIENT_SECRET", default="")
 RELOADLY_BASE_URL = env.str("RELOADLY_BASE_URL", default="https://topups-sandbox.reloadly.com")
 RELOADLY_AUTH_URL = env.str("RELOADLY_AUTH_URL", default="https://auth.reloadly.com")
 RELOADLY_TIMEOUT_SECONDS = env.float("RELOADLY_TIMEOUT_SECONDS", default=10.0)
-# Back-pressure (orders/recharges/throttle.py): calls in flight to the provider, all workers
+# Back-pressure (recharges/throttle.py): calls in flight to the provider, all workers
 # together (0: no ceiling), and how long a worker thread waits for a slot before requeueing.
 PROVIDER_MAX_IN_FLIGHT = env.int("PROVIDER_MAX_IN_FLIGHT", default=200)
 PROVIDER_SLOT_WAIT_SECONDS = env.float("PROVIDER_SLOT_WAIT_SECONDS", default=5.0)
@@ -227,7 +229,7 @@ RECHARGE_STUCK_QUEUED_SECONDS = env.int("RECHARGE_STUCK_QUEUED_SECONDS", default
 RECHARGE_STUCK_DISPATCHED_SECONDS = env.int("RECHARGE_STUCK_DISPATCHED_SECONDS", default=300)
 RECHARGE_MAX_ATTEMPTS = env.int("RECHARGE_MAX_ATTEMPTS", default=8)
 RECHARGE_SWEEP_INTERVAL_SECONDS = env.float("RECHARGE_SWEEP_INTERVAL_SECONDS", default=30.0)
-# Group commit (orders/recharges/group_commit.py): at most this many recharges' claims, or
+# Group commit (recharges/group_commit.py): at most this many recharges' claims, or
 # deliveries, written in one transaction by one thread of a worker process (1: one by one).
 RECHARGE_GROUP_COMMIT_MAX = env.int("RECHARGE_GROUP_COMMIT_MAX", default=100)
 # How long a writer waits for more recharges to join its batch before writing it.
@@ -266,7 +268,7 @@ CELERY_TIMEZONE = "UTC"
 # With a pool (DATABASE_POOL_SIZE) the fix-up's close gives the connection back to the pool.
 CELERY_DB_REUSE_MAX = None if "pool" in DATABASES["default"].get("OPTIONS", {}) else 1000
 # Task modules outside an app's top-level tasks.py (autodiscovery finds only those).
-CELERY_IMPORTS = ["orders.recharges.tasks"]
+CELERY_IMPORTS = ["recharges.tasks"]
 CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_QUEUE", default="celery")
 # Unacknowledged messages of a killed worker come back after this; the sweeper is faster.
 CELERY_BROKER_TRANSPORT_OPTIONS = {
@@ -289,7 +291,7 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": 3600.0,
     },
     "recharges-sweep": {
-        "task": "orders.recharges.tasks.recharges_sweep_task",
+        "task": "recharges.tasks.recharges_sweep_task",
         "schedule": RECHARGE_SWEEP_INTERVAL_SECONDS,
     },
     "batches-complete": {
@@ -499,7 +501,7 @@ if BENCH_ENDPOINTS:
     INSTALLED_APPS.append("bench.floor")
 # Named enums in the schema: a recharge's statuses (the same set wherever they appear).
 SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"] = {
-    "RechargeStatusEnum": "orders.models.Recharge.Status",
+    "RechargeStatusEnum": "recharges.models.Recharge.Status",
 }
 SPECTACULAR_SETTINGS["POSTPROCESSING_HOOKS"].append(
     "reseller.schema.document_ambiguous_credentials"

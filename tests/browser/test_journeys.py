@@ -8,7 +8,8 @@ from decimal import Decimal
 import pytest
 from django.core import mail
 
-from orders.models import Payment, Recharge
+from payments.models import Payment
+from recharges.models import Recharge
 from tests.card_support import DECLINED, THREE_D_SECURE, VISA
 from tests.factories import PASSWORD, OperatorFactory, ProductFactory, UserFactory
 from tests.helpers import link_in

@@ -11,7 +11,7 @@ from decimal import Decimal
 import pytest
 from django.core import mail
 
-from orders.models import Recharge
+from recharges.models import Recharge
 from recipients.models import SavedRecipient
 from tests.browser.conftest import ARTIFACTS
 from tests.card_support import VISA

@@ -11,9 +11,9 @@ from celery import shared_task
 from django.conf import settings
 from django.utils import timezone
 
-from orders.recharges import group_commit, processor, throttle
+from recharges import group_commit, processor, throttle
+from recharges.sandbox import PROCESSING_TIME, sandbox_settle
 from reseller.tasks import enqueue
-from sandbox.outcomes import PROCESSING_TIME, sandbox_settle
 
 logger = logging.getLogger(__name__)
 

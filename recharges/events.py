@@ -16,8 +16,8 @@ from typing import Any
 from django.db.models import Prefetch
 from djangorestframework_camel_case.util import camelize
 
-from orders.models import Recharge, RechargeEvent
-from orders.serializers import RechargeDetailOut
+from recharges.models import Recharge, RechargeEvent
+from recharges.serializers import RechargeDetailOut
 from webhooks.catalogue import RECHARGE_DELIVERED, RECHARGE_FAILED, RECHARGE_WAITLISTED
 from webhooks.models import Event, WebhookEndpoint
 from webhooks.outbox import event_new, events_emit_many, subscribers_many

@@ -23,7 +23,7 @@ import phonenumbers
 from django.conf import settings
 from django.core.cache import cache
 
-from orders.recharges.providers.base import (
+from recharges.providers.base import (
     PermanentError,
     ProviderResult,
     TopupRequest,

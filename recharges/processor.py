@@ -24,18 +24,19 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from decimal import Decimal
 
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
 from catalog.selectors import product_waitlist_promotion
-from orders.card.gateway import card_refund
-from orders.models import Payment, Recharge
-from orders.recharges import throttle
-from orders.recharges.events import recharge_emit
-from orders.recharges.providers import (
+from payments.gateway import card_refund
+from payments.models import Payment
+from payments.services import payment_add_refunded, payment_lock
+from recharges import throttle
+from recharges.events import recharge_emit
+from recharges.models import Recharge
+from recharges.providers import (
     PermanentError,
     ProviderResult,
     TopupRequest,
@@ -43,9 +44,10 @@ from orders.recharges.providers import (
     UpstreamTimeout,
     get_provider,
 )
-from orders.recharges.state import transition
+from recharges.state import IllegalTransition, transition
 from reseller.db import connection_release
 from reseller.errors import ApplicationError
+from wallet.services import wallet_debit, wallet_lock, wallet_refund
 
 logger = logging.getLogger(__name__)
 S = Recharge.Status
@@ -96,11 +98,9 @@ def topup_request(recharge: Recharge) -> TopupRequest:
 
 def recharge_refund(*, recharge: Recharge, actor=None) -> None:
     """Give a failed recharge's amount back to where it was paid from, exactly once."""
-    from wallet.services import wallet_refund
-
     if recharge.refunded:
         return
-    payment = Payment.objects.select_for_update(of=("self",)).get(pk=recharge.payment_id)
+    payment = payment_lock(payment_id=recharge.payment_id)
     if payment.method == Payment.Method.WALLET and payment.wallet_id:
         wallet_refund(
             wallet_id=payment.wallet_id,
@@ -114,7 +114,7 @@ def recharge_refund(*, recharge: Recharge, actor=None) -> None:
         # lock held during the call); the sweeper re-sends one whose call did not come back.
         recharge_id = recharge.pk
         transaction.on_commit(lambda: card_refund_send(recharge_id=recharge_id), robust=True)
-    _payment_add_refunded(payment, recharge.amount)
+    payment_add_refunded(payment, recharge.amount)
     recharge.refunded = True
     recharge.save(update_fields=["refunded"])
 
@@ -138,20 +138,6 @@ def card_refund_send(*, recharge_id: int) -> str | None:
         return None
     Recharge.objects.filter(pk=recharge_id, card_refund_id="").update(card_refund_id=refund_id)
     return refund_id
-
-
-def _payment_add_refunded(payment: Payment, amount: Decimal) -> None:
-    """Move a (locked) payment's refunded amount by ``amount`` (negative when a staff retry
-    takes a refund back); its status follows: captured, partially refunded or refunded."""
-    payment.refunded_amount += amount
-    if payment.refunded_amount <= 0:
-        payment.status = Payment.Status.CAPTURED
-    elif payment.refunded_amount >= payment.amount:
-        payment.status = Payment.Status.REFUNDED
-    else:
-        payment.status = Payment.Status.PARTIALLY_REFUNDED
-    payment.updated_at = timezone.now()
-    payment.save(update_fields=["refunded_amount", "status", "updated_at"])
 
 
 def _fail(recharge: Recharge, *, code: str, message: str, raw=None, actor=None) -> Outcome:
@@ -390,15 +376,11 @@ def recharge_retry(
     ``enqueue`` (``recharges_enqueue`` of the tasks module) is called after commit; the
     processor does not import its own tasks. Without it the sweeper picks the row up.
     """
-    from wallet.services import wallet_debit, wallet_lock
-
     with transaction.atomic():
         recharge = _lock(recharge_id)
         if recharge.status != S.FAILED:
-            from orders.recharges.state import IllegalTransition
-
             raise IllegalTransition("Only a failed recharge can be retried.")
-        payment = Payment.objects.select_for_update(of=("self",)).get(pk=recharge.payment_id)
+        payment = payment_lock(payment_id=recharge.payment_id)
         if recharge.refunded and payment.wallet_id:
             wallet = wallet_lock(wallet_id=payment.wallet_id)
             wallet_debit(
@@ -407,7 +389,7 @@ def recharge_retry(
                 reference=f"{recharge.public_id}:retry{recharge.retries + 1}",
                 memo=f"retry of {recharge.public_id}",
             )
-            _payment_add_refunded(payment, -recharge.amount)
+            payment_add_refunded(payment, -recharge.amount)
         transition(
             recharge,
             S.QUEUED,

@@ -22,7 +22,7 @@ from typing import Any
 from django.conf import settings
 from django.core.cache import cache
 
-from orders.recharges.providers.base import (
+from recharges.providers.base import (
     PermanentError,
     ProviderResult,
     TopupRequest,

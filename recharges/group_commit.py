@@ -39,12 +39,12 @@ from django.conf import settings
 from django.db import connection, transaction
 
 from catalog.selectors import product_waitlist_promotion, products_get
-from orders.models import Recharge
-from orders.recharges import processor, throttle
-from orders.recharges.events import recharges_emit
-from orders.recharges.processor import Outcome
-from orders.recharges.providers import ProviderResult, TopupRequest
-from orders.recharges.state import transition_many
+from recharges import processor, throttle
+from recharges.events import recharges_emit
+from recharges.models import Recharge
+from recharges.processor import Outcome
+from recharges.providers import ProviderResult, TopupRequest
+from recharges.state import transition_many
 from reseller.db import connection_release
 
 S = Recharge.Status

@@ -21,7 +21,7 @@ from datetime import datetime
 
 from django.utils import timezone
 
-from orders.models import Recharge, RechargeEvent
+from recharges.models import Recharge, RechargeEvent
 from reseller.errors import ApplicationError
 
 S = Recharge.Status

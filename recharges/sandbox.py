@@ -21,9 +21,10 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext_lazy
 
-from orders.models import Recharge
-from orders.recharges.events import recharge_emit
-from orders.recharges.state import transition
+from recharges.events import recharge_emit
+from recharges.models import Recharge
+from recharges.processor import recharge_refund
+from recharges.state import transition
 
 S = Recharge.Status
 PROCESSING_TIME = timedelta(seconds=10)
@@ -52,8 +53,6 @@ def sandbox_simulate(*, recharges: list[Recharge]) -> bool:
 
     True when some are ``processing``: the caller enqueues ``sandbox_settle_task`` after commit.
     """
-    from orders.recharges.processor import recharge_refund
-
     now = timezone.now()
     processing = False
     for recharge in recharges:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.conf import settings
 
-from orders.recharges.providers.base import (
+from recharges.providers.base import (
     AirtimeProvider,
     PermanentError,
     ProviderError,
@@ -29,11 +29,11 @@ __all__ = [
 def get_provider(name: str | None = None) -> AirtimeProvider:
     name = name or settings.AIRTIME_PROVIDER
     if name == "simulator":
-        from orders.recharges.providers.simulator import SimulatorProvider
+        from recharges.providers.simulator import SimulatorProvider
 
         return SimulatorProvider()
     if name == "reloadly":
-        from orders.recharges.providers.reloadly import ReloadlyProvider
+        from recharges.providers.reloadly import ReloadlyProvider
 
         return ReloadlyProvider.from_settings()
     raise ValueError(f"unknown AIRTIME_PROVIDER {name!r} (simulator, reloadly)")

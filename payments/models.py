@@ -1,0 +1,73 @@
+"""The payment of an order: by wallet or by card, with what was refunded of it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import models
+from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
+
+from reseller.ids import make_id
+
+MONEY: dict[str, Any] = {"max_digits": 12, "decimal_places": 2}
+
+
+def new_payment_id() -> str:
+    return make_id("pay")
+
+
+class Payment(models.Model):
+    class Method(models.TextChoices):
+        WALLET = "wallet", _("Wallet")
+        CARD = "card", _("Card")
+
+    class Status(models.TextChoices):
+        # The labels are what a consumer reads (pages, receipts); the API speaks the values.
+        PENDING = "pending", _("Pending")
+        CAPTURED = "captured", _("Paid")
+        FAILED = "failed", _("Failed")
+        REFUNDED = "refunded", _("Refunded")
+        PARTIALLY_REFUNDED = "partially_refunded", _("Partially refunded")
+        # A card payment whose price hold ran out before any card attempt reached Stripe.
+        EXPIRED = "expired", _("Expired")
+
+    public_id = models.CharField(max_length=40, unique=True, default=new_payment_id)
+    order = models.OneToOneField("orders.Order", on_delete=models.PROTECT, related_name="payment")
+    account = models.ForeignKey(
+        "accounts.Account", on_delete=models.PROTECT, related_name="payments"
+    )
+    livemode = models.BooleanField(default=True)
+    method = models.CharField(max_length=8, choices=Method.choices)
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.PENDING)
+    amount = models.DecimalField(**MONEY)
+    refunded_amount = models.DecimalField(**MONEY, default=0)
+    currency = models.CharField(max_length=3)
+    wallet = models.ForeignKey(
+        "wallet.Wallet", null=True, blank=True, on_delete=models.PROTECT, related_name="payments"
+    )
+    # Card payments: the processor's objects and when the priced order stops being valid.
+    setup_intent_id = models.CharField(max_length=128, blank=True)
+    payment_intent_id = models.CharField(max_length=128, blank=True, db_index=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    failure_code = models.CharField(max_length=64, blank=True)
+    captured_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, editable=False, db_index=True)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        db_table = "orders_payment"  # the table it had in the orders app: no data moved
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(amount__gt=0), name="payment_amount_positive"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(refunded_amount__gte=0)
+                & models.Q(refunded_amount__lte=models.F("amount")),
+                name="payment_refund_within_amount",
+            ),
+        ]
+        indexes = [models.Index(fields=["account", "livemode", "-id"], name="payment_history")]
+
+    def __str__(self) -> str:
+        return self.public_id

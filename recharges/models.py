@@ -1,0 +1,114 @@
+"""Recharges (one top-up of one product to one number) and their history."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import models
+from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
+
+from reseller.ids import make_id
+
+MONEY: dict[str, Any] = {"max_digits": 12, "decimal_places": 2}
+
+
+def new_recharge_id() -> str:
+    return make_id("rch")
+
+
+class Recharge(models.Model):
+    """One top-up of one product to one number: one row per unit of quantity."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", _("Queued")
+        WAITLISTED = "waitlisted", _("Waitlisted")
+        DISPATCHED = "dispatched", _("Dispatched")
+        DELIVERED = "delivered", _("Delivered")
+        FAILED = "failed", _("Failed")
+        # Test mode only: the simulated outcomes of the sandbox (docs/contract.md section 6).
+        PROCESSING = "processing", _("Processing (sandbox)")
+        SUCCESS = "success", _("Success (sandbox)")
+        REJECTED = "rejected", _("Rejected (sandbox)")
+        TIMEOUT = "timeout", _("Timeout (sandbox)")
+
+    public_id = models.CharField(max_length=40, unique=True, default=new_recharge_id)
+    order = models.ForeignKey("orders.Order", on_delete=models.PROTECT, related_name="recharges")
+    payment = models.ForeignKey(
+        "payments.Payment", on_delete=models.PROTECT, related_name="recharges"
+    )
+    account = models.ForeignKey("accounts.Account", on_delete=models.PROTECT, related_name="+")
+    livemode = models.BooleanField(default=True)
+    product = models.ForeignKey("catalog.Product", on_delete=models.PROTECT, related_name="+")
+    recipient_number = models.CharField(max_length=20)
+    amount = models.DecimalField(**MONEY)
+    currency = models.CharField(max_length=3)
+    # The caller's own reference of a batch line (decisions section 13); "" otherwise.
+    reference = models.CharField(max_length=100, blank=True, default="")
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.QUEUED)
+    failure_code = models.CharField(max_length=64, blank=True)
+    failure_message = models.CharField(max_length=255, blank=True)
+    waitlisted_until = models.DateTimeField(null=True, blank=True)
+    sandbox_ready_at = models.DateTimeField(
+        null=True, blank=True, help_text="Test mode: when a processing recharge succeeds"
+    )
+    provider = models.CharField(max_length=32, blank=True)
+    provider_transaction_id = models.CharField(max_length=128, blank=True)
+    provider_response = models.JSONField(null=True, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    retries = models.PositiveSmallIntegerField(default=0, help_text="Staff retries after failure")
+    refunded = models.BooleanField(default=False)
+    # A card refund is recorded under the lock and sent to Stripe after commit; the Stripe
+    # refund's id lands here (empty while owed: the sweeper sends it again, idempotently).
+    card_refund_id = models.CharField(max_length=64, blank=True)
+    queued_at = models.DateTimeField(null=True, blank=True)
+    dispatched_at = models.DateTimeField(null=True, blank=True)
+    delivered_at = models.DateTimeField(null=True, blank=True)
+    failed_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, editable=False, db_index=True)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        db_table = "orders_recharge"  # the table it had in the orders app: no data moved
+        ordering = ["id"]
+        indexes = [
+            models.Index(fields=["status", "updated_at"], name="recharge_status_age"),
+            models.Index(fields=["account", "livemode", "-id"], name="recharge_recent"),
+            # The lookup's search by number (support's first question): no scan of the account.
+            models.Index(
+                fields=["account", "livemode", "recipient_number", "-id"],
+                name="recharge_by_number",
+            ),
+            # "My failed recharges": the status filter reads its rows in order, no scan.
+            models.Index(
+                fields=["account", "livemode", "status", "-id"], name="recharge_by_status"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.public_id
+
+    @property
+    def ledger_reference(self) -> str:
+        """The reference of this payment cycle's refund (a staff retry starts a new cycle)."""
+        return self.public_id if not self.retries else f"{self.public_id}:r{self.retries}"
+
+
+class RechargeEvent(models.Model):
+    """The history of a recharge: every transition with its time and what caused it."""
+
+    recharge = models.ForeignKey(Recharge, on_delete=models.CASCADE, related_name="events")
+    from_status = models.CharField(max_length=12, blank=True)
+    to_status = models.CharField(max_length=12)
+    note = models.CharField(max_length=255, blank=True)
+    actor = models.ForeignKey(
+        "accounts.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta:
+        db_table = "orders_rechargeevent"  # as in the orders app: no data moved
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return f"{self.from_status or '-'} -> {self.to_status}"

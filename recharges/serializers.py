@@ -1,0 +1,120 @@
+"""What the API shows of a recharge: in lists, and looked up with its history."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from rest_framework import serializers
+
+from recharges.models import Recharge
+from recharges.state import DELIVERED
+
+FINAL_STATUSES_NOTE = (
+    "Final statuses: `delivered` and `failed` (live), `success`, `rejected` and `timeout` "
+    "(sandbox). `queued`, `waitlisted`, `dispatched` and `processing` move on by themselves."
+)
+
+
+class RechargeOut(serializers.Serializer):
+    id = serializers.CharField(source="public_id")
+    product_id = serializers.CharField(source="product.public_id")
+    recipient_number = serializers.CharField()
+    amount = serializers.DecimalField(max_digits=12, decimal_places=2)
+    currency = serializers.CharField()
+    status = serializers.ChoiceField(choices=Recharge.Status.choices, help_text=FINAL_STATUSES_NOTE)
+    failure_code = serializers.CharField(allow_null=True)
+    failure_message = serializers.CharField(allow_null=True)
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+    livemode = serializers.BooleanField()
+
+    def to_representation(self, instance):
+        data = super().to_representation(instance)
+        data["failure_code"] = data["failure_code"] or None
+        data["failure_message"] = data["failure_message"] or None
+        return data
+
+
+class RechargeEventOut(serializers.Serializer):
+    status = serializers.ChoiceField(choices=Recharge.Status.choices, source="to_status")
+    previous_status = serializers.CharField(source="from_status", allow_null=True)
+    at = serializers.DateTimeField(source="created_at")
+    note = serializers.CharField()
+
+    def to_representation(self, instance):
+        data = super().to_representation(instance)
+        data["previous_status"] = data["previous_status"] or None
+        return data
+
+
+class RechargeDetailOut(RechargeOut):
+    """A recharge looked up after the 201: where it belongs, what the recipient got, its history.
+
+    The lookup renders it, and so do the webhook events of recharges (``recharges.events``):
+    one serializer, whatever path writes the event. The fields document the shape (OpenAPI);
+    ``recharge_detail`` renders it as a plain dict (a processor's batch renders many).
+    """
+
+    order_id = serializers.CharField(source="order.public_id")
+    payment_id = serializers.CharField(source="payment.public_id")
+    operator_reference = serializers.CharField(
+        allow_null=True, help_text="The provider's id of the top-up, once delivered."
+    )
+    delivered_amount = serializers.DecimalField(
+        max_digits=12,
+        decimal_places=2,
+        allow_null=True,
+        help_text="What the recipient received (in deliveredCurrency), once delivered.",
+    )
+    delivered_currency = serializers.CharField(allow_null=True)
+    events = RechargeEventOut(many=True, help_text="The status history, oldest first.")
+
+    def to_representation(self, instance):
+        return recharge_detail(
+            instance,
+            order_id=instance.order.public_id,
+            payment_id=instance.payment.public_id,
+            events=instance.events.all(),
+        )
+
+
+_MONEY = serializers.DecimalField(max_digits=12, decimal_places=2)
+_TIME = serializers.DateTimeField()
+
+
+def recharge_detail(
+    recharge: Recharge, *, order_id: str, payment_id: str, events: Iterable[Any]
+) -> dict[str, Any]:
+    """The fields of ``RechargeDetailOut`` (snake_case), rendered as a plain dict (the
+    processor renders one for every recharge it finishes with an endpoint, so it costs a
+    dict, not a serializer tree). ``events``: history rows, oldest first."""
+    delivered = recharge.status in DELIVERED
+    product = recharge.product
+    return {
+        "id": recharge.public_id,
+        "product_id": product.public_id,
+        "recipient_number": recharge.recipient_number,
+        "amount": _MONEY.to_representation(recharge.amount),
+        "currency": recharge.currency,
+        "status": recharge.status,
+        "failure_code": recharge.failure_code or None,
+        "failure_message": recharge.failure_message or None,
+        "created_at": _TIME.to_representation(recharge.created_at),
+        "updated_at": _TIME.to_representation(recharge.updated_at),
+        "livemode": recharge.livemode,
+        "order_id": order_id,
+        "payment_id": payment_id,
+        "operator_reference": (recharge.provider_transaction_id or None) if delivered else None,
+        "delivered_amount": _MONEY.to_representation(product.local_amount) if delivered else None,
+        "delivered_currency": product.local_currency if delivered else None,
+        "events": [
+            {
+                "status": event.to_status,
+                "previous_status": event.from_status or None,
+                "at": _TIME.to_representation(event.created_at),
+                "note": event.note,
+            }
+            for event in events
+        ],
+    }

@@ -1,0 +1,74 @@
+"""A paid order's recharges: written queued (one per unit of every line), then handed to the
+processor after commit, or, in test mode, given their simulated outcome at once."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from payments.models import Payment
+from recharges.models import Recharge
+from recharges.sandbox import sandbox_simulate
+from recharges.state import recharges_start
+from recharges.tasks import recharges_enqueue, sandbox_settle_later
+
+FIRST_NOTE = "order placed"
+
+
+def recharges_create(
+    *,
+    order: Any,
+    payment: Payment,
+    lines: list[Any],
+    references: list[str] | None = None,
+) -> list[Recharge]:
+    """One queued recharge per unit of every line of ``order`` (an ``orders.Order``; its
+    ``lines``, with their products), with its first history row. ``references``: the caller's
+    reference of each line (a batch's), in the lines' order."""
+    now = timezone.now()
+    recharges = _recharges_new(
+        order=order, payment=payment, lines=lines, references=references, now=now
+    )
+    recharges_start(recharges, note=FIRST_NOTE, now=now)
+    if not order.livemode:
+        # Test keys never reach the processor: the outcome is simulated in this transaction.
+        if sandbox_simulate(recharges=recharges):
+            transaction.on_commit(sandbox_settle_later)
+        payment.refresh_from_db(fields=["status", "refunded_amount", "updated_at"])
+        return recharges
+    ids = [r.pk for r in recharges]
+    transaction.on_commit(lambda: recharges_enqueue(recharge_ids=ids))
+    return recharges
+
+
+def _recharges_new(
+    *,
+    order: Any,
+    payment: Payment,
+    lines: list[Any],
+    references: list[str] | None,
+    now: datetime,
+) -> list[Recharge]:
+    """The order's recharges, not yet saved: one queued per unit of every line."""
+    return [
+        Recharge(
+            order=order,
+            payment=payment,
+            account_id=order.account_id,
+            livemode=order.livemode,
+            product=line.product,
+            recipient_number=line.recipient_number,
+            amount=line.unit_price,
+            currency=order.currency,
+            reference=references[index] if references else "",
+            status=Recharge.Status.QUEUED,
+            queued_at=now,
+            created_at=now,
+            updated_at=now,
+        )
+        for index, line in enumerate(lines)
+        for _unit in range(line.quantity)
+    ]
