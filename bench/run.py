@@ -11,7 +11,8 @@
    many, the catalog at 100 and 10,000 products, the balance at 100 and 1,000,000 entries,
    B2B with a webhook endpoint on every event against B2B without, B2B with the request log
    against a second gunicorn without it, the worker's recharge rate against a no-op task's,
-   and at 500 ms provider latency.
+   a burst of B2B orders placed through the API against that rate, and at 500 ms provider
+   latency.
 4. Profiles the B2B path in-process (pyinstrument), checks the ledger, stops everything, drops
    the database, prints the table and writes bench/results/latest.json and latest.png.
 
