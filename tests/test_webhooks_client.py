@@ -80,7 +80,7 @@ def test_an_answer_in_http_1_0_closes_the_connection(start):
     deliveries = send_tests(receiver.url, 2)
     assert [d.state for d in deliveries] == ["succeeded"] * 2
     assert receiver.connections == 2
-    assert client.kept.idle == {}
+    assert client.kept.idle_connections() == 0
 
 
 def test_a_long_answer_keeps_its_first_bytes_and_is_not_reused(start):
@@ -93,6 +93,14 @@ def test_a_long_answer_keeps_its_first_bytes_and_is_not_reused(start):
     )
     assert [len(head) for head in heads] == [client.RESPONSE_HEAD_BYTES] * 2
     assert receiver.connections == 2  # the unread rest closed the first one
+
+
+def test_a_connection_kept_past_its_idle_time_is_not_used_again(start, monkeypatch):
+    monkeypatch.setattr(client, "KEEP_IDLE_SECONDS", 0.0)
+    receiver = start(keep_alive=True)
+    deliveries = send_tests(receiver.url, 3)
+    assert [d.state for d in deliveries] == ["succeeded"] * 3
+    assert receiver.connections == 3
 
 
 def test_a_refused_connection_is_an_error_to_retry(start):
