@@ -36,19 +36,3 @@ def advisory_xact_lock(key: int, *, wait: bool = False) -> bool:
             return True
         return bool(cursor.fetchone()[0])
 
-
-# TEMPORARY until webhooks/delivery.py is on the ORM (removed by the merge of that work).
-def datetime_read(value):  # pragma: no cover
-    from datetime import UTC, datetime
-
-    if isinstance(value, str):
-        value = datetime.fromisoformat(value)
-    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
-
-
-def loaded(model, values):  # pragma: no cover
-    return model.from_db(
-        connection.alias,
-        list(values),
-        [values[field.attname] for field in model._meta.concrete_fields if field.attname in values],
-    )

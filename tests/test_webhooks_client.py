@@ -6,6 +6,7 @@ import shutil
 import socket
 import ssl
 import subprocess
+from datetime import timedelta
 
 import pytest
 
@@ -80,7 +81,7 @@ def test_an_answer_in_http_1_0_closes_the_connection(start):
     deliveries = send_tests(receiver.url, 2)
     assert [d.state for d in deliveries] == ["succeeded"] * 2
     assert receiver.connections == 2
-    assert client.kept.idle == {}
+    assert client.kept.idle_connections() == 0
 
 
 def test_a_long_answer_keeps_its_first_bytes_and_is_not_reused(start):
@@ -93,6 +94,42 @@ def test_a_long_answer_keeps_its_first_bytes_and_is_not_reused(start):
     )
     assert [len(head) for head in heads] == [client.RESPONSE_HEAD_BYTES] * 2
     assert receiver.connections == 2  # the unread rest closed the first one
+
+
+def test_a_connection_kept_past_its_idle_time_is_not_used_again(start, monkeypatch):
+    monkeypatch.setattr(client, "KEEP_IDLE_SECONDS", 0.0)
+    receiver = start(keep_alive=True)
+    deliveries = send_tests(receiver.url, 3)
+    assert [d.state for d in deliveries] == ["succeeded"] * 3
+    assert receiver.connections == 3
+
+
+def test_one_batch_of_mixed_answers_is_written_delivery_by_delivery(start):
+    """One drain's answers are written together: each delivery gets its own state, status
+    code, times and attempt row."""
+    receiver = start(keep_alive=True)
+    receiver.answer_next(200, 500, 200, 404)
+    receiver.payload = b"fine"
+    deliveries = send_tests(receiver.url, 4)
+    assert [(d.state, d.attempts, d.last_status_code, d.last_error) for d in deliveries] == [
+        ("succeeded", 1, 200, ""),
+        ("pending", 1, 500, ""),
+        ("succeeded", 1, 200, ""),
+        ("pending", 1, 404, ""),
+    ]
+    assert [d.delivered_at is not None for d in deliveries] == [True, False, True, False]
+    assert [d.next_attempt_at > d.created_at + timedelta(seconds=10) for d in deliveries] == [
+        False,
+        True,
+        False,
+        True,
+    ]
+    tries = [
+        list(d.tries.values_list("number", "status_code", "response_head", "error"))
+        for d in deliveries
+    ]
+    assert tries == [[(1, code, "fine", "")] for code in (200, 500, 200, 404)]
+    assert receiver.connections == 1
 
 
 def test_a_refused_connection_is_an_error_to_retry(start):

@@ -1,5 +1,5 @@
-"""Webhooks on the embedded default (``make run``: SQLite): the delivery worker's plain
-statements have a SQLite form, checked here in a process of its own against a real receiver."""
+"""Webhooks on the embedded default (``make run``: SQLite): the delivery worker's reads and
+writes, checked here on SQLite in a process of its own against a real receiver."""
 
 import os
 import subprocess

@@ -1,34 +1,45 @@
 """POSTing a delivery to a receiver: at the address the SSRF check resolved, over a kept
-connection.
+connection (urllib3's connection pools).
 
 Every send resolves the URL again and checks every address (``targets.resolve``); the
-request then goes to the first checked address, never to a second DNS answer, with the URL's
-host in the ``Host`` header and, over TLS, as the SNI name and the name the certificate must
-match. Redirects are not followed (``http.client`` never does) and no proxy is read from the
-environment.
+request then goes to the first checked address, never to a second DNS answer: the pool's
+host *is* that address, with the URL's host in the ``Host`` header and, over TLS, as the SNI
+name (``server_hostname``) and the name the certificate must match (``assert_hostname``).
+Retries and redirects are off, and a pool reads no proxy from the environment.
 
-A connection is kept after a complete answer and used again for the same scheme, host, port
-and address: a drain sends its endpoint's deliveries one after the other, so a busy endpoint
-costs one TCP (and TLS) handshake per drain instead of one per event. A kept connection the
-receiver has closed meanwhile fails before any answer; the request is then sent once more on
-a new one (a receiver may so see an event twice, which at-least-once delivery allows).
+One pool per scheme, host, port and address keeps the connections of a completed answer for
+the next send: a drain sends its endpoint's deliveries one after the other, so a busy
+endpoint costs one TCP (and TLS) handshake per drain instead of one per event. A kept
+connection the receiver has closed meanwhile fails before any answer; the request is then
+sent once more on a new one (a receiver may so see an event twice, which at-least-once
+delivery allows).
 
-``http.client`` rather than httpx here: per delivery it costs a fifth of httpx's CPU, which
-the delivery worker spends beside the processor on the same machine (docs/performance.md).
+urllib3 rather than httpx here: it is the thin layer over ``http.client`` that httpx is not,
+and the delivery worker spends its CPU beside the processor on the same machine
+(docs/performance.md).
 """
 
 from __future__ import annotations
 
 import functools
-import http.client
-import socket
 import ssl
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+import urllib3
 from django.conf import settings
+from urllib3.exceptions import (
+    HTTPError,
+    NewConnectionError,
+    ProtocolError,
+    SSLError,
+)
+from urllib3.exceptions import TimeoutError as UrllibTimeout
+from urllib3.util.ssl_match_hostname import CertificateError
 
 from webhooks.targets import Target, UnsafeTarget, resolve
 
@@ -39,7 +50,7 @@ CONNECT_TIMEOUT_SECONDS = 5.0
 DRAIN_BYTES = 64 * 1024
 KEEP_IDLE_SECONDS = 30.0  # under the keep-alive timeout of common servers' defaults (60-75 s)
 KEEP_PER_TARGET = 4
-KEEP_TOTAL = 64
+KEEP_TARGETS = 64
 
 
 @dataclass(frozen=True)
@@ -55,6 +66,7 @@ class Answer:
 
 
 Key = tuple[str, str, int, str]  # scheme, host, port, address
+Pool = urllib3.HTTPConnectionPool  # HTTPSConnectionPool is one
 
 
 @functools.cache
@@ -65,72 +77,105 @@ def _tls() -> ssl.SSLContext:
     return ssl.create_default_context(cafile=settings.WEBHOOK_CA_FILE or certifi.where())
 
 
-def _connection(key: Key) -> http.client.HTTPConnection:
+def _host_header(scheme: str, host: str, port: int) -> str:
+    """The URL's host as ``http.client`` writes it: IDNA, IPv6 in brackets, the port unless
+    it is the scheme's default."""
+    name = _ascii(host)
+    if ":" in name:
+        name = f"[{name}]"
+    default = 443 if scheme == "https" else 80
+    return name if port == default else f"{name}:{port}"
+
+
+def _ascii(host: str) -> str:
+    return host if host.isascii() else host.encode("idna").decode("ascii")
+
+
+def _pool(key: Key) -> Pool:
     scheme, host, port, address = key
-
-    def connect(_host_port, timeout, source_address):
-        # The checked address, never the host's name: no second DNS answer.
-        return socket.create_connection(
-            (address, port), min(timeout, CONNECT_TIMEOUT_SECONDS), source_address
-        )
-
-    timeout = settings.WEBHOOK_TIMEOUT_SECONDS
-    conn: http.client.HTTPConnection
+    headers = {"Host": _host_header(scheme, host, port), "User-Agent": USER_AGENT}
+    timeout = urllib3.Timeout(
+        connect=CONNECT_TIMEOUT_SECONDS, read=settings.WEBHOOK_TIMEOUT_SECONDS
+    )
+    # The checked address is the pool's host, never the host's name: no second DNS answer.
     if scheme == "https":
-        # The host's name is the SNI name and the one the certificate must match.
-        conn = http.client.HTTPSConnection(host, port, timeout=timeout, context=_tls())
-    else:
-        conn = http.client.HTTPConnection(host, port, timeout=timeout)
-    conn._create_connection = connect  # type: ignore[attr-defined]
-    return conn
+        name = _ascii(host)
+        return urllib3.HTTPSConnectionPool(
+            address,
+            port,
+            timeout=timeout,
+            maxsize=KEEP_PER_TARGET,
+            headers=headers,
+            retries=False,
+            ssl_context=_tls(),
+            server_hostname=name,
+            assert_hostname=name,
+        )
+    return urllib3.HTTPConnectionPool(
+        address, port, timeout=timeout, maxsize=KEEP_PER_TARGET, headers=headers, retries=False
+    )
+
+
+def _idle(pool: Pool) -> int:
+    """How many of the pool's kept connections are open (urllib3 keeps closed ones too)."""
+    queue = pool.pool
+    if queue is None:
+        return 0
+    return sum(1 for conn in list(queue.queue) if conn is not None and conn.is_connected)
 
 
 class _Kept:
-    """Idle connections by target, shared by a process's threads (each used by one at once)."""
+    """Pools by target, shared by a process's threads (a connection is used by one at once).
+
+    A pool unused for KEEP_IDLE_SECONDS is closed rather than used again, and at most
+    KEEP_TARGETS pools are kept (the least recently used idle one goes first)."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.idle: dict[Key, list[tuple[float, http.client.HTTPConnection]]] = {}
+        self.pools: dict[Key, tuple[float, Pool]] = {}  # in the order of their last use
+        self.users: dict[Key, int] = {}
 
-    def take(self, key: Key) -> http.client.HTTPConnection | None:
-        now = time.monotonic()
-        stale: list[http.client.HTTPConnection] = []
-        found = None
+    @contextmanager
+    def pool(self, key: Key) -> Iterator[Pool]:
+        closing: list[Pool] = []
         with self.lock:
-            kept = self.idle.get(key, [])
-            while kept:
-                since, conn = kept.pop()
-                if now - since < KEEP_IDLE_SECONDS:
-                    found = conn
-                    break
-                stale.append(conn)
-            if not kept:
-                self.idle.pop(key, None)
-        for conn in stale:
-            conn.close()
-        return found
+            now = time.monotonic()
+            for other, (since, pool) in list(self.pools.items()):
+                if now - since >= KEEP_IDLE_SECONDS and not self.users.get(other):
+                    del self.pools[other]
+                    closing.append(pool)
+            found = self.pools.pop(key, None)
+            pool = found[1] if found is not None else _pool(key)
+            self.pools[key] = (now, pool)
+            self.users[key] = self.users.get(key, 0) + 1
+            idle = [k for k in self.pools if not self.users.get(k)]
+            while len(self.pools) > KEEP_TARGETS and idle:
+                closing.append(self.pools.pop(idle.pop(0))[1])
+        for old in closing:
+            old.close()
+        try:
+            yield pool
+        finally:
+            with self.lock:
+                self.users[key] -= 1
+                if not self.users[key]:
+                    del self.users[key]
+                if key in self.pools:
+                    self.pools[key] = (time.monotonic(), pool)
 
-    def give(self, key: Key, conn: http.client.HTTPConnection) -> None:
+    def idle_connections(self) -> int:
         with self.lock:
-            kept = self.idle.setdefault(key, [])
-            total = sum(len(conns) for conns in self.idle.values())
-            if len(kept) < KEEP_PER_TARGET and total < KEEP_TOTAL:
-                kept.append((time.monotonic(), conn))
-                return
-        conn.close()
+            pools = [pool for _since, pool in self.pools.values()]
+        return sum(_idle(pool) for pool in pools)
 
     def close_all(self) -> None:
         with self.lock:
-            idle, self.idle = self.idle, {}
-        for conns in idle.values():
-            for _since, conn in conns:
-                conn.close()
+            pools, self.pools = self.pools, {}
+        for _since, pool in pools.values():
+            pool.close()
 
 
 kept = _Kept()
-
-# Raised by a kept connection the receiver closed while it was idle: worth one more try.
-_STALE = (ConnectionResetError, BrokenPipeError, ssl.SSLEOFError)
 
 
 def post(url: str, body: bytes, headers: dict[str, str]) -> Answer:
@@ -145,78 +190,110 @@ def post(url: str, body: bytes, headers: dict[str, str]) -> Answer:
         target = resolve(url)
     except UnsafeTarget as exc:
         return Answer(None, elapsed(), "", f"refused: {exc}"[:255])
-    key = _key(target)
     parts = urlsplit(url)
     path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-    headers = {"User-Agent": USER_AGENT, **headers}
-    conn = kept.take(key)
-    while True:
-        fresh = conn is None
-        if conn is None:
-            conn = _connection(key)
-        try:
-            _timeout(conn, deadline)
-            conn.request("POST", path, body=body, headers=headers)
-            response = conn.getresponse()
-            status = response.status
-            head = _read_head(response, conn, deadline)
-        except _STALE as exc:
-            conn.close()
-            if not fresh:
-                conn = None  # closed while idle: once more, on a new connection
-                continue
-            return Answer(None, elapsed(), "", _error(exc))
-        except TimeoutError:
-            conn.close()
-            return Answer(None, elapsed(), "", "timeout")
-        except (OSError, http.client.HTTPException, ValueError) as exc:
-            conn.close()
-            return Answer(None, elapsed(), "", _error(exc))
-        break
-    answer = Answer(status, elapsed(), head.decode("utf-8", errors="replace"), "")
-    if response.isclosed() and not response.will_close:
-        kept.give(key, conn)
-    else:
-        conn.close()
-    return answer
+    with kept.pool(_key(target)) as pool:
+        headers = {**pool.headers, **headers}
+        again = True
+        while True:
+            reused = again and _idle(pool) > 0
+            try:
+                status, head = _exchange(pool, path, body, headers, deadline)
+            except (ProtocolError, SSLError) as exc:
+                if reused and isinstance(_cause(exc), _STALE):
+                    again = False  # closed while idle: once more, on a new connection
+                    continue
+                return Answer(None, elapsed(), "", _error(exc))
+            except (UrllibTimeout, TimeoutError) as exc:
+                if isinstance(exc, NewConnectionError):
+                    return Answer(None, elapsed(), "", _error(exc))
+                return Answer(None, elapsed(), "", "timeout")
+            except (HTTPError, OSError, ValueError) as exc:
+                return Answer(None, elapsed(), "", _error(exc))
+            return Answer(status, elapsed(), head.decode("utf-8", errors="replace"), "")
+
+
+# Raised by a kept connection the receiver closed while it was idle: worth one more try.
+_STALE = (ConnectionResetError, BrokenPipeError, ssl.SSLEOFError)
 
 
 def _key(target: Target) -> Key:
     return (target.scheme, target.host, target.port, target.addresses[0])
 
 
-def _timeout(conn: http.client.HTTPConnection, deadline: float) -> None:
+def _left(deadline: float) -> float:
     """What is left of the send's 10 s, for each step that waits on the receiver."""
     left = deadline - time.monotonic()
     if left <= 0:
         raise TimeoutError
-    conn.timeout = left
-    if conn.sock is not None:
-        conn.sock.settimeout(left)
+    return left
 
 
-def _read_head(
-    response: http.client.HTTPResponse, conn: http.client.HTTPConnection, deadline: float
-) -> bytes:
+def _exchange(
+    pool: Pool, path: str, body: bytes, headers: dict[str, str], deadline: float
+) -> tuple[int, bytes]:
+    left = _left(deadline)
+    response = pool.urlopen(
+        "POST",
+        path,
+        body=body,
+        headers=headers,
+        retries=False,
+        redirect=False,
+        assert_same_host=False,
+        timeout=urllib3.Timeout(connect=min(left, CONNECT_TIMEOUT_SECONDS), read=left),
+        preload_content=False,
+        decode_content=False,
+    )
+    try:
+        return response.status, _read_head(response, deadline)
+    finally:
+        response.release_conn()
+
+
+def _read_head(response: urllib3.BaseHTTPResponse, deadline: float) -> bytes:
     """The first bytes of the answer. The rest is read and dropped, up to DRAIN_BYTES and
-    while the deadline allows, so that the connection can be used again (it is closed
-    otherwise: ``response.isclosed()`` stays false)."""
+    while the deadline allows, so that the connection can be used again (urllib3 gives it
+    back to the pool once the answer is read to its end; it is closed otherwise)."""
     head = b""
     drained = 0
-    while not response.isclosed() and drained < DRAIN_BYTES:
+    complete = False
+    while drained < DRAIN_BYTES:
         left = deadline - time.monotonic()
         if left <= 0:
             break
-        if conn.sock is not None:
-            conn.sock.settimeout(left)
-        chunk = response.read1(8192)
+        sock = getattr(response.connection, "sock", None)
+        if sock is not None:
+            sock.settimeout(left)
+        chunk = response.read1(8192, decode_content=False)
         if not chunk:
+            complete = True
             break
         if len(head) < RESPONSE_HEAD_BYTES:
             head += chunk[: RESPONSE_HEAD_BYTES - len(head)]
         drained += len(chunk)
+    if not complete:
+        response.close()  # the unread rest: this connection is not used again
     return head
 
 
+def _cause(exc: BaseException) -> BaseException:
+    """The error under urllib3's wrappers (``ProtocolError("Connection aborted.", error)``,
+    ``SSLError(error)``, ``NewConnectionError(...) from error``)."""
+    while isinstance(exc, HTTPError):
+        inner = exc.__cause__ or next(
+            (arg for arg in reversed(exc.args) if isinstance(arg, BaseException)), None
+        )
+        if inner is None:
+            break
+        exc = inner
+    return exc
+
+
 def _error(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}"[:255]
+    cause = _cause(exc)
+    if isinstance(cause, CertificateError):
+        # urllib3 matches the name itself (``assert_hostname``): the same refusal as
+        # OpenSSL's, said in its words so that the dashboard shows one kind of message.
+        return f"CertificateError: CERTIFICATE_VERIFY_FAILED: {cause}"[:255]
+    return f"{type(cause).__name__}: {cause}"[:255]

@@ -21,14 +21,21 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.core.cache import cache
-from django.db import connection, transaction
-from django.db.models import Q
+from django.db import transaction
+from django.db.models import (
+    Case,
+    CharField,
+    F,
+    PositiveSmallIntegerField,
+    Q,
+    Value,
+    When,
+)
 from django.urls import reverse
 from django.utils import timezone
 
 from accounts.services import email_queue_to_account
 from emails.models import Email
-from reseller.db import datetime_read, loaded
 from webhooks.client import RESPONSE_HEAD_BYTES, Answer, post
 from webhooks.models import Delivery, DeliveryAttempt, Event, WebhookEndpoint
 from webhooks.signature import HEADER, signature_header
@@ -187,7 +194,7 @@ def _linger(seconds: float, lease: _Lease) -> bool:
 
 @dataclass(frozen=True)
 class _Due:
-    """A pending delivery as its send needs it (read as plain values: no model instances)."""
+    """A pending delivery as its send needs it."""
 
     pk: int
     public_id: str
@@ -214,37 +221,37 @@ _ENDPOINT_FIELDS = (
     "previous_secret_expires_at",
     "failing_since",
 )
-_DUE_SQL = (
-    "SELECT d.id, d.public_id, d.attempts, d.created_at, e.public_id, e.body, "  # noqa: S608 (names from the models; values are parameters)
-    + ", ".join(f"w.{field}" for field in _ENDPOINT_FIELDS)
-    + f" FROM {Delivery._meta.db_table} d"
-    f" JOIN {Event._meta.db_table} e ON e.id = d.event_id"
-    f" JOIN {WebhookEndpoint._meta.db_table} w ON w.id = d.endpoint_id"
-    " WHERE d.endpoint_id = %s AND d.state = %s AND d.next_attempt_at <= %s"
-    " ORDER BY d.next_attempt_at, d.id LIMIT %s"
-)
 
 
 def _due_batch(endpoint_id: int, limit: int) -> _Batch:
-    """The endpoint's next due deliveries, oldest first, each row with the endpoint as it is
-    now (its status, URL and secrets are so read again for every batch): one plain query
-    (through the ORM, building it cost more than sending the batch)."""
-    now = connection.ops.adapt_datetimefield_value(timezone.now())
-    with connection.cursor() as cursor:
-        cursor.execute(_DUE_SQL, [endpoint_id, Delivery.State.PENDING, now, limit])
-        rows = cursor.fetchall()
+    """The endpoint's next due deliveries, oldest first, each with its event and the endpoint
+    as it is now (its status, URL and secrets are so read again for every batch): one query."""
+    rows = list(
+        Delivery.objects.filter(
+            endpoint_id=endpoint_id,
+            state=Delivery.State.PENDING,
+            next_attempt_at__lte=timezone.now(),
+        )
+        .select_related("event", "endpoint")
+        .only(
+            "public_id",
+            "attempts",
+            "created_at",
+            "event__public_id",
+            "event__body",
+            *(f"endpoint__{field}" for field in _ENDPOINT_FIELDS),
+        )
+        .order_by("next_attempt_at", "id")[:limit]
+    )
     if not rows:
         return _Batch(None, [])
-    fields = dict(zip(_ENDPOINT_FIELDS, rows[0][6:], strict=True))
-    for name in ("previous_secret_expires_at", "failing_since"):
-        if fields[name] is not None:
-            fields[name] = datetime_read(fields[name])
-    endpoint = loaded(WebhookEndpoint, fields)
     due = [
-        _Due(pk, public_id, attempts, datetime_read(created_at), event_id, body)
-        for pk, public_id, attempts, created_at, event_id, body, *_endpoint in rows
+        _Due(
+            row.pk, row.public_id, row.attempts, row.created_at, row.event.public_id, row.event.body
+        )
+        for row in rows
     ]
-    return _Batch(endpoint, due)
+    return _Batch(rows[0].endpoint, due)
 
 
 class _Lease:
@@ -293,94 +300,65 @@ def _send(endpoint: WebhookEndpoint, due: _Due) -> Answer:
 
 
 def _record(endpoint: WebhookEndpoint, answers: list[tuple[_Due, Answer]]) -> None:
-    """Write the answers of a batch, without locks: the deliveries (only those still pending:
-    a resend may have reset one, which is harmless) and their attempts. On PostgreSQL in one
-    statement, elsewhere in one transaction: the ORM's statements would cost the worker more
-    than the sends themselves."""
+    """Write the answers of a batch in one transaction, without locks: the deliveries in one
+    UPDATE (only those still pending: a resend may have reset one, which is harmless) and
+    their attempts in one INSERT."""
     if not answers:
         return
     now = timezone.now()
     retry_until = timedelta(hours=settings.WEBHOOK_RETRY_HOURS)
-    rows = []
+    states: list[When] = []
+    codes: list[When] = []
+    errors: list[When] = []
+    retries: list[When] = []
+    delivered: list[When] = []
+    tries: list[DeliveryAttempt] = []
     for due, answer in answers:
-        state = Delivery.State.SUCCEEDED
-        next_at: datetime | None = None
-        delivered_at: datetime | None = now
-        if not answer.ok:
-            delivered_at = None
-            if now - due.created_at >= retry_until:
-                state = Delivery.State.FAILED
-            else:
-                state = Delivery.State.PENDING
-                next_at = now + timedelta(seconds=retry_delay(due.attempts + 1))
-        rows.append(
-            (
-                due.pk,
-                state,
-                answer.status_code,
-                answer.error[:255],
-                next_at,
-                delivered_at,
-                due.attempts + 1,
-                answer.latency_ms,
-                answer.head[:RESPONSE_HEAD_BYTES],
+        error = answer.error[:255]
+        if answer.ok:
+            state = Delivery.State.SUCCEEDED
+            delivered.append(When(pk=due.pk, then=Value(now)))
+        elif now - due.created_at >= retry_until:
+            state = Delivery.State.FAILED
+        else:
+            state = Delivery.State.PENDING
+            next_at = now + timedelta(seconds=retry_delay(due.attempts + 1))
+            retries.append(When(pk=due.pk, then=Value(next_at)))
+        states.append(When(pk=due.pk, then=Value(state)))
+        if answer.status_code is not None:
+            codes.append(When(pk=due.pk, then=Value(answer.status_code)))
+        errors.append(When(pk=due.pk, then=Value(error)))
+        tries.append(
+            DeliveryAttempt(
+                delivery_id=due.pk,
+                number=due.attempts + 1,
+                status_code=answer.status_code,
+                latency_ms=answer.latency_ms,
+                response_head=answer.head[:RESPONSE_HEAD_BYTES],
+                error=error,
+                created_at=now,
             )
         )
-    if connection.vendor == "postgresql":
-        _record_in_one_statement(rows, now)
-    else:
-        _record_in_one_transaction(rows, now)
+    changes = {
+        "state": Case(*states, output_field=CharField()),
+        "attempts": F("attempts") + 1,
+        # NULL for the rest: no answer, no status code.
+        "last_status_code": (
+            Case(*codes, default=None, output_field=PositiveSmallIntegerField()) if codes else None
+        ),
+        "last_error": Case(*errors, output_field=CharField()),
+        "updated_at": now,
+    }
+    if retries:
+        changes["next_attempt_at"] = Case(*retries, default=F("next_attempt_at"))
+    if delivered:
+        changes["delivered_at"] = Case(*delivered, default=F("delivered_at"))
+    with transaction.atomic():
+        Delivery.objects.filter(
+            pk__in=[due.pk for due, _answer in answers], state=Delivery.State.PENDING
+        ).update(**changes)
+        DeliveryAttempt.objects.bulk_create(tries)
     _endpoint_health(endpoint, ok=answers[-1][1].ok, now=now)
-
-
-_ANSWERED = Delivery._meta.db_table
-_TRIES = DeliveryAttempt._meta.db_table
-_TRY_COLUMNS = "delivery_id, number, status_code, latency_ms, response_head, error, created_at"
-
-
-def _record_in_one_statement(rows: list[tuple], now: datetime) -> None:
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "WITH v AS (SELECT * FROM unnest(%s::bigint[], %s::text[], %s::int[], %s::text[],"  # noqa: S608 (names from the models; values are parameters)
-            " %s::timestamptz[], %s::timestamptz[], %s::int[], %s::int[], %s::text[])"
-            " AS v(id, state, code, error, next_at, delivered_at, number, latency, head)),"
-            f" u AS (UPDATE {_ANSWERED} d SET state = v.state, attempts = d.attempts + 1,"
-            " last_status_code = v.code, last_error = v.error,"
-            " next_attempt_at = COALESCE(v.next_at, d.next_attempt_at),"
-            " delivered_at = COALESCE(v.delivered_at, d.delivered_at), updated_at = %s"
-            " FROM v WHERE d.id = v.id AND d.state = %s)"
-            f" INSERT INTO {_TRIES} ({_TRY_COLUMNS})"
-            " SELECT v.id, v.number, v.code, v.latency, v.head, v.error, %s FROM v",
-            [*map(list, zip(*rows, strict=True)), now, Delivery.State.PENDING, now],
-        )
-
-
-def _record_in_one_transaction(rows: list[tuple], now: datetime) -> None:
-    at = connection.ops.adapt_datetimefield_value(now)
-
-    def adapt(value):
-        return connection.ops.adapt_datetimefield_value(value) if value is not None else None
-
-    pending = Delivery.State.PENDING
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.executemany(
-            f"UPDATE {_ANSWERED} SET state = %s, attempts = attempts + 1,"  # noqa: S608 (names from the models; values are parameters)
-            " last_status_code = %s, last_error = %s,"
-            " next_attempt_at = COALESCE(%s, next_attempt_at),"
-            " delivered_at = COALESCE(%s, delivered_at), updated_at = %s"
-            " WHERE state = %s AND id = %s",
-            [
-                [state, code, error, adapt(next_at), adapt(delivered), at, pending, pk]
-                for pk, state, code, error, next_at, delivered, *_try in rows
-            ],
-        )
-        cursor.executemany(
-            f"INSERT INTO {_TRIES} ({_TRY_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s)",  # noqa: S608 (names from the models; values are parameters)
-            [
-                [pk, number, code, latency, head, error, at]
-                for pk, _state, code, error, _next, _delivered, number, latency, head in rows
-            ],
-        )
 
 
 def _endpoint_health(endpoint: WebhookEndpoint, *, ok: bool, now: datetime) -> None:
