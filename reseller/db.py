@@ -35,4 +35,3 @@ def advisory_xact_lock(key: int, *, wait: bool = False) -> bool:
         if wait:
             return True
         return bool(cursor.fetchone()[0])
-
