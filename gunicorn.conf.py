@@ -1,5 +1,4 @@
-"""Gunicorn's request limits, read from the environment (docs/security.md), and the request
-log's writer process (docs/request-log.md), started by the master before it forks workers.
+"""Gunicorn's request limits, read from the environment (docs/security.md).
 
 Gunicorn loads ./gunicorn.conf.py by itself when started from the repository root (the
 Dockerfile, docker-compose and the README's commands do). The body size is Django's
@@ -12,15 +11,3 @@ import os
 limit_request_line = int(os.environ.get("GUNICORN_LIMIT_REQUEST_LINE", "4094"))
 limit_request_fields = int(os.environ.get("GUNICORN_LIMIT_REQUEST_FIELDS", "100"))
 limit_request_field_size = int(os.environ.get("GUNICORN_LIMIT_REQUEST_FIELD_SIZE", "8190"))
-
-
-def on_starting(server):
-    from requestlog import writer
-
-    writer.start()
-
-
-def on_exit(server):
-    from requestlog import writer
-
-    writer.stop()

@@ -2,13 +2,12 @@
 
 The request thread only appends a ``Capture`` to a bounded deque (no I/O, no lock on the way
 in). A daemon thread of the same process wakes every second, or as soon as 500 wait, and
-hands what is waiting to gunicorn's writer process (``requestlog.writer``), which redacts
-and writes it. Without one (runserver, tests) or when it is full, the thread writes itself,
-25 rows per statement, on its own database connection, redaction included; it gives the
-interpreter lock away between rows, so a request thread coming back from the database never
-waits long for it. When the buffer is full a capture is dropped and counted: the request
-never waits for the log. At exit (a gunicorn worker's graceful stop) what is left is handed
-over or written once more.
+pushes what is waiting onto the Redis list a Celery task drains into the table
+(``requestlog.redisqueue``): the web process never writes the log to the database. Without
+Redis (the embedded ``make run``) the thread writes the rows itself, redaction included, on
+its own database connection. When the buffer is full a capture is dropped and counted: the
+request never waits for the log. At exit (a gunicorn worker's graceful stop) what is left is
+pushed or written once more.
 
 The thread starts with the first capture of a request that came through a WSGI server (its
 environ names ``SERVER_SOFTWARE``: gunicorn, runserver). Django's test client names none, so
@@ -21,17 +20,16 @@ import atexit
 import logging
 import os
 import threading
-import time
 from collections import deque
 
+from django.conf import settings
 from django.db import close_old_connections, connections
 
-from requestlog import writer
+from requestlog import redisqueue
+from requestlog.models import new_api_request_id
 from requestlog.services import Capture, api_requests_record
 
 logger = logging.getLogger(__name__)
-
-HANDOVER_BATCH = 250  # captures per batch handed to the writer process
 
 
 class RequestLogBuffer:
@@ -39,12 +37,12 @@ class RequestLogBuffer:
         self,
         *,
         capacity: int = 5000,
-        batch_size: int = 25,
+        batch_size: int = 500,
         wake_at: int = 500,
         interval: float = 1.0,
     ):
         self.capacity = capacity
-        self.batch_size = batch_size  # rows per INSERT
+        self.batch_size = batch_size  # captures per RPUSH, or rows per write without Redis
         self.wake_at = wake_at  # captures waiting that wake the thread before its second
         self.interval = interval
         self._reset()
@@ -59,8 +57,7 @@ class RequestLogBuffer:
         self._flush_lock = threading.Lock()  # one writer at a time: the thread or exit
         self._thread: threading.Thread | None = None
         self.dropped = 0
-        self.written = 0
-        self.handed_over = 0
+        self.written = 0  # pushed onto the Redis list, or written to the table without Redis
         self.failed = 0
 
     def __len__(self) -> int:
@@ -87,38 +84,37 @@ class RequestLogBuffer:
         self._rows.clear()
 
     def flush(self) -> int:
-        """Write everything waiting: handed to the writer process when gunicorn runs one
-        (``requestlog.writer``), else (or when it is full) written here, a batch per
-        statement, in the calling thread. Returns how many rows this thread wrote. A batch
-        the database refuses is dropped (logged and counted), never retried forever."""
-        written = 0
-        handed = 0
+        """Send everything waiting, a batch at a time, in the calling thread: pushed onto the
+        Redis list when REDIS_URL is set, else written to the table. Returns how many this
+        call sent. A batch Redis or the database refuses is dropped (logged and counted),
+        never retried forever."""
+        sent = 0
         with self._flush_lock:
             while self._rows:
-                batch = self._take(HANDOVER_BATCH if writer.handoff is not None else 0)
-                if writer.hand_over(batch):
-                    handed += len(batch)
-                    continue
-                for start in range(0, len(batch), self.batch_size):
-                    written += self._record(batch[start : start + self.batch_size])
-                    time.sleep(0)  # hand the interpreter lock to waiting request threads
+                sent += self._send(self._take(self.batch_size))
         with self._lock:
-            self.written += written
-            self.handed_over += handed
-        return written
+            self.written += sent
+        return sent
 
     def _take(self, most: int) -> list[Capture]:
         batch: list[Capture] = []
-        while len(batch) < (most or self.batch_size):
+        while len(batch) < most:
             try:
                 batch.append(self._rows.popleft())
             except IndexError:
                 break
         return batch
 
-    def _record(self, batch: list[Capture]) -> int:
+    def _send(self, batch: list[Capture]) -> int:
         try:
-            return api_requests_record(captures=batch)
+            if settings.REDIS_URL:
+                sent = redisqueue.push(batch)
+                if sent < len(batch):
+                    raise RuntimeError(f"{redisqueue.PENDING_MAX} requests already wait in Redis")
+                return sent
+            return api_requests_record(
+                captures=[(new_api_request_id(), capture) for capture in batch]
+            )
         except Exception as exc:
             with self._lock:
                 self.failed += len(batch)
@@ -163,7 +159,7 @@ class RequestLogBuffer:
         close_old_connections()
 
     def stop(self, timeout: float = 10.0) -> None:
-        """Write what is waiting and end the thread (at exit the captures are written anyway;
+        """Send what is waiting and end the thread (at exit the captures are sent anyway;
         for tests, which must not leave a connection open)."""
         thread = self._thread
         if thread is None:

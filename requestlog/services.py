@@ -1,14 +1,16 @@
 """Writing the request log: a batch of captured requests becomes rows (redacted here, off the
-request path), and rows past the retention are deleted in bounded batches."""
+request path), a capture is encoded for its wait in Redis, and rows past the retention are
+deleted in bounded batches."""
 
 from __future__ import annotations
 
 import json
+import logging
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from django.db import connection
+from django.db import DataError, IntegrityError, connection, transaction
 from django.utils import timezone
 
 from requestlog.models import BODY_LIMIT, ApiRequest, new_api_request_id
@@ -17,6 +19,8 @@ from requestlog.redact import redact_body, redact_patterns, redact_text
 # The head of each body the request thread hands over: redaction runs over all of it before
 # the text is cut to BODY_LIMIT, so a secret across the cut is removed whole.
 CAPTURE_LIMIT = 64 * 1024
+logger = logging.getLogger(__name__)
+
 _TEXT_TYPES = ("json", "text/", "x-www-form-urlencoded", "xml", "javascript")
 
 
@@ -77,11 +81,10 @@ _FIELDS = (
 )  # fmt: skip
 
 
-def _row(capture: Capture) -> tuple:
+def _row(public_id: str, capture: Capture) -> tuple:
     """A capture's row, redacted, in the order of _FIELDS."""
-    created_at = datetime.fromtimestamp(capture.created, tz=UTC)
     return (
-        new_api_request_id(),
+        public_id,
         capture.account_id,
         capture.api_key_id,
         capture.livemode,
@@ -99,41 +102,116 @@ def _row(capture: Capture) -> tuple:
             capture.response_head, size=capture.response_bytes, content_type=capture.response_type
         ),
         capture.response_bytes,
-        connection.ops.adapt_datetimefield_value(created_at),
+        datetime.fromtimestamp(capture.created, tz=UTC),
     )
 
 
-def api_requests_record(*, captures: list[Capture]) -> int:
-    """Write a batch of captures as rows, in autocommit (nothing else shares its transaction).
-    It runs beside the request threads of a web process, so it is lean: no model instances,
-    and on PostgreSQL one ``COPY`` streaming the rows as they are redacted (half the CPU of an
-    ``INSERT`` with parameters, docs/request-log.md); after each row the interpreter lock goes
-    to any request thread waiting for it (``sleep(0)``). Other databases (the embedded SQLite)
-    get one plain ``INSERT``.
-    """
-    if not captures:
-        return 0
+# -- a capture as it waits in Redis (requestlog.redisqueue) --------------------------------------
+
+_FORMAT = 1  # the first element of every encoded capture: a change of shape gets a new number
+
+
+def _raw(head: bytes | None) -> str | None:
+    # Bytes that are not UTF-8 survive JSON as escaped lone surrogates, and come back exact.
+    return None if head is None else head.decode("utf-8", "surrogateescape")
+
+
+def _unraw(text: str | None) -> bytes | None:
+    return None if text is None else text.encode("utf-8", "surrogateescape")
+
+
+def capture_encode(capture: Capture) -> bytes:
+    """One capture as compact JSON, with the public id of its future row: a capture written
+    twice (a drain interrupted after its write, docs/request-log.md) is then the same row."""
+    c = capture
+    values = [
+        _FORMAT, new_api_request_id(), c.created, c.account_id, c.api_key_id, c.livemode,
+        c.method, c.path, c.query, c.status, c.latency_ms, c.request_id, c.idempotency_key,
+        _raw(c.request_head), c.request_bytes, c.request_type, _raw(c.response_head),
+        c.response_bytes, c.response_type,
+    ]  # fmt: skip
+    return json.dumps(values, separators=(",", ":")).encode()
+
+
+def capture_decode(data: bytes) -> tuple[str, Capture]:
+    """The public id and the capture ``capture_encode`` made; ValueError if it is not one."""
+    try:
+        values = json.loads(data)
+        if not isinstance(values, list) or values[0] != _FORMAT or len(values) != 19:
+            raise ValueError("not an encoded capture")
+        (
+            _format, public_id, created, account_id, api_key_id, livemode, method, path, query,
+            status, latency_ms, request_id, idempotency_key, request_head, request_bytes,
+            request_type, response_head, response_bytes, response_type,
+        ) = values  # fmt: skip
+        capture = Capture(
+            created=float(created), account_id=int(account_id), api_key_id=int(api_key_id),
+            livemode=bool(livemode), method=str(method), path=str(path), query=str(query),
+            status=int(status), latency_ms=int(latency_ms), request_id=str(request_id),
+            idempotency_key=str(idempotency_key), request_head=_unraw(request_head) or b"",
+            request_bytes=int(request_bytes), request_type=str(request_type),
+            response_head=_unraw(response_head), response_bytes=int(response_bytes),
+            response_type=str(response_type),
+        )  # fmt: skip
+    except (TypeError, IndexError, KeyError, AttributeError, UnicodeError) as exc:
+        raise ValueError(f"not an encoded capture: {exc}") from exc
+    return str(public_id), capture
+
+
+# -- writing ------------------------------------------------------------------------------------
+
+
+def _copy(rows: list[tuple]) -> None:
     column_of = {field.name: field.column for field in ApiRequest._meta.concrete_fields}
     columns = ", ".join(str(column_of[name]) for name in _FIELDS)
-    table = ApiRequest._meta.db_table
-    with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            with cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
-                for capture in captures:
-                    copy.write_row(_row(capture))
-                    time.sleep(0)
-            return len(captures)
-        rows = []
-        for capture in captures:
-            rows.append(_row(capture))
-            time.sleep(0)
-        one = "(" + ", ".join(["%s"] * len(_FIELDS)) + ")"
-        cursor.execute(
-            f"INSERT INTO {table} ({columns}) VALUES "  # noqa: S608 (names from the model; values are parameters)
-            + ", ".join([one] * len(rows)),
-            [value for row in rows for value in row],
-        )
-    return len(rows)
+    statement = f"COPY {ApiRequest._meta.db_table} ({columns}) FROM STDIN"
+    # COPY: the ORM has none, and it is half the CPU of an INSERT with parameters. psycopg's
+    # own cursor: its errors become Django's (IntegrityError…) as the ORM's do.
+    with (
+        connection.cursor() as cursor,
+        connection.wrap_database_errors,
+        cursor.cursor.copy(statement) as copy,
+    ):
+        for row in rows:
+            copy.write_row(row)
+
+
+def _instances(rows: list[tuple]) -> list[ApiRequest]:
+    names = [f"{name}_id" if name in ("account", "api_key") else name for name in _FIELDS]
+    return [ApiRequest(**dict(zip(names, row, strict=True))) for row in rows]
+
+
+def api_requests_record(*, captures: list[tuple[str, Capture]]) -> int:
+    """Write captures (each with its row's public id) as rows, redacted here. PostgreSQL gets
+    one ``COPY``, other databases (the embedded SQLite) one ``bulk_create``. If the database
+    refuses the batch for what a row holds (a key deleted since, a row already written by an
+    interrupted drain), the rows go one at a time: one already there is skipped, one refused
+    is dropped and logged. An unreachable database raises: the caller keeps the batch.
+    Returns how many rows are now written for these captures."""
+    if not captures:
+        return 0
+    rows = [_row(public_id, capture) for public_id, capture in captures]
+    try:
+        with transaction.atomic():
+            if connection.vendor == "postgresql":
+                _copy(rows)
+            else:
+                ApiRequest.objects.bulk_create(_instances(rows))
+        return len(rows)
+    except (IntegrityError, DataError):
+        pass
+    written = 0
+    for row in rows:
+        try:
+            with transaction.atomic():
+                ApiRequest.objects.bulk_create(_instances([row]), ignore_conflicts=True)
+            written += 1
+        except (IntegrityError, DataError) as exc:
+            logger.warning(
+                "request log: a request of key %s not written (%s: %s)",
+                row[2], type(exc).__name__, str(exc)[:200],
+            )  # fmt: skip
+    return written
 
 
 def api_requests_prune(*, days: int, batch_size: int = 5000, budget_seconds: float = 60.0) -> int:

@@ -280,6 +280,8 @@ WEBHOOK_QUEUE = env.str("WEBHOOK_QUEUE", default=f"{CELERY_TASK_DEFAULT_QUEUE}-w
 CELERY_TASK_ROUTES = {
     "webhooks.tasks.*": {"queue": WEBHOOK_QUEUE},
     "emails.tasks.*": {"queue": WEBHOOK_QUEUE},
+    # Writing the request log tolerates a second's delay too (docs/request-log.md).
+    "requestlog.tasks.requestlog_drain_task": {"queue": WEBHOOK_QUEUE},
 }
 CELERY_BEAT_SCHEDULE = {
     "webhooks-sweep": {
@@ -310,6 +312,11 @@ CELERY_BEAT_SCHEDULE = {
         "task": "orders.tasks.idempotency_purge_task",
         "schedule": 3600.0,
     },
+    "requestlog-drain": {
+        "task": "requestlog.tasks.requestlog_drain_task",
+        "schedule": 1.0,
+        "options": {"expires": 10.0},  # not a pile of them after the workers were away
+    },
     "requestlog-prune": {
         "task": "requestlog.tasks.requestlog_prune_task",
         "schedule": 600.0,
@@ -328,10 +335,15 @@ WEBHOOK_DRAIN_BUDGET = env.int("WEBHOOK_DRAIN_BUDGET", default=200)
 WEBHOOK_DRAIN_LINGER_SECONDS = env.float("WEBHOOK_DRAIN_LINGER_SECONDS", default=1.0)
 WEBHOOK_DRAIN_LINGERING_MAX = env.int("WEBHOOK_DRAIN_LINGERING_MAX", default=8)
 
-# The request log of API keys (docs/request-log.md): captured by a middleware, written in
-# batches by a thread of each web process (never in the request), pruned by beat.
+# The request log of API keys (docs/request-log.md): captured by a middleware; a thread of
+# each web process pushes the captures onto a Redis list that a task (beat, every second)
+# writes to the table, or without Redis writes them itself; pruned by beat.
 REQUEST_LOG_ENABLED = env.bool("REQUEST_LOG_ENABLED", default=True)
 REQUEST_LOG_RETENTION_DAYS = env.int("REQUEST_LOG_RETENTION_DAYS", default=30)
+REQUEST_LOG_REDIS_KEY = env.str(
+    "REQUEST_LOG_REDIS_KEY",
+    default=f"{CACHES['default'].get('KEY_PREFIX', 'reseller')}:requestlog",
+)
 
 # Staff second factor (docs/security.md): TOTP (RFC 6238) for the admin and staff JWTs, with
 # one-use recovery codes. Staff API keys may be held to an IP whitelist by policy.

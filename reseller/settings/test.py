@@ -16,6 +16,7 @@ STORAGES = {
 }
 # One run's keys apart from another's; a process a test starts shares its parent's.
 CACHES["default"]["KEY_PREFIX"] = os.environ.get("TEST_CACHE_KEY_PREFIX", f"test-{os.getpid()}")  # noqa: F405
+REQUEST_LOG_REDIS_KEY = f"{CACHES['default']['KEY_PREFIX']}:requestlog"  # noqa: F405
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = True
 TASKS_IN_PROCESS_THREADED = False
