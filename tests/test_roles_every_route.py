@@ -7,8 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from django.http import HttpResponse, JsonResponse
-from django.urls import URLPattern, URLResolver, get_resolver, include, path
+from django.urls import URLPattern, URLResolver, get_resolver
 
 from accounts.roles import ANY_ROLE, ROUTES, UNDECIDED, area_of
 from tests.factories import UserFactory
@@ -58,24 +57,8 @@ def test_a_name_beside_an_open_one_is_not_opened_by_it():
     assert area_of("auth-me-tokens") == UNDECIDED
 
 
-# A page and an API call nobody classified, served next to the project's own routes.
-def unclassified_page(request):
-    return HttpResponse("unclassified page")
-
-
-def unclassified_api(request):
-    return JsonResponse({"ok": True})
-
-
-urlpatterns = [
-    path("unclassified/", unclassified_page, name="unclassified-page"),
-    path("api/v1/unclassified", unclassified_api, name="unclassified-api"),
-    path("", include("reseller.urls")),
-]
-
-
 @pytest.mark.django_db
-@pytest.mark.urls("tests.test_roles_every_route")
+@pytest.mark.urls("tests.roles_urls")
 @pytest.mark.parametrize("role", ["developer", "finance"])
 def test_a_route_without_a_decision_is_refused_to_other_roles_than_owner(client, role):
     owner = UserFactory()
