@@ -9,6 +9,11 @@ export by one policy, by route.
 The policy applies to people: web sessions on the site and on the API (session or JWT). An
 API key acts for the whole account, as the owner who created it decided, so key requests are
 not checked here (a key's own limits apply).
+
+Every route has a decision: an area in ``ROUTES``, or a place in ``ANY_ROLE`` with the reason
+it is open to every role. A route in neither is the owners' only (fail closed): a new view
+nobody classified is refused to developers and finance, and tests/test_roles_every_route.py
+names it.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from __future__ import annotations
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils.translation import gettext as _
-from rest_framework.exceptions import AuthenticationFailed
+from rest_framework.exceptions import AuthenticationFailed, PermissionDenied
 from rest_framework_simplejwt.authentication import JWTAuthentication
 from rest_framework_simplejwt.exceptions import InvalidToken, TokenError
 
@@ -52,18 +57,65 @@ ROUTES: tuple[tuple[str, str], ...] = (
 )
 
 
+# Routes open to every role, each with its reason. A name ending in ``*`` covers every name
+# that starts with the rest; any other name is exact, so a new route beside these is undecided.
+ANY_ROLE: tuple[tuple[str, str], ...] = (
+    # public: no account needed (the view answers a visitor as well as a member)
+    ("home", "public: the front page"),
+    ("catalog:*", "public: the catalog pages"),
+    ("catalog-*", "public: the catalog API"),
+    ("healthz", "public: the load balancer's probe"),
+    ("set_language", "public: the language of the pages"),
+    ("schema", "public: the OpenAPI schema"),
+    ("api-docs", "public: the API's interactive documentation"),
+    ("auth-login", "public: logging in"),
+    ("auth-refresh", "public: renewing one's own token"),
+    ("accounts:login", "public: logging in"),
+    ("accounts:logout", "every person logs themselves out"),
+    ("accounts:signup*", "public: signing up, its confirmation"),
+    ("accounts:invitation", "public: the invitee has no session yet"),
+    ("accounts:email-confirm", "the link mailed to the person changing their address"),
+    ("accounts:password-reset*", "public: a forgotten password"),
+    ("orders:stripe-webhook", "Stripe's signed events: no person, no session"),
+    # one's own person, not the account's keys or money
+    ("auth-me", "one's own user, account name and billing details"),
+    ("accounts:profile", "one's own profile; its links follow the role"),
+    ("accounts:email-change", "one's own email address"),
+    ("accounts:password", "one's own password"),
+    # the account's work that is neither keys nor money (today's behaviour, made explicit)
+    ("recipients:*", "saved recipients: names for phone numbers, no money"),
+    ("b2b-recharges", "recharge lookups, as integrators debug with them; POST needs a B2B key"),
+    ("b2b-recharge", "one recharge's status and history; no balance or payment"),
+    ("sandbox", "a test key only: the view refuses every person (test_key_required)"),
+    # staff only: the back office refuses anyone without is_staff, and staff pass any role
+    ("admin:*", "staff only: the admin site (is_staff)"),
+    ("admin-*", "staff only: the back office API (IsAdminUser)"),
+)
+# Neither a listed area nor open to every role: the owners' only.
+UNDECIDED = "undecided"
+
+
+def _matches(view_name: str, name: str) -> bool:
+    return view_name.startswith(name[:-1]) if name.endswith("*") else view_name == name
+
+
 def area_of(view_name: str) -> str | None:
+    """The area of a route (``ResolverMatch.view_name``): one of ``ALLOWED``, None when any
+    role may use it, ``UNDECIDED`` when nobody decided (only owners may)."""
     for start, area in ROUTES:
         if view_name.startswith(start):
             return area
-    return None
+    if any(_matches(view_name, name) for name, _reason in ANY_ROLE):
+        return None
+    return UNDECIDED
 
 
 def may(user, area: str | None) -> bool:
     """Whether a signed-in person may use an area (None: anyone of the account)."""
     if area is None or user.is_staff:
         return True
-    return getattr(user, "role", OWNER) in ALLOWED[area]
+    role = getattr(user, "role", OWNER)
+    return role == OWNER if area == UNDECIDED else role in ALLOWED[area]
 
 
 def _person(request: HttpRequest):
@@ -101,6 +153,8 @@ class RolePolicyMiddleware:
             MONEY: _("Your role in this account does not include its money."),
             KEYS: _("Your role in this account does not include API keys, webhooks or logs."),
             TEAM: _("Only the account's owners manage its team."),
+            # DRF's own message, translated by its catalogs.
+            UNDECIDED: str(PermissionDenied.default_detail),
         }[area]
         if is_api_path(request.path):
             return problem_response(request, status=403, code="permission_denied", detail=message)

@@ -2,7 +2,8 @@
 
 Each function returns safe markup (every label is escaped) to drop into a template. The
 charts scale with their ``viewBox``; hovering a bar shows its exact figure (an SVG <title>).
-Colours come from the ``PALETTE``; the CSS in templates/backoffice/dashboard.html sizes them.
+Colours come from the ``PALETTE``; the CSS in reseller/templates/backoffice/dashboard.html
+sizes them.
 """
 
 from __future__ import annotations

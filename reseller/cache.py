@@ -4,6 +4,14 @@ Django's ``RedisCacheClient.get_client`` builds a new ``redis.Redis`` around the
 connection pool for every cache operation, and building one (its response-callback tables)
 costs more CPU than the round trip it is for: on the bench's processor, 8 % of the worker's
 CPU. A client is thread-safe and holds nothing but the pool, so one per pool is kept.
+
+Private parts of Django relied on, checked against Django 6.1.3 with redis-py 6.4.0:
+``RedisCacheClient.get_client(self, key=None, *, write=False)`` (overridden),
+``_get_connection_pool_index(self, write)``, ``_get_connection_pool(self, write)``, the
+``_client`` class it builds clients with (``redis.Redis(connection_pool=...)``), and
+``RedisCache._class``, the client class ``RedisCache._cache`` instantiates. An upgrade that
+changes any of them fails tests/test_private_overrides.py: re-read Django's
+django/core/cache/backends/redis.py, then update these versions and that test's pins.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Dates and times on the site's pages (issue 17): one style, in the visitor's language and
-time zone (the browser's, kept in the ``tz`` cookie by static/js/timezone.js); UTC until it is
-known; the API always in UTC."""
+time zone (the browser's, kept in the ``tz`` cookie by reseller/static/js/timezone.js); UTC until
+it is known; the API always in UTC."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-LOCALE = Path(__file__).resolve().parent.parent / "locale"
+LOCALE = Path(__file__).resolve().parent.parent / "reseller" / "locale"
 STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
 
 

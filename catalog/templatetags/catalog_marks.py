@@ -1,6 +1,6 @@
 """Country flags and operator marks for the site's pages.
 
-``{% flag country.code %}`` shows the vendored SVG flag (static/vendor/flag-icons, see its
+``{% flag country.code %}`` shows the vendored SVG flag (reseller/static/vendor/flag-icons, see its
 README.txt) instead of an emoji, which many systems draw as two boxes. ``{% operator_mark
 operator %}`` shows a monogram badge in the operator's colour. Both are decorative: the country
 or operator name is always written beside them, so they carry an empty alt or aria-hidden.

@@ -8,6 +8,10 @@ from django.utils.translation import gettext_lazy as _
 
 from reseller.env import BASE_DIR, INSECURE_SECRET_KEY, env
 
+# The site's templates, static files and translations live inside the reseller package, so an
+# installed copy (pip install .) carries them and finds them next to its code.
+PACKAGE_DIR = BASE_DIR / "reseller"
+
 DEBUG = env.bool("DEBUG", default=False)
 SECRET_KEY = env.str("SECRET_KEY", default=INSECURE_SECRET_KEY)
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]", "testserver"])
@@ -73,7 +77,8 @@ WSGI_APPLICATION = "reseller.wsgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        # Ahead of the apps' own folders: templates/admin/ overrides the admin's pages.
+        "DIRS": [PACKAGE_DIR / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -143,14 +148,18 @@ AUTH_PASSWORD_VALIDATORS = [
 
 LANGUAGE_CODE = "en"
 LANGUAGES = [("en", _("English")), ("es", _("Spanish")), ("fr", _("French"))]
-LOCALE_PATHS = [BASE_DIR / "locale"]
+# Named here, not only as the reseller app's folder, so these catalogs win over Django's and
+# the other apps' translations of the same strings (makemessages also writes here).
+LOCALE_PATHS = [PACKAGE_DIR / "locale"]
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "/static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
-STATICFILES_DIRS = [BASE_DIR / "static"]
+# reseller/static/ is found as the reseller app's static folder (AppDirectoriesFinder); also
+# listing it in STATICFILES_DIRS would make collectstatic see every file twice.
+STATICFILES_DIRS: list[str] = []
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
