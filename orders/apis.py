@@ -12,6 +12,7 @@ from accounts.authentication import request_api_key, request_livemode, request_u
 from accounts.permissions import B2BApiKeyRequired, TestKeyRequired
 from accounts.throttling import RECHARGE_THROTTLE_CLASSES
 from orders import selectors, services
+from orders.filters import RechargeFilter
 from orders.idempotency import Outcome, fingerprint, read_key
 from orders.models import Order, Recharge
 from orders.pricing import line_requests, price_order
@@ -27,17 +28,11 @@ from orders.serializers import (
     QuoteIn,
     QuoteOut,
     RechargeDetailOut,
-    RechargeSearchQuery,
     SandboxOut,
     order_body,
 )
 from reseller.api import problems
-from reseller.errors import (
-    PROBLEM_CONTENT_TYPE,
-    ValidationFailed,
-    flatten_validation_errors,
-    refuse_unknown_params,
-)
+from reseller.errors import PROBLEM_CONTENT_TYPE, ValidationFailed, refuse_unknown_params
 from reseller.money import ZERO
 from reseller.pagination import PagePagination
 from sandbox.balances import sandbox_balance
@@ -269,14 +264,7 @@ class SandboxApi(APIView):
 
 # -- after the 201: lookups (docs/contract.md section 11) -----------------------------------
 
-RECHARGE_FILTERS = {
-    "status",
-    "recipientNumber",
-    "orderId",
-    "createdAfter",
-    "createdBefore",
-    "idempotencyKey",
-}
+RECHARGE_FILTERS = set(RechargeFilter.base_filters)
 
 
 class RechargeDetailApi(APIView):
@@ -325,43 +313,21 @@ class RechargeListApi(APIView):
         responses={200: RechargeDetailOut(many=True), **problems(400, 401, 403)},
     )
     def get(self, request):
-        params = request.query_params
-        refuse_unknown_params(params, allowed=RECHARGE_FILTERS | {"page", "limit"})
-        statuses = [s for value in params.getlist("status") for s in value.split(",") if s]
-        query = RechargeSearchQuery(
-            data={
-                **({"status": statuses} if statuses else {}),
-                **{
-                    name: params[wire]
-                    for wire, name in (
-                        ("recipientNumber", "recipient_number"),
-                        ("orderId", "order_id"),
-                        ("createdAfter", "created_after"),
-                        ("createdBefore", "created_before"),
-                        ("idempotencyKey", "idempotency_key"),
-                    )
-                    if wire in params
-                },
-            }
+        refuse_unknown_params(request.query_params, allowed=RECHARGE_FILTERS | {"page", "limit"})
+        account, livemode = request.user.account, request_livemode(request)
+        search = RechargeFilter(
+            request.query_params,
+            queryset=selectors.recharge_search(account=account, livemode=livemode),
+            account=account,
+            livemode=livemode,
         )
-        if not query.is_valid():
-            raise ValidationFailed(fields=flatten_validation_errors(query.errors))
+        if not search.is_valid():
+            raise ValidationFailed(fields=search.error_fields())
         key = request_api_key(request)
         if key is not None and not key.livemode:
             sandbox_settle(api_key=key)
-        filters = query.validated_data
-        recharges = selectors.recharge_search(
-            account=request.user.account,
-            livemode=request_livemode(request),
-            statuses=filters.get("status"),
-            recipient_number=filters.get("recipient_number", ""),
-            order_id=filters.get("order_id", ""),
-            created_after=filters.get("created_after"),
-            created_before=filters.get("created_before"),
-            idempotency_key=filters.get("idempotency_key", ""),
-        )
         paginator = PagePagination()
-        page = paginator.paginate_queryset(recharges, request, view=self)
+        page = paginator.paginate_queryset(search.qs, request, view=self)
         return paginator.get_paginated_response(RechargeDetailOut(page, many=True).data)
 
 
