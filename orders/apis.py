@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.permissions import IsAuthenticated
@@ -30,13 +31,14 @@ from orders.serializers import (
     RechargeDetailOut,
     SandboxOut,
     order_body,
+    recharge_detail,
 )
 from reseller.api import problems
 from reseller.errors import PROBLEM_CONTENT_TYPE, ValidationFailed, refuse_unknown_params
 from reseller.money import ZERO
 from reseller.pagination import PagePagination
 from sandbox.balances import sandbox_balance
-from sandbox.outcomes import sandbox_settle
+from sandbox.outcomes import sandbox_present, sandbox_settled_event
 
 IDEMPOTENCY_HEADER = OpenApiParameter(
     name="Idempotency-Key",
@@ -172,8 +174,6 @@ class PaymentHistoryApi(APIView):
         responses={200: PaymentOut(many=True), **problems(400, 401, 403)},
     )
     def get(self, request):
-        if not request_livemode(request):
-            sandbox_settle(api_key=request_api_key(request))
         paginator = PagePagination()
         page = paginator.paginate_queryset(
             selectors.payment_history(
@@ -182,7 +182,16 @@ class PaymentHistoryApi(APIView):
             request,
             view=self,
         )
+        _present_payments(page)
         return paginator.get_paginated_response(PaymentOut(page, many=True).data)
+
+
+def _present_payments(payments) -> None:
+    """Test mode: due ``processing`` recharges shown as the sandbox will settle them."""
+    now = timezone.now()
+    for payment in payments:
+        if not payment.livemode:
+            sandbox_present(payment.recharges.all(), now=now)
 
 
 def place_wallet_order(request, *, channel: str, key_required: bool) -> Response:
@@ -249,16 +258,11 @@ class SandboxApi(APIView):
     )
     def get(self, request):
         key = request_api_key(request)
-        sandbox_settle(api_key=key)
         balance, currency = sandbox_balance(key=key)
+        recharges = selectors.sandbox_recharges(api_key=key)
+        sandbox_present(recharges, now=timezone.now())
         return Response(
-            SandboxOut(
-                {
-                    "balance": balance,
-                    "currency": currency,
-                    "recharges": selectors.sandbox_recharges(api_key=key),
-                }
-            ).data
+            SandboxOut({"balance": balance, "currency": currency, "recharges": recharges}).data
         )
 
 
@@ -278,15 +282,26 @@ class RechargeDetailApi(APIView):
         responses={200: RechargeDetailOut, **problems(401, 403, 404)},
     )
     def get(self, request, recharge_id: str):
-        key = request_api_key(request)
-        if key is not None and not key.livemode:
-            sandbox_settle(api_key=key)
         recharge = selectors.recharge_lookup(
             account=request.user.account,
             livemode=request_livemode(request),
             recharge_id=recharge_id,
         )
-        return Response(RechargeDetailOut(recharge).data)
+        return Response(_recharge_shown(recharge, now=timezone.now()))
+
+
+def _recharge_shown(recharge: Recharge, *, now) -> dict:
+    """``RechargeDetailOut`` of a looked-up recharge; a due sandbox ``processing`` one as the
+    sandbox will settle it, with the history row it will add (nothing is written)."""
+    events = list(recharge.events.all())
+    if sandbox_present([recharge], now=now):
+        events.append(sandbox_settled_event(recharge))
+    return recharge_detail(
+        recharge,
+        order_id=recharge.order.public_id,
+        payment_id=recharge.payment.public_id,
+        events=events,
+    )
 
 
 class RechargeListApi(APIView):
@@ -314,21 +329,21 @@ class RechargeListApi(APIView):
     )
     def get(self, request):
         refuse_unknown_params(request.query_params, allowed=RECHARGE_FILTERS | {"page", "limit"})
-        account, livemode = request.user.account, request_livemode(request)
+        account, livemode, now = request.user.account, request_livemode(request), timezone.now()
         search = RechargeFilter(
             request.query_params,
             queryset=selectors.recharge_search(account=account, livemode=livemode),
             account=account,
             livemode=livemode,
+            now=now,
         )
         if not search.is_valid():
             raise ValidationFailed(fields=search.error_fields())
-        key = request_api_key(request)
-        if key is not None and not key.livemode:
-            sandbox_settle(api_key=key)
         paginator = PagePagination()
         page = paginator.paginate_queryset(search.qs, request, view=self)
-        return paginator.get_paginated_response(RechargeDetailOut(page, many=True).data)
+        return paginator.get_paginated_response(
+            [_recharge_shown(recharge, now=now) for recharge in page]
+        )
 
 
 class PaymentDetailApi(APIView):
@@ -344,6 +359,7 @@ class PaymentDetailApi(APIView):
             livemode=request_livemode(request),
             payment_id=payment_id,
         )
+        _present_payments([payment])
         return Response(PaymentOut(payment).data)
 
 
