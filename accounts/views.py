@@ -13,7 +13,7 @@ from django.core.cache import cache
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse_lazy
-from django.utils import translation
+from django.utils import timezone, translation
 from django.utils.cache import add_never_cache_headers
 from django.utils.translation import gettext as _
 from django.views import i18n as i18n_views
@@ -38,7 +38,7 @@ from accounts.http import AuthenticatedRequest
 from accounts.models import BillingProfile, User
 from orders.selectors import sandbox_recharges
 from recharges.sandbox import GUIDE as SANDBOX_GUIDE
-from recharges.sandbox import sandbox_settle
+from recharges.sandbox import sandbox_present
 from reseller.errors import ApplicationError
 from reseller.net import client_ip
 from sandbox.balances import ADDITIONS_PER_HOUR as SANDBOX_PER_HOUR
@@ -306,12 +306,13 @@ def api_key_detail(request: AuthenticatedRequest, key_id: str) -> HttpResponse:
         return redirect("accounts:api-key", key_id=key.public_id)
     context = {"key": key, "form": form}
     if not key.livemode:
-        sandbox_settle(api_key=key)
         context["sandbox_balance"] = sandbox_balance(key=key)[0]
         context["sandbox_amounts"] = [int(amount) for amount in SANDBOX_AMOUNTS]
         context["sandbox_cap"] = SANDBOX_CAP
         context["sandbox_per_hour"] = SANDBOX_PER_HOUR
-        context["sandbox_recharges"] = sandbox_recharges(api_key=key)
+        recharges = sandbox_recharges(api_key=key)
+        sandbox_present(recharges, now=timezone.now())  # a read: shown as settled, not written
+        context["sandbox_recharges"] = recharges
         context["sandbox_endings"] = SANDBOX_GUIDE
     return render(request, "accounts/keys_detail.html", context)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.permissions import IsAuthenticated
@@ -12,6 +13,7 @@ from accounts.authentication import request_api_key, request_livemode, request_u
 from accounts.permissions import B2BApiKeyRequired, TestKeyRequired
 from accounts.throttling import RECHARGE_THROTTLE_CLASSES
 from orders import selectors, services
+from orders.filters import RechargeFilter
 from orders.idempotency import Outcome, fingerprint, read_key
 from orders.models import Order
 from orders.pricing import line_requests, price_order
@@ -25,20 +27,14 @@ from orders.serializers import (
     PaymentOut,
     QuoteIn,
     QuoteOut,
-    RechargeSearchQuery,
     SandboxOut,
     order_body,
 )
 from recharges.models import Recharge
-from recharges.sandbox import sandbox_settle
-from recharges.serializers import FINAL_STATUSES_NOTE, RechargeDetailOut
+from recharges.sandbox import sandbox_present, sandbox_settled_event
+from recharges.serializers import FINAL_STATUSES_NOTE, RechargeDetailOut, recharge_detail
 from reseller.api import problems
-from reseller.errors import (
-    PROBLEM_CONTENT_TYPE,
-    ValidationFailed,
-    flatten_validation_errors,
-    refuse_unknown_params,
-)
+from reseller.errors import PROBLEM_CONTENT_TYPE, ValidationFailed, refuse_unknown_params
 from reseller.money import ZERO
 from reseller.pagination import PagePagination
 from sandbox.balances import sandbox_balance
@@ -177,8 +173,6 @@ class PaymentHistoryApi(APIView):
         responses={200: PaymentOut(many=True), **problems(400, 401, 403)},
     )
     def get(self, request):
-        if not request_livemode(request):
-            sandbox_settle(api_key=request_api_key(request))
         paginator = PagePagination()
         page = paginator.paginate_queryset(
             selectors.payment_history(
@@ -187,7 +181,16 @@ class PaymentHistoryApi(APIView):
             request,
             view=self,
         )
+        _present_payments(page)
         return paginator.get_paginated_response(PaymentOut(page, many=True).data)
+
+
+def _present_payments(payments) -> None:
+    """Test mode: due ``processing`` recharges shown as the sandbox will settle them."""
+    now = timezone.now()
+    for payment in payments:
+        if not payment.livemode:
+            sandbox_present(payment.recharges.all(), now=now)
 
 
 def place_wallet_order(request, *, channel: str, key_required: bool) -> Response:
@@ -254,29 +257,17 @@ class SandboxApi(APIView):
     )
     def get(self, request):
         key = request_api_key(request)
-        sandbox_settle(api_key=key)
         balance, currency = sandbox_balance(key=key)
+        recharges = selectors.sandbox_recharges(api_key=key)
+        sandbox_present(recharges, now=timezone.now())
         return Response(
-            SandboxOut(
-                {
-                    "balance": balance,
-                    "currency": currency,
-                    "recharges": selectors.sandbox_recharges(api_key=key),
-                }
-            ).data
+            SandboxOut({"balance": balance, "currency": currency, "recharges": recharges}).data
         )
 
 
 # -- after the 201: lookups (docs/contract.md section 11) -----------------------------------
 
-RECHARGE_FILTERS = {
-    "status",
-    "recipientNumber",
-    "orderId",
-    "createdAfter",
-    "createdBefore",
-    "idempotencyKey",
-}
+RECHARGE_FILTERS = set(RechargeFilter.base_filters)
 
 
 class RechargeDetailApi(APIView):
@@ -290,15 +281,26 @@ class RechargeDetailApi(APIView):
         responses={200: RechargeDetailOut, **problems(401, 403, 404)},
     )
     def get(self, request, recharge_id: str):
-        key = request_api_key(request)
-        if key is not None and not key.livemode:
-            sandbox_settle(api_key=key)
         recharge = selectors.recharge_lookup(
             account=request.user.account,
             livemode=request_livemode(request),
             recharge_id=recharge_id,
         )
-        return Response(RechargeDetailOut(recharge).data)
+        return Response(_recharge_shown(recharge, now=timezone.now()))
+
+
+def _recharge_shown(recharge: Recharge, *, now) -> dict:
+    """``RechargeDetailOut`` of a looked-up recharge; a due sandbox ``processing`` one as the
+    sandbox will settle it, with the history row it will add (nothing is written)."""
+    events = list(recharge.events.all())
+    if sandbox_present([recharge], now=now):
+        events.append(sandbox_settled_event(recharge))
+    return recharge_detail(
+        recharge,
+        order_id=recharge.order.public_id,
+        payment_id=recharge.payment.public_id,
+        events=events,
+    )
 
 
 class RechargeListApi(APIView):
@@ -325,44 +327,22 @@ class RechargeListApi(APIView):
         responses={200: RechargeDetailOut(many=True), **problems(400, 401, 403)},
     )
     def get(self, request):
-        params = request.query_params
-        refuse_unknown_params(params, allowed=RECHARGE_FILTERS | {"page", "limit"})
-        statuses = [s for value in params.getlist("status") for s in value.split(",") if s]
-        query = RechargeSearchQuery(
-            data={
-                **({"status": statuses} if statuses else {}),
-                **{
-                    name: params[wire]
-                    for wire, name in (
-                        ("recipientNumber", "recipient_number"),
-                        ("orderId", "order_id"),
-                        ("createdAfter", "created_after"),
-                        ("createdBefore", "created_before"),
-                        ("idempotencyKey", "idempotency_key"),
-                    )
-                    if wire in params
-                },
-            }
+        refuse_unknown_params(request.query_params, allowed=RECHARGE_FILTERS | {"page", "limit"})
+        account, livemode, now = request.user.account, request_livemode(request), timezone.now()
+        search = RechargeFilter(
+            request.query_params,
+            queryset=selectors.recharge_search(account=account, livemode=livemode),
+            account=account,
+            livemode=livemode,
+            now=now,
         )
-        if not query.is_valid():
-            raise ValidationFailed(fields=flatten_validation_errors(query.errors))
-        key = request_api_key(request)
-        if key is not None and not key.livemode:
-            sandbox_settle(api_key=key)
-        filters = query.validated_data
-        recharges = selectors.recharge_search(
-            account=request.user.account,
-            livemode=request_livemode(request),
-            statuses=filters.get("status"),
-            recipient_number=filters.get("recipient_number", ""),
-            order_id=filters.get("order_id", ""),
-            created_after=filters.get("created_after"),
-            created_before=filters.get("created_before"),
-            idempotency_key=filters.get("idempotency_key", ""),
-        )
+        if not search.is_valid():
+            raise ValidationFailed(fields=search.error_fields())
         paginator = PagePagination()
-        page = paginator.paginate_queryset(recharges, request, view=self)
-        return paginator.get_paginated_response(RechargeDetailOut(page, many=True).data)
+        page = paginator.paginate_queryset(search.qs, request, view=self)
+        return paginator.get_paginated_response(
+            [_recharge_shown(recharge, now=now) for recharge in page]
+        )
 
 
 class PaymentDetailApi(APIView):
@@ -378,6 +358,7 @@ class PaymentDetailApi(APIView):
             livemode=request_livemode(request),
             payment_id=payment_id,
         )
+        _present_payments([payment])
         return Response(PaymentOut(payment).data)
 
 

@@ -219,17 +219,6 @@ _MONEY = serializers.DecimalField(max_digits=12, decimal_places=2)
 _TIME = serializers.DateTimeField()
 
 
-class RechargeSearchQuery(serializers.Serializer):
-    status = serializers.ListField(
-        child=serializers.ChoiceField(choices=Recharge.Status.choices), required=False
-    )
-    recipient_number = serializers.CharField(max_length=32, required=False)
-    order_id = serializers.CharField(max_length=64, required=False)
-    created_after = serializers.DateTimeField(required=False)
-    created_before = serializers.DateTimeField(required=False)
-    idempotency_key = serializers.CharField(max_length=255, required=False)
-
-
 class PaymentOut(serializers.Serializer):
     id = serializers.CharField(source="public_id")
     order_id = serializers.CharField(source="order.public_id")

@@ -176,7 +176,7 @@ def test_0003_processes_for_10_seconds_then_succeeds(reseller, product, time_mac
     assert client.get(SANDBOX).json()["recharges"][0]["status"] == "success"
 
 
-def test_a_read_settles_only_its_own_keys_due_sandbox_recharges_and_the_sweeper_all(
+def test_reads_show_due_sandbox_recharges_settled_and_the_task_settles_every_keys(
     reseller, product, time_machine
 ):
     from accounts.services import account_set_b2b
@@ -194,11 +194,14 @@ def test_a_read_settles_only_its_own_keys_due_sandbox_recharges_and_the_sweeper_
         )
         assert answer.status_code == 201, answer.content
     time_machine.move_to("2026-11-21 10:00:11Z", tick=False)
-    for read in (SANDBOX, "/api/v1/payments/history"):
-        client_for(mine_plaintext).get(read)
+    for plaintext in (mine_plaintext, theirs_plaintext, other_plaintext):
+        seen = client_for(plaintext).get(SANDBOX).json()["recharges"]
+        assert [r["status"] for r in seen] == ["success"]
+        history = client_for(plaintext).get("/api/v1/payments/history").json()["results"]
+        assert [r["status"] for r in history[0]["recharges"]] == ["success"]
     statuses = Recharge.objects.order_by("id").values_list("status", flat=True)
-    assert list(statuses) == ["success", "processing", "processing"]
-    assert sandbox_settle_task() == 2
+    assert list(statuses) == ["processing"] * 3  # reads write nothing
+    assert sandbox_settle_task() == 3
     assert set(Recharge.objects.values_list("status", flat=True)) == {"success"}
 
 
