@@ -15,6 +15,7 @@ test: setup browser services
 	$(PYTHON) -m ruff check .
 	$(PYTHON) -m ruff format --check .
 	$(PYTHON) -m mypy
+	.venv/bin/lint-imports
 	$(PYTHON) -m pytest $(PYTEST_ARGS)
 
 services:
@@ -32,6 +33,7 @@ bench: setup services
 lint: setup
 	$(PYTHON) -m ruff check .
 	$(PYTHON) -m ruff format --check .
+	.venv/bin/lint-imports
 
 typecheck: setup
 	$(PYTHON) -m mypy

@@ -1,4 +1,4 @@
-"""Proving an email address (decisions section 12): sign-up confirmation and change of email.
+"""Proving an email address (docs/contract.md §12): sign-up confirmation and change of email.
 
 Neither tells a visitor whether an address has an account. A sign-up for an address that has
 one sends that address a note instead of a link (the owner learns of it; the visitor learns

@@ -1,4 +1,4 @@
-"""Login, token refresh and the caller's own profile (docs/contract.md section 3)."""
+"""Login, token refresh and the caller's own profile (docs/contract.md §3)."""
 
 from __future__ import annotations
 

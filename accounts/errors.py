@@ -30,7 +30,7 @@ class EmailTaken(ApplicationError):
     default_detail = _("An account with this email already exists.")
 
 
-# Refusals of an API key (docs/contract.md section 2). ---------------------------------------------
+# Refusals of an API key (docs/contract.md §2). ---------------------------------------------
 
 
 class CredentialRefused(ApplicationError, drf_exceptions.APIException):  # type: ignore[misc]

@@ -1,4 +1,4 @@
-"""The API key format (docs/contract.md section 3), pure functions with no database access.
+"""The API key format (docs/contract.md §3), pure functions with no database access.
 
 A key reads ``rsl_<mode>_<32 random base62 characters><6 checksum characters>``, for example
 ``rsl_test_4fT9…Q2xk0b``. The checksum is the CRC32 of everything before it, written in six

@@ -150,7 +150,7 @@ def new_api_key_id() -> str:
 
 
 class ApiKey(models.Model):
-    """A server-to-server credential of an account (docs/contract.md section 3).
+    """A server-to-server credential of an account (docs/contract.md §3).
 
     Only the SHA-256 of the plaintext is stored, with the visible ``prefix`` used to show and
     find the key. Requests made with the key act as ``user`` (who created it) on ``account``.
@@ -256,7 +256,7 @@ class ApiKey(models.Model):
 
 
 class SignupRequest(models.Model):
-    """A sign-up waiting for its email address to be confirmed (decisions section 12).
+    """A sign-up waiting for its email address to be confirmed (docs/contract.md §12).
 
     The account is created only when the link is opened, so an address nobody confirmed never
     holds an account, and sign-up answers the same whether or not the address has one. Only a

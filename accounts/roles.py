@@ -36,6 +36,8 @@ ALLOWED = {MONEY: {OWNER, FINANCE}, KEYS: {OWNER, DEVELOPER}, TEAM: {OWNER}}
 # URL names (``namespace:name`` on the site, bare names on the API) by the start of the name.
 ROUTES: tuple[tuple[str, str], ...] = (
     # the site
+    # The low-balance alert's form sits on the webhooks page (wallet.balance_low is an event).
+    ("wallet:threshold", KEYS),
     ("wallet:", MONEY),
     ("orders:cart", MONEY),
     ("orders:checkout", MONEY),

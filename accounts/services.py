@@ -238,7 +238,7 @@ def account_set_b2b(*, account: Account, is_b2b: bool) -> Account:
     return account
 
 
-# API keys (docs/contract.md section 3; docs/access.md). ------------------------------------
+# API keys (docs/contract.md §3; docs/access.md). ------------------------------------
 
 API_KEY_NAME_MAX_LENGTH = ApiKey._meta.get_field("name").max_length
 

@@ -56,7 +56,7 @@ def _remember_language(response: HttpResponse, language: str) -> HttpResponse:
 
 @require_http_methods(["GET", "POST"])
 def signup(request: HttpRequest) -> HttpResponse:
-    """Sign-up sends a confirmation link (decisions section 12); the answer is the same whether
+    """Sign-up sends a confirmation link (docs/contract.md §12); the answer is the same whether
     or not the address already has an account."""
     if request.user.is_authenticated:
         return redirect("accounts:profile")
@@ -139,7 +139,7 @@ class LogoutView(auth_views.LogoutView):
 
 class PasswordResetView(auth_views.PasswordResetView):
     """``/accounts/password-reset/``: the same answer whether or not the email has an account
-    (decisions section 12); the email holds a link that works once, for an hour."""
+    (docs/contract.md §12); the email holds a link that works once, for an hour."""
 
     template_name = "accounts/password_reset.html"
     email_template_name = "accounts/email/password_reset.txt"
@@ -226,7 +226,7 @@ def profile(request: AuthenticatedRequest) -> HttpResponse:
     )
 
 
-# API keys (docs/contract.md section 3): created, restricted and revoked here, never over the API.
+# API keys (docs/contract.md §3): created, restricted and revoked here, never over the API.
 # Keys of other accounts do not exist for these pages (404).
 
 _FORM_TOKEN_SECONDS = 3600

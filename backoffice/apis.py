@@ -48,7 +48,7 @@ DATE_PARAMS = [
 
 
 class StaffListApi(ListAPIView):
-    """A filtered staff list in the envelope of docs/contract.md section 1."""
+    """A filtered staff list in the envelope of docs/contract.md §1."""
 
     permission_classes = [StaffRequired]
     filter_backends: list = []

@@ -38,7 +38,7 @@ SOLD = (
     Payment.Status.REFUNDED,
     Payment.Status.PARTIALLY_REFUNDED,
 )
-# The statuses of live recharges (docs/contract.md section 5); sandbox rows have their own.
+# The statuses of live recharges (docs/contract.md §5); sandbox rows have their own.
 WINDOWS = (("today", 0), ("last_7_days", 7), ("last_30_days", 30))
 
 

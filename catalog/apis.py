@@ -1,6 +1,6 @@
 """Catalog API: countries, operators and recharge products (key+web: any authenticated caller).
 
-Lists use the envelope of docs/contract.md section 1 and refuse unknown query parameters, so a
+Lists use the envelope of docs/contract.md §1 and refuse unknown query parameters, so a
 typo (``?contry=MX``) is a 400 and not the whole catalog.
 """
 

@@ -1,4 +1,4 @@
-"""The demo data of ``manage.py seed_demo`` (docs/contract.md section 8) and the code that loads it.
+"""The demo data of ``manage.py seed_demo`` (docs/contract.md §8) and the code that loads it.
 
 Real countries and their real operators, face values as sold by top-up providers, prices in
 EUR computed from approximate exchange rates with a margin, two promotions (one active, one

@@ -1,4 +1,4 @@
-"""Output shapes of the catalog (docs/contract.md section 10) and input fields for other apps.
+"""Output shapes of the catalog (docs/contract.md §10) and input fields for other apps.
 
 Field names are snake_case here and camelCase on the wire. Texts are in the request's
 language (Accept-Language). Money is a decimal string beside its currency.

@@ -1,4 +1,4 @@
-"""The outbox of email the business sends on its own (decisions section 12): receipts,
+"""The outbox of email the business sends on its own (docs/contract.md §12): receipts,
 low-balance alerts, bank-transfer instructions, a webhook endpoint disabled. A row is written
 in the transaction of the change it reports, so a crash between commit and send never loses a
 message; workers send it.

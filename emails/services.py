@@ -1,4 +1,4 @@
-"""Send the business's own email (decisions section 12) through Django's email framework and
+"""Send the business's own email (docs/contract.md §12) through Django's email framework and
 ``EMAIL_URL``; ``emails.outbox.email_queue`` writes what is sent here.
 
 ``email_send`` claims a row (moves its next attempt on, a lease), renders it in the

@@ -265,7 +265,7 @@ class SandboxApi(APIView):
         )
 
 
-# -- after the 201: lookups (docs/contract.md section 11) -----------------------------------
+# -- after the 201: lookups (docs/contract.md §11) -----------------------------------
 
 RECHARGE_FILTERS = set(RechargeFilter.base_filters)
 

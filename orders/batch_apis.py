@@ -1,4 +1,4 @@
-"""``/api-access/b2b/batches`` (decisions section 13): place a batch, follow it, download its
+"""``/api-access/b2b/batches`` (docs/contract.md §13): place a batch, follow it, download its
 results."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Batches (decisions section 13): up to 10,000 lines sent as one order, one debit.
+"""Batches (docs/contract.md §13): up to 10,000 lines sent as one order, one debit.
 
 Every line is validated before anything is charged (the serializer); the batch is then placed
 like any order (``order_place_with_wallet``, idempotent by ``Idempotency-Key``), its recharges
@@ -51,7 +51,7 @@ def batch_counts(*, batch: Batch) -> dict[str, int]:
 
 
 def batch_object(*, batch: Batch, counts: dict[str, int] | None = None) -> dict[str, Any]:
-    """The batch in its wire shape (decisions section 13)."""
+    """The batch in its wire shape (docs/contract.md §13)."""
     counts = batch_counts(batch=batch) if counts is None else counts
     final = sum(n for status, n in counts.items() if status in FINAL)
     done = batch.completed_at is not None or final == batch.recharge_count

@@ -1,5 +1,5 @@
 """Query filters of the recharge search (django-filter), named exactly as on the wire
-(docs/contract.md section 11): ``status`` (repeated, or separated by commas),
+(docs/contract.md §11): ``status`` (repeated, or separated by commas),
 ``recipientNumber``, ``orderId``, ``createdAfter``/``createdBefore`` (RFC 3339) and
 ``idempotencyKey``.
 

@@ -148,7 +148,7 @@ class OrderLine(models.Model):
 
 
 class CardCheckout(models.Model):
-    """The card side of one card payment or one card top-up (docs/contract.md section 4).
+    """The card side of one card payment or one card top-up (docs/contract.md §4).
 
     Exactly one of ``payment`` and ``topup`` is set. It holds the Stripe objects of the
     current attempt: a SetupIntent the browser confirms, then the PaymentIntent the server
@@ -216,7 +216,7 @@ class StripeEvent(models.Model):
 
 
 class Batch(models.Model):
-    """Many recharges sent as one (decisions section 13): one order, one debit, its recharges
+    """Many recharges sent as one (docs/contract.md §13): one order, one debit, its recharges
     run by the processor; ``completed_at`` is set (and ``batch.completed`` emitted) once every
     recharge is final."""
 

@@ -1,4 +1,4 @@
-"""Order pricing (docs/contract.md section 4): one place computes unit prices and totals.
+"""Order pricing (docs/contract.md §4): one place computes unit prices and totals.
 
 unit price = the product's retail price converted to the order currency, less the
 account's discount, rounded half up to cents; line total = unit price * quantity.

@@ -67,7 +67,7 @@ def sandbox_recharges(*, api_key, limit: int = 20) -> list[Recharge]:
     )
 
 
-# -- lookups after the 201 (docs/contract.md section 11) ------------------------------------
+# -- lookups after the 201 (docs/contract.md §11) ------------------------------------
 
 
 def recharge_lookup(*, account: Account, livemode: bool, recharge_id: str) -> Recharge:

@@ -111,7 +111,7 @@ class OrderIn(StrictSerializer):
         return data
 
 
-BATCH_MAX_LINES = 10_000  # decisions section 13
+BATCH_MAX_LINES = 10_000  # docs/contract.md §13
 
 
 class BatchLineIn(OrderLineIn):
@@ -154,7 +154,7 @@ class BatchIn(StrictSerializer):
 
 
 class BatchOut(serializers.Serializer):
-    """The batch object (decisions section 13), for the schema; views send ``batch_object``."""
+    """The batch object (docs/contract.md §13), for the schema; views send ``batch_object``."""
 
     id = serializers.CharField()
     object = serializers.CharField()

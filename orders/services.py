@@ -157,7 +157,7 @@ def order_discard(*, order_id: int) -> None:
 
 
 def _receipt_queue(*, order: Order, payment: Payment, lines: list[OrderLine]) -> None:
-    """The receipt of a paid site order (card or wallet; decisions section 12), by email, in
+    """The receipt of a paid site order (card or wallet; docs/contract.md §12), by email, in
     the transaction that took the money. API orders are followed by webhooks and statements."""
     user = order.created_by or account_contact(account_id=order.account_id)
     if user is None:

@@ -13,6 +13,9 @@ urlpatterns = [
     path("payments/history", apis.PaymentHistoryApi.as_view(), name="payments-history"),
     path("payments/<id:payment_id>", apis.PaymentDetailApi.as_view(), name="payment"),
     path("wallet/checkout", apis.WalletCheckoutApi.as_view(), name="wallet-checkout"),
+    # Card top-ups of the wallet: the card flow paying a wallet top-up.
+    path("wallet/topups/prepare", card_apis.TopUpPrepareApi.as_view(), name="topups-prepare"),
+    path("wallet/topups/checkout", card_apis.TopUpCheckoutApi.as_view(), name="topups-checkout"),
     path("api-access/b2b/recharges", apis.B2BRechargeApi.as_view(), name="b2b-recharges"),
     path(
         "api-access/b2b/recharges/<id:recharge_id>",

@@ -1,4 +1,4 @@
-"""The one module that talks to Stripe (docs/contract.md section 4).
+"""The one module that talks to Stripe (docs/contract.md §4).
 
 Everything else calls these functions with our own types (Decimal amounts, our ids) and gets
 plain results back; the ``stripe`` SDK does not leak out of here. The same calls run against
@@ -19,7 +19,7 @@ from typing import Any
 import stripe
 from django.conf import settings
 
-from orders.card.errors import (
+from payments.errors import (
     CardAuthenticationFailed,
     CardDeclined,
     CardPaymentsUnavailable,

@@ -26,7 +26,7 @@ class Recharge(models.Model):
         DISPATCHED = "dispatched", _("Dispatched")
         DELIVERED = "delivered", _("Delivered")
         FAILED = "failed", _("Failed")
-        # Test mode only: the simulated outcomes of the sandbox (docs/contract.md section 6).
+        # Test mode only: the simulated outcomes of the sandbox (docs/contract.md §6).
         PROCESSING = "processing", _("Processing (sandbox)")
         SUCCESS = "success", _("Success (sandbox)")
         REJECTED = "rejected", _("Rejected (sandbox)")
@@ -43,7 +43,7 @@ class Recharge(models.Model):
     recipient_number = models.CharField(max_length=20)
     amount = models.DecimalField(**MONEY)
     currency = models.CharField(max_length=3)
-    # The caller's own reference of a batch line (decisions section 13); "" otherwise.
+    # The caller's own reference of a batch line (docs/contract.md §13); "" otherwise.
     reference = models.CharField(max_length=100, blank=True, default="")
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.QUEUED)
     failure_code = models.CharField(max_length=64, blank=True)

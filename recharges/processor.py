@@ -1,4 +1,4 @@
-"""The recharge processor (docs/contract.md section 5): one recharge, moved forward safely.
+"""The recharge processor (docs/contract.md §5): one recharge, moved forward safely.
 
 ``recharge_process`` is idempotent and safe to run twice or concurrently for the same row:
 

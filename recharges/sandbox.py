@@ -1,4 +1,4 @@
-"""Simulated recharges of test keys (docs/contract.md section 6). No provider is ever called.
+"""Simulated recharges of test keys (docs/contract.md §6). No provider is ever called.
 
 The outcome is chosen by the last four digits of the recipient number:
 

@@ -1,4 +1,4 @@
-"""The recharge state machine (docs/contract.md section 5), in one place.
+"""The recharge state machine (docs/contract.md §5), in one place.
 
     queued ──► dispatched ──► delivered
       │  ▲          │

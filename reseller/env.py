@@ -1,4 +1,4 @@
-"""The one place that reads the process environment (docs/contract.md section 9)."""
+"""The one place that reads the process environment (docs/contract.md §9)."""
 
 from pathlib import Path
 

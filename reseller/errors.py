@@ -2,7 +2,7 @@
 
 Domain code raises ``ApplicationError`` subclasses (or DRF's own exceptions); the DRF
 exception handler below and ``ApiProblemMiddleware`` turn everything into
-``application/problem+json`` with a stable ``code`` (docs/contract.md section 2).
+``application/problem+json`` with a stable ``code`` (docs/contract.md §2).
 """
 
 from __future__ import annotations

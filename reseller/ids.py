@@ -1,4 +1,4 @@
-"""Opaque, prefixed public identifiers (docs/contract.md section 1): ``usr_…``, ``pay_…``."""
+"""Opaque, prefixed public identifiers (docs/contract.md §1): ``usr_…``, ``pay_…``."""
 
 import secrets
 import string

@@ -145,7 +145,7 @@ def _zone(name: str) -> zoneinfo.ZoneInfo | None:
 class TimeZoneMiddleware:
     """Site pages show times in the visitor's time zone: the IANA name their browser reports
     (reseller/static/js/timezone.js keeps it in the ``tz`` cookie); UTC until it is known. The API
-    always answers in UTC (decisions section 1)."""
+    always answers in UTC (docs/contract.md §1)."""
 
     def __init__(self, get_response):
         self.get_response = get_response

@@ -1,4 +1,4 @@
-"""The list envelope of docs/contract.md section 1: ?page=&limit= (max 100)."""
+"""The list envelope of docs/contract.md §1: ?page=&limit= (max 100)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from rest_framework import serializers
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.response import Response
 
-from reseller.errors import ValidationFailed
+from reseller.errors import ValidationFailed, flatten_validation_errors
 
 
 class PageQuery(serializers.Serializer):
@@ -27,8 +27,6 @@ class PagePagination(PageNumberPagination):
             data={k: v for k, v in request.query_params.items() if k in ("page", "limit")}
         )
         if not query.is_valid():
-            from reseller.errors import flatten_validation_errors
-
             raise ValidationFailed(
                 _("Invalid pagination parameters."),
                 fields=flatten_validation_errors(query.errors),

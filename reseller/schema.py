@@ -3,6 +3,8 @@
 from drf_spectacular.authentication import SessionScheme
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 
+from reseller.api import PROBLEM_DESCRIPTIONS
+
 
 class SiteSessionScheme(SessionScheme):
     target_class = "reseller.api.SessionAuthentication"
@@ -25,10 +27,8 @@ class ApiKeyScheme(OpenApiAuthenticationExtension):
 
 def document_ambiguous_credentials(result, generator, request, public):
     """Every operation that accepts credentials can answer 400 ``ambiguous_credentials``
-    (an x-api-key together with an Authorization header, docs/contract.md section 2): document it
+    (an x-api-key together with an Authorization header, docs/contract.md §2): document it
     where the operation does not list a 400 already. A drf-spectacular postprocessing hook."""
-    from reseller.api import PROBLEM_DESCRIPTIONS
-
     for item in result.get("paths", {}).values():
         for method, operation in item.items():
             if not isinstance(operation, dict) or "responses" not in operation:

@@ -1,4 +1,4 @@
-"""Sandbox balances of test keys (docs/contract.md section 6): fake euros, real ledger rules.
+"""Sandbox balances of test keys (docs/contract.md §6): fake euros, real ledger rules.
 
 Additions come from the key dashboard or the ``sandbox_topup`` command, through this one
 service: only 10, 50, 100 or 500 EUR at a time, never above 1,000 EUR, at most 5 additions

@@ -1,4 +1,4 @@
-"""Operator commands for keys and B2B (docs/contract.md section 8)."""
+"""Operator commands for keys and B2B (docs/contract.md §8)."""
 
 import io
 

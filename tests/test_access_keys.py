@@ -1,4 +1,4 @@
-"""API key format, storage and services (docs/contract.md section 3)."""
+"""API key format, storage and services (docs/contract.md §3)."""
 
 import re
 from datetime import timedelta

@@ -1,4 +1,4 @@
-"""Proving an email address (decisions section 12, issue 17): sign-up sends a confirmation
+"""Proving an email address (docs/contract.md §12, issue 17): sign-up sends a confirmation
 link and creates the account only when it is opened; changing the email confirms the new
 address and tells the old one; no form tells whether an address has an account."""
 

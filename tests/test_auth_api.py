@@ -1,4 +1,4 @@
-"""Login, token refresh and /auth/me (docs/contract.md section 3)."""
+"""Login, token refresh and /auth/me (docs/contract.md §3)."""
 
 import time
 

@@ -1,4 +1,4 @@
-"""Batches (decisions section 13, issue 18): up to 10,000 lines, every line checked before
+"""Batches (docs/contract.md §13, issue 18): up to 10,000 lines, every line checked before
 anything is charged, one order and one debit, idempotent, never overspending under
 concurrency; counts and progress while running, ``completed`` and ``batch.completed`` once
 every recharge is final; the results as CSV."""

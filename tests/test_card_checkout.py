@@ -1,4 +1,4 @@
-"""Card checkout against a real localstripe (docs/contract.md section 4): prepare, the browser's
+"""Card checkout against a real localstripe (docs/contract.md §4): prepare, the browser's
 card confirmation, checkout, 3-D Secure, declines, idempotency and access rules."""
 
 from datetime import timedelta

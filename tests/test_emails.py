@@ -1,4 +1,4 @@
-"""The email the business sends on its own (decisions section 12): a receipt for every paid
+"""The email the business sends on its own (docs/contract.md §12): a receipt for every paid
 site order, the low-balance alert; written in the transaction of the change (an outbox), sent
 by a worker in the recipient's language, and sent again later when the mail server fails."""
 

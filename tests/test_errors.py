@@ -1,4 +1,4 @@
-"""The error contract (docs/contract.md section 2): every error under /api/ is problem+json."""
+"""The error contract (docs/contract.md §2): every error under /api/ is problem+json."""
 
 import pytest
 from django.test import Client, override_settings

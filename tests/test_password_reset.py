@@ -1,4 +1,4 @@
-"""Forgot password (decisions section 12, issue 17 defect 14): a one-use link for an hour, and
+"""Forgot password (docs/contract.md §12, issue 17 defect 14): a one-use link for an hour, and
 the same answer whether or not the email has an account."""
 
 import re

@@ -1,4 +1,4 @@
-"""The recharge processor and its state machine (docs/contract.md section 5)."""
+"""The recharge processor and its state machine (docs/contract.md §5)."""
 
 import threading
 import time

@@ -1,4 +1,4 @@
-"""After the 201: a recharge or a payment by id, and the search (docs/contract.md section 11)."""
+"""After the 201: a recharge or a payment by id, and the search (docs/contract.md §11)."""
 
 from __future__ import annotations
 

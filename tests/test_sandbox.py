@@ -1,4 +1,4 @@
-"""Test keys simulate everything on an isolated balance (docs/contract.md section 6)."""
+"""Test keys simulate everything on an isolated balance (docs/contract.md §6)."""
 
 import threading
 import time

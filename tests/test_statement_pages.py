@@ -1,4 +1,4 @@
-"""The statement on the site (issue 18, decisions section 13): /wallet/statement/ shows a
+"""The statement on the site (issue 18, docs/contract.md §13): /wallet/statement/ shows a
 period's totals, which equal the ledger's, its first entries and the recharges of the period
 (counted by status, operator and country, narrowed by filters); its CSV and XLSX downloads are
 the API's rows, formulas escaped; a bad date is a message on the page, never a 500. The wallet

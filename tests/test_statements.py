@@ -1,4 +1,4 @@
-"""Statements (decisions section 13, issue 18): a wallet's ledger entries of a period with a
+"""Statements (docs/contract.md §13, issue 18): a wallet's ledger entries of a period with a
 header row, as JSON, CSV and XLSX, for a key or a web session; totals equal the ledger's;
 formulas escaped; a million entries stream in bounded memory."""
 

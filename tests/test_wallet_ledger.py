@@ -1,4 +1,4 @@
-"""The wallet ledger (docs/contract.md section 4): append-only, exact, never below zero."""
+"""The wallet ledger (docs/contract.md §4): append-only, exact, never below zero."""
 
 import threading
 from decimal import Decimal

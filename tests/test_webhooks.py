@@ -1,4 +1,4 @@
-"""Webhooks to resellers (decisions section 11, docs/webhooks.md): the outbox, signed delivery
+"""Webhooks to resellers (docs/contract.md §11, docs/webhooks.md): the outbox, signed delivery
 to a real HTTP receiver, retries, isolation of slow receivers, modes and SSRF."""
 
 import itertools
@@ -173,7 +173,7 @@ def test_failed_recharge_event_says_refunded(reseller, product, receiver, privat
 def test_the_event_object_is_the_recharge_as_the_lookup_returns_it(
     reseller, product, receiver, private_ok, number
 ):
-    """The processor builds the event's object from the rows it holds (decisions section 11:
+    """The processor builds the event's object from the rows it holds (docs/contract.md §11:
     "the recharge, as the lookup returns it"): same keys, same values, history included."""
     endpoint_for(reseller, receiver)
     fund(reseller, "20.00")

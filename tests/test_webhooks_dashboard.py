@@ -128,14 +128,14 @@ def test_pages_need_a_login(client):
 
 
 def test_threshold_is_set_and_cleared(site, reseller):
-    site.post(reverse("webhooks:threshold"), {"threshold": "50.00"})
+    site.post(reverse("wallet:threshold"), {"threshold": "50.00"})
     wallet = Wallet.objects.get(account=reseller.account, kind="live")
     assert wallet.low_balance_threshold == Decimal("50.00")
     page = site.get(reverse("webhooks:endpoints")).content.decode()
     assert 'value="50.00"' in page
-    site.post(reverse("webhooks:threshold"), {"threshold": "-1"})
+    site.post(reverse("wallet:threshold"), {"threshold": "-1"})
     wallet.refresh_from_db()
     assert wallet.low_balance_threshold == Decimal("50.00")
-    site.post(reverse("webhooks:threshold"), {"threshold": ""})
+    site.post(reverse("wallet:threshold"), {"threshold": ""})
     wallet.refresh_from_db()
     assert wallet.low_balance_threshold is None

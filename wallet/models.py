@@ -113,7 +113,7 @@ class LedgerEntry(models.Model):
         ]
         indexes = [
             models.Index(fields=["wallet", "-id"], name="ledger_wallet_recent"),
-            # Statements: a wallet's entries of a period (decisions section 13).
+            # Statements: a wallet's entries of a period (docs/contract.md §13).
             models.Index(fields=["wallet", "created_at"], name="ledger_wallet_period"),
         ]
 

@@ -22,6 +22,7 @@ from accounts.models import Account, User
 from accounts.services import email_queue_to_account
 from emails.models import Email
 from emails.outbox import email_queue_to_user
+from reseller.ids import make_id
 from reseller.money import ZERO, fmt, quantize
 from wallet.errors import (
     CardTopUpNeedsPayment,
@@ -203,7 +204,7 @@ def _emit_events(*, wallet: Wallet, entry: LedgerEntry, old_balance: Decimal) ->
 
 
 def _tell_balance_low(*, wallet: Wallet, threshold: Decimal) -> None:
-    """The low-balance alert by email (decisions section 12), in the same transaction."""
+    """The low-balance alert by email (docs/contract.md §12), in the same transaction."""
     email_queue_to_account(
         account_id=wallet.account_id,
         kind=Email.Kind.BALANCE_LOW,
@@ -264,8 +265,6 @@ def wallet_adjust(
     *, wallet_id: int, amount: Decimal, reason: str, by: User, reference: str | None = None
 ) -> LedgerEntry:
     """A staff correction: a new entry, never an edit of an old one."""
-    from reseller.ids import make_id
-
     if not reason.strip():
         raise InvalidAmount(_("An adjustment needs a reason."))
     amount = quantize(amount)
@@ -323,7 +322,7 @@ def bank_details() -> dict[str, str] | None:
 
 @transaction.atomic
 def bank_transfer_request(*, account: Account, amount: Decimal, by: User) -> TopUp:
-    """A bank-transfer top-up, and the instructions by email (decisions section 12): the
+    """A bank-transfer top-up, and the instructions by email (docs/contract.md §12): the
     beneficiary, IBAN, BIC, amount and the reference to quote. The caller checks that bank
     transfers are offered (``bank_details``)."""
     topup = topup_request(account=account, amount=amount, method=TopUp.Method.BANK_TRANSFER, by=by)
@@ -400,7 +399,7 @@ def wallet_topup_manual(
 
 
 def sandbox_wallet_for_key(*, key) -> Wallet:
-    """Each test key has its own fake EUR balance, starting at 0 (docs/contract.md section 6)."""
+    """Each test key has its own fake EUR balance, starting at 0 (docs/contract.md §6)."""
     wallet, _created = Wallet.objects.get_or_create(
         api_key=key,
         kind=Wallet.Kind.SANDBOX,

@@ -1,4 +1,4 @@
-"""Statements (decisions section 13): a wallet's ledger entries of a period, with its opening
+"""Statements (docs/contract.md §13): a wallet's ledger entries of a period, with its opening
 and closing balance and totals, as JSON, CSV or XLSX. CSV and XLSX stream: a million entries
 never sit in memory."""
 

@@ -8,6 +8,7 @@ urlpatterns = [
     path("", views.wallet, name="wallet"),
     path("bank-transfer/", views.bank_transfer, name="bank-transfer"),
     path("statement/", views.statement, name="statement"),
+    path("threshold/", views.threshold, name="threshold"),
     path(
         "statement.csv",
         views.statement_download,

@@ -1,5 +1,5 @@
 """The site's wallet pages: balance, ledger entries, monthly totals, top-ups (bank transfer or
-card), and the statement of a period with its downloads (decisions section 13)."""
+card), and the statement of a period with its downloads (docs/contract.md §13)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from django.http import HttpResponse, HttpResponseBase
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
-from django.utils.http import urlencode
+from django.utils.http import url_has_allowed_host_and_scheme, urlencode
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_GET, require_POST
@@ -35,12 +35,14 @@ from reseller.errors import ValidationFailed
 from reseller.exports import csv_response, csv_stream, xlsx_response
 from reseller.money import quantize
 from wallet import selectors, statements
+from wallet.forms import ThresholdForm
 from wallet.services import (
     TOPUP_MAX,
     TOPUP_MIN,
     bank_details,
     bank_transfer_request,
     wallet_get_or_create,
+    wallet_set_threshold,
 )
 
 
@@ -267,7 +269,7 @@ def statement(request: AuthenticatedRequest) -> HttpResponse:
 @require_GET
 def statement_download(request: AuthenticatedRequest, file_format: str) -> HttpResponseBase:
     """Every entry of the period as CSV or XLSX, streamed, as the API's statement gives them
-    (decisions section 13). A file names its period: without both dates, or with a bad one,
+    (docs/contract.md §13). A file names its period: without both dates, or with a bad one,
     the download goes back to the page, which shows the period or says what is wrong."""
     query = request.GET.urlencode()
     back = redirect(reverse("wallet:statement") + (f"?{query}" if query else ""))
@@ -283,3 +285,29 @@ def statement_download(request: AuthenticatedRequest, file_format: str) -> HttpR
     if file_format == "csv":
         return csv_response(f"{name}.csv", csv_stream(statements.COLUMNS, rows))
     return xlsx_response(f"{name}.xlsx", statements.COLUMNS, rows, title=name)
+
+
+@login_required
+@require_POST
+def threshold(request: AuthenticatedRequest) -> HttpResponse:
+    """The low-balance alert's form (placed on the webhooks page): back to where it was."""
+    form = ThresholdForm(request.POST)
+    if form.is_valid():
+        wallet = wallet_set_threshold(
+            account=request.user.account, amount=form.cleaned_data["threshold"]
+        )
+        if wallet.low_balance_threshold is None:
+            messages.success(request, _("No low-balance alert."))
+        else:
+            messages.success(
+                request,
+                _("You are told when the wallet goes below %(amount)s %(currency)s.")
+                % {"amount": wallet.low_balance_threshold, "currency": wallet.currency},
+            )
+    else:
+        messages.error(request, _("Give an amount of 0 or more, such as 100.00."))
+    back = request.POST.get("next", "")
+    safe = url_has_allowed_host_and_scheme(
+        back, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    )
+    return redirect(back if safe else "wallet:wallet")

@@ -1,4 +1,4 @@
-"""The events a reseller's endpoint can subscribe to (docs/webhooks.md, decisions section 11)."""
+"""The events a reseller's endpoint can subscribe to (docs/webhooks.md, docs/contract.md §11)."""
 
 from __future__ import annotations
 

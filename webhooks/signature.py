@@ -1,4 +1,4 @@
-"""The ``Reseller-Signature`` header (decisions section 11, docs/webhooks.md).
+"""The ``Reseller-Signature`` header (docs/contract.md §11, docs/webhooks.md).
 
     Reseller-Signature: t=1764000000,v1=5257a869…[,v1=…]
 

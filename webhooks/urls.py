@@ -7,7 +7,6 @@ app_name = "webhooks"
 urlpatterns = [
     path("", views.endpoints, name="endpoints"),
     path("new/", views.endpoint_create, name="endpoint-create"),
-    path("threshold/", views.threshold, name="threshold"),
     path("<id:endpoint_id>/", views.endpoint_detail, name="endpoint"),
     path("<id:endpoint_id>/rotate/", views.endpoint_rotate, name="endpoint-rotate"),
     path("<id:endpoint_id>/test/", views.endpoint_test, name="endpoint-test"),

@@ -1,6 +1,7 @@
 """The webhook pages of the profile dashboard (docs/webhooks.md): endpoints, their secrets
 (shown once), their deliveries of the last 30 days with resend, a test event, and the
-account's low-balance threshold. Another account's endpoint is 404."""
+account's low-balance threshold (the wallet's form, placed by ``wallet_threshold``).
+Another account's endpoint is 404."""
 
 from __future__ import annotations
 
@@ -17,11 +18,9 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from accounts.http import AuthenticatedRequest
 from reseller.errors import ApplicationError
-from wallet.selectors import live_wallet
-from wallet.services import wallet_set_threshold
 from webhooks import selectors, services
 from webhooks.catalogue import EVENT_TYPES
-from webhooks.forms import EndpointCreateForm, EndpointEditForm, ThresholdForm
+from webhooks.forms import EndpointCreateForm, EndpointEditForm
 
 _FORM_TOKEN_SECONDS = 3600
 
@@ -55,16 +54,10 @@ def _secret_page(request, endpoint, secret: str, *, rotated: bool) -> HttpRespon
 @require_GET
 def endpoints(request: AuthenticatedRequest) -> HttpResponse:
     account = request.user.account
-    wallet = live_wallet(account=account)
-    threshold = wallet.low_balance_threshold if wallet else None
     return render(
         request,
         "webhooks/endpoints.html",
-        {
-            "endpoints": selectors.endpoints_of_account(account=account),
-            "threshold_form": ThresholdForm(initial={"threshold": threshold}),
-            "wallet": wallet,
-        },
+        {"endpoints": selectors.endpoints_of_account(account=account), "account": account},
     )
 
 
@@ -185,24 +178,3 @@ def endpoint_delete(request: AuthenticatedRequest, endpoint_id: str) -> HttpResp
         messages.success(request, _("The endpoint is deleted: it gets no more events."))
         return redirect("webhooks:endpoints")
     return render(request, "webhooks/endpoint_delete.html", {"endpoint": endpoint})
-
-
-@login_required
-@require_POST
-def threshold(request: AuthenticatedRequest) -> HttpResponse:
-    form = ThresholdForm(request.POST)
-    if form.is_valid():
-        wallet = wallet_set_threshold(
-            account=request.user.account, amount=form.cleaned_data["threshold"]
-        )
-        if wallet.low_balance_threshold is None:
-            messages.success(request, _("No low-balance alert."))
-        else:
-            messages.success(
-                request,
-                _("You are told when the wallet goes below %(amount)s %(currency)s.")
-                % {"amount": wallet.low_balance_threshold, "currency": wallet.currency},
-            )
-    else:
-        messages.error(request, _("Give an amount of 0 or more, such as 100.00."))
-    return redirect("webhooks:endpoints")

@@ -348,7 +348,7 @@ class StripeEventAdmin(ReadOnlyAdmin):
 
 @admin.register(Batch)
 class BatchAdmin(ReadOnlyAdmin):
-    """Batches (decisions section 13): their order holds the money, their recharges the rest."""
+    """Batches (docs/contract.md §13): their order holds the money, their recharges the rest."""
 
     list_display = ("public_id", "account", "livemode", "recharge_count", "created_at",
                     "completed_at")  # fmt: skip

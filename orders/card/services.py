@@ -1,4 +1,4 @@
-"""Card checkout and card top-ups (docs/contract.md section 4): prepare, checkout, webhooks.
+"""Card checkout and card top-ups (docs/contract.md §4): prepare, checkout, webhooks.
 
 One flow serves both things a card pays for: an order (a pending card ``Payment`` whose
 recharges are queued when the money is taken) and a wallet top-up (a pending ``TopUp``
@@ -30,8 +30,6 @@ from django.utils.translation import gettext as _
 
 from accounts.models import Account, User
 from orders.card.errors import (
-    CardAuthenticationFailed,
-    CardDeclined,
     CartEmpty,
     PaymentMethodRequired,
     PaymentNotPayable,
@@ -43,6 +41,7 @@ from orders.pricing import LineRequest, line_requests, price_order
 from orders.selectors import cart_items
 from orders.services import order_create, order_discard, order_recharges_start
 from payments import gateway
+from payments.errors import CardAuthenticationFailed, CardDeclined
 from payments.models import Payment
 from payments.services import (
     payment_capture,

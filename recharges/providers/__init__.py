@@ -13,6 +13,8 @@ from recharges.providers.base import (
     TransientError,
     UpstreamTimeout,
 )
+from recharges.providers.reloadly import ReloadlyProvider
+from recharges.providers.simulator import SimulatorProvider
 
 __all__ = [
     "AirtimeProvider",
@@ -29,11 +31,7 @@ __all__ = [
 def get_provider(name: str | None = None) -> AirtimeProvider:
     name = name or settings.AIRTIME_PROVIDER
     if name == "simulator":
-        from recharges.providers.simulator import SimulatorProvider
-
         return SimulatorProvider()
     if name == "reloadly":
-        from recharges.providers.reloadly import ReloadlyProvider
-
         return ReloadlyProvider.from_settings()
     raise ValueError(f"unknown AIRTIME_PROVIDER {name!r} (simulator, reloadly)")

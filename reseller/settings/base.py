@@ -16,7 +16,7 @@ DEBUG = env.bool("DEBUG", default=False)
 SECRET_KEY = env.str("SECRET_KEY", default=INSECURE_SECRET_KEY)
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
-# Addresses of reverse proxies whose X-Forwarded-For we believe (docs/contract.md section 3).
+# Addresses of reverse proxies whose X-Forwarded-For we believe (docs/contract.md §3).
 TRUSTED_PROXIES = env.list("TRUSTED_PROXIES", default=[])
 
 INSTALLED_APPS = [
@@ -430,7 +430,7 @@ SPECTACULAR_SETTINGS: dict[str, Any] = {
     ],
 }
 
-# Email (decisions section 12): EMAIL_URL as django-environ reads it (smtp+tls://user:pass@host:587
+# Email (docs/contract.md §12): EMAIL_URL as django-environ reads it (smtp+tls://user:pass@host:587
 # is STARTTLS, smtps:// TLS from the start, consolemail://, filemail:///path); it becomes
 # Django 6.1's MAILERS. The embedded default prints to the console.
 _EMAIL_OPTIONS = {
@@ -465,7 +465,7 @@ PASSWORD_RESET_TIMEOUT = 3600
 PASSWORD_RESET_RATE_PER_ADDRESS = env.int("PASSWORD_RESET_RATE_PER_ADDRESS", default=10)
 PASSWORD_RESET_RATE_PER_EMAIL = env.int("PASSWORD_RESET_RATE_PER_EMAIL", default=3)
 
-# Login attempts allowed per window, per client address and per email (docs/contract.md section 3).
+# Login attempts allowed per window, per client address and per email (docs/contract.md §3).
 LOGIN_RATE_PER_ADDRESS = env.int("LOGIN_RATE_PER_ADDRESS", default=30)
 LOGIN_RATE_PER_EMAIL = env.int("LOGIN_RATE_PER_EMAIL", default=10)
 LOGIN_RATE_WINDOW_SECONDS = env.int("LOGIN_RATE_WINDOW_SECONDS", default=300)
@@ -508,7 +508,7 @@ LOGGING = {
 
 
 def refuse_insecure_production(debug: bool, secret_key: str) -> None:
-    """Production must never run with the development secret (docs/contract.md section 9)."""
+    """Production must never run with the development secret (docs/contract.md §9)."""
     if not debug and secret_key == INSECURE_SECRET_KEY:
         raise ImproperlyConfigured(
             "SECRET_KEY must be set in the environment when DEBUG is false; "

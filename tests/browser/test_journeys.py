@@ -1,4 +1,4 @@
-"""One test per user journey, in a real browser (docs/contract.md section 4, issue 8)."""
+"""One test per user journey, in a real browser (docs/contract.md §4, issue 8)."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ from reseller.errors import ValidationFailed
 class Command(BaseCommand):
     help = (
         "Create an API key for the account of a user and print only its plaintext "
-        "(docs/contract.md section 8). The plaintext is not stored: keep it now."
+        "(docs/contract.md §8). The plaintext is not stored: keep it now."
     )
 
     def add_arguments(self, parser):

@@ -5,7 +5,7 @@ from accounts.services import user_create
 
 
 class Command(BaseCommand):
-    help = "Create a user with its own account (docs/contract.md section 8)."
+    help = "Create a user with its own account (docs/contract.md §8)."
 
     def add_arguments(self, parser):
         parser.add_argument("--email", required=True)

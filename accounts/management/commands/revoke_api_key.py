@@ -5,7 +5,7 @@ from accounts.services import api_key_revoke
 
 
 class Command(BaseCommand):
-    help = "Revoke an API key for good, by its visible prefix (docs/contract.md section 8)."
+    help = "Revoke an API key for good, by its visible prefix (docs/contract.md §8)."
 
     def add_arguments(self, parser):
         parser.add_argument(

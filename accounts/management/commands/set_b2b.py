@@ -5,7 +5,7 @@ from accounts.services import account_set_b2b
 
 
 class Command(BaseCommand):
-    help = "Tag the account of a user B2B, or untag it with --off (docs/contract.md section 8)."
+    help = "Tag the account of a user B2B, or untag it with --off (docs/contract.md §8)."
 
     def add_arguments(self, parser):
         parser.add_argument("--email", required=True)

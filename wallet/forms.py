@@ -1,0 +1,22 @@
+"""Forms of the wallet pages."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from django import forms
+from django.utils.translation import gettext_lazy as _
+
+
+class ThresholdForm(forms.Form):
+    threshold = forms.DecimalField(
+        label=_("Low-balance threshold"),
+        required=False,
+        min_value=Decimal("0"),
+        max_digits=12,
+        decimal_places=2,
+        help_text=_(
+            "A payment that takes the live wallet below this amount sends wallet.balance_low. "
+            "Empty: no alert."
+        ),
+    )
