@@ -20,8 +20,8 @@ from django.utils.translation import gettext_lazy
 from accounts.errors import TestKeyRequiredError
 from reseller.errors import ApplicationError, RateLimited, ValidationFailed
 from reseller.money import ZERO, quantize
-from wallet.models import LedgerEntry, TopUp, Wallet
-from wallet.services import ledger_post, sandbox_wallet_for_key, wallet_lock
+from wallet.models import TopUp, Wallet
+from wallet.services import sandbox_wallet_for_key, topup_credit_now, wallet_lock
 
 AMOUNTS = (Decimal("10"), Decimal("50"), Decimal("100"), Decimal("500"))
 CAP = Decimal("1000.00")
@@ -100,24 +100,8 @@ def sandbox_topup(*, key, amount, by=None) -> Wallet:
             )
             % {"balance": wallet.balance, "amount": value, "cap": CAP}
         )
-    topup = TopUp.objects.create(
-        wallet=wallet,
-        method=TopUp.Method.SANDBOX,
-        status=TopUp.Status.APPROVED,
-        amount=value,
-        currency=wallet.currency,
-        requested_by=by,
-        decided_by=by,
-        decided_at=now,
-        created_at=now,
-    )
-    ledger_post(
-        wallet=wallet,
-        kind=LedgerEntry.Kind.TOPUP,
-        amount=value,
-        reference=topup.public_id,
-        memo="sandbox addition",
-        by=by,
+    topup_credit_now(
+        wallet=wallet, method=TopUp.Method.SANDBOX, amount=value, memo="sandbox addition", by=by
     )
     return wallet
 

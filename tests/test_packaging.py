@@ -75,6 +75,7 @@ def project_apps() -> dict[str, str]:
         config.label: config.name
         for config in apps.get_app_configs()
         if Path(config.path).resolve().is_relative_to(CHECKOUT)
+        and not Path(config.path).resolve().is_relative_to(CHECKOUT / ".venv")
     }
 
 

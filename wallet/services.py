@@ -376,6 +376,35 @@ def topup_approve(
     return topup
 
 
+@transaction.atomic(savepoint=False)
+def topup_credit_now(
+    *, wallet: Wallet, method: str, amount: Decimal, memo: str, by: User | None = None
+) -> TopUp:
+    """A top-up approved as it is made (a test key's sandbox addition), its credit posted:
+    the caller holds the wallet's lock and has checked its own limits."""
+    now = timezone.now()
+    topup = TopUp.objects.create(
+        wallet=wallet,
+        method=method,
+        status=TopUp.Status.APPROVED,
+        amount=amount,
+        currency=wallet.currency,
+        requested_by=by,
+        decided_by=by,
+        decided_at=now,
+        created_at=now,
+    )
+    ledger_post(
+        wallet=wallet,
+        kind=LedgerEntry.Kind.TOPUP,
+        amount=amount,
+        reference=topup.public_id,
+        memo=memo,
+        by=by,
+    )
+    return topup
+
+
 @transaction.atomic
 def topup_reject(*, topup_id: int, by: User | None, note: str = "", failed: bool = False) -> TopUp:
     topup = TopUp.objects.select_for_update(of=("self",)).get(pk=topup_id)
