@@ -36,7 +36,7 @@ from accounts.services import api_key_create, user_create  # noqa: E402
 from catalog import services  # noqa: E402
 from catalog.ids import product_public_id  # noqa: E402
 from catalog.models import Operator, Product  # noqa: E402
-from orders.models import Recharge  # noqa: E402
+from recharges.models import Recharge  # noqa: E402
 from wallet.models import Wallet  # noqa: E402
 from wallet.selectors import ledger_mismatches  # noqa: E402
 from wallet.services import wallet_topup_manual  # noqa: E402

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import connection, transaction
+from django.db.models import F
 
 from catalog.selectors import product_waitlist_promotion, products_get
 from recharges import processor, throttle
@@ -187,9 +188,9 @@ def _claim_rows(ids: list[int], *, room: int) -> dict[int, TopupRequest]:
                 continue  # an inactive product, or one to wait for: the one-at-a-time path
             if len(claimed) == room:
                 break
-            recharge.attempts += 1
+            recharge.attempts += 1  # as the statement below leaves it
             claimed.append(recharge)
-        transition_many(claimed, S.DISPATCHED, fields=["attempts"])
+        transition_many(claimed, S.DISPATCHED, values={"attempts": F("attempts") + 1})
     return {recharge.pk: processor.topup_request(recharge) for recharge in claimed}
 
 

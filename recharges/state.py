@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
 from django.utils import timezone
 
@@ -126,19 +127,22 @@ def transition_many(
     *,
     notes: Sequence[str] | None = None,
     fields: Sequence[str] = (),
+    values: dict[str, Any] | None = None,
     actor=None,
 ) -> None:
     """``transition`` for a batch of recharges locked by the caller, all in the same status:
-    one ``bulk_update`` of the rows and one ``bulk_create`` of their history rows.
-
-    ``fields`` names the other attributes the caller has set on each instance (the provider's
-    answer, a new attempt count); ``notes`` is each move's note, in the recharges' order."""
+    one ``QuerySet.update`` of what every row gets (the status, its time, ``values``: plain
+    values or expressions such as ``F("attempts") + 1``), one ``bulk_update`` of the
+    attributes the caller set on each instance that differ between them (``fields``: the
+    providers' answers), and one ``bulk_create`` of their history rows. ``notes`` is each
+    move's note, in the recharges' order. Instances follow the status and its time; ``values``
+    are the caller's to mirror in memory."""
     if not recharges:
         return
     now = timezone.now()
-    changed = {"status", "updated_at", *fields}
+    same: dict[str, Any] = {"status": to_status, "updated_at": now, **(values or {})}
     if to_status in TIMESTAMP:
-        changed.add(TIMESTAMP[to_status])
+        same[TIMESTAMP[to_status]] = now
     history = []
     for index, recharge in enumerate(recharges):
         from_status = recharge.status
@@ -159,5 +163,14 @@ def transition_many(
                 created_at=now,
             )
         )
-    Recharge.objects.bulk_update(recharges, sorted(changed))
+    differing = []
+    for name in fields:
+        first = getattr(recharges[0], name)
+        if all(getattr(recharge, name) == first for recharge in recharges):
+            same[name] = first  # one value for the batch: no CASE over its rows
+        else:
+            differing.append(name)
+    Recharge.objects.filter(pk__in=[recharge.pk for recharge in recharges]).update(**same)
+    if differing:
+        Recharge.objects.bulk_update(recharges, differing)
     RechargeEvent.objects.bulk_create(history)
