@@ -15,7 +15,6 @@ from accounts.permissions import B2BApiKeyRequired
 from accounts.throttling import RECHARGE_THROTTLE_CLASSES
 from orders.apis import outcome_response
 from orders.batches import (
-    RESULT_COLUMNS,
     batch_counts,
     batch_object,
     batch_place,
@@ -24,11 +23,10 @@ from orders.batches import (
 from orders.idempotency import fingerprint, read_key
 from orders.models import Batch
 from orders.serializers import BatchIn, BatchOut
-from recharges.models import Recharge
-from recharges.sandbox import sandbox_counts_present, sandbox_status
+from recharges.sandbox import sandbox_counts_present
 from reseller.api import problems
 from reseller.errors import NotFound
-from reseller.exports import csv_response, csv_safe, csv_stream
+from reseller.exports import csv_response
 
 
 def _own_batch(request, batch_id: str) -> Batch:
@@ -56,25 +54,6 @@ def _batch_shown(batch: Batch) -> dict:
         batch_counts(batch=batch), order_id=batch.order_id, now=timezone.now()
     )
     return batch_object(batch=batch, counts=counts)
-
-
-def _sandbox_results_csv(batch: Batch):
-    """``batch_results_csv`` of a test batch, a due ``processing`` row shown as success."""
-    rows = (
-        Recharge.objects.filter(order_id=batch.order_id)
-        .order_by("id")
-        .values_list(
-            "reference",
-            "public_id",
-            "recipient_number",
-            "product__public_id",
-            sandbox_status(timezone.now()),
-            "amount",
-            "currency",
-        )
-        .iterator(chunk_size=2000)
-    )
-    return csv_stream(RESULT_COLUMNS, ([csv_safe(ref), *rest] for ref, *rest in rows))
 
 
 class BatchesApi(APIView):
@@ -155,5 +134,5 @@ class BatchResultsApi(APIView):
     )
     def get(self, request, batch_id: str):
         batch = _own_batch(request, batch_id)
-        rows = batch_results_csv(batch=batch) if batch.livemode else _sandbox_results_csv(batch)
+        rows = batch_results_csv(batch=batch)
         return csv_response(f"{batch.public_id}-results.csv", rows)
