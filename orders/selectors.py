@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.db.models import Prefetch, QuerySet
 
 from accounts.models import Account
-from orders.models import Cart, CartItem, IdempotencyRecord, Order, OrderLine
+from orders.models import Cart, CartItem, Order, OrderLine
 from payments.models import Payment
 from recharges.models import Recharge
 from reseller.errors import NotFound
@@ -83,37 +83,12 @@ def recharge_lookup(*, account: Account, livemode: bool, recharge_id: str) -> Re
     return recharge
 
 
-def recharge_search(
-    *,
-    account: Account,
-    livemode: bool,
-    statuses: list[str] | None = None,
-    recipient_number: str = "",
-    order_id: str = "",
-    created_after=None,
-    created_before=None,
-    idempotency_key: str = "",
-) -> QuerySet[Recharge]:
-    """The caller's recharges, newest first, narrowed by the filters given."""
-    recharges = Recharge.objects.filter(account=account, livemode=livemode)
-    if statuses:
-        recharges = recharges.filter(status__in=statuses)
-    if recipient_number:
-        recharges = recharges.filter(recipient_number=recipient_number)
-    if order_id:
-        recharges = recharges.filter(order__public_id=order_id)
-    if created_after is not None:
-        recharges = recharges.filter(created_at__gte=created_after)
-    if created_before is not None:
-        recharges = recharges.filter(created_at__lt=created_before)
-    if idempotency_key:
-        record = IdempotencyRecord.objects.filter(
-            account=account, livemode=livemode, key=idempotency_key, response_status=201
-        ).first()
-        placed = (record.response_body or {}).get("id", "") if record else ""
-        recharges = recharges.filter(order__public_id=placed) if placed else recharges.none()
+def recharge_search(*, account: Account, livemode: bool) -> QuerySet[Recharge]:
+    """The caller's recharges, newest first, as the lookup renders them; the list's filters
+    narrow it (``orders.filters.RechargeFilter``)."""
     return (
-        recharges.select_related("product", "order", "payment")
+        Recharge.objects.filter(account=account, livemode=livemode)
+        .select_related("product", "order", "payment")
         .prefetch_related("events")
         .order_by("-id")
     )
