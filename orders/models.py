@@ -4,12 +4,11 @@ An order's payment is ``payments.Payment`` and its recharges ``recharges.Recharg
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.db import models
 from django.utils import timezone
 
 from reseller.ids import make_id
+from reseller.money import MONEY
 
 
 class IdempotencyRecord(models.Model):
@@ -34,9 +33,6 @@ class IdempotencyRecord(models.Model):
 
     def __str__(self) -> str:
         return f"{self.key} ({self.response_status})"
-
-
-MONEY: dict[str, Any] = {"max_digits": 12, "decimal_places": 2}
 
 
 def _id(prefix: str) -> str:

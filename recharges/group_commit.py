@@ -19,7 +19,8 @@ Anything off the common path (a waitlisting promotion, a test-mode row, a row al
 dispatched, any answer but "delivered") goes through ``processor`` exactly as before.
 
 Every write is the ORM's: the claim is one ``select_for_update`` and the state module's
-``transition_many`` (a ``bulk_update`` and a ``bulk_create`` of history rows); the delivery
+``transition_many`` (an ``update`` of what the rows share, a ``bulk_update`` of what differs,
+a ``bulk_create`` of history rows); the delivery
 the same, plus the outbox's ``events_emit_many`` for the accounts with endpoints. What makes
 it cheap is the number of commits (one per batch), not the statements' shape.
 

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from reseller.ids import make_id
-
-MONEY: dict[str, Any] = {"max_digits": 12, "decimal_places": 2}
+from reseller.money import MONEY
 
 
 def new_recharge_id() -> str:

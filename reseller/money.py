@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 from decimal import ROUND_HALF_UP, Decimal
+from typing import Any
+
+# A money column's arguments (``models.DecimalField(**MONEY)``): twelve digits, two places.
+MONEY: dict[str, Any] = {"max_digits": 12, "decimal_places": 2}
 
 CENT = Decimal("0.01")
 ZERO = Decimal("0.00")

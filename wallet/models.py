@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Any
 
 from django.conf import settings
 from django.db import models
@@ -11,8 +10,7 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from reseller.ids import make_id
-
-MONEY: dict[str, Any] = {"max_digits": 12, "decimal_places": 2}
+from reseller.money import MONEY
 
 
 def new_wallet_id() -> str:

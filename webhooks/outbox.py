@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from datetime import datetime
 from typing import Any
 
 from django.core.serializers.json import DjangoJSONEncoder
@@ -126,10 +125,9 @@ def event_new(
     event_type: str,
     obj: dict[str, Any],
     extra: dict[str, Any] | None = None,
-    created_at: datetime | None = None,
 ) -> Event:
     """An event with its body, not yet written (``events_emit_many``)."""
-    now = created_at or timezone.now()
+    now = timezone.now()
     event_id = new_event_id()
     return Event(
         public_id=event_id,
