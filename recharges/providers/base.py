@@ -1,15 +1,26 @@
-"""The upstream airtime provider interface: send a top-up, ask its status, read the balance.
+"""The upstream airtime provider interface (docs/contract.md §14; docs/providers.md).
 
-Adapters raise one of three errors so the processor knows what to do:
-- ``TransientError``: nothing happened upstream (network refused, 429, 5xx): retry later.
-- ``UpstreamTimeout``: the request may have reached the provider: ask ``status`` by our
-  reference before retrying or refunding, so a recipient is never topped up twice.
-- ``PermanentError``: the provider refused the top-up for good: fail and refund.
+Every adapter (``simulator``, ``reloadly``, ``dtone``, ``ding``) sends a top-up with our
+recharge id as the provider's reference, asks a top-up's status by that reference, reads the
+account's balance, lists the fixed amounts it sells (``catalog``) and a day's transactions
+(``transactions``, for reconciliation).
+
+When a top-up is sent, adapters raise one of three errors so the processor knows what to do:
+- ``TransientError``: the provider definitely did not get or did not take the request
+  (connection refused, connect timeout, 429): retry later, or send it to the next route.
+- ``UpstreamTimeout``: the request may have reached the provider and may still deliver (a
+  read timeout, a 5xx, an answer we cannot read, a refusal saying our reference is already
+  used): settle it at that same provider by looking our reference up (``status``), never send
+  it elsewhere meanwhile, so a recipient is never topped up twice.
+- ``PermanentError``: a refusal the provider documents (it did not and will not deliver):
+  send it to the next route, or fail and refund when there is none.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import date, datetime
 from decimal import Decimal
 from typing import Any, Protocol
 
@@ -23,19 +34,87 @@ class TopupRequest:
     product_id: str
     amount: Decimal  # face value in the local currency
     currency: str
+    # From the route (``UpstreamProduct``) when one is used: the provider's own product
+    # (DT One's product id, Ding's SkuCode), and what to send in its terms (Ding's SendValue
+    # and SendCurrencyIso). Empty for the simulator's catalog and AIRTIME_PROVIDER's path.
+    sku: str = ""
+    send_value: Decimal | None = None
+    send_currency: str = ""
+    callback_url: str = ""  # where the provider may call back (DT One), or ""
 
 
 @dataclass(frozen=True)
 class ProviderResult:
-    status: str  # "delivered", "pending" or "failed"
+    status: str  # "delivered", "pending", "failed" or "reversed"
     transaction_id: str = ""
     code: str = ""
     message: str = ""
     raw: dict[str, Any] = field(default_factory=dict)
+    # What the provider reported debiting our account for this top-up, when it says so
+    # (Reloadly's ``balanceInfo``/discount, DT One's wholesale price + fee, Ding's
+    # ``CommissionApplied``), in the provider account's currency.
+    cost: Decimal | None = None
+    cost_currency: str = ""
 
     DELIVERED = "delivered"
     PENDING = "pending"
     FAILED = "failed"
+    REVERSED = "reversed"  # delivered, then taken back by the provider
+
+
+@dataclass(frozen=True)
+class ProviderConfig:
+    """How to reach one provider account (a ``Provider`` row, or the settings' Reloadly)."""
+
+    base_url: str = ""
+    auth_url: str = ""  # Reloadly's OAuth2 server
+    client_id: str = ""  # Reloadly
+    client_secret: str = ""  # Reloadly
+    api_key: str = ""  # DT One (Basic user), Ding (``api_key`` header)
+    api_secret: str = ""  # DT One (Basic password)
+    currency: str = ""  # the provider account's currency, when the provider does not say
+    timeout: float = 30.0  # PROVIDER_TIMEOUT_SECONDS
+
+
+@dataclass(frozen=True)
+class UpstreamOperator:
+    upstream_id: str  # the provider's operator id
+    name: str
+    country: str  # ISO 3166-1 alpha-2 (DT One's alpha-3 converted)
+
+
+@dataclass(frozen=True)
+class UpstreamProduct:
+    """One fixed amount a provider sells: a route to a catalog product once its operator is
+    mapped. ``cost`` is what the provider debits our account for one unit, computed as the
+    provider documents it (Reloadly: the amount less its discount; DT One: wholesale price
+    plus fee; Ding: send value less commission), in ``cost_currency``."""
+
+    operator: UpstreamOperator
+    sku: str  # what ``TopupRequest.sku`` carries to send it ("" when the operator id does)
+    product_type: str  # "airtime" or "data"
+    local_amount: Decimal  # what the recipient gets
+    local_currency: str
+    cost: Decimal
+    cost_currency: str
+    send_value: Decimal | None = None  # what to send in the provider's terms (Ding)
+    send_currency: str = ""
+    raw: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class UpstreamTransaction:
+    """One line of a provider's transaction report (reconciliation)."""
+
+    reference: str  # our recharge id as the provider holds it ("" when it has none)
+    transaction_id: str
+    status: str  # a ``ProviderResult`` status
+    amount: Decimal | None  # local amount delivered, when reported
+    currency: str
+    cost: Decimal | None
+    cost_currency: str
+    created_at: datetime | None  # UTC
+    raw: dict[str, Any] = field(default_factory=dict)
 
 
 class ProviderError(Exception):
@@ -75,3 +154,17 @@ class AirtimeProvider(Protocol):
         ...
 
     def balance(self) -> tuple[Decimal, str]: ...
+
+
+class CatalogProvider(AirtimeProvider, Protocol):
+    """What an upstream with a catalog and reports adds (every kind but the simulator's
+    AIRTIME_PROVIDER path): its fixed amounts, and a day's transactions."""
+
+    def catalog(self, *, countries: Iterable[str] | None = None) -> list[UpstreamProduct]:
+        """Every fixed-amount product, all pages read (``countries``: alpha-2 codes to ask
+        for, where the provider lists by country; None for all)."""
+        ...
+
+    def transactions(self, *, day: date) -> list[UpstreamTransaction]:
+        """The provider's transactions of one UTC day, all pages read."""
+        ...
