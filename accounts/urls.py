@@ -20,15 +20,9 @@ urlpatterns = [
     path("login/", views.LoginView.as_view(), name="login"),
     path("logout/", views.LogoutView.as_view(), name="logout"),
     path("profile/", views.profile, name="profile"),
-    path("keys/", views.api_keys, name="api-keys"),
+    # The list of keys and a key's page (its sandbox) are site pages: site_pages/urls.py.
     path("keys/new/", views.api_key_create, name="api-key-create"),
-    path("keys/<id:key_id>/", views.api_key_detail, name="api-key"),
     path("keys/<id:key_id>/revoke/", views.api_key_revoke, name="api-key-revoke"),
-    path(
-        "keys/<id:key_id>/sandbox/topup/",
-        views.api_key_sandbox_topup,
-        name="api-key-sandbox-topup",
-    ),
     path("password-reset/", views.PasswordResetView.as_view(), name="password-reset"),
     path(
         "password-reset/sent/",

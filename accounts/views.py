@@ -1,4 +1,5 @@
-"""The site's account pages: sign-up, login, logout, profile, billing and API keys."""
+"""The site's account pages: sign-up, login, logout, profile, billing and API keys (the list of
+keys and a key's page show its sandbox too: site_pages.views)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from django.core.cache import cache
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse_lazy
-from django.utils import timezone, translation
+from django.utils import translation
 from django.utils.cache import add_never_cache_headers
 from django.utils.translation import gettext as _
 from django.views import i18n as i18n_views
@@ -21,11 +22,10 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from accounts import addresses, selectors, services
 from accounts import team as team_services
-from accounts.errors import ApiKeyNotEditable, EmailTaken
+from accounts.errors import EmailTaken
 from accounts.forms import (
     AccountNameForm,
     ApiKeyCreateForm,
-    ApiKeyWhitelistForm,
     BillingForm,
     EmailChangeForm,
     EmailLoginForm,
@@ -36,15 +36,8 @@ from accounts.forms import (
 )
 from accounts.http import AuthenticatedRequest
 from accounts.models import BillingProfile, User
-from orders.selectors import sandbox_recharges
-from recharges.sandbox import GUIDE as SANDBOX_GUIDE
-from recharges.sandbox import sandbox_present
 from reseller.errors import ApplicationError
 from reseller.net import client_ip
-from sandbox.balances import ADDITIONS_PER_HOUR as SANDBOX_PER_HOUR
-from sandbox.balances import AMOUNTS as SANDBOX_AMOUNTS
-from sandbox.balances import CAP as SANDBOX_CAP
-from sandbox.balances import sandbox_balance, sandbox_balances, sandbox_topup
 
 
 def _remember_language(response: HttpResponse, language: str) -> HttpResponse:
@@ -226,8 +219,9 @@ def profile(request: AuthenticatedRequest) -> HttpResponse:
     )
 
 
-# API keys (docs/contract.md §3): created, restricted and revoked here, never over the API.
-# Keys of other accounts do not exist for these pages (404).
+# API keys (docs/contract.md §3): created and revoked here, restricted on the key's page
+# (site_pages.views), never over the API. Keys of other accounts do not exist for these pages
+# (404).
 
 _FORM_TOKEN_SECONDS = 3600
 
@@ -245,16 +239,6 @@ def _issue_form_token(request: HttpRequest) -> str:
 def _spend_form_token(request: HttpRequest, token: str) -> bool:
     """True once per token: a reload or double submission of the create form gets False."""
     return bool(cache.delete(_form_token_cache_key(request, token)))
-
-
-@login_required
-@require_GET
-def api_keys(request: AuthenticatedRequest) -> HttpResponse:
-    keys = list(selectors.api_keys_of_account(account=request.user.account))
-    balances = sandbox_balances(keys=[key for key in keys if not key.livemode])
-    for key in keys:
-        key.sandbox_balance = balances.get(key.pk)  # type: ignore[attr-defined]
-    return render(request, "accounts/keys.html", {"keys": keys})
 
 
 @login_required
@@ -286,53 +270,6 @@ def api_key_create(request: AuthenticatedRequest) -> HttpResponse:
     response = render(request, "accounts/keys_created.html", {"key": key, "plaintext": plaintext})
     add_never_cache_headers(response)
     return response
-
-
-@login_required
-@require_http_methods(["GET", "POST"])
-def api_key_detail(request: AuthenticatedRequest, key_id: str) -> HttpResponse:
-    key = selectors.api_key_of_account(account=request.user.account, public_id=key_id)
-    form = ApiKeyWhitelistForm(
-        request.POST if request.method == "POST" else None,
-        initial={"ip_whitelist": key.ip_whitelist},
-    )
-    if request.method == "POST" and form.is_valid():
-        try:
-            services.api_key_set_whitelist(key=key, ip_whitelist=form.cleaned_data["ip_whitelist"])
-        except ApiKeyNotEditable as exc:
-            messages.error(request, exc.detail)
-        else:
-            messages.success(request, _("The IP whitelist is saved."))
-        return redirect("accounts:api-key", key_id=key.public_id)
-    context = {"key": key, "form": form}
-    if not key.livemode:
-        context["sandbox_balance"] = sandbox_balance(key=key)[0]
-        context["sandbox_amounts"] = [int(amount) for amount in SANDBOX_AMOUNTS]
-        context["sandbox_cap"] = SANDBOX_CAP
-        context["sandbox_per_hour"] = SANDBOX_PER_HOUR
-        recharges = sandbox_recharges(api_key=key)
-        sandbox_present(recharges, now=timezone.now())  # a read: shown as settled, not written
-        context["sandbox_recharges"] = recharges
-        context["sandbox_endings"] = SANDBOX_GUIDE
-    return render(request, "accounts/keys_detail.html", context)
-
-
-@login_required
-@require_POST
-def api_key_sandbox_topup(request: AuthenticatedRequest, key_id: str) -> HttpResponse:
-    """The dashboard's sandbox buttons: the same service and rules as the CLI."""
-    key = selectors.api_key_of_account(account=request.user.account, public_id=key_id)
-    try:
-        wallet = sandbox_topup(key=key, amount=request.POST.get("amount", ""), by=request.user)
-    except ApplicationError as exc:
-        messages.error(request, exc.fields[0]["message"] if exc.fields else exc.detail)
-    else:
-        messages.success(
-            request,
-            _("Added to the sandbox. Balance: %(balance)s %(currency)s.")
-            % {"balance": wallet.balance, "currency": wallet.currency},
-        )
-    return redirect("accounts:api-key", key_id=key.public_id)
 
 
 @login_required

@@ -3,9 +3,11 @@ from django.contrib import admin
 from django.urls import URLPattern, URLResolver, include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
+from accounts import urls as accounts_urls
 from accounts import views as account_views
 from catalog import views as catalog_views
 from reseller import views
+from site_pages import urls as site_pages_urls
 
 api_v1: list[URLPattern | URLResolver] = [
     path("", include("accounts.urls_api")),
@@ -28,7 +30,9 @@ urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
     path("accounts/webhooks/", include("webhooks.urls")),
     path("accounts/keys/", include("requestlog.urls")),
-    path("accounts/", include("accounts.urls")),
+    # An app's routes and its site pages (site_pages/urls.py) in one include: one namespace,
+    # unique (urls.W005), where every name reverses as before the pages moved up.
+    path("accounts/", include((accounts_urls.urlpatterns + site_pages_urls.accounts, "accounts"))),
     path("catalog/", include("catalog.urls")),
     path("", include("orders.urls")),
     path("wallet/", include("wallet.urls")),

@@ -26,6 +26,7 @@ APPS = (
     "sandbox",
     "payments",
     "recharges",
+    "site_pages",
 )
 
 

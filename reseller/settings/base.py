@@ -46,6 +46,7 @@ INSTALLED_APPS = [
     "sandbox",
     "wallet",
     "backoffice",
+    "site_pages",
     "webhooks",
     "emails",
     "recipients",

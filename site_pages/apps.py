@@ -1,0 +1,5 @@
+from django.apps import AppConfig
+
+
+class SitePagesConfig(AppConfig):
+    name = "site_pages"
