@@ -8,5 +8,5 @@ urlpatterns = [
     path("", views.index, name="index"),
     path("find/", views.find, name="find"),
     re_path(r"^(?P<code>[A-Za-z]{2})/$", views.country, name="country"),
-    re_path(r"^(?P<code>[A-Za-z]{2})/(?P<slug>[-\w]+)/$", views.operator, name="operator"),
+    # An operator's page (a member's saved names) is a site page: site_pages/urls.py.
 ]

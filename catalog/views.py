@@ -1,11 +1,12 @@
 """The site's catalog pages: countries → operators → products, and the phone-number finder.
 
-Public pages (no login): the catalog is what we sell. Same selectors as the API.
+Public pages (no login): the catalog is what we sell. Same selectors as the API. The home page
+and an operator's page also show a member's saved recipients: they are site pages
+(site_pages.views), with this module's country list and region cookie.
 """
 
 from __future__ import annotations
 
-from itertools import groupby
 from urllib.parse import urlencode
 
 from django.http import Http404, HttpRequest, HttpResponse
@@ -16,48 +17,18 @@ from django.views.decorators.http import require_GET
 
 from catalog import selectors
 from catalog.errors import PhoneNumberError
-from catalog.models import Operator, PromotionStatus
-from catalog.phone import PhoneNumber, operator_detect, phone_international, phone_parse
-from recipients.selectors import recipient_names, recipients_of, top_up_url
+from catalog.models import Country
+from catalog.phone import operator_detect, phone_international, phone_parse
 
 
-def _countries():
+def countries_by_name() -> list[Country]:
+    """The countries we sell in, by their name in the page's language."""
     return sorted(selectors.country_list(), key=lambda c: c.name_localized.casefold())
 
 
+# The country last picked on the finder: the home page's picker starts with it
+# (site_pages.views.home).
 REGION_COOKIE = "topup_country"
-
-
-def _guess_region(request: HttpRequest, countries) -> str:
-    """The country picker's first choice: the visitor's last one, else the one their browser's
-    languages name (``es-MX`` → MX), when we sell there."""
-    codes = {c.code for c in countries}
-    languages = request.headers.get("Accept-Language", "").split(",")
-    candidates = [request.COOKIES.get(REGION_COOKIE, "")]
-    candidates += [lang.split(";")[0].strip().rpartition("-")[2] for lang in languages]
-    return next((c.upper() for c in candidates if c.upper() in codes), "")
-
-
-@require_GET
-def home(request: HttpRequest) -> HttpResponse:
-    """Number first: one phone field with a country picker leads the page; saved recipients
-    are one click from their amounts."""
-    countries = _countries()
-    saved = []
-    if request.user.is_authenticated:
-        saved = list(recipients_of(account_id=request.user.account_id)[:6])
-        for recipient in saved:
-            operator = recipient.operator
-            recipient.top_up_url = top_up_url(  # type: ignore[attr-defined]
-                phone_number=recipient.phone_number,
-                country=operator.country_id if operator else None,
-                slug=operator.slug if operator else None,
-            )
-    return render(
-        request,
-        "home.html",
-        {"countries": countries, "region": _guess_region(request, countries), "saved": saved},
-    )
 
 
 @require_GET
@@ -67,7 +38,7 @@ def index(request: HttpRequest) -> HttpResponse:
     return render(
         request,
         "catalog/index.html",
-        {"countries": _countries(), "promotions": promotions, "now": now},
+        {"countries": countries_by_name(), "promotions": promotions, "now": now},
     )
 
 
@@ -78,7 +49,7 @@ def find(request: HttpRequest) -> HttpResponse:
     operators of the country are offered, the detected ones first."""
     region = request.GET.get("country", "")
     raw = phone_international(request.GET.get("phone", ""), region=region)
-    context: dict = {"phone": raw, "countries": _countries(), "region": region.upper()}
+    context: dict = {"phone": raw, "countries": countries_by_name(), "region": region.upper()}
     if raw.strip():
         try:
             phone = phone_parse(raw, field="phone")
@@ -118,48 +89,3 @@ def country(request: HttpRequest, code: str) -> HttpResponse:
         key=lambda op: op.name_localized.casefold(),
     )
     return render(request, "catalog/country.html", {"country": found, "operators": operators})
-
-
-def _number_for(raw: str, *, country: str) -> PhoneNumber | None:
-    """The number the page tops up, when it is a valid one of the operator's country."""
-    try:
-        phone = phone_parse(raw, field="phone")
-    except PhoneNumberError:
-        return None
-    return phone if phone.country == country else None
-
-
-@require_GET
-def operator(request: HttpRequest, code: str, slug: str) -> HttpResponse:
-    found: Operator | None = (
-        selectors.operator_list(country=code).filter(slug=slug).first()
-        if code == code.upper()
-        else None
-    )
-    if found is None:
-        raise Http404
-    now = timezone.now()
-    products = list(selectors.product_list().filter(operator=found))
-    selectors.products_attach_promotions(products=products, at=now)
-    groups = [
-        (kind, list(items)) for kind, items in groupby(products, key=lambda p: p.product_type)
-    ]
-    promotions = {p.promotion.pk: p.promotion for p in products if p.promotion}  # type: ignore[attr-defined]
-    number = _number_for(request.GET.get("phone", ""), country=found.country_id)
-    saved_name = ""
-    if number is not None and request.user.is_authenticated:
-        saved_name = recipient_names(account_id=request.user.account_id).get(number.e164, "")
-    return render(
-        request,
-        "catalog/operator.html",
-        {
-            "number": number,
-            "saved_name": saved_name,
-            "operator": found,
-            "country": found.country,
-            "groups": groups,
-            "promotions": sorted(promotions.values(), key=lambda p: p.starts_at),
-            "now": now,
-            "ACTIVE": PromotionStatus.ACTIVE,
-        },
-    )

@@ -5,7 +5,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 
 from accounts import urls as accounts_urls
 from accounts import views as account_views
-from catalog import views as catalog_views
+from catalog import urls as catalog_urls
 from reseller import views
 from site_pages import urls as site_pages_urls
 
@@ -33,11 +33,11 @@ urlpatterns = [
     # An app's routes and its site pages (site_pages/urls.py) in one include: one namespace,
     # unique (urls.W005), where every name reverses as before the pages moved up.
     path("accounts/", include((accounts_urls.urlpatterns + site_pages_urls.accounts, "accounts"))),
-    path("catalog/", include("catalog.urls")),
+    path("catalog/", include((catalog_urls.urlpatterns + site_pages_urls.catalog, "catalog"))),
     path("", include("orders.urls")),
     path("wallet/", include("wallet.urls")),
     path("recipients/", include("recipients.urls")),
-    path("", catalog_views.home, name="home"),
+    path("", include("site_pages.urls")),
 ]
 
 

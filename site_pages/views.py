@@ -6,9 +6,11 @@ stays with that app's; a page of one app stays in that app.
 
 from __future__ import annotations
 
+from itertools import groupby
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.utils.translation import gettext as _
@@ -19,16 +21,22 @@ from accounts import services as account_services
 from accounts.errors import ApiKeyNotEditable
 from accounts.forms import ApiKeyWhitelistForm
 from accounts.http import AuthenticatedRequest
+from catalog import selectors as catalog_selectors
+from catalog.errors import PhoneNumberError
+from catalog.models import Operator, PromotionStatus
+from catalog.phone import PhoneNumber, phone_parse
+from catalog.views import REGION_COOKIE, countries_by_name
 from orders.selectors import sandbox_recharges
 from recharges.sandbox import GUIDE as SANDBOX_GUIDE
 from recharges.sandbox import sandbox_present
+from recipients.selectors import recipient_names, recipients_of, top_up_url
 from reseller.errors import ApplicationError
 from sandbox.balances import ADDITIONS_PER_HOUR as SANDBOX_PER_HOUR
 from sandbox.balances import AMOUNTS as SANDBOX_AMOUNTS
 from sandbox.balances import CAP as SANDBOX_CAP
 from sandbox.balances import sandbox_balance, sandbox_balances, sandbox_topup
 
-# -- API keys (accounts): a test key's sandbox balance, its top-ups and its test recharges -----
+# -- accounts' API key pages, with a test key's sandbox balance, top-ups and test recharges ----
 # Keys of other accounts do not exist for these pages (404).
 
 
@@ -89,3 +97,83 @@ def api_key_sandbox_topup(request: AuthenticatedRequest, key_id: str) -> HttpRes
             % {"balance": wallet.balance, "currency": wallet.currency},
         )
     return redirect("accounts:api-key", key_id=key.public_id)
+
+
+# -- the home page and catalog's operator page, with a member's saved recipients --------------
+
+
+def _guess_region(request: HttpRequest, countries) -> str:
+    """The country picker's first choice: the visitor's last one, else the one their browser's
+    languages name (``es-MX`` → MX), when we sell there."""
+    codes = {c.code for c in countries}
+    languages = request.headers.get("Accept-Language", "").split(",")
+    candidates = [request.COOKIES.get(REGION_COOKIE, "")]
+    candidates += [lang.split(";")[0].strip().rpartition("-")[2] for lang in languages]
+    return next((c.upper() for c in candidates if c.upper() in codes), "")
+
+
+@require_GET
+def home(request: HttpRequest) -> HttpResponse:
+    """Number first: one phone field with a country picker leads the page; saved recipients
+    are one click from their amounts."""
+    countries = countries_by_name()
+    saved = []
+    if request.user.is_authenticated:
+        saved = list(recipients_of(account_id=request.user.account_id)[:6])
+        for recipient in saved:
+            operator = recipient.operator
+            recipient.top_up_url = top_up_url(  # type: ignore[attr-defined]
+                phone_number=recipient.phone_number,
+                country=operator.country_id if operator else None,
+                slug=operator.slug if operator else None,
+            )
+    return render(
+        request,
+        "home.html",
+        {"countries": countries, "region": _guess_region(request, countries), "saved": saved},
+    )
+
+
+def _number_for(raw: str, *, country: str) -> PhoneNumber | None:
+    """The number the page tops up, when it is a valid one of the operator's country."""
+    try:
+        phone = phone_parse(raw, field="phone")
+    except PhoneNumberError:
+        return None
+    return phone if phone.country == country else None
+
+
+@require_GET
+def operator(request: HttpRequest, code: str, slug: str) -> HttpResponse:
+    found: Operator | None = (
+        catalog_selectors.operator_list(country=code).filter(slug=slug).first()
+        if code == code.upper()
+        else None
+    )
+    if found is None:
+        raise Http404
+    now = timezone.now()
+    products = list(catalog_selectors.product_list().filter(operator=found))
+    catalog_selectors.products_attach_promotions(products=products, at=now)
+    groups = [
+        (kind, list(items)) for kind, items in groupby(products, key=lambda p: p.product_type)
+    ]
+    promotions = {p.promotion.pk: p.promotion for p in products if p.promotion}  # type: ignore[attr-defined]
+    number = _number_for(request.GET.get("phone", ""), country=found.country_id)
+    saved_name = ""
+    if number is not None and request.user.is_authenticated:
+        saved_name = recipient_names(account_id=request.user.account_id).get(number.e164, "")
+    return render(
+        request,
+        "catalog/operator.html",
+        {
+            "number": number,
+            "saved_name": saved_name,
+            "operator": found,
+            "country": found.country,
+            "groups": groups,
+            "promotions": sorted(promotions.values(), key=lambda p: p.starts_at),
+            "now": now,
+            "ACTIVE": PromotionStatus.ACTIVE,
+        },
+    )
