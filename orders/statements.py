@@ -1,4 +1,4 @@
-"""The recharges of a wallet statement's period (the statement pages of ``wallet.views``):
+"""The recharges of a wallet statement's period (the statement page, ``site_pages.views``):
 counted and summed by status, operator and country, with the filters the page offers."""
 
 from __future__ import annotations

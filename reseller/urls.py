@@ -8,6 +8,7 @@ from accounts import views as account_views
 from catalog import urls as catalog_urls
 from reseller import views
 from site_pages import urls as site_pages_urls
+from wallet import urls as wallet_urls
 
 api_v1: list[URLPattern | URLResolver] = [
     path("", include("accounts.urls_api")),
@@ -35,7 +36,7 @@ urlpatterns = [
     path("accounts/", include((accounts_urls.urlpatterns + site_pages_urls.accounts, "accounts"))),
     path("catalog/", include((catalog_urls.urlpatterns + site_pages_urls.catalog, "catalog"))),
     path("", include("orders.urls")),
-    path("wallet/", include("wallet.urls")),
+    path("wallet/", include((wallet_urls.urlpatterns + site_pages_urls.wallet, "wallet"))),
     path("recipients/", include("recipients.urls")),
     path("", include("site_pages.urls")),
 ]

@@ -25,3 +25,8 @@ accounts = [
 catalog = [
     re_path(r"^(?P<code>[A-Za-z]{2})/(?P<slug>[-\w]+)/$", views.operator, name="operator"),
 ]
+
+# Under wallet/, namespace "wallet".
+wallet = [
+    path("statement/", views.statement, name="statement"),
+]

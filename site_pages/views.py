@@ -6,13 +6,17 @@ stays with that app's; a page of one app stays in that app.
 
 from __future__ import annotations
 
+from decimal import Decimal
 from itertools import groupby
+from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils import timezone
+from django.utils.http import urlencode
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -27,14 +31,20 @@ from catalog.models import Operator, PromotionStatus
 from catalog.phone import PhoneNumber, phone_parse
 from catalog.views import REGION_COOKIE, countries_by_name
 from orders.selectors import sandbox_recharges
+from orders.statements import period_recharges
 from recharges.sandbox import GUIDE as SANDBOX_GUIDE
 from recharges.sandbox import sandbox_present
 from recipients.selectors import recipient_names, recipients_of, top_up_url
-from reseller.errors import ApplicationError
+from reseller.errors import ApplicationError, ValidationFailed
+from reseller.money import quantize
 from sandbox.balances import ADDITIONS_PER_HOUR as SANDBOX_PER_HOUR
 from sandbox.balances import AMOUNTS as SANDBOX_AMOUNTS
 from sandbox.balances import CAP as SANDBOX_CAP
 from sandbox.balances import sandbox_balance, sandbox_balances, sandbox_topup
+from site_pages.forms import RechargeFilters
+from wallet import statements as wallet_statements
+from wallet.services import wallet_get_or_create
+from wallet.views import statement_period
 
 # -- accounts' API key pages, with a test key's sandbox balance, top-ups and test recharges ----
 # Keys of other accounts do not exist for these pages (404).
@@ -99,7 +109,7 @@ def api_key_sandbox_topup(request: AuthenticatedRequest, key_id: str) -> HttpRes
     return redirect("accounts:api-key", key_id=key.public_id)
 
 
-# -- the home page and catalog's operator page, with a member's saved recipients --------------
+# -- the home page and catalog's operator page, with a member's saved recipients ---------------
 
 
 def _guess_region(request: HttpRequest, countries) -> str:
@@ -177,3 +187,56 @@ def operator(request: HttpRequest, code: str, slug: str) -> HttpResponse:
             "ACTIVE": PromotionStatus.ACTIVE,
         },
     )
+
+
+# -- wallet's statement of a period, with the period's recharges -------------------------------
+
+ENTRIES_SHOWN = 100  # the page's table; the downloads hold every entry of the period
+
+
+@login_required
+@require_GET
+def statement(request: AuthenticatedRequest) -> HttpResponse:
+    """The live wallet's statement of a period (UTC days, this month so far by default): its
+    totals, its first entries, the downloads of all of them; and the period's recharges."""
+    account = request.user.account
+    live = wallet_get_or_create(account=account)
+    filters = RechargeFilters(request.GET, account=account)
+    filters.is_valid()
+    context: dict[str, Any] = {
+        "wallet": live,
+        "filters": filters,
+        "values": {
+            "from": request.GET.get("from", ""),
+            "to": request.GET.get("to", ""),
+        },
+        "errors": {},
+        "filtered": any(filters.cleaned_data.get(name) for name in filters.fields),
+        "shown": ENTRIES_SHOWN,
+    }
+    try:
+        period = statement_period(request)
+    except ValidationFailed as error:
+        for problem in error.fields or []:
+            context["errors"].setdefault(problem["field"], []).append(problem["message"])
+        return render(request, "wallet/statement.html", context)
+    query = urlencode({"from": period.start.isoformat(), "to": period.end.isoformat()})
+    context["values"] = {"from": period.start.isoformat(), "to": period.end.isoformat()}
+    context.update(
+        period=period,
+        summary={  # quantized: SQLite sums decimals as floats (PostgreSQL's are exact)
+            name: quantize(value) if isinstance(value, Decimal) else value
+            for name, value in wallet_statements.statement_summary(
+                wallet=live, period=period
+            ).items()
+        },
+        entries=list(
+            wallet_statements.statement_entries(wallet=live, period=period)[:ENTRIES_SHOWN]
+        ),
+        csv_url=f"{reverse('wallet:statement-csv')}?{query}",
+        xlsx_url=f"{reverse('wallet:statement-xlsx')}?{query}",
+        recharges=period_recharges(
+            account=account, since=period.since, until=period.until, **filters.selection()
+        ),
+    )
+    return render(request, "wallet/statement.html", context)

@@ -7,7 +7,7 @@ app_name = "wallet"
 urlpatterns = [
     path("", views.wallet, name="wallet"),
     path("bank-transfer/", views.bank_transfer, name="bank-transfer"),
-    path("statement/", views.statement, name="statement"),
+    # The statement page (the period's recharges too) is a site page: site_pages/urls.py.
     path("threshold/", views.threshold, name="threshold"),
     path(
         "statement.csv",
