@@ -10,6 +10,7 @@ from reseller import views
 api_v1: list[URLPattern | URLResolver] = [
     path("", include("accounts.urls_api")),
     path("", include("catalog.urls_api")),
+    path("", include("checkout.urls_api")),  # before orders': payments/<id> takes any word
     path("", include("orders.urls_api")),
     path("", include("wallet.urls_api")),
     path("", include("backoffice.urls_api")),
@@ -31,6 +32,7 @@ urlpatterns = [
     path("accounts/", include("accounts.urls")),
     path("catalog/", include("catalog.urls")),
     path("", include("orders.urls")),
+    path("", include("checkout.urls")),
     path("wallet/", include("wallet.urls")),
     path("recipients/", include("recipients.urls")),
     path("", catalog_views.home, name="home"),
