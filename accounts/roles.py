@@ -78,7 +78,7 @@ ANY_ROLE: tuple[tuple[str, str], ...] = (
     ("accounts:invitation", "public: the invitee has no session yet"),
     ("accounts:email-confirm", "the link mailed to the person changing their address"),
     ("accounts:password-reset*", "public: a forgotten password"),
-    ("orders:stripe-webhook", "Stripe's signed events: no person, no session"),
+    ("checkout:stripe-webhook", "Stripe's signed events: no person, no session"),
     # one's own person, not the account's keys or money
     ("auth-me", "one's own user, account name and billing details"),
     ("accounts:profile", "one's own profile; its links follow the role"),

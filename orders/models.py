@@ -1,6 +1,7 @@
-"""Carts, orders and their lines, Idempotency-Key answers, card checkouts and batches.
+"""Carts, orders and their lines, Idempotency-Key answers and batches.
 
-An order's payment is ``payments.Payment`` and its recharges ``recharges.Recharge``."""
+An order's payment is ``payments.Payment``, its recharges ``recharges.Recharge`` and the card
+side of a card payment ``checkout.CardCheckout``."""
 
 from __future__ import annotations
 
@@ -141,74 +142,6 @@ class OrderLine(models.Model):
 
     def __str__(self) -> str:
         return f"{self.quantity} x {self.product_id} to {self.recipient_number}"
-
-
-class CardCheckout(models.Model):
-    """The card side of one card payment or one card top-up (docs/contract.md §4).
-
-    Exactly one of ``payment`` and ``topup`` is set. It holds the Stripe objects of the
-    current attempt: a SetupIntent the browser confirms, then the PaymentIntent the server
-    creates and confirms. A failed attempt clears them and leaves the checkout payable again
-    until ``expires_at``; ``completed_at`` is set once, when the money is taken.
-    """
-
-    account = models.ForeignKey("accounts.Account", on_delete=models.PROTECT, related_name="+")
-    payment = models.OneToOneField(
-        "payments.Payment",
-        null=True,
-        blank=True,
-        on_delete=models.CASCADE,
-        related_name="card_checkout",
-    )
-    topup = models.OneToOneField(
-        "wallet.TopUp", null=True, blank=True, on_delete=models.CASCADE, related_name="card"
-    )
-    cart = models.ForeignKey(
-        Cart, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    amount = models.DecimalField(**MONEY)
-    currency = models.CharField(max_length=3)
-    setup_intent_id = models.CharField(max_length=128, blank=True)
-    payment_intent_id = models.CharField(max_length=128, blank=True, db_index=True)
-    attempts = models.PositiveSmallIntegerField(default=0)
-    # Set while a PaymentIntent is being created on Stripe (no row lock is held meanwhile):
-    # a concurrent checkout sees the attempt in flight and answers ``processing``.
-    attempt_started_at = models.DateTimeField(null=True, blank=True)
-    # The cart lines this payment pays for: exactly these leave the cart when it succeeds.
-    cart_item_ids = models.JSONField(default=list, blank=True)
-    failure_code = models.CharField(max_length=64, blank=True)
-    expires_at = models.DateTimeField()
-    completed_at = models.DateTimeField(null=True, blank=True)
-    created_at = models.DateTimeField(default=timezone.now, editable=False)
-    updated_at = models.DateTimeField(default=timezone.now)
-
-    class Meta:
-        constraints = [
-            models.CheckConstraint(
-                condition=models.Q(payment__isnull=False, topup__isnull=True)
-                | models.Q(payment__isnull=True, topup__isnull=False),
-                name="card_checkout_pays_one_thing",
-            )
-        ]
-
-    def __str__(self) -> str:
-        return f"card checkout of {self.payment_id or self.topup_id}"
-
-    @property
-    def public_id(self) -> str:
-        return self.payment.public_id if self.payment_id else self.topup.public_id  # type: ignore[union-attr]
-
-
-class StripeEvent(models.Model):
-    """A webhook event already handled: the unique id makes a replay do nothing."""
-
-    event_id = models.CharField(max_length=255, unique=True)
-    type = models.CharField(max_length=100)
-    payment_intent_id = models.CharField(max_length=128, blank=True)
-    received_at = models.DateTimeField(default=timezone.now, editable=False)
-
-    def __str__(self) -> str:
-        return f"{self.event_id} {self.type}"
 
 
 class Batch(models.Model):

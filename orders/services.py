@@ -66,6 +66,12 @@ def cart_remove_item(*, item: CartItem) -> None:
     item.delete()
 
 
+def cart_items_remove(*, cart_id: int, item_ids: list[int]) -> None:
+    """Remove exactly these lines of a cart (the ones a card payment paid for); a line added
+    since, or one already gone, is left alone."""
+    CartItem.objects.filter(cart_id=cart_id, pk__in=item_ids).delete()
+
+
 def order_new(
     *,
     account: Account,

@@ -1,9 +1,8 @@
-"""Site pages of carts, checkout, receipts, payment history and batches, and the Stripe webhook."""
+"""Site pages of carts, checkout, receipts, payment history and batches."""
 
 from django.urls import path
 
 from orders import batch_views, views
-from orders.card import apis as card_apis
 
 app_name = "orders"
 
@@ -23,5 +22,4 @@ urlpatterns = [
     path("batches/<id:batch_id>/", batch_views.batch, name="batch"),
     path("batches/<id:batch_id>/status.json", batch_views.batch_status, name="batch-status"),
     path("batches/<id:batch_id>/results.csv", batch_views.batch_results, name="batch-results"),
-    path("webhooks/stripe", card_apis.StripeWebhookView.as_view(), name="stripe-webhook"),
 ]

@@ -1,21 +1,15 @@
 from django.urls import path
 
 from orders import apis, batch_apis
-from orders.card import apis as card_apis
 
 urlpatterns = [
     path("cart", apis.CartApi.as_view(), name="cart"),
     path("cart/items", apis.CartItemsApi.as_view(), name="cart-items"),
     path("cart/items/<id:item_id>", apis.CartItemApi.as_view(), name="cart-item"),
     path("payments/quote", apis.QuoteApi.as_view(), name="payments-quote"),
-    path("payments/prepare", card_apis.PaymentPrepareApi.as_view(), name="payments-prepare"),
-    path("payments/checkout", card_apis.PaymentCheckoutApi.as_view(), name="payments-checkout"),
     path("payments/history", apis.PaymentHistoryApi.as_view(), name="payments-history"),
     path("payments/<id:payment_id>", apis.PaymentDetailApi.as_view(), name="payment"),
     path("wallet/checkout", apis.WalletCheckoutApi.as_view(), name="wallet-checkout"),
-    # Card top-ups of the wallet: the card flow paying a wallet top-up.
-    path("wallet/topups/prepare", card_apis.TopUpPrepareApi.as_view(), name="topups-prepare"),
-    path("wallet/topups/checkout", card_apis.TopUpCheckoutApi.as_view(), name="topups-checkout"),
     path("api-access/b2b/recharges", apis.B2BRechargeApi.as_view(), name="b2b-recharges"),
     path(
         "api-access/b2b/recharges/<id:recharge_id>",

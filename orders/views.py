@@ -1,7 +1,7 @@
 """Site pages: the cart, the card checkout, receipts that follow recharges live, history.
 
 Thin views: forms validate with the API's serializers, writes go through orders.services and
-orders.card (via the JSON API that checkout.js calls), reads through orders.selectors.
+the checkout app (via the JSON API that checkout.js calls), reads through orders.selectors.
 """
 
 from __future__ import annotations

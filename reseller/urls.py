@@ -13,6 +13,7 @@ from wallet import urls as wallet_urls
 api_v1: list[URLPattern | URLResolver] = [
     path("", include("accounts.urls_api")),
     path("", include("catalog.urls_api")),
+    path("", include("checkout.urls_api")),  # before orders': payments/<id> takes any word
     path("", include("orders.urls_api")),
     path("", include("wallet.urls_api")),
     path("", include("backoffice.urls_api")),
@@ -36,6 +37,7 @@ urlpatterns = [
     path("accounts/", include((accounts_urls.urlpatterns + site_pages_urls.accounts, "accounts"))),
     path("catalog/", include((catalog_urls.urlpatterns + site_pages_urls.catalog, "catalog"))),
     path("", include("orders.urls")),
+    path("", include("checkout.urls")),
     path("wallet/", include((wallet_urls.urlpatterns + site_pages_urls.wallet, "wallet"))),
     path("recipients/", include("recipients.urls")),
     path("", include("site_pages.urls")),

@@ -8,7 +8,8 @@ import pytest
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from orders.models import CardCheckout, Cart
+from checkout.models import CardCheckout
+from orders.models import Cart
 from payments.models import Payment
 from recharges.models import Recharge
 from tests.card_support import (
@@ -180,7 +181,7 @@ def test_a_late_failure_event_of_a_declined_attempt_does_not_undo_the_next_card(
 ):
     """Seen once in seven tries: declined, a good card confirmed, then Stripe's webhook for
     the declined attempt arrives and cleared the new card ("confirm the SetupIntent")."""
-    from orders.card.services import stripe_event_handle
+    from checkout.services import stripe_event_handle
 
     body = prepare(shopper)
     declined_setup = body["setupClientSecret"].split("_secret_")[0]
@@ -351,7 +352,7 @@ def test_an_abandoned_card_payment_expires_after_its_price_hold(shopper, stripe_
     """Issue 17, defect 7: a payment nobody paid stays "pending" no longer than its hold."""
     from django.test import Client
 
-    from orders.tasks import card_payments_expire_task
+    from checkout.tasks import card_payments_expire_task
 
     abandoned = prepare(shopper)  # the consumer left before confirming a card
     declined = prepare(shopper)
@@ -382,7 +383,7 @@ def test_an_abandoned_card_payment_expires_after_its_price_hold(shopper, stripe_
 
 
 def test_a_payment_with_an_attempt_at_stripe_is_left_to_stripes_answer(shopper, stripe_local):
-    from orders.card.services import card_payments_expire
+    from checkout.services import card_payments_expire
 
     body = prepare(shopper)
     stripe_local.browser_confirm_setup(body["setupClientSecret"], THREE_D_SECURE)

@@ -18,7 +18,7 @@ import requests
 from django.db import connection
 from rest_framework.test import APIClient
 
-from orders.card import services as card
+from checkout import services as card
 from payments.models import Payment
 from tests.card_support import (
     SECRET_KEY,

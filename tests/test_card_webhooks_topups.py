@@ -8,7 +8,7 @@ import pytest
 import stripe
 from rest_framework.test import APIClient
 
-from orders.models import StripeEvent
+from checkout.models import StripeEvent
 from payments.models import Payment
 from recharges.models import Recharge
 from tests.card_support import (

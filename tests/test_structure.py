@@ -16,6 +16,7 @@ APPS = (
     "accounts",
     "catalog",
     "orders",
+    "checkout",
     "wallet",
     "backoffice",
     "reseller",

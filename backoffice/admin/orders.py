@@ -1,4 +1,5 @@
-"""Staff views of orders, payments and recharges: read-only rows, changes through services.
+"""Staff views of orders, payments, card checkouts and recharges: read-only rows, changes
+through services.
 
 Failed recharges are retried (a new debit) or refunded from the recharge list; every such
 action goes through ``backoffice.services`` and lands in the audit trail.
@@ -16,15 +17,14 @@ from backoffice.admin.tools import (
     form_action,
     run_each,
 )
+from checkout.models import CardCheckout, StripeEvent
 from orders.models import (
     Batch,
-    CardCheckout,
     Cart,
     CartItem,
     IdempotencyRecord,
     Order,
     OrderLine,
-    StripeEvent,
 )
 from payments.models import Payment
 from recharges.models import Recharge, RechargeEvent

@@ -41,6 +41,7 @@ INSTALLED_APPS = [
     "accounts",
     "catalog",
     "orders",
+    "checkout",
     "payments",
     "recharges",
     "sandbox",
@@ -312,7 +313,7 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": 10.0,
     },
     "card-payments-expire": {
-        "task": "orders.tasks.card_payments_expire_task",
+        "task": "checkout.tasks.card_payments_expire_task",
         "schedule": 60.0,
     },
     "emails-sweep": {

@@ -29,17 +29,23 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from accounts.models import Account, User
-from orders.card.errors import (
+from checkout.errors import (
     CartEmpty,
     PaymentMethodRequired,
     PaymentNotPayable,
     QuoteExpired,
 )
+from checkout.models import CardCheckout, StripeEvent
 from orders.errors import CurrencyMismatch
-from orders.models import CardCheckout, Cart, CartItem, Order, StripeEvent
+from orders.models import Cart, Order
 from orders.pricing import LineRequest, line_requests, price_order
 from orders.selectors import cart_items
-from orders.services import order_create, order_discard, order_recharges_start
+from orders.services import (
+    cart_items_remove,
+    order_create,
+    order_discard,
+    order_recharges_start,
+)
 from payments import gateway
 from payments.errors import CardAuthenticationFailed, CardDeclined
 from payments.models import Payment
@@ -434,10 +440,8 @@ def _complete(checkout: CardCheckout, intent: gateway.IntentResult) -> None:
             payment_id=checkout.payment_id, payment_intent_id=intent.id, now=now
         )
         order_recharges_start(order=payment.order, payment=payment)
-        if checkout.cart_item_ids:  # exactly the lines this payment paid for
-            CartItem.objects.filter(  # type: ignore[misc]
-                cart_id=checkout.cart_id, pk__in=checkout.cart_item_ids
-            ).delete()
+        if checkout.cart_id and checkout.cart_item_ids:  # exactly the lines it paid for
+            cart_items_remove(cart_id=checkout.cart_id, item_ids=checkout.cart_item_ids)
         checkout.payment = payment
     else:
         assert checkout.topup_id is not None  # a checkout pays a payment or a top-up

@@ -1,4 +1,5 @@
-"""Card checkout and card top-ups (web-only) and the Stripe webhook: thin views on orders.card."""
+"""Card checkout and card top-ups (web-only) and the Stripe webhook: thin views on
+checkout.services."""
 
 from __future__ import annotations
 
@@ -15,8 +16,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.permissions import WebSessionRequired
+from checkout import services as card
 from orders import selectors, services
-from orders.card import services as card
 from orders.serializers import (
     MAX_LINES,
     OrderLineIn,

@@ -1,1 +1,0 @@
-"""Card payments: the Stripe gateway, prepare/checkout services and APIs, the Stripe webhook."""
