@@ -12,6 +12,7 @@ from backoffice import selectors
 from backoffice.serializers import (
     AdminPaymentOut,
     AdminProductOut,
+    AdminProviderOut,
     AdminRechargeOut,
     AdminSummaryOut,
     AdminUserOut,
@@ -22,6 +23,7 @@ from backoffice.serializers import (
     selector_kwargs,
 )
 from reseller.api import problems
+from upstreams.selectors import providers_overview
 
 TAG = ["admin"]
 STAFF_PROBLEMS = problems(400, 401, 403, 429)
@@ -166,3 +168,21 @@ class ProductsApi(StaffListApi):
     )
     def get(self, request, *args, **kwargs):
         return super().get(request, *args, **kwargs)
+
+
+class ProvidersApi(APIView):
+    permission_classes = [StaffRequired]
+
+    @extend_schema(
+        tags=TAG,
+        operation_id="admin_providers",
+        summary="Upstream providers",
+        description=(
+            "Every upstream provider with its circuit state, balance, success rate and "
+            "p50/p95 latency over the last 15 minutes, and its calls in flight now "
+            "(docs/providers.md). Never its secrets." + AUTH_NOTE
+        ),
+        responses={200: AdminProviderOut(many=True), **STAFF_PROBLEMS},
+    )
+    def get(self, request):
+        return Response(AdminProviderOut(providers_overview(), many=True).data)

@@ -241,6 +241,11 @@ class AdminRechargeOut(serializers.Serializer):
     failure_code = serializers.CharField(allow_null=True)
     failure_message = serializers.CharField(allow_null=True)
     provider = serializers.CharField(allow_null=True)
+    provider_reference = serializers.CharField(source="provider_transaction_id", allow_null=True)
+    cost = serializers.DecimalField(max_digits=14, decimal_places=4, allow_null=True)
+    cost_currency = serializers.CharField(allow_null=True)
+    margin = serializers.DecimalField(max_digits=12, decimal_places=2, allow_null=True)
+    margin_currency = serializers.CharField(allow_null=True)
     attempts = serializers.IntegerField()
     retries = serializers.IntegerField()
     refunded = serializers.BooleanField()
@@ -250,9 +255,26 @@ class AdminRechargeOut(serializers.Serializer):
 
     def to_representation(self, instance):
         data = super().to_representation(instance)
-        for name in ("failure_code", "failure_message", "provider"):
+        names = ("failure_code", "failure_message", "provider", "provider_reference")
+        for name in (*names, "cost_currency", "margin_currency"):
             data[name] = data[name] or None
         return data
+
+
+class AdminProviderOut(serializers.Serializer):
+    """A provider row with its health (docs/contract.md §14); never its secrets."""
+
+    name = serializers.CharField()
+    kind = serializers.CharField()
+    enabled = serializers.BooleanField()
+    priority = serializers.IntegerField()
+    state = serializers.ChoiceField(choices=["healthy", "degraded", "open"])
+    balance = serializers.DecimalField(max_digits=12, decimal_places=2, allow_null=True)
+    currency = serializers.CharField(allow_null=True)
+    success_rate = serializers.FloatField(allow_null=True)
+    latency_p50_ms = serializers.IntegerField(allow_null=True)
+    latency_p95_ms = serializers.IntegerField(allow_null=True)
+    in_flight = serializers.IntegerField()
 
 
 class AdminPaymentOut(serializers.Serializer):

@@ -8,4 +8,5 @@ urlpatterns = [
     path("admin/recharges", apis.RechargesApi.as_view(), name="admin-recharges"),
     path("admin/payments", apis.PaymentsApi.as_view(), name="admin-payments"),
     path("admin/products", apis.ProductsApi.as_view(), name="admin-products"),
+    path("admin/providers", apis.ProvidersApi.as_view(), name="admin-providers"),
 ]

@@ -41,13 +41,15 @@ from django.db import connection, transaction
 from django.db.models import F
 
 from catalog.selectors import product_waitlist_promotion, products_get
-from recharges import processor, throttle
+from recharges import processor
 from recharges.events import recharges_emit
 from recharges.models import Recharge
 from recharges.processor import Outcome
-from recharges.providers import ProviderResult, TopupRequest
 from recharges.state import transition_many
 from reseller.db import connection_release
+from upstreams import throttle
+from upstreams.adapters import ProviderResult, TopupRequest
+from upstreams.routing import routing_active
 
 S = Recharge.Status
 logger = logging.getLogger(__name__)
@@ -276,7 +278,13 @@ def _groups() -> tuple[GroupCommit[int, Claim | None], GroupCommit[Delivered, Ou
 
 
 def enabled() -> bool:
-    return settings.RECHARGE_GROUP_COMMIT_MAX > 1 and connection.vendor == "postgresql"
+    """On PostgreSQL, while no provider row routes recharges (a routed recharge takes its
+    route's provider, its ceiling and its failover one at a time)."""
+    return (
+        settings.RECHARGE_GROUP_COMMIT_MAX > 1
+        and connection.vendor == "postgresql"
+        and not routing_active()
+    )
 
 
 def recharge_process_grouped(*, recharge_id: int, provider=None) -> Outcome | None:

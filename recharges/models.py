@@ -49,7 +49,19 @@ class Recharge(models.Model):
     sandbox_ready_at = models.DateTimeField(
         null=True, blank=True, help_text="Test mode: when a processing recharge succeeds"
     )
+    # Where it was sent: the provider's name (a ``Provider`` row's, or AIRTIME_PROVIDER's),
+    # and the route when it went by one. A dispatched row names the one provider that may
+    # hold it: it moves to another route only after a definite refusal (docs/providers.md).
     provider = models.CharField(max_length=32, blank=True)
+    route = models.ForeignKey(
+        "upstreams.Route", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    # What the provider debited us for it (reported, else the route's cost), once delivered.
+    cost = models.DecimalField(max_digits=14, decimal_places=4, null=True, blank=True)
+    cost_currency = models.CharField(max_length=3, blank=True)
+    # The price paid less the cost converted (FX table at delivery), in the order's currency.
+    margin = models.DecimalField(**MONEY, null=True, blank=True)
+    margin_currency = models.CharField(max_length=3, blank=True)
     provider_transaction_id = models.CharField(max_length=128, blank=True)
     provider_response = models.JSONField(null=True, blank=True)
     attempts = models.PositiveSmallIntegerField(default=0)
@@ -109,3 +121,33 @@ class RechargeEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.from_status or '-'} -> {self.to_status}"
+
+
+class RechargeAttempt(models.Model):
+    """One call to a provider for a recharge (send or look-up) and what came of it: the
+    history's "every attempt (provider, answer, time)", and the evidence of a failover."""
+
+    class Outcome(models.TextChoices):
+        DELIVERED = "delivered", _("Delivered")
+        PENDING = "pending", _("Pending")
+        REFUSED = "refused", _("Refused")  # a documented refusal: may go to the next route
+        UNREACHABLE = "unreachable", _("Unreachable")  # not taken: may go to the next route
+        UNCLEAR = "unclear", _("Unclear")  # may still deliver: settled at the same provider
+        NOT_FOUND = "not_found", _("Not found")  # a look-up that found nothing
+        REVERSED = "reversed", _("Reversed")
+
+    recharge = models.ForeignKey(Recharge, on_delete=models.CASCADE, related_name="attempts_made")
+    provider = models.CharField(max_length=32)
+    action = models.CharField(max_length=8)  # "send" or "status"
+    outcome = models.CharField(max_length=12, choices=Outcome.choices)
+    code = models.CharField(max_length=64, blank=True)
+    message = models.CharField(max_length=255, blank=True)
+    duration_ms = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [models.Index(fields=["recharge", "provider"], name="attempt_by_recharge")]
+
+    def __str__(self) -> str:
+        return f"{self.recharge_id} {self.action} {self.provider}: {self.outcome}"

@@ -15,38 +15,54 @@
 4. The answer is applied under the lock: ``delivered``; or, on a permanent refusal, ``failed``
    with the amount refunded exactly once; transient errors and timeouts are retried with
    backoff until RECHARGE_MAX_ATTEMPTS, then failed and refunded.
+
+With provider rows (``upstreams``; docs/providers.md) a recharge goes by the cheapest healthy
+route of its product, recorded on the row before the call: the row always names the one
+provider that may hold it. It moves to the next route only after a definite refusal (a
+documented refusal, or a connection the provider never took); an unclear answer (timeout,
+5xx, a reference already used) is settled at that same provider by looking the reference up,
+and retried there, never sent elsewhere meanwhile. Every call is kept (``RechargeAttempt``)
+and counts towards the provider's health.
 """
 
 from __future__ import annotations
 
 import logging
 import random
+import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from decimal import Decimal
 
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from catalog.selectors import product_waitlist_promotion
+from catalog.errors import FxRateNotFound
+from catalog.selectors import fx_convert, product_waitlist_promotion
 from payments.gateway import card_refund
 from payments.models import Payment
 from payments.services import payment_add_refunded, payment_lock
-from recharges import throttle
 from recharges.events import recharge_emit
-from recharges.models import Recharge
-from recharges.providers import (
+from recharges.models import Recharge, RechargeAttempt
+from recharges.state import IllegalTransition, transition
+from reseller.db import connection_release
+from reseller.errors import ApplicationError
+from upstreams import health, throttle
+from upstreams.adapters import (
+    AirtimeProvider,
     PermanentError,
+    ProviderError,
     ProviderResult,
     TopupRequest,
     TransientError,
     UpstreamTimeout,
+    adapter_for,
     get_provider,
 )
-from recharges.state import IllegalTransition, transition
-from reseller.db import connection_release
-from reseller.errors import ApplicationError
+from upstreams.models import Provider, Route
+from upstreams.routing import product_has_routes, route_choose, routing_active
 from wallet.services import wallet_debit, wallet_lock, wallet_refund
 
 logger = logging.getLogger(__name__)
@@ -73,7 +89,9 @@ def attempt_token(recharge: Recharge) -> int:
 def _lock(recharge_id: int) -> Recharge:
     return (
         Recharge.objects.select_for_update(of=("self",))
-        .select_related("product__operator", "product__country")
+        .select_related(
+            "product__operator", "product__country", "route__provider", "route__upstream_operator"
+        )
         .get(pk=recharge_id)
     )
 
@@ -93,6 +111,18 @@ def topup_request(recharge: Recharge) -> TopupRequest:
         product_id=product.public_id,
         amount=product.local_amount,
         currency=product.local_currency,
+    )
+
+
+def request_by(request: TopupRequest, route: Route) -> TopupRequest:
+    """The top-up in the route's terms: the provider's operator and product, what to send."""
+    return replace(
+        request,
+        operator_id=route.upstream_operator.upstream_id,
+        sku=route.sku,
+        send_value=route.send_value,
+        send_currency=route.send_currency,
+        callback_url=f"{settings.SITE_URL.rstrip('/')}/webhooks/providers/{route.provider.name}",
     )
 
 
@@ -157,12 +187,31 @@ def _fail(recharge: Recharge, *, code: str, message: str, raw=None, actor=None) 
     return Outcome(S.FAILED)
 
 
+def margin_of(recharge: Recharge, *, cost: Decimal | None, cost_currency: str) -> Decimal | None:
+    """What the sale earned: the price paid less the cost converted into the order's currency
+    (the FX table now); None when the cost or a rate is unknown."""
+    if cost is None or not cost_currency:
+        return None
+    try:
+        cost_here, _rate = fx_convert(
+            amount=cost, from_currency=cost_currency, to_currency=recharge.currency
+        )
+    except FxRateNotFound:
+        return None
+    return recharge.amount - cost_here
+
+
 def apply_result(recharge_id: int, result: ProviderResult, provider_name: str) -> Outcome:
     with transaction.atomic():
         recharge = _lock(recharge_id)
         if recharge.status != S.DISPATCHED:
             return Outcome(recharge.status)
         if result.status == ProviderResult.DELIVERED:
+            route = recharge.route
+            cost, cost_currency = result.cost, result.cost_currency
+            if cost is None and route is not None and route.provider.name == provider_name:
+                cost, cost_currency = route.cost, route.cost_currency
+            margin = margin_of(recharge, cost=cost, cost_currency=cost_currency)
             transition(
                 recharge,
                 S.DELIVERED,
@@ -171,10 +220,21 @@ def apply_result(recharge_id: int, result: ProviderResult, provider_name: str) -
                     "provider": provider_name,
                     "provider_transaction_id": result.transaction_id,
                     "provider_response": result.raw,
+                    "cost": cost,
+                    "cost_currency": cost_currency if cost is not None else "",
+                    "margin": margin,
+                    "margin_currency": recharge.currency if margin is not None else "",
                 },
             )
             recharge_emit(recharge)
             return Outcome(S.DELIVERED)
+        if result.status == ProviderResult.REVERSED:  # taken back before we heard of it
+            return _fail(
+                recharge,
+                code="upstream_reversed",
+                message=result.message or "The provider reversed the top-up.",
+                raw=result.raw,
+            )
         if result.status == ProviderResult.FAILED:
             return _fail(
                 recharge,
@@ -238,8 +298,12 @@ def recharge_process(
     """Move one recharge forward as far as it can go now; see the module docstring.
     ``attempt``: the attempt whose retry this is (``Outcome.attempt``); ``quiet_since``: take
     over a dispatched row that nothing has touched since then (the sweeper's cutoff)."""
+    routed = provider is None and routing_active()
+    route: Route | None = None
     with transaction.atomic():
         recharge = _lock(recharge_id)
+        if routed and not product_has_routes(product_id=recharge.product_id):
+            routed = False  # no provider sells it: AIRTIME_PROVIDER, as without provider rows
         if recharge.status == S.QUEUED:
             if not recharge.livemode:
                 return Outcome(recharge.status)  # test mode never reaches a provider
@@ -253,21 +317,226 @@ def recharge_process(
                 )
                 recharge_emit(recharge)
                 return Outcome(S.WAITLISTED)
-            transition(recharge, S.DISPATCHED, extra_fields={"attempts": recharge.attempts + 1})
+            fields: dict = {"attempts": recharge.attempts + 1}
+            if routed:
+                route = route_choose(product_id=recharge.product_id, exclude=_refused_by(recharge))
+                if route is None:  # every provider of it is down, open or out of balance
+                    return Outcome(S.QUEUED, retry_in=NO_ROUTE_WAIT + random.uniform(0, 5))  # noqa: S311
+                fields.update(route=route, provider=route.provider.name)
+            transition(recharge, S.DISPATCHED, extra_fields=fields)
             reconcile_first = False
         elif recharge.status == S.DISPATCHED and recharge.livemode:
             if not _taken_over(recharge, attempt=attempt, quiet_since=quiet_since):
                 return Outcome(recharge.status)  # another task has it in hand
             recharge.attempts += 1
             recharge.updated_at = timezone.now()
-            recharge.save(update_fields=["attempts", "updated_at"])
+            changed = ["attempts", "updated_at"]
             reconcile_first = True
+            if routed:
+                route = recharge.route
+                if route is None or _definitely_not_held(recharge):
+                    # Nobody may hold it (no route yet, or its provider refused it for sure):
+                    # the cheapest healthy route now, without a look-up.
+                    route = route_choose(
+                        product_id=recharge.product_id, exclude=_refused_by(recharge)
+                    )
+                    reconcile_first = False
+                    if route is None:
+                        recharge.save(update_fields=changed)
+                        return Outcome(
+                            S.DISPATCHED,
+                            retry_in=backoff(recharge.attempts),
+                            attempt=attempt_token(recharge),
+                        )
+                    recharge.route, recharge.provider = route, route.provider.name
+                    changed += ["route", "provider"]
+            recharge.save(update_fields=changed)
         else:
             return Outcome(recharge.status)  # final, waitlisted, or a sandbox row in flight
         request = topup_request(recharge)
 
     connection_release()  # no connection held while the provider answers (with a pool)
+    if route is not None:
+        return recharge_call_routed(recharge_id, request, route, reconcile_first=reconcile_first)
+    if routing_active() and provider is None:
+        # Provider rows exist but none sells this product: AIRTIME_PROVIDER within its ceiling.
+        name = settings.AIRTIME_PROVIDER
+        with throttle.provider_slot(name, wait=settings.PROVIDER_SLOT_WAIT_SECONDS) as held:
+            if not held:
+                return _not_counted(recharge_id, retry_in=1.0 + random.uniform(0, 2.0))  # noqa: S311
+            return recharge_call(recharge_id, request, reconcile_first=reconcile_first)
     return recharge_call(recharge_id, request, provider=provider, reconcile_first=reconcile_first)
+
+
+# -- routed: by the cheapest healthy route, failing over on definite refusals ----------------
+
+NO_ROUTE_WAIT = 30.0  # seconds a queued recharge waits when no route is usable now
+DEFINITE = (RechargeAttempt.Outcome.REFUSED, RechargeAttempt.Outcome.UNREACHABLE)
+
+
+def _refused_by(recharge: Recharge) -> set[str]:
+    """Providers that refused this recharge for good (a documented refusal)."""
+    return set(
+        RechargeAttempt.objects.filter(
+            recharge_id=recharge.pk, outcome=RechargeAttempt.Outcome.REFUSED
+        ).values_list("provider", flat=True)
+    )
+
+
+def _definitely_not_held(recharge: Recharge) -> bool:
+    """Did the row's provider answer its last call for it with a definite "no"? Then nobody
+    holds it. Anything else (no answer recorded: a worker killed mid-call; unclear; pending)
+    is settled at that provider first."""
+    last = (
+        RechargeAttempt.objects.filter(recharge_id=recharge.pk, provider=recharge.provider)
+        .order_by("-id")
+        .values_list("outcome", flat=True)
+        .first()
+    )
+    return last in DEFINITE
+
+
+def _outcome_of(result: ProviderResult | None) -> str:
+    if result is None:
+        return RechargeAttempt.Outcome.NOT_FOUND
+    return {
+        ProviderResult.DELIVERED: RechargeAttempt.Outcome.DELIVERED,
+        ProviderResult.FAILED: RechargeAttempt.Outcome.REFUSED,
+        ProviderResult.REVERSED: RechargeAttempt.Outcome.REVERSED,
+    }.get(result.status, RechargeAttempt.Outcome.PENDING)
+
+
+def _attempt(
+    recharge_id: int, adapter: AirtimeProvider, action: str, request: TopupRequest
+) -> ProviderResult | None:
+    """Send the top-up (``action`` "send") or look it up ("status") at a provider, keep the
+    call (``RechargeAttempt``) and count it towards the provider's health; its result or its
+    error, unchanged."""
+    started = time.monotonic()
+    outcome: str = RechargeAttempt.Outcome.PENDING
+    code, message, ok = "", "", True
+    try:
+        result = adapter.send(request) if action == "send" else adapter.status(request.reference)
+    except PermanentError as exc:
+        outcome, code, message = RechargeAttempt.Outcome.REFUSED, exc.code, str(exc)
+        raise
+    except UpstreamTimeout as exc:
+        outcome, code, message, ok = RechargeAttempt.Outcome.UNCLEAR, exc.code, str(exc), False
+        raise
+    except TransientError as exc:
+        outcome, code, message = RechargeAttempt.Outcome.UNREACHABLE, exc.code, str(exc)
+        ok = exc.code == RATE_LIMITED  # it answered: "not now"
+        raise
+    except ProviderError as exc:
+        outcome, code, message, ok = RechargeAttempt.Outcome.UNCLEAR, exc.code, str(exc), False
+        raise
+    else:
+        outcome = _outcome_of(result)
+        if result is not None:
+            code, message = result.code, result.message
+        return result
+    finally:
+        seconds = time.monotonic() - started
+        try:
+            health.record(adapter.name, ok=ok, seconds=seconds)
+        except Exception:  # the call's answer matters more than its figures
+            logger.warning("health of %s not recorded", adapter.name, exc_info=True)
+        RechargeAttempt.objects.create(
+            recharge_id=recharge_id,
+            provider=adapter.name,
+            action=action,
+            outcome=outcome,
+            code=code[:64],
+            message=message[:255],
+            duration_ms=int(seconds * 1000),
+        )
+
+
+def _failover(
+    recharge_id: int, route: Route, refusal: ProviderError, tried: set[str]
+) -> Route | Outcome:
+    """After a definite refusal by ``route``'s provider: under the lock, the next route
+    (recorded on the row before it is called), or the end: failed and refunded when every
+    provider refused it, retried later when some were only unreachable."""
+    with transaction.atomic():
+        recharge = _lock(recharge_id)
+        if recharge.status != S.DISPATCHED or recharge.route_id != route.pk:
+            return Outcome(recharge.status)  # moved on meanwhile (staff, another task)
+        refused = _refused_by(recharge)
+        following = route_choose(product_id=recharge.product_id, exclude=refused | tried)
+        if following is not None:
+            recharge.route, recharge.provider = following, following.provider.name
+            recharge.updated_at = timezone.now()
+            recharge.save(update_fields=["route", "provider", "updated_at"])
+            return following
+        if isinstance(refusal, PermanentError) and not (tried - refused):
+            return _fail(recharge, code=refusal.code, message=str(refusal), raw=refusal.raw)
+        if recharge.attempts >= settings.RECHARGE_MAX_ATTEMPTS:
+            return _fail(recharge, code=refusal.code, message=str(refusal), raw=refusal.raw)
+        return Outcome(
+            S.DISPATCHED, retry_in=backoff(recharge.attempts), attempt=attempt_token(recharge)
+        )
+
+
+def recharge_call_routed(
+    recharge_id: int, request: TopupRequest, route: Route, *, reconcile_first: bool
+) -> Outcome:
+    """Steps 2-4 by route (see the module docstring): within the provider's ceiling of calls
+    in flight, look up first if asked, send, apply; on a definite refusal, the next route."""
+    tried: set[str] = set()
+    while True:
+        provider: Provider = route.provider
+        adapter = adapter_for(provider)
+        sending = request_by(request, route)
+        wait = settings.PROVIDER_SLOT_WAIT_SECONDS
+        with throttle.provider_slot(provider.name, wait=wait, limit=provider.max_in_flight) as held:
+            if not held:
+                return _not_counted(recharge_id, retry_in=1.0 + random.uniform(0, 2.0))  # noqa: S311
+            refusal: ProviderError
+            try:
+                if reconcile_first:
+                    known = _attempt(recharge_id, adapter, "status", sending)
+                    if known is not None and known.status != ProviderResult.FAILED:
+                        return apply_result(recharge_id, known, provider.name)
+                    if known is not None:  # it refused it: the next route
+                        raise PermanentError(
+                            known.message or "refused", code=known.code, raw=known.raw
+                        )
+                result = _attempt(recharge_id, adapter, "send", sending)
+                assert result is not None  # a send always answers or raises
+                if result.status != ProviderResult.FAILED:
+                    return apply_result(recharge_id, result, provider.name)
+                refusal = PermanentError(
+                    result.message or "refused",
+                    code=result.code or "upstream_failed",
+                    raw=result.raw,
+                )
+            except PermanentError as exc:
+                refusal = exc
+            except UpstreamTimeout as exc:
+                # It may still deliver: settle it here, never elsewhere meanwhile.
+                try:
+                    known = _attempt(recharge_id, adapter, "status", sending)
+                except (TransientError, UpstreamTimeout):
+                    known = None
+                if known is not None and known.status != ProviderResult.PENDING:
+                    return apply_result(recharge_id, known, provider.name)
+                return _give_up_or_retry(
+                    recharge_id, code=exc.code or "upstream_timeout", message=str(exc)
+                )
+            except TransientError as exc:
+                if exc.code == RATE_LIMITED:
+                    wait_for = exc.retry_after or 1.0
+                    throttle.pause(provider.name, wait_for)
+                    return _not_counted(recharge_id, retry_in=wait_for)
+                if reconcile_first:  # the look-up did not get through: ask again later
+                    return _give_up_or_retry(recharge_id, code=exc.code, message=str(exc))
+                refusal = exc
+        tried.add(provider.name)
+        following = _failover(recharge_id, route, refusal, tried)
+        if isinstance(following, Outcome):
+            return following
+        route, reconcile_first = following, False
 
 
 Apply = Callable[[int, ProviderResult, str], Outcome]

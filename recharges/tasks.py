@@ -11,9 +11,11 @@ from celery import shared_task
 from django.conf import settings
 from django.utils import timezone
 
-from recharges import group_commit, processor, throttle
+from recharges import group_commit, processor
 from recharges.sandbox import PROCESSING_TIME, sandbox_settle
 from reseller.tasks import enqueue
+from upstreams import throttle
+from upstreams.routing import routing_active
 
 logger = logging.getLogger(__name__)
 
@@ -30,6 +32,13 @@ def recharge_process_task(
     if attempt is None and quiet_since is None:
         # The common case, grouped with the process's other threads (it takes its own slot).
         outcome = group_commit.recharge_process_grouped(recharge_id=recharge_id)
+    if outcome is None and routing_active():
+        # By route: the processor takes the chosen provider's slot around its calls.
+        outcome = processor.recharge_process(
+            recharge_id=recharge_id,
+            attempt=attempt,
+            quiet_since=None if quiet_since is None else datetime.fromtimestamp(quiet_since, UTC),
+        )
     if outcome is None:
         provider = settings.AIRTIME_PROVIDER
         with throttle.provider_slot(provider, wait=settings.PROVIDER_SLOT_WAIT_SECONDS) as held:

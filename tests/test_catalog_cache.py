@@ -21,7 +21,6 @@ from django.utils import timezone
 from catalog.services import product_set_active, product_upsert
 from orders.models import OrderLine
 from recharges import processor
-from recharges.providers.simulator import SimulatorProvider
 from tests.factories import PromotionFactory, make_key
 from tests.helpers import (
     assert_ledger_balanced,
@@ -31,6 +30,7 @@ from tests.helpers import (
     fund,
     place,
 )
+from upstreams.adapters.simulator import SimulatorProvider
 from wallet.services import wallet_topup_manual
 
 pytestmark = pytest.mark.django_db

@@ -10,9 +10,9 @@ from orders.serializers import order_body
 from payments.models import Payment
 from recharges import processor
 from recharges.models import Recharge
-from recharges.providers.simulator import SimulatorProvider
 from tests.factories import UserFactory, make_key
 from tests.helpers import assert_ledger_balanced, assert_problem, bearer, client_for, place
+from upstreams.adapters.simulator import SimulatorProvider
 from wallet.models import LedgerEntry, Wallet
 from wallet.services import wallet_topup_manual
 

@@ -15,14 +15,14 @@ from orders.services import order_place_with_wallet
 from payments.models import Payment
 from recharges import processor
 from recharges.models import Recharge
-from recharges.providers import TransientError
-from recharges.providers.reloadly import ReloadlyProvider
-from recharges.providers.simulator import SimulatorProvider
 from recharges.state import ALLOWED, IllegalTransition, transition
 from recharges.tasks import recharges_sweep_task
 from tests.factories import ProductFactory, PromotionFactory, UserFactory
 from tests.fakes.reloadly import FakeReloadly
 from tests.helpers import assert_ledger_balanced
+from upstreams.adapters import TransientError
+from upstreams.adapters.reloadly import ReloadlyProvider
+from upstreams.adapters.simulator import SimulatorProvider
 from wallet.models import LedgerEntry, Wallet
 from wallet.services import wallet_get_or_create, wallet_topup_manual
 

@@ -10,12 +10,13 @@ from django.db import connections, transaction
 
 from orders.pricing import LineRequest
 from orders.services import order_place_with_wallet
-from recharges import processor, throttle
+from recharges import processor
 from recharges.models import Recharge
 from recharges.tasks import recharge_process_task
 from tests.factories import ProductFactory, UserFactory
 from tests.fakes.reloadly import FakeReloadly
 from tests.helpers import assert_ledger_balanced
+from upstreams import throttle
 from wallet.services import wallet_get_or_create, wallet_topup_manual
 
 S = Recharge.Status

@@ -17,14 +17,15 @@ from djangorestframework_camel_case.util import camelize
 
 from orders.pricing import LineRequest
 from orders.services import order_place_with_wallet
-from recharges import group_commit, processor, throttle
+from recharges import group_commit, processor
 from recharges.group_commit import GroupCommit, recharge_process_grouped
 from recharges.models import Recharge, RechargeEvent
-from recharges.providers import ProviderResult
-from recharges.providers.simulator import SimulatorProvider
 from recharges.serializers import RechargeDetailOut
 from tests.factories import ProductFactory, PromotionFactory, UserFactory
 from tests.helpers import assert_ledger_balanced
+from upstreams import throttle
+from upstreams.adapters import ProviderResult
+from upstreams.adapters.simulator import SimulatorProvider
 from wallet.models import Wallet
 from wallet.services import wallet_get_or_create, wallet_topup_manual
 from webhooks import delivery

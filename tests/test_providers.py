@@ -6,16 +6,16 @@ from decimal import Decimal
 
 import pytest
 
-from recharges.providers import (
+from tests.fakes.reloadly import FakeReloadly
+from upstreams.adapters import (
     PermanentError,
     ProviderResult,
     TopupRequest,
     TransientError,
     UpstreamTimeout,
 )
-from recharges.providers.reloadly import ReloadlyProvider
-from recharges.providers.simulator import SimulatorProvider
-from tests.fakes.reloadly import FakeReloadly
+from upstreams.adapters.reloadly import ReloadlyProvider
+from upstreams.adapters.simulator import SimulatorProvider
 
 
 def request(reference="rch_test1", number="+5215512345678"):

@@ -28,6 +28,7 @@ APPS = (
     "payments",
     "recharges",
     "site_pages",
+    "upstreams",
 )
 
 

@@ -12,6 +12,7 @@ from backoffice.admin import (
     recipients,
     requestlog,
     staff_actions,
+    upstreams,
     wallet,
     webhooks,
 )
@@ -24,6 +25,7 @@ __all__ = [
     "recipients",
     "requestlog",
     "staff_actions",
+    "upstreams",
     "wallet",
     "webhooks",
 ]

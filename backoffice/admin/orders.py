@@ -17,6 +17,7 @@ from backoffice.admin.tools import (
     form_action,
     run_each,
 )
+from backoffice.admin.upstreams import RechargeAttemptInline
 from checkout.models import CardCheckout, StripeEvent
 from orders.models import (
     Batch,
@@ -201,7 +202,7 @@ class RechargeAdmin(ReadOnlyAdmin):
     )
     list_select_related = ("account", "product__operator", "product__country")
     date_hierarchy = "created_at"
-    inlines = [RechargeEventInline]
+    inlines = [RechargeEventInline, RechargeAttemptInline]
     actions = ["retry_failed", "refund_undelivered", "export_csv"]
 
     @admin.display(description=_("operator"), ordering="product__operator__name")

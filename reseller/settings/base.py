@@ -52,6 +52,7 @@ INSTALLED_APPS = [
     "emails",
     "recipients",
     "requestlog",
+    "upstreams",
 ]
 
 MIDDLEWARE = [
@@ -210,7 +211,7 @@ SECURE_CSP = {
     "frame-ancestors": ["'none'"],
 }
 
-# Recharges: the upstream airtime provider (recharges.providers) and the processor.
+# Recharges: the upstream airtime provider (upstreams.adapters) and the processor.
 AIRTIME_PROVIDER = env.str("AIRTIME_PROVIDER", default="simulator")
 WAITLIST_HORIZON_HOURS = env.int("WAITLIST_HORIZON_HOURS", default=72)
 # How long a process may keep the products an order asks for (catalog/cache.py): any change
@@ -222,9 +223,11 @@ CATALOG_CACHE_SECONDS = env.int("CATALOG_CACHE_SECONDS", default=30)
 BANK_TRANSFER_BENEFICIARY = env.str("BANK_TRANSFER_BENEFICIARY", default="")
 BANK_TRANSFER_IBAN = env.str("BANK_TRANSFER_IBAN", default="")
 BANK_TRANSFER_BIC = env.str("BANK_TRANSFER_BIC", default="")
-# Rules of the simulator (recharges.providers.simulator): None = its built-in endings.
+# Rules of the simulator (upstreams.adapters.simulator): None = its built-in endings.
 AIRTIME_SIMULATOR_RULES = None
 AIRTIME_SIMULATOR_LATENCY_MS = env.int("AIRTIME_SIMULATOR_LATENCY_MS", default=0)
+# What the simulator charges as a provider row: this share of a product's retail price.
+AIRTIME_SIMULATOR_COST_PERCENT = env.int("AIRTIME_SIMULATOR_COST_PERCENT", default=92)
 RELOADLY_CLIENT_ID = env.str("RELOADLY_CLIENT_ID", default="")
 RELOADLY_CLIENT_SECRET = env.str("RELOADLY_CLIENT_SECRET", default="")
 RELOADLY_BASE_URL = env.str("RELOADLY_BASE_URL", default="https://topups-sandbox.reloadly.com")
@@ -234,6 +237,20 @@ RELOADLY_TIMEOUT_SECONDS = env.float("RELOADLY_TIMEOUT_SECONDS", default=10.0)
 # together (0: no ceiling), and how long a worker thread waits for a slot before requeueing.
 PROVIDER_MAX_IN_FLIGHT = env.int("PROVIDER_MAX_IN_FLIGHT", default=200)
 PROVIDER_SLOT_WAIT_SECONDS = env.float("PROVIDER_SLOT_WAIT_SECONDS", default=5.0)
+# Upstream providers as rows (upstreams/, docs/providers.md; docs/contract.md §14): how long
+# one call may take before the recharge is settled by looking it up, the balance under which
+# staff are told, and the circuit breaker: failures in a row that open it, how long it stays
+# open, a call slower than this counts as a failure, and the 15-minute success rate under
+# which a provider shows as degraded.
+PROVIDER_TIMEOUT_SECONDS = env.float("PROVIDER_TIMEOUT_SECONDS", default=30.0)
+PROVIDER_BALANCE_ALERT = env.float("PROVIDER_BALANCE_ALERT", default=100.0)
+PROVIDER_CIRCUIT_FAILURES = env.int("PROVIDER_CIRCUIT_FAILURES", default=5)
+PROVIDER_CIRCUIT_COOLDOWN_SECONDS = env.int("PROVIDER_CIRCUIT_COOLDOWN_SECONDS", default=30)
+PROVIDER_CIRCUIT_SLOW_SECONDS = env.float("PROVIDER_CIRCUIT_SLOW_SECONDS", default=10.0)
+PROVIDER_DEGRADED_BELOW = env.float("PROVIDER_DEGRADED_BELOW", default=0.9)
+# Products created by a catalog sync are priced this much over their cheapest route's cost
+# until staff set a price rule (docs/providers.md, "Catalog sync").
+PROVIDER_DEFAULT_MARKUP_PERCENT = env.float("PROVIDER_DEFAULT_MARKUP_PERCENT", default=10.0)
 # Without a broker: run tasks on a thread pool of the web process (False: inline, for tests).
 TASKS_IN_PROCESS_THREADED = env.bool("TASKS_IN_PROCESS_THREADED", default=True)
 # How long a recharge may sit in a state before the sweeper looks at it again.
@@ -294,6 +311,8 @@ CELERY_TASK_ROUTES = {
     "emails.tasks.*": {"queue": WEBHOOK_QUEUE},
     # Writing the request log tolerates a second's delay too (docs/request-log.md).
     "requestlog.tasks.requestlog_drain_task": {"queue": WEBHOOK_QUEUE},
+    "upstreams.tasks.providers_sync_task": {"queue": WEBHOOK_QUEUE},
+    "upstreams.tasks.providers_balance_task": {"queue": WEBHOOK_QUEUE},
 }
 CELERY_BEAT_SCHEDULE = {
     "webhooks-sweep": {
@@ -332,6 +351,16 @@ CELERY_BEAT_SCHEDULE = {
     "requestlog-prune": {
         "task": "requestlog.tasks.requestlog_prune_task",
         "schedule": 600.0,
+    },
+    "providers-sync": {
+        "task": "upstreams.tasks.providers_sync_task",
+        "schedule": float(env.int("PROVIDER_SYNC_INTERVAL_SECONDS", default=6 * 3600)),
+        "options": {"expires": 600.0},
+    },
+    "providers-balance": {
+        "task": "upstreams.tasks.providers_balance_task",
+        "schedule": 60.0,
+        "options": {"expires": 50.0},
     },
 }
 

@@ -23,8 +23,9 @@ import phonenumbers
 from django.conf import settings
 from django.core.cache import cache
 
-from recharges.providers.base import (
+from upstreams.adapters.base import (
     PermanentError,
+    ProviderConfig,
     ProviderResult,
     TopupRequest,
     TransientError,
@@ -73,6 +74,18 @@ class ReloadlyProvider:
         self.timeout = timeout
         self.http = client or _shared_client(timeout)
         self._token_key = f"reloadly-token:{self.client_id}:{self.base_url}"
+
+    @classmethod
+    def from_config(cls, config: ProviderConfig, *, name: str) -> ReloadlyProvider:
+        provider = cls(
+            client_id=config.client_id,
+            client_secret=config.client_secret,
+            base_url=config.base_url,
+            auth_url=config.auth_url,
+            timeout=config.timeout,
+        )
+        provider.name = name
+        return provider
 
     @classmethod
     def from_settings(cls) -> ReloadlyProvider:

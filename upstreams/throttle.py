@@ -69,7 +69,8 @@ def _key(kind: str, provider: str) -> str:
 
 
 def _lease_seconds() -> float:
-    return settings.RELOADLY_TIMEOUT_SECONDS * 2 + 30
+    timeout = max(settings.RELOADLY_TIMEOUT_SECONDS, settings.PROVIDER_TIMEOUT_SECONDS)
+    return timeout * 2 + 30
 
 
 def _take(provider: str, tokens: list[str], limit: int) -> tuple[int, float]:
@@ -144,10 +145,11 @@ def pause(provider: str, seconds: float) -> None:
 
 
 @contextlib.contextmanager
-def provider_slot(provider: str, *, wait: float) -> Iterator[bool]:
+def provider_slot(provider: str, *, wait: float, limit: int | None = None) -> Iterator[bool]:
     """Hold one of the provider's in-flight slots; yields False if none came free within
-    ``wait`` seconds (the caller hands its recharge back to the queue for later)."""
-    limit = settings.PROVIDER_MAX_IN_FLIGHT
+    ``wait`` seconds (the caller hands its recharge back to the queue for later). ``limit``:
+    the provider row's ceiling (default ``PROVIDER_MAX_IN_FLIGHT``; 0: none)."""
+    limit = settings.PROVIDER_MAX_IN_FLIGHT if limit is None else limit
     if limit <= 0:
         yield True
         return

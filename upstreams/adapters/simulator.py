@@ -11,25 +11,35 @@ through ``AIRTIME_SIMULATOR_RULES``):
     …9991  the first attempt fails with a transient error, the retry succeeds
     …9992  the answer is lost (timeout) but the top-up was made: status finds it delivered
     …9993  the answer is lost and the top-up was not made: status finds nothing
+
+As a provider row (kind ``simulator``) it sells the whole active catalog, each product at
+``AIRTIME_SIMULATOR_COST_PERCENT`` of its retail price: a sync maps it one to one, so the demo
+shows routes, costs and margins.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
+from datetime import date
 from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
 from django.core.cache import cache
 
-from recharges.providers.base import (
+from catalog.selectors import product_list
+from reseller.ids import random_base62
+from upstreams.adapters.base import (
     PermanentError,
     ProviderResult,
     TopupRequest,
     TransientError,
+    UpstreamOperator,
+    UpstreamProduct,
     UpstreamTimeout,
+    UpstreamTransaction,
 )
-from reseller.ids import random_base62
 
 DEFAULT_RULES = {
     "9990": "reject",
@@ -42,8 +52,16 @@ KEEP_SECONDS = 7 * 24 * 3600
 
 class SimulatorProvider:
     name = "simulator"
+    kind = "simulator"
 
-    def __init__(self, *, latency_ms: int | None = None, rules: dict[str, str] | None = None):
+    def __init__(
+        self,
+        *,
+        latency_ms: int | None = None,
+        rules: dict[str, str] | None = None,
+        name: str = "simulator",
+    ):
+        self.name = name
         self.latency_ms = (
             settings.AIRTIME_SIMULATOR_LATENCY_MS if latency_ms is None else latency_ms
         )
@@ -102,3 +120,28 @@ class SimulatorProvider:
 
     def balance(self) -> tuple[Decimal, str]:
         return Decimal("1000000.00"), "EUR"
+
+    def catalog(self, *, countries: Iterable[str] | None = None) -> list[UpstreamProduct]:
+        share = Decimal(settings.AIRTIME_SIMULATOR_COST_PERCENT) / 100
+        products = product_list().select_related("operator")
+        if countries is not None:
+            products = products.filter(country_id__in=[c.upper() for c in countries])
+        return [
+            UpstreamProduct(
+                operator=UpstreamOperator(
+                    upstream_id=product.operator.public_id,
+                    name=product.operator.name,
+                    country=product.country_id,
+                ),
+                sku=product.sku,
+                product_type=product.product_type,
+                local_amount=product.local_amount,
+                local_currency=product.local_currency,
+                cost=(product.retail_price * share).quantize(Decimal("0.0001")),
+                cost_currency=product.retail_currency,
+            )
+            for product in products
+        ]
+
+    def transactions(self, *, day: date) -> list[UpstreamTransaction]:
+        return []  # it keeps references, not a report

@@ -1,0 +1,315 @@
+"""Back-office pages of upstream providers (docs/providers.md): the providers with their
+health, their operators (the unmapped ones first, mapped here), their routes, and each
+recharge's calls to them. Every write goes through ``upstreams.services``; secrets are typed
+once and never shown again."""
+
+from __future__ import annotations
+
+import logging
+
+from django import forms
+from django.contrib import admin
+from django.db import transaction
+from django.utils.translation import gettext_lazy as _
+
+from backoffice.admin.tools import ReadOnlyAdmin, ReadOnlyInline, run_each
+from catalog.models import Operator
+from recharges.models import RechargeAttempt
+from upstreams import health
+from upstreams.adapters import ProviderError
+from upstreams.models import Provider, ProviderOperator, Route
+from upstreams.routing import routing_forget
+from upstreams.selectors import ProviderView, providers_overview
+from upstreams.services import (
+    REQUIRED,
+    SECRETS,
+    catalog_sync,
+    provider_balance_refresh,
+    provider_create,
+    provider_operator_map,
+    provider_set,
+)
+
+logger = logging.getLogger(__name__)
+SECRET_WIDGET = forms.PasswordInput(render_value=False, attrs={"autocomplete": "off"})
+
+
+class ProviderAddForm(forms.ModelForm):
+    client_secret = forms.CharField(required=False, widget=SECRET_WIDGET)
+    api_key = forms.CharField(required=False, widget=SECRET_WIDGET)
+    api_secret = forms.CharField(required=False, widget=SECRET_WIDGET)
+
+    class Meta:
+        model = Provider
+        fields = (
+            "name",
+            "kind",
+            "base_url",
+            "auth_url",
+            "client_id",
+            "client_secret",
+            "api_key",
+            "api_secret",
+            "currency",
+            "priority",
+            "max_in_flight",
+            "enabled",
+        )
+
+    def clean(self):
+        data = super().clean()
+        kind = data.get("kind")
+        defaults = ("base_url", "auth_url")  # the provider's production hosts when empty
+        for field in REQUIRED.get(kind or "", ()):
+            if field not in defaults and not data.get(field):
+                self.add_error(field, _("Required for this kind of provider."))
+        return data
+
+
+class ProviderChangeForm(forms.ModelForm):
+    client_secret = forms.CharField(
+        required=False, widget=SECRET_WIDGET, help_text=_("Empty keeps the stored secret.")
+    )
+    api_key = forms.CharField(
+        required=False, widget=SECRET_WIDGET, help_text=_("Empty keeps the stored key.")
+    )
+    api_secret = forms.CharField(
+        required=False, widget=SECRET_WIDGET, help_text=_("Empty keeps the stored secret.")
+    )
+
+    class Meta:
+        model = Provider
+        fields = ("enabled", "priority", "max_in_flight", "base_url", "auth_url")
+
+
+@admin.register(Provider)
+class ProviderAdmin(admin.ModelAdmin):
+    list_display = (
+        "name",
+        "kind",
+        "enabled",
+        "priority",
+        "state",
+        "balance_shown",
+        "success_rate",
+        "latency",
+        "in_flight",
+        "routes",
+        "synced_at",
+    )
+    list_filter = ("kind", "enabled")
+    search_fields = ("name",)
+    readonly_fields = ("name", "kind", "client_id", "secrets_set", "balance_shown", "synced_at")
+    actions = ["sync", "read_balance", "close_circuit"]
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        kwargs["form"] = ProviderChangeForm if obj is not None else ProviderAddForm
+        return super().get_form(request, obj, change=change, **kwargs)
+
+    def get_readonly_fields(self, request, obj=None):
+        return self.readonly_fields if obj is not None else ()
+
+    def get_fields(self, request, obj=None):
+        if obj is None:
+            return ProviderAddForm.Meta.fields
+        return (
+            "name",
+            "kind",
+            "enabled",
+            "priority",
+            "max_in_flight",
+            "base_url",
+            "auth_url",
+            "client_id",
+            "secrets_set",
+            "client_secret",
+            "api_key",
+            "api_secret",
+            "balance_shown",
+            "synced_at",
+        )
+
+    def has_delete_permission(self, request, obj=None):
+        return False  # recharges name it; disable it instead
+
+    def save_model(self, request, obj, form, change):
+        data = form.cleaned_data
+        if change:
+            saved = provider_set(
+                name=obj.name,
+                enabled=data["enabled"],
+                priority=data["priority"],
+                max_in_flight=data["max_in_flight"],
+                base_url=data.get("base_url"),
+                auth_url=data.get("auth_url"),
+                secrets={field: data.get(field) or "" for field in SECRETS},
+            )
+        else:
+            saved = provider_create(**{field: data[field] for field in ProviderAddForm.Meta.fields})
+            routing_forget()
+        obj.pk, obj.updated_at = saved.pk, saved.updated_at
+        obj._state.adding = False
+
+    def changelist_view(self, request, extra_context=None):
+        self._views = {view.name: view for view in providers_overview()}
+        return super().changelist_view(request, extra_context)
+
+    def _view(self, obj: Provider) -> ProviderView | None:
+        return getattr(self, "_views", {}).get(obj.name)
+
+    @admin.display(description=_("state"))
+    def state(self, obj: Provider) -> str:
+        view = self._view(obj)
+        return view.state if view else health.figures(obj.name).state
+
+    @admin.display(description=_("balance"))
+    def balance_shown(self, obj: Provider) -> str:
+        if obj.balance is None:
+            return "—"
+        return f"{obj.balance} {obj.balance_currency}"
+
+    @admin.display(description=_("success, 15 min"))
+    def success_rate(self, obj: Provider) -> str:
+        view = self._view(obj)
+        if view is None or view.success_rate is None:
+            return "—"
+        return f"{view.success_rate * 100:.1f}% of {view.calls}"
+
+    @admin.display(description=_("p50 / p95 ms"))
+    def latency(self, obj: Provider) -> str:
+        view = self._view(obj)
+        if view is None or view.latency_p50_ms is None:
+            return "—"
+        return f"≤{view.latency_p50_ms} / ≤{view.latency_p95_ms}"
+
+    @admin.display(description=_("in flight"))
+    def in_flight(self, obj: Provider) -> int:
+        view = self._view(obj)
+        return view.in_flight if view else 0
+
+    @admin.display(description=_("routes"))
+    def routes(self, obj: Provider) -> int:
+        view = self._view(obj)
+        return view.routes if view else 0
+
+    @admin.display(description=_("secrets"))
+    def secrets_set(self, obj: Provider) -> str:
+        names = [name.replace("_", " ") for name in SECRETS if getattr(obj, name)]
+        return _("set: %(names)s") % {"names": ", ".join(names)} if names else "—"
+
+    @admin.action(description=_("Sync the catalog of selected providers"), permissions=["change"])
+    def sync(self, request, queryset):
+        run_each(
+            self,
+            request,
+            queryset,
+            lambda provider: self.message_user(
+                request, f"{provider.name}: {catalog_sync(provider=provider).line()}"
+            ),
+            done_message=_("%(count)d provider(s) synced."),
+        )
+
+    @admin.action(description=_("Read the balance of selected providers"), permissions=["change"])
+    def read_balance(self, request, queryset):
+        run_each(
+            self,
+            request,
+            queryset,
+            lambda provider: provider_balance_refresh(provider=provider),
+            done_message=_("%(count)d balance(s) read."),
+        )
+
+    @admin.action(description=_("Close the circuit of selected providers"), permissions=["change"])
+    def close_circuit(self, request, queryset):
+        run_each(
+            self,
+            request,
+            queryset,
+            lambda provider: health.reset(provider.name),
+            done_message=_("%(count)d circuit(s) closed."),
+        )
+
+
+class MappedFilter(admin.SimpleListFilter):
+    title = _("mapped")
+    parameter_name = "mapped"
+
+    def lookups(self, request, model_admin):
+        return (("no", _("Unmapped")), ("yes", _("Mapped")))
+
+    def queryset(self, request, queryset):
+        if self.value() == "no":
+            return queryset.filter(operator__isnull=True)
+        if self.value() == "yes":
+            return queryset.filter(operator__isnull=False)
+        return queryset
+
+
+class ProviderOperatorForm(forms.ModelForm):
+    class Meta:
+        model = ProviderOperator
+        fields = ("operator",)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        country = self.instance.country if self.instance.pk else None
+        operators = Operator.objects.filter(active=True).order_by("name")
+        if country:
+            operators = operators.filter(country_id=country)
+        self.fields["operator"].queryset = operators
+        self.fields["operator"].required = True
+
+
+@admin.register(ProviderOperator)
+class ProviderOperatorAdmin(admin.ModelAdmin):
+    """Operators as each provider lists them; the unmapped ones get no route until staff
+    choose the catalog operator they are."""
+
+    form = ProviderOperatorForm
+    list_display = ("name", "provider", "country", "upstream_id", "operator", "mapped_by")
+    list_filter = (MappedFilter, "provider", "country")
+    search_fields = ("name", "upstream_id", "operator__name")
+    list_select_related = ("provider", "operator")
+    readonly_fields = ("provider", "upstream_id", "name", "country", "mapped_by")
+    fields = ("provider", "upstream_id", "name", "country", "operator", "mapped_by")
+
+    def has_add_permission(self, request):
+        return False  # they come from the provider's catalog
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    def save_model(self, request, obj, form, change):
+        provider_operator_map(
+            provider=obj.provider,
+            upstream_id=obj.upstream_id,
+            operator_id=form.cleaned_data["operator"].public_id,
+        )
+        provider = obj.provider
+        # The admin saves in a transaction: the provider is called once it has committed.
+        transaction.on_commit(lambda: _sync_quietly(provider))
+
+
+def _sync_quietly(provider: Provider) -> None:
+    try:
+        catalog_sync(provider=provider)
+    except ProviderError:
+        logger.warning("catalog of %s not synced after a mapping", provider.name, exc_info=True)
+
+
+@admin.register(Route)
+class RouteAdmin(ReadOnlyAdmin):
+    list_display = ("product", "provider", "cost", "cost_currency", "sku", "active", "updated_at")
+    list_filter = ("active", "provider", "product__country")
+    search_fields = ("product__name", "product__public_id", "sku", "provider__name")
+    list_select_related = ("product", "provider")
+
+
+class RechargeAttemptInline(ReadOnlyInline, admin.TabularInline):
+    """Every call to a provider for the recharge: the evidence of its route and failovers."""
+
+    model = RechargeAttempt
+    fields = ("created_at", "provider", "action", "outcome", "code", "message", "duration_ms")
+    readonly_fields = fields
+    show_change_link = False
+    verbose_name_plural = _("calls to providers")

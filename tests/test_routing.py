@@ -1,0 +1,266 @@
+"""Providers as rows, routes, the cheapest healthy route, failover and the circuit breaker
+(docs/contract.md §14, docs/providers.md), with the built-in simulator as the provider kind:
+its numbers choose its answers (…9990 refused, …9992 timeout then delivered)."""
+
+from decimal import Decimal
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.db import transaction
+from django.test import override_settings
+
+from orders.pricing import LineRequest
+from orders.services import order_place_with_wallet
+from recharges import processor
+from recharges.models import Recharge, RechargeAttempt
+from tests.factories import ProductFactory, UserFactory
+from tests.helpers import assert_ledger_balanced, bearer
+from upstreams import health
+from upstreams.models import Provider, ProviderOperator, Route
+from upstreams.routing import route_choose, routing_forget
+from upstreams.services import catalog_sync
+from wallet.models import Wallet
+from wallet.services import wallet_get_or_create, wallet_topup_manual
+
+pytestmark = pytest.mark.django_db
+S = Recharge.Status
+
+
+@pytest.fixture(autouse=True)
+def _routing_reread():
+    routing_forget()
+    yield
+    routing_forget()
+
+
+def cli(*args) -> str:
+    out = StringIO()
+    call_command(*args, stdout=out)
+    return out.getvalue().strip()
+
+
+def place(product, number="+525512345678", quantity=1, funds="100.00"):
+    user = UserFactory()
+    wallet_topup_manual(account=user.account, amount=Decimal(funds))
+    with transaction.atomic():
+        order = order_place_with_wallet(
+            account=user.account,
+            wallet=wallet_get_or_create(account=user.account),
+            livemode=True,
+            channel="wallet",
+            currency="EUR",
+            user=user,
+            lines=[LineRequest(product=product, recipient_number=number, quantity=quantity)],
+        )
+    return list(order.recharges.order_by("id"))
+
+
+def balance(recharge) -> Decimal:
+    return Wallet.objects.get(account_id=recharge.account_id, kind="live").balance
+
+
+def two_simulators(product, *, cost_a="92", cost_b="92", priority_a=1, priority_b=2):
+    """Two simulator accounts selling ``product``, synced with their own cost shares."""
+    cli("create_provider", "--name", "sim-a", "--kind", "simulator", "--priority", str(priority_a))
+    cli("create_provider", "--name", "sim-b", "--kind", "simulator", "--priority", str(priority_b))
+    for name, share in (("sim-a", cost_a), ("sim-b", cost_b)):
+        with override_settings(AIRTIME_SIMULATOR_COST_PERCENT=int(share)):
+            catalog_sync(provider=Provider.objects.get(name=name))
+    routing_forget()
+    return Route.objects.filter(product=product)
+
+
+# -- rows and the CLI ----------------------------------------------------------------------
+
+
+def test_create_provider_prints_only_the_name_and_keeps_secrets_unshown():
+    out = cli(
+        "create_provider",
+        "--name",
+        "dt-main",
+        "--kind",
+        "dtone",
+        "--api-key",
+        "key-1",
+        "--api-secret",
+        "very-secret",
+        "--base-url",
+        "https://dvs-api.dtone.com",
+    )
+    assert out == "dt-main"
+    provider = Provider.objects.get(name="dt-main")
+    assert (provider.kind, provider.api_secret, provider.enabled) == ("dtone", "very-secret", True)
+
+
+def test_create_provider_refuses_missing_credentials_and_duplicates():
+    with pytest.raises(CommandError, match="--client-id"):
+        cli("create_provider", "--name", "rl", "--kind", "reloadly")
+    cli("create_provider", "--name", "sim", "--kind", "simulator")
+    with pytest.raises(CommandError, match="exists already"):
+        cli("create_provider", "--name", "sim", "--kind", "simulator")
+    assert Provider.objects.count() == 1
+
+
+def test_set_provider_disables_and_reorders():
+    cli("create_provider", "--name", "sim", "--kind", "simulator")
+    assert cli("set_provider", "--name", "sim", "--enabled", "false", "--priority", "7") == (
+        "sim disabled priority 7"
+    )
+    provider = Provider.objects.get(name="sim")
+    assert (provider.enabled, provider.priority) == (False, 7)
+    with pytest.raises(CommandError):
+        cli("set_provider", "--name", "nobody", "--enabled", "true")
+
+
+def test_sync_maps_by_name_makes_one_route_per_product_and_removes_what_is_gone():
+    products = [ProductFactory(retail_price=Decimal("5.00")) for _ in range(3)]
+    cli("create_provider", "--name", "sim", "--kind", "simulator")
+    line = cli("sync_provider_catalog", "--provider", "sim")
+    assert line.startswith("operators mapped 3, unmapped 0; routes created 3, updated 0, removed 0")
+    route = Route.objects.get(product=products[0])
+    assert (route.cost, route.cost_currency) == (Decimal("4.6000"), "EUR")  # 92% of 5.00
+    assert ProviderOperator.objects.filter(mapped_by="name").count() == 3
+    assert cli("sync_provider_catalog", "--provider", "sim").startswith(
+        "operators mapped 3, unmapped 0; routes created 0, updated 0, removed 0"
+    )
+    products[2].active = False
+    products[2].save()  # the simulator no longer sells it
+    assert cli("sync_provider_catalog", "--provider", "sim").endswith("removed 1")
+    assert not Route.objects.get(product=products[2]).active
+
+
+def test_a_product_sold_by_two_providers_is_one_product_with_two_routes():
+    product = ProductFactory(retail_price=Decimal("5.00"))
+    routes = two_simulators(product)
+    assert sorted(r.provider.name for r in routes) == ["sim-a", "sim-b"]
+
+
+# -- routing ----------------------------------------------------------------------------------
+
+
+def test_the_cheapest_route_wins_whatever_the_priority():
+    product = ProductFactory(retail_price=Decimal("5.00"))
+    two_simulators(product, cost_a="95", cost_b="90", priority_a=1, priority_b=2)
+    assert route_choose(product_id=product.pk).provider.name == "sim-b"
+    (recharge,) = place(product)
+    assert processor.recharge_process(recharge_id=recharge.pk).status == S.DELIVERED
+    recharge.refresh_from_db()
+    assert (recharge.provider, recharge.route.provider.name) == ("sim-b", "sim-b")
+    assert (recharge.cost, recharge.cost_currency) == (Decimal("4.5000"), "EUR")
+    assert (recharge.margin, recharge.margin_currency) == (Decimal("0.50"), "EUR")
+
+
+def test_equal_costs_go_by_priority_and_a_disabled_provider_is_skipped():
+    product = ProductFactory(retail_price=Decimal("5.00"))
+    two_simulators(product, priority_a=5, priority_b=1)
+    assert route_choose(product_id=product.pk).provider.name == "sim-b"
+    cli("set_provider", "--name", "sim-b", "--enabled", "false")
+    assert route_choose(product_id=product.pk).provider.name == "sim-a"
+
+
+def test_a_provider_without_the_balance_for_it_is_skipped():
+    product = ProductFactory(retail_price=Decimal("5.00"))
+    two_simulators(product, cost_a="95", cost_b="90")
+    Provider.objects.filter(name="sim-b").update(balance=Decimal("1.00"), balance_currency="EUR")
+    assert route_choose(product_id=product.pk).provider.name == "sim-a"
+
+
+def test_without_provider_rows_airtime_provider_keeps_todays_path():
+    product = ProductFactory(retail_price=Decimal("5.00"))
+    (recharge,) = place(product)
+    assert processor.recharge_process(recharge_id=recharge.pk).status == S.DELIVERED
+    recharge.refresh_from_db()
+    assert (recharge.provider, recharge.route, recharge.cost) == ("simulator", None, None)
+    assert not RechargeAttempt.objects.exists()
+
+
+# -- failover ---------------------------------------------------------------------------------
+
+
+def test_a_documented_refusal_everywhere_fails_once_and_refunds_once():
+    product = ProductFactory(retail_price=Decimal("5.00"))
+    two_simulators(product)
+    (recharge,) = place(product, number="+525512349990")  # every simulator refuses it
+    before = balance(recharge)
+    assert processor.recharge_process(recharge_id=recharge.pk).status == S.FAILED
+    recharge.refresh_from_db()
+    assert recharge.refunded and recharge.failure_code == "invalid_recipient"
+    assert balance(recharge) == before + recharge.amount
+    calls = list(
+        RechargeAttempt.objects.filter(recharge=recharge).values_list("provider", "outcome")
+    )
+    assert calls == [("sim-a", "refused"), ("sim-b", "refused")]
+    assert_ledger_balanced()
+
+
+def test_an_open_circuit_sends_new_recharges_to_the_next_route_and_half_open_probes_once():
+    product = ProductFactory(retail_price=Decimal("5.00"))
+    two_simulators(product, cost_a="90", cost_b="95")
+    with override_settings(PROVIDER_CIRCUIT_FAILURES=3):
+        for _ in range(3):
+            health.record("sim-a", ok=False, seconds=0.1)
+    assert health.figures("sim-a").state == "open"
+    (recharge,) = place(product)
+    processor.recharge_process(recharge_id=recharge.pk)
+    recharge.refresh_from_db()
+    assert recharge.provider == "sim-b"
+    # The cool-down over: half-open lets exactly one probe through, which closes it.
+    health.cache.delete(health._key("sim-a", "open"))
+    assert health.figures("sim-a").state == "degraded"
+    assert health.allow("sim-a") and not health.allow("sim-a")
+    health.record("sim-a", ok=True, seconds=0.05)
+    assert health.figures("sim-a").state == "healthy" and health.allow("sim-a")
+
+
+def test_a_timeout_is_settled_at_the_same_provider_and_never_sent_elsewhere():
+    product = ProductFactory(retail_price=Decimal("5.00"))
+    two_simulators(product, cost_a="90", cost_b="95")
+    (recharge,) = place(product, number="+525512349992")  # timeout, but the top-up was made
+    assert processor.recharge_process(recharge_id=recharge.pk).status == S.DELIVERED
+    calls = list(
+        RechargeAttempt.objects.filter(recharge=recharge).values_list(
+            "provider", "action", "outcome"
+        )
+    )
+    assert calls == [("sim-a", "send", "unclear"), ("sim-a", "status", "delivered")]
+    assert_ledger_balanced()
+
+
+def test_a_lost_top_up_is_retried_at_the_same_provider_only():
+    product = ProductFactory(retail_price=Decimal("5.00"))
+    two_simulators(product, cost_a="90", cost_b="95")
+    (recharge,) = place(product, number="+525512349993")  # timeout, nothing made
+    outcome = processor.recharge_process(recharge_id=recharge.pk)
+    assert outcome.status == S.DISPATCHED and outcome.retry_in
+    retry = processor.recharge_process(recharge_id=recharge.pk, attempt=outcome.attempt)
+    assert retry.status == S.DISPATCHED
+    providers = set(
+        RechargeAttempt.objects.filter(recharge=recharge).values_list("provider", flat=True)
+    )
+    assert providers == {"sim-a"}
+
+
+def test_admin_providers_lists_state_and_figures_never_secrets(api, staff):
+    product = ProductFactory(retail_price=Decimal("5.00"))
+    two_simulators(product)
+    (recharge,) = place(product)
+    processor.recharge_process(recharge_id=recharge.pk)
+    api.credentials(**bearer(staff))
+    body = api.get("/api/v1/admin/providers").json()
+    by_name = {p["name"]: p for p in body}
+    assert set(by_name) == {"sim-a", "sim-b"}
+    first = by_name["sim-a"]
+    assert set(first) == {
+        "name", "kind", "enabled", "priority", "state", "balance", "currency",
+        "successRate", "latencyP50Ms", "latencyP95Ms", "inFlight",
+    }  # fmt: skip
+    assert (first["state"], first["successRate"], first["inFlight"]) == ("healthy", 1.0, 0)
+    listed = api.get("/api/v1/admin/recharges").json()
+    row = listed["results"][0]
+    assert row["provider"] == "sim-a" and row["cost"] == "4.6000" and row["margin"] == "0.40"
+    assert row["providerReference"].startswith("sim_")
+
+
+def test_admin_providers_is_staff_only(user_api):
+    assert user_api.get("/api/v1/admin/providers").status_code == 403

@@ -1,0 +1,88 @@
+"""The upstream airtime providers' clients, one module per provider (docs/providers.md).
+
+``get_provider()`` is the provider of the ``AIRTIME_PROVIDER`` setting (the path used while no
+``Provider`` row exists); ``adapter_for(row)`` the client of one ``Provider`` row.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from django.conf import settings
+
+from upstreams.adapters.base import (
+    AirtimeProvider,
+    CatalogProvider,
+    PermanentError,
+    ProviderConfig,
+    ProviderError,
+    ProviderResult,
+    TopupRequest,
+    TransientError,
+    UpstreamOperator,
+    UpstreamProduct,
+    UpstreamTimeout,
+    UpstreamTransaction,
+)
+from upstreams.adapters.reloadly import ReloadlyProvider
+from upstreams.adapters.simulator import SimulatorProvider
+
+__all__ = [
+    "AirtimeProvider",
+    "CatalogProvider",
+    "PermanentError",
+    "ProviderConfig",
+    "ProviderError",
+    "ProviderResult",
+    "TopupRequest",
+    "TransientError",
+    "UpstreamOperator",
+    "UpstreamProduct",
+    "UpstreamTimeout",
+    "UpstreamTransaction",
+    "adapter_for",
+    "get_provider",
+]
+
+
+def get_provider(name: str | None = None) -> AirtimeProvider:
+    name = name or settings.AIRTIME_PROVIDER
+    if name == "simulator":
+        return SimulatorProvider()
+    if name == "reloadly":
+        return ReloadlyProvider.from_settings()
+    raise ValueError(f"unknown AIRTIME_PROVIDER {name!r} (simulator, reloadly)")
+
+
+def _build(kind: str, config: ProviderConfig, name: str) -> CatalogProvider:
+    if kind == "simulator":
+        return SimulatorProvider(name=name)
+    if kind == "reloadly":
+        return ReloadlyProvider.from_config(config, name=name)  # type: ignore[return-value]
+    raise ValueError(f"unknown provider kind {kind!r}")
+
+
+_built: dict[tuple[Any, ...], CatalogProvider] = {}
+_built_lock = threading.Lock()
+
+
+def adapter_for(provider: Any) -> CatalogProvider:
+    """The client of a ``Provider`` row, kept per process while the row is unchanged (its
+    HTTP connections and tokens are reused)."""
+    key = (provider.pk, provider.updated_at, settings.PROVIDER_TIMEOUT_SECONDS)
+    with _built_lock:
+        adapter = _built.get(key)
+        if adapter is None:
+            config = ProviderConfig(
+                base_url=provider.base_url,
+                auth_url=provider.auth_url,
+                client_id=provider.client_id,
+                client_secret=provider.client_secret,
+                api_key=provider.api_key,
+                api_secret=provider.api_secret,
+                currency=provider.currency,
+                timeout=settings.PROVIDER_TIMEOUT_SECONDS,
+            )
+            adapter = _built[key] = _build(provider.kind, config, provider.name)
+        return adapter

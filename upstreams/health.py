@@ -1,0 +1,139 @@
+"""Each provider's health, shared by every worker (docs/providers.md, "Health").
+
+- **Circuit breaker.** Calls that fail (refused connection, timeout, 5xx, an answer we cannot
+  read) or take longer than ``PROVIDER_CIRCUIT_SLOW_SECONDS`` count against the provider;
+  ``PROVIDER_CIRCUIT_FAILURES`` of them in a row open its circuit: new recharges skip it for
+  ``PROVIDER_CIRCUIT_COOLDOWN_SECONDS``. Then it is half-open: one recharge at a time may
+  probe it; a good answer closes the circuit, a bad one opens it again. A documented refusal
+  (an invalid number) is a good answer: the provider is working.
+- **Figures.** Every call adds to per-minute counters (answers, failures, a latency
+  histogram) kept 16 minutes: success rate and p50/p95 latency over the last 15 minutes.
+
+It lives in Django's cache: Redis when ``REDIS_URL`` is set (every process shares it), the
+process's memory in the embedded default.
+"""
+
+from __future__ import annotations
+
+import time
+from bisect import bisect_left
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.core.cache import cache
+
+# Upper bounds (ms) of the latency histogram's buckets; the last one takes the rest.
+BOUNDS_MS = (25, 50, 100, 200, 300, 500, 750, 1000, 1500, 2000, 3000, 5000, 10000, 30000)
+WINDOW_MINUTES = 15
+
+HEALTHY, DEGRADED, OPEN = "healthy", "degraded", "open"
+
+
+def _key(provider: str, *parts: object) -> str:
+    return ":".join(["upstream", provider, *(str(p) for p in parts)])
+
+
+def _incr(key: str, ttl: int) -> int:
+    cache.add(key, 0, ttl)
+    try:
+        return int(cache.incr(key))
+    except ValueError:  # expired between the two calls
+        cache.set(key, 1, ttl)
+        return 1
+
+
+def record(provider: str, *, ok: bool, seconds: float) -> None:
+    """One call's answer: ``ok`` when the provider answered as it documents (a delivery, a
+    pending top-up, a refusal), not when it failed to answer or answered with an error."""
+    minute = int(time.time() // 60)
+    keep = (WINDOW_MINUTES + 1) * 60
+    milliseconds = seconds * 1000
+    _incr(_key(provider, "m", minute, "ok" if ok else "err"), keep)
+    _incr(_key(provider, "m", minute, "l", bisect_left(BOUNDS_MS, milliseconds)), keep)
+    slow = seconds > settings.PROVIDER_CIRCUIT_SLOW_SECONDS
+    if ok and not slow:
+        if cache.get(_key(provider, "tripped")):  # the half-open probe came back well
+            cache.delete_many([_key(provider, "tripped"), _key(provider, "probe")])
+        cache.delete(_key(provider, "fails"))
+        return
+    fails = _incr(_key(provider, "fails"), 3600)
+    if fails >= settings.PROVIDER_CIRCUIT_FAILURES or cache.get(_key(provider, "tripped")):
+        trip(provider)
+
+
+def trip(provider: str) -> None:
+    """Open the provider's circuit for the cool-down (then half-open: one probe at a time)."""
+    cooldown = settings.PROVIDER_CIRCUIT_COOLDOWN_SECONDS
+    cache.set(_key(provider, "open"), 1, cooldown)
+    cache.set(_key(provider, "tripped"), 1, 24 * 3600)
+    cache.delete_many([_key(provider, "fails"), _key(provider, "probe")])
+
+
+def reset(provider: str) -> None:
+    """Close the circuit (staff, tests)."""
+    cache.delete_many([_key(provider, name) for name in ("open", "tripped", "probe", "fails")])
+
+
+def allow(provider: str) -> bool:
+    """May a new recharge be sent to this provider now? Closed: yes. Open: no. Half-open:
+    the first caller gets the probe (for as long as one call may take), the others no."""
+    if cache.get(_key(provider, "open")):
+        return False
+    if not cache.get(_key(provider, "tripped")):
+        return True
+    probe_for = int(settings.PROVIDER_TIMEOUT_SECONDS) + 5
+    return bool(cache.add(_key(provider, "probe"), 1, probe_for))
+
+
+@dataclass(frozen=True)
+class Figures:
+    state: str
+    calls: int
+    success_rate: float | None  # answers / calls over the window, None without calls
+    p50_ms: int | None
+    p95_ms: int | None
+
+
+def _percentile(histogram: list[int], share: float) -> int | None:
+    total = sum(histogram)
+    if not total:
+        return None
+    wanted, seen = share * total, 0
+    for index, count in enumerate(histogram):
+        seen += count
+        if seen >= wanted:
+            return BOUNDS_MS[index] if index < len(BOUNDS_MS) else BOUNDS_MS[-1] * 2
+    return None
+
+
+def figures(provider: str) -> Figures:
+    """The provider's state and its last 15 minutes (bucket upper bounds for percentiles)."""
+    now = int(time.time() // 60)
+    minutes = range(now - WINDOW_MINUTES + 1, now + 1)
+    keys = [_key(provider, "m", m, kind) for m in minutes for kind in ("ok", "err")]
+    keys += [_key(provider, "m", m, "l", i) for m in minutes for i in range(len(BOUNDS_MS) + 1)]
+    keys += [_key(provider, name) for name in ("open", "tripped")]
+    found = cache.get_many(keys)
+    ok = sum(int(found.get(_key(provider, "m", m, "ok"), 0)) for m in minutes)
+    err = sum(int(found.get(_key(provider, "m", m, "err"), 0)) for m in minutes)
+    histogram = [
+        sum(int(found.get(_key(provider, "m", m, "l", i), 0)) for m in minutes)
+        for i in range(len(BOUNDS_MS) + 1)
+    ]
+    calls = ok + err
+    rate = ok / calls if calls else None
+    if found.get(_key(provider, "open")):
+        state = OPEN
+    elif found.get(_key(provider, "tripped")) or (
+        rate is not None and calls >= 10 and rate < settings.PROVIDER_DEGRADED_BELOW
+    ):
+        state = DEGRADED
+    else:
+        state = HEALTHY
+    return Figures(
+        state=state,
+        calls=calls,
+        success_rate=None if rate is None else round(rate, 4),
+        p50_ms=_percentile(histogram, 0.50),
+        p95_ms=_percentile(histogram, 0.95),
+    )

@@ -1,0 +1,33 @@
+from django.core.management.base import BaseCommand, CommandError
+
+from reseller.errors import ApplicationError
+from upstreams.services import provider_set
+
+TRUTH = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}
+
+
+class Command(BaseCommand):
+    help = "Enable or disable an upstream provider, or change its priority. Prints its state."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--name", required=True)
+        parser.add_argument("--enabled", choices=sorted(TRUTH), default=None)
+        parser.add_argument("--priority", type=int, default=None, help="lower goes first")
+        parser.add_argument("--max-in-flight", type=int, default=None, help="0: no ceiling")
+
+    def handle(self, *args, **opts):
+        for option in ("priority", "max_in_flight"):
+            if opts[option] is not None and opts[option] < 0:
+                raise CommandError(f"--{option.replace('_', '-')} must be 0 or more")
+        enabled = None if opts["enabled"] is None else TRUTH[opts["enabled"]]
+        try:
+            provider = provider_set(
+                name=opts["name"],
+                enabled=enabled,
+                priority=opts["priority"],
+                max_in_flight=opts["max_in_flight"],
+            )
+        except ApplicationError as exc:
+            raise CommandError(exc.detail) from exc
+        state = "enabled" if provider.enabled else "disabled"
+        self.stdout.write(f"{provider.name} {state} priority {provider.priority}")

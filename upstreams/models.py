@@ -1,0 +1,123 @@
+"""Upstream providers as data (docs/contract.md §14; docs/providers.md).
+
+- ``Provider``: one account at an upstream aggregator (two Reloadly accounts are two rows),
+  with its secrets (stored, never shown again), its priority, its ceiling of calls in flight
+  and the balance last read from it.
+- ``ProviderOperator``: an operator as the provider lists it, mapped to one catalog operator
+  (by name at sync time, or by staff).
+- ``Route``: one catalog product as one provider sells it, with what it costs us. A product
+  sold by three providers has three routes; the processor sends each recharge by the
+  cheapest healthy one (``upstreams.routing``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import models
+from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
+
+from reseller.money import MONEY
+
+# A route's cost keeps the provider's precision (a 7.5% discount on 5.00 is 4.625).
+COST: dict[str, Any] = {"max_digits": 14, "decimal_places": 4}
+
+
+class Provider(models.Model):
+    class Kind(models.TextChoices):
+        SIMULATOR = "simulator", _("Simulator (built in)")
+        RELOADLY = "reloadly", "Reloadly"
+        DTONE = "dtone", "DT One"
+        DING = "ding", "DingConnect"
+
+    name = models.SlugField(_("name"), max_length=32, unique=True)
+    kind = models.CharField(_("kind"), max_length=16, choices=Kind.choices)
+    enabled = models.BooleanField(_("enabled"), default=True)
+    priority = models.PositiveSmallIntegerField(
+        _("priority"), default=100, help_text=_("Between routes of equal cost, lower goes first.")
+    )
+    base_url = models.URLField(_("API base URL"), blank=True)
+    auth_url = models.URLField(_("auth URL"), blank=True)
+    client_id = models.CharField(_("client id"), max_length=200, blank=True)
+    # Secrets: written once, never shown again (forms and APIs show only whether one is set).
+    client_secret = models.CharField(max_length=500, blank=True)
+    api_key = models.CharField(max_length=500, blank=True)
+    api_secret = models.CharField(max_length=500, blank=True)
+    currency = models.CharField(
+        _("account currency"),
+        max_length=3,
+        blank=True,
+        help_text=_("When the provider does not say."),
+    )
+    max_in_flight = models.PositiveIntegerField(
+        _("calls in flight at most"), default=50, help_text=_("0: no ceiling.")
+    )
+    balance = models.DecimalField(**MONEY, null=True, blank=True)
+    balance_currency = models.CharField(max_length=3, blank=True)
+    balance_checked_at = models.DateTimeField(null=True, blank=True)
+    balance_alerted = models.BooleanField(default=False)  # an alert sent since it last rose
+    synced_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["priority", "name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class ProviderOperator(models.Model):
+    """An operator as one provider lists it; ``operator`` is the catalog's, once mapped."""
+
+    class MappedBy(models.TextChoices):
+        NAME = "name", _("by name")
+        STAFF = "staff", _("by staff")
+
+    provider = models.ForeignKey(Provider, on_delete=models.CASCADE, related_name="operators")
+    upstream_id = models.CharField(max_length=64)
+    name = models.CharField(max_length=150)
+    country = models.CharField(max_length=2)
+    operator = models.ForeignKey(
+        "catalog.Operator", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    mapped_by = models.CharField(max_length=8, choices=MappedBy.choices, blank=True)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["provider", "country", "name"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["provider", "upstream_id"], name="provider_operator_unique"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.provider.name}:{self.upstream_id} {self.name}"
+
+
+class Route(models.Model):
+    """One catalog product as one provider sells it. ``cost``: what that provider debits
+    our account for one unit, in its account's currency, as it documents it."""
+
+    provider = models.ForeignKey(Provider, on_delete=models.CASCADE, related_name="routes")
+    upstream_operator = models.ForeignKey(
+        ProviderOperator, on_delete=models.CASCADE, related_name="routes"
+    )
+    product = models.ForeignKey("catalog.Product", on_delete=models.CASCADE, related_name="+")
+    sku = models.CharField(max_length=64, blank=True)
+    send_value = models.DecimalField(**MONEY, null=True, blank=True)
+    send_currency = models.CharField(max_length=3, blank=True)
+    cost = models.DecimalField(**COST)
+    cost_currency = models.CharField(max_length=3)
+    active = models.BooleanField(default=True)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["product", "cost"]
+        constraints = [models.UniqueConstraint(fields=["provider", "product"], name="route_unique")]
+        indexes = [models.Index(fields=["product", "active"], name="route_by_product")]
+
+    def __str__(self) -> str:
+        return f"{self.provider.name} → {self.product_id} @ {self.cost} {self.cost_currency}"

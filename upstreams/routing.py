@@ -1,0 +1,90 @@
+"""Which provider a recharge goes to (docs/providers.md, "Routing").
+
+The cheapest route of the product (its cost converted to EUR with the FX table) whose provider
+is enabled, healthy (its circuit lets a call through) and holds enough balance for it; equal
+costs by the provider's priority, then its name. A provider that definitely refused this
+recharge is left out (``exclude``), so a failover goes down the same list.
+
+While no ``Provider`` row exists, nothing here is used: the processor sends every recharge to
+``AIRTIME_PROVIDER`` as before. A product without any route goes there too.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Collection
+from decimal import Decimal
+
+from catalog.errors import FxRateNotFound
+from catalog.selectors import fx_rate
+from upstreams import health
+from upstreams.models import Provider, Route
+
+_ACTIVE_FOR = 2.0  # seconds a process trusts its answer to "is there any provider row?"
+_active: tuple[float, bool] = (0.0, False)
+
+
+def routing_active() -> bool:
+    """Does any provider row exist (the processor then routes)? Read again every 2 s."""
+    global _active
+    checked, answer = _active
+    now = time.monotonic()
+    if now - checked > _ACTIVE_FOR:
+        answer = Provider.objects.exists()
+        _active = (now, answer)
+    return answer
+
+
+def routing_forget() -> None:
+    """Read the provider rows again at the next question (after creating one in-process)."""
+    global _active
+    _active = (0.0, False)
+
+
+def _eur(route: Route, rates: dict[str, Decimal | None]) -> Decimal | None:
+    currency = route.cost_currency
+    if currency not in rates:
+        try:
+            rates[currency] = fx_rate(from_currency=currency, to_currency="EUR").rate
+        except FxRateNotFound:
+            rates[currency] = None
+    rate = rates[currency]
+    return None if rate is None else route.cost * rate
+
+
+def routes_ranked(*, product_id: int, exclude: Collection[str] = ()) -> list[Route]:
+    """The product's usable routes, cheapest first (enabled providers with the balance for
+    it, ``exclude`` left out); health is asked by ``route_choose``."""
+    routes = list(
+        Route.objects.filter(product_id=product_id, active=True, provider__enabled=True)
+        .select_related("provider")
+        .order_by("provider__priority", "provider__name")
+    )
+    rates: dict[str, Decimal | None] = {}
+    usable = []
+    for route in routes:
+        provider = route.provider
+        if provider.name in exclude:
+            continue
+        if (
+            provider.balance is not None
+            and provider.balance_currency == route.cost_currency
+            and provider.balance < route.cost
+        ):
+            continue  # it cannot pay for this one
+        usable.append(route)
+    # A cost with no EUR rate sorts last; Python's sort keeps the priority order of equals.
+    return sorted(usable, key=lambda r: (_eur(r, rates) is None, _eur(r, rates) or Decimal(0)))
+
+
+def product_has_routes(*, product_id: int) -> bool:
+    return Route.objects.filter(product_id=product_id, active=True).exists()
+
+
+def route_choose(*, product_id: int, exclude: Collection[str] = ()) -> Route | None:
+    """The first ranked route whose provider's circuit lets a call through now (a half-open
+    circuit lets one probe through, and that call is this recharge's)."""
+    for route in routes_ranked(product_id=product_id, exclude=exclude):
+        if health.allow(route.provider.name):
+            return route
+    return None

@@ -1,0 +1,408 @@
+"""Writes of upstream providers: the rows, their operators' mapping, their routes (catalog
+sync) and their balances (docs/providers.md). The only writer of this app's tables.
+
+A provider is called only outside any database transaction: the sync reads the whole
+upstream catalog first, then writes in one transaction; the balance is read, then saved.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import unicodedata
+from dataclasses import dataclass
+from decimal import ROUND_HALF_UP, Decimal
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+from django.utils.text import slugify
+
+from accounts.models import User
+from catalog.errors import FxRateNotFound
+from catalog.models import Operator, Product
+from catalog.selectors import fx_rate
+from catalog.services import product_upsert
+from emails.outbox import email_queue_to_user
+from reseller.errors import ApplicationError, NotFound
+from upstreams.adapters import ProviderError, UpstreamProduct, adapter_for
+from upstreams.models import Provider, ProviderOperator, Route
+
+logger = logging.getLogger(__name__)
+
+# What each kind needs to reach its provider (docs/contract.md §14, CLI).
+REQUIRED: dict[str, tuple[str, ...]] = {
+    Provider.Kind.SIMULATOR: (),
+    Provider.Kind.RELOADLY: ("client_id", "client_secret", "base_url", "auth_url"),
+    Provider.Kind.DTONE: ("api_key", "api_secret", "base_url"),
+    Provider.Kind.DING: ("api_key", "base_url"),
+}
+DEFAULT_URLS: dict[str, dict[str, str]] = {
+    Provider.Kind.RELOADLY: {
+        "base_url": "https://topups.reloadly.com",
+        "auth_url": "https://auth.reloadly.com",
+    },
+    Provider.Kind.DTONE: {"base_url": "https://dvs-api.dtone.com/v1"},
+    Provider.Kind.DING: {"base_url": "https://api.dingconnect.com"},
+}
+SECRETS = ("client_secret", "api_key", "api_secret")
+
+
+class ProviderInvalid(ApplicationError):
+    status = 400
+    code = "validation_error"
+
+
+class ProviderExists(ApplicationError):
+    status = 409
+    code = "conflict"
+
+
+def provider_get(*, name: str) -> Provider:
+    provider = Provider.objects.filter(name=name).first()
+    if provider is None:
+        raise NotFound(f"There is no provider named {name!r}.")
+    return provider
+
+
+def provider_create(
+    *,
+    name: str,
+    kind: str,
+    base_url: str = "",
+    auth_url: str = "",
+    client_id: str = "",
+    client_secret: str = "",
+    api_key: str = "",
+    api_secret: str = "",
+    priority: int = 100,
+    currency: str = "",
+    max_in_flight: int = 50,
+    enabled: bool = True,
+) -> Provider:
+    """A new provider account. Its secrets are stored and never shown again."""
+    if kind not in Provider.Kind.values:
+        raise ProviderInvalid(
+            f"Unknown kind {kind!r}: one of {', '.join(Provider.Kind.values)}.",
+            fields=[{"field": "kind", "code": "invalid", "message": "unknown kind"}],
+        )
+    values: dict[str, Any] = {
+        "base_url": base_url.strip() or DEFAULT_URLS.get(kind, {}).get("base_url", ""),
+        "auth_url": auth_url.strip() or DEFAULT_URLS.get(kind, {}).get("auth_url", ""),
+        "client_id": client_id.strip(),
+        "client_secret": client_secret.strip(),
+        "api_key": api_key.strip(),
+        "api_secret": api_secret.strip(),
+    }
+    missing = [field for field in REQUIRED[kind] if not values[field]]
+    if missing:
+        raise ProviderInvalid(
+            f"A {kind} provider needs {', '.join('--' + m.replace('_', '-') for m in missing)}.",
+            fields=[{"field": m, "code": "required", "message": "required"} for m in missing],
+        )
+    provider = Provider(
+        name=name.strip(),
+        kind=kind,
+        priority=priority,
+        currency=currency.strip().upper(),
+        max_in_flight=max_in_flight,
+        enabled=enabled,
+        **values,
+    )
+    try:
+        provider.full_clean(validate_unique=False)  # a taken name is a 409 below
+    except ValidationError as exc:
+        raise ProviderInvalid(
+            "; ".join(f"{field}: {' '.join(errors)}" for field, errors in exc.message_dict.items()),
+            fields=[
+                {"field": field, "code": "invalid", "message": " ".join(errors)}
+                for field, errors in exc.message_dict.items()
+            ],
+        ) from exc
+    try:
+        with transaction.atomic():
+            provider.save()
+    except IntegrityError as exc:
+        raise ProviderExists(f"A provider named {name!r} exists already.") from exc
+    return provider
+
+
+def provider_set(
+    *,
+    name: str,
+    enabled: bool | None = None,
+    priority: int | None = None,
+    max_in_flight: int | None = None,
+    secrets: dict[str, str] | None = None,
+    base_url: str | None = None,
+    auth_url: str | None = None,
+) -> Provider:
+    """Change what staff may change; a secret left empty keeps the stored one."""
+    with transaction.atomic():
+        provider = Provider.objects.select_for_update().filter(name=name).first()
+        if provider is None:
+            raise NotFound(f"There is no provider named {name!r}.")
+        if enabled is not None:
+            provider.enabled = enabled
+        if priority is not None:
+            provider.priority = priority
+        if max_in_flight is not None:
+            provider.max_in_flight = max_in_flight
+        if base_url:
+            provider.base_url = base_url.strip()
+        if auth_url:
+            provider.auth_url = auth_url.strip()
+        for field, value in (secrets or {}).items():
+            if field in SECRETS and value.strip():
+                setattr(provider, field, value.strip())
+        provider.updated_at = timezone.now()
+        provider.save()
+    return provider
+
+
+# -- operators ------------------------------------------------------------------------------
+
+_NOT_WORD = re.compile(r"[^a-z0-9 ]+")
+
+
+def normalise(name: str, *, country_names: tuple[str, ...] = ()) -> str:
+    """An operator's name for matching: no accents, case, punctuation or country name
+    ("AT&T México" and "AT&T" are both "att")."""
+    text = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode().lower()
+    text = _NOT_WORD.sub("", text.replace("-", " ").replace("_", " "))
+    for country in country_names:
+        country = normalise(country)
+        if country:
+            text = re.sub(rf"\b{re.escape(country)}\b", " ", text)
+    return " ".join(text.split())
+
+
+def _catalog_names(operators: list[Operator]) -> dict[tuple[str, str], Operator]:
+    """Every name a catalog operator answers to (its name, its slug, its carrier names),
+    normalised, by country."""
+    names: dict[tuple[str, str], Operator] = {}
+    for operator in operators:
+        country_names = (operator.country.name, operator.country_id)
+        for raw in (operator.name, operator.slug, *(operator.carrier_names or [])):
+            key = normalise(str(raw), country_names=country_names)
+            if key:
+                names.setdefault((operator.country_id, key), operator)
+    return names
+
+
+def provider_operator_map(
+    *, provider: Provider, upstream_id: str, operator_id: str
+) -> ProviderOperator:
+    """Staff: map a provider's operator to a catalog operator (its public id, as the catalog
+    API shows it). The routes come with the next sync."""
+    operator = Operator.objects.filter(public_id=operator_id).first()
+    if operator is None:
+        raise NotFound(f"There is no catalog operator {operator_id!r}.")
+    with transaction.atomic():
+        upstream = (
+            ProviderOperator.objects.select_for_update()
+            .filter(provider=provider, upstream_id=upstream_id)
+            .first()
+        )
+        if upstream is None:
+            raise NotFound(
+                f"{provider.name} lists no operator {upstream_id!r} (run sync_provider_catalog)."
+            )
+        if upstream.country and upstream.country != operator.country_id:
+            raise ProviderInvalid(
+                f"{upstream.name} is in {upstream.country}, {operator.name} in "
+                f"{operator.country_id}.",
+                fields=[{"field": "operator", "code": "invalid", "message": "another country"}],
+            )
+        upstream.operator = operator
+        upstream.mapped_by = ProviderOperator.MappedBy.STAFF
+        upstream.updated_at = timezone.now()
+        upstream.save(update_fields=["operator", "mapped_by", "updated_at"])
+    return upstream
+
+
+# -- catalog sync ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SyncResult:
+    mapped: int
+    unmapped: int
+    created: int
+    updated: int
+    removed: int
+
+    def line(self) -> str:
+        return (
+            f"operators mapped {self.mapped}, unmapped {self.unmapped}; routes created "
+            f"{self.created}, updated {self.updated}, removed {self.removed}"
+        )
+
+
+def to_eur(amount: Decimal, currency: str) -> Decimal | None:
+    try:
+        return amount * fx_rate(from_currency=currency, to_currency="EUR").rate
+    except FxRateNotFound:
+        return None
+
+
+def _new_product(*, operator: Operator, offer: UpstreamProduct) -> Product:
+    """The catalog product an upstream amount sells, created when none exists, priced
+    ``PROVIDER_DEFAULT_MARKUP_PERCENT`` over what it costs us (staff reprice it later)."""
+    cost_eur = to_eur(offer.cost, offer.cost_currency)
+    markup = 1 + Decimal(str(settings.PROVIDER_DEFAULT_MARKUP_PERCENT)) / 100
+    price = (cost_eur or offer.cost) * markup
+    amount = offer.local_amount.normalize()
+    sku = slugify(f"{operator.public_id}-{offer.product_type}-{amount}-{offer.local_currency}")
+    kind = "data" if offer.product_type == "data" else ""
+    product, _outcome = product_upsert(
+        sku=sku[:64],
+        operator=operator,
+        name=" ".join(filter(None, [operator.name, kind, f"{amount:f}", offer.local_currency])),
+        local_amount=offer.local_amount,
+        local_currency=offer.local_currency,
+        retail_price=price.quantize(Decimal("0.01"), rounding=ROUND_HALF_UP),
+        retail_currency="EUR" if cost_eur is not None else offer.cost_currency,
+        product_type=offer.product_type,
+    )
+    return product
+
+
+def catalog_sync(*, provider: Provider, countries: list[str] | None = None) -> SyncResult:
+    """Read the provider's whole catalog (no transaction open), then in one transaction: its
+    operators (mapped by normalised name when one catalog operator of the country answers to
+    it), a route per product of each mapped operator (the cheapest of its offers for that
+    product), and routes no longer offered deactivated."""
+    offers = adapter_for(provider).catalog(countries=countries)
+    with transaction.atomic():
+        provider = Provider.objects.select_for_update().get(pk=provider.pk)
+        catalog_ops = list(Operator.objects.filter(active=True).select_related("country"))
+        by_name = _catalog_names(catalog_ops)
+        known = {o.upstream_id: o for o in ProviderOperator.objects.filter(provider=provider)}
+        for offer in offers:
+            upstream = known.get(offer.operator.upstream_id)
+            if upstream is None:
+                upstream = known[offer.operator.upstream_id] = ProviderOperator.objects.create(
+                    provider=provider,
+                    upstream_id=offer.operator.upstream_id,
+                    name=offer.operator.name[:150],
+                    country=offer.operator.country.upper()[:2],
+                )
+            if upstream.operator_id is None:
+                country = upstream.country
+                names = tuple(o.country.name for o in catalog_ops if o.country_id == country)
+                match = by_name.get(
+                    (country, normalise(upstream.name, country_names=(*names[:1], country)))
+                )
+                if match is not None:
+                    upstream.operator = match
+                    upstream.mapped_by = ProviderOperator.MappedBy.NAME
+                    upstream.updated_at = timezone.now()
+                    upstream.save(update_fields=["operator", "mapped_by", "updated_at"])
+        cheapest: dict[int, tuple[ProviderOperator, UpstreamProduct, Decimal]] = {}
+        products: dict[tuple[int | None, str, Decimal, str], Product] = {}
+        for product in Product.objects.filter(
+            operator_id__in={o.operator_id for o in known.values() if o.operator_id}
+        ).order_by("-active", "id"):
+            products.setdefault(
+                (
+                    product.operator_id,
+                    product.product_type,
+                    product.local_amount,
+                    product.local_currency,
+                ),
+                product,
+            )
+        for offer in offers:
+            upstream = known[offer.operator.upstream_id]
+            if upstream.operator is None:
+                continue
+            key = (
+                upstream.operator_id,
+                offer.product_type,
+                offer.local_amount.quantize(Decimal("0.01")),
+                offer.local_currency.upper(),
+            )
+            found = products.get(key)
+            if found is None:
+                found = products[key] = _new_product(operator=upstream.operator, offer=offer)
+            product = found
+            rank = to_eur(offer.cost, offer.cost_currency) or offer.cost
+            if product.pk not in cheapest or rank < cheapest[product.pk][2]:
+                cheapest[product.pk] = (upstream, offer, rank)
+        created = updated = 0
+        routes = {r.product_id: r for r in Route.objects.filter(provider=provider)}
+        now = timezone.now()
+        for product_id, (upstream, offer, _rank) in cheapest.items():
+            values = {
+                "upstream_operator": upstream,
+                "sku": offer.sku[:64],
+                "send_value": offer.send_value,
+                "send_currency": offer.send_currency,
+                "cost": offer.cost,
+                "cost_currency": offer.cost_currency.upper(),
+                "active": True,
+            }
+            route = routes.get(product_id)
+            if route is None:
+                Route.objects.create(
+                    provider=provider, product_id=product_id, updated_at=now, **values
+                )
+                created += 1
+                continue
+            changed = [f for f, v in values.items() if getattr(route, f) != v]
+            if changed:
+                for field in changed:
+                    setattr(route, field, values[field])
+                route.updated_at = now
+                route.save(update_fields=[*changed, "updated_at"])
+                updated += 1
+        gone = [r.pk for pid, r in routes.items() if pid not in cheapest and r.active]
+        removed = Route.objects.filter(pk__in=gone).update(active=False, updated_at=now)
+        provider.synced_at = now
+        provider.save(update_fields=["synced_at"])
+        mapped = sum(1 for o in known.values() if o.operator_id)
+    return SyncResult(
+        mapped=mapped,
+        unmapped=len(known) - mapped,
+        created=created,
+        updated=updated,
+        removed=removed,
+    )
+
+
+# -- balance --------------------------------------------------------------------------------
+
+
+def provider_balance_refresh(*, provider: Provider) -> Provider:
+    """Read the provider's balance (no transaction open), save it, and tell staff once when
+    it falls under ``PROVIDER_BALANCE_ALERT``."""
+    try:
+        amount, currency = adapter_for(provider).balance()
+    except ProviderError:
+        logger.warning("balance of %s not read", provider.name, exc_info=True)
+        return provider
+    alert_under = Decimal(str(settings.PROVIDER_BALANCE_ALERT))
+    with transaction.atomic():
+        provider = Provider.objects.select_for_update().get(pk=provider.pk)
+        low = amount < alert_under
+        tell = low and not provider.balance_alerted
+        provider.balance = amount.quantize(Decimal("0.01"))
+        provider.balance_currency = currency.upper()[:3]
+        provider.balance_checked_at = timezone.now()
+        provider.balance_alerted = low
+        provider.save(
+            update_fields=["balance", "balance_currency", "balance_checked_at", "balance_alerted"]
+        )
+        if tell:
+            context = {
+                "provider": provider.name,
+                "balance": str(provider.balance),
+                "currency": provider.balance_currency,
+                "threshold": str(alert_under),
+            }
+            for user in User.objects.filter(is_staff=True, is_active=True):
+                email_queue_to_user(user=user, kind="provider_balance_low", context=context)
+    return provider
