@@ -1,0 +1,842 @@
+"""A local HTTP fake of DT One's Digital Value Services (DVS) API, on 127.0.0.1.
+
+It follows DT One's public OpenAPI description of DVS (repository ``voxgig-sdk/dtone-sdk``,
+file ``.sdk/def/dtone-dvs-openapi.json``) for what the adapter uses, under ``/v1``:
+``GET /products`` (and ``/products/{id}``), ``POST /async/transactions``, ``GET
+/transactions`` (and ``/transactions/{id}``) and ``GET /balances``. HTTP Basic auth (a wrong
+pair is 401 with error ``1000401``); errors as ``{"errors": [{"code", "message"}]}`` with the
+reference's codes and HTTP statuses; lists paged by ``page``/``per_page`` with the ``X-Total``,
+``X-Total-Pages``, ``X-Per-Page``, ``X-Page``, ``X-Next-Page`` and ``X-Prev-Page`` headers;
+transactions with ``status {id, message, class {id, message}}`` (the class ids DT One
+publishes; the fake numbers the finer statuses itself, DT One does not publish theirs).
+
+It keeps what DT One keeps: products (``products``, seedable; ``default_products()`` sells a
+few fixed amounts of Telcel and AT&T Mexico in MXN and of Claro and Movistar Colombia in COP,
+priced wholesale in USD plus a fee), transactions by external id, a count of POSTs per
+external id (``calls``: tests prove nothing was sent twice), and balances that move as DT One
+documents (CREATED holds wholesale + fee, COMPLETED captures it, DECLINED/REJECTED void it,
+REVERSED gives it back).
+
+By default a transaction is created, confirmed and COMPLETED within the POST (the answer says
+COMPLETED). Switches:
+- ``outage(True)`` closes the listening socket (connections are refused); ``outage(False)``
+  listens again on the same port.
+- ``refuse(count, number=..., status=...)``: the next ``count`` sends (or every send to
+  ``number``) make a transaction that is refused at once (default
+  ``DECLINED-INVALID-CREDIT-PARTY``; a ``REJECTED-...`` status works too).
+- ``error_next(code, count, after_creating=False)``: the next sends answer one of the
+  reference's error codes (``1005003``, ``1006001``, ``1000429``, ``1009503``...);
+  ``after_creating`` makes (and completes) the transaction first, as a server that failed
+  while answering. ``fail_lookups(count, code)`` does the same to ``GET /transactions``.
+- ``slow_next(seconds)``: the next send creates and completes its transaction, then answers
+  after ``seconds`` (a client with a shorter timeout gives up).
+- ``async_completion(True, delay=None)``: transactions stay SUBMITTED until ``complete(id)``
+  (or ``complete(id, "DECLINED-...")``), or until ``delay`` seconds have passed.
+- ``reverse(external_id)``: a COMPLETED transaction becomes REVERSED.
+When a transaction reaches COMPLETED, DECLINED or REVERSED and has a ``callback_url``, the fake
+POSTs the transaction object there (retrying a few times until answered 2XX), as DT One does.
+``add_transaction(...)`` seeds past transactions (for the report, ``GET /transactions`` with
+``from_date``/``to_date``: full date-times, both inclusive, at most 24 hours apart).
+
+Choices the reference leaves open: ``GET /transactions?external_id=`` of an unknown id answers
+404 ``1008004`` (the reference lists that 404 for the list), a date window with nothing in it
+answers ``[]``; a send beyond the available balance answers 400 ``1006001``.
+
+Standalone: ``python -m tests.fakes.dtone --port 18611`` prints its URL (ending in ``/v1``) and
+serves until killed; API key ``dtone-key``, secret ``dtone-secret`` unless told otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import contextlib
+import itertools
+import json
+import math
+import re
+import signal
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections import Counter
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlparse
+
+API_KEY = "dtone-key"
+API_SECRET = "dtone-secret"
+
+CLASS_IDS = {
+    "CREATED": 1,
+    "CONFIRMED": 2,
+    "REJECTED": 3,
+    "CANCELLED": 4,
+    "SUBMITTED": 5,
+    "COMPLETED": 7,
+    "REVERSED": 8,
+    "DECLINED": 9,
+}
+# Every status the reference lists, by class (the fake's numbering: class id * 10000 + n).
+STATUSES = {
+    "REJECTED": [
+        "REJECTED",
+        "REJECTED-INVALID-CREDIT-PARTY",
+        "REJECTED-BARRED-CREDIT-PARTY",
+        "REJECTED-INELIGIBLE-CREDIT-PARTY",
+        "REJECTED-INVALID-DEBIT-PARTY",
+        "REJECTED-BARRED-DEBIT-PARTY",
+        "REJECTED-LIMITATIONS-ON-CREDIT-PARTY-AMOUNT",
+        "REJECTED-LIMITATIONS-ON-CREDIT-PARTY-QUANTITY",
+        "REJECTED-OPERATOR-CURRENTLY-UNAVAILABLE",
+        "REJECTED-INSUFFICIENT-BALANCE",
+    ],
+    "DECLINED": [
+        "DECLINED",
+        "DECLINED-INVALID-CREDIT-PARTY",
+        "DECLINED-BARRED-CREDIT-PARTY",
+        "DECLINED-INELIGIBLE-CREDIT-PARTY",
+        "DECLINED-INVALID-DEBIT-PARTY",
+        "DECLINED-BARRED-DEBIT-PARTY",
+        "DECLINED-LIMITATIONS-ON-OPERATOR-AMOUNT",
+        "DECLINED-LIMITATIONS-ON-CREDIT-PARTY-AMOUNT",
+        "DECLINED-LIMITATIONS-ON-CUSTOMER-AMOUNT",
+        "DECLINED-LIMITATIONS-ON-OPERATOR-QUANTITY",
+        "DECLINED-LIMITATIONS-ON-CREDIT-PARTY-QUANTITY",
+        "DECLINED-LIMITATIONS-ON-CUSTOMER-QUANTITY",
+        "DECLINED-DUPLICATED-TRANSACTION",
+        "DECLINED-OPERATOR-CURRENTLY-UNAVAILABLE",
+    ],
+}
+FAILED_CLASSES = {"REJECTED", "CANCELLED", "DECLINED"}
+# The reference's error codes: HTTP status and message.
+ERRORS = {
+    1000400: (400, "Bad Request"),
+    1000401: (401, "Unauthorized"),
+    1000404: (404, "Resource not found"),
+    1000429: (429, "Too many requests"),
+    1003001: (404, "Product is not available in your account"),
+    1003002: (400, "Requested product amount is out of range"),
+    1003003: (400, "Requested product unit is invalid"),
+    1005003: (400, "Credit party mobile number is invalid"),
+    1005004: (404, "Service not found"),
+    1005005: (404, "Country not found"),
+    1005006: (404, "Operator not found"),
+    1006001: (400, "Insufficient balance"),
+    1006009: (404, "Account balance not found"),
+    1007001: (400, "Transaction external ID has already been used"),
+    1007500: (400, "Method not supported by operator"),
+    1008004: (404, "Transaction not found"),
+    1009001: (500, "Unexpected error, please contact our support team"),
+    1009503: (503, "Service unavailable, please retry later"),
+}
+E164 = re.compile(r"^\+[1-9][0-9]{6,14}$")
+ALPHA3 = re.compile(r"^[A-Z]{3}$")
+
+
+def status_object(message: str) -> dict[str, Any]:
+    klass = message.split("-")[0]
+    in_class = STATUSES.get(klass, [klass])
+    number = in_class.index(message) if message in in_class else 0
+    return {
+        "id": CLASS_IDS[klass] * 10000 + number,
+        "message": message,
+        "class": {"id": CLASS_IDS[klass], "message": klass},
+    }
+
+
+def timestamp(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def fixed_product(
+    *,
+    id: int,
+    operator_id: int,
+    operator_name: str,
+    country_iso: str,
+    country_name: str,
+    amount: float,
+    unit: str,
+    wholesale: float,
+    fee: float,
+    wholesale_unit: str = "USD",
+    subservice: tuple[int, str] = (11, "Airtime"),
+    data_gb: float | None = None,
+    service: tuple[int, str] = (1, "Mobile"),
+    **extra: Any,
+) -> dict[str, Any]:
+    """A FIXED_VALUE_RECHARGE product as the reference's schema shapes it."""
+    if data_gb is None:
+        benefit = {
+            "type": "CREDITS",
+            "unit_type": "CURRENCY",
+            "unit": unit,
+            "amount": {
+                "base": amount,
+                "promotion_bonus": 0,
+                "total_excluding_tax": amount,
+                "total_including_tax": amount,
+            },
+            "additional_information": None,
+        }
+        name = f"{operator_name} {amount:g} {unit}"
+    else:
+        benefit = {
+            "type": "DATA",
+            "unit_type": "DATA",
+            "unit": "GB",
+            "amount": {
+                "base": data_gb,
+                "promotion_bonus": 0,
+                "total_excluding_tax": data_gb,
+                "total_including_tax": data_gb,
+            },
+            "additional_information": None,
+        }
+        name = f"{operator_name} {data_gb:g} GB"
+    country = {"name": country_name, "iso_code": country_iso, "regions": None}
+    product: dict[str, Any] = {
+        "id": id,
+        "name": name,
+        "description": name,
+        "tags": None,
+        "service": {
+            "id": service[0],
+            "name": service[1],
+            "subservice": {"id": subservice[0], "name": subservice[1]},
+        },
+        "operator": {"id": operator_id, "name": operator_name, "country": country, "regions": None},
+        "regions": None,
+        "type": "FIXED_VALUE_RECHARGE",
+        "validity": None,
+        "required_debit_party_identifier_fields": None,
+        "required_credit_party_identifier_fields": [["mobile_number"]],
+        "required_sender_fields": None,
+        "required_beneficiary_fields": None,
+        "required_statement_identifier_fields": None,
+        "required_additional_identifier_fields": None,
+        "availability_zones": ["INTERNATIONAL"],
+        "source": {"unit_type": "CURRENCY", "unit": wholesale_unit, "amount": wholesale},
+        "destination": {"unit_type": "CURRENCY", "unit": unit, "amount": amount},
+        "prices": {
+            "wholesale": {
+                "unit_type": "CURRENCY",
+                "unit": wholesale_unit,
+                "amount": wholesale,
+                "fee": fee,
+            },
+            "retail": None,
+        },
+        "rates": {
+            "base": round(amount / wholesale, 6),
+            "wholesale": round(amount / wholesale, 6),
+            "retail": None,
+        },
+        "benefits": [benefit],
+        "promotions": None,
+    }
+    product.update(extra)
+    return product
+
+
+def default_products() -> list[dict[str, Any]]:
+    mx = {"country_iso": "MEX", "country_name": "Mexico", "unit": "MXN"}
+    co = {"country_iso": "COL", "country_name": "Colombia", "unit": "COP"}
+    telcel = {"operator_id": 1450, "operator_name": "Telcel", **mx}
+    att = {"operator_id": 1451, "operator_name": "AT&T Mexico", **mx}
+    claro = {"operator_id": 1620, "operator_name": "Claro Colombia", **co}
+    movistar = {"operator_id": 1621, "operator_name": "Movistar Colombia", **co}
+    return [
+        fixed_product(id=30001, amount=50, wholesale=2.70, fee=0.10, **telcel),
+        fixed_product(id=30002, amount=100, wholesale=5.40, fee=0.10, **telcel),
+        fixed_product(id=30003, amount=200, wholesale=10.80, fee=0.15, **telcel),
+        fixed_product(
+            id=30004,
+            amount=150,
+            wholesale=8.10,
+            fee=0.10,
+            subservice=(13, "Data"),
+            data_gb=3,
+            **telcel,
+        ),
+        fixed_product(id=30011, amount=100, wholesale=5.35, fee=0.10, **att),
+        fixed_product(id=30012, amount=200, wholesale=10.70, fee=0.15, **att),
+        fixed_product(id=30021, amount=10000, wholesale=2.55, fee=0.05, **claro),
+        fixed_product(id=30022, amount=20000, wholesale=5.10, fee=0.05, **claro),
+        fixed_product(id=30031, amount=10000, wholesale=2.50, fee=0.05, **movistar),
+    ]
+
+
+@dataclass
+class _Refusal:
+    status: str
+    number: str | None
+
+
+class FakeDTOne:
+    def __init__(
+        self,
+        *,
+        port: int = 0,
+        api_key: str = API_KEY,
+        api_secret: str = API_SECRET,
+        products: list[dict[str, Any]] | None = None,
+        balance: Decimal | str = "10000.00",
+        currency: str = "USD",
+    ) -> None:
+        self.lock = threading.RLock()
+        self.api_key, self.api_secret = api_key, api_secret
+        self.products = default_products() if products is None else list(products)
+        self.currency = currency
+        # unit -> {"id", "available", "holding"}; transactions draw on ``currency``'s.
+        self.balances: dict[str, dict[str, Any]] = {}
+        self.add_balance(currency, balance)
+        self.transactions: dict[str, dict[str, Any]] = {}  # by external id
+        self.costs: dict[str, Decimal] = {}  # wholesale + fee held or taken, by external id
+        self.callback_urls: dict[str, str] = {}
+        self.calls: Counter[str] = Counter()  # POST /async/transactions per external id
+        self.bodies: list[dict[str, Any]] = []  # every POSTed transaction body, in order
+        self.hits: Counter[str] = Counter()  # requests per "METHOD /path"
+        self.queries: list[tuple[str, dict[str, str]]] = []  # (path, query) of every GET
+        self.callbacks: list[dict[str, Any]] = []  # callbacks sent: url, body, answer
+        self.max_per_page = 100  # lower it to make more pages
+        self.async_mode = False
+        self.async_delay: float | None = None
+        self._refusals: list[_Refusal] = []  # next sends, in order
+        self._refused_numbers: dict[str, _Refusal] = {}
+        self._errors: list[tuple[int, bool]] = []  # next sends: (code, after_creating)
+        self._lookup_errors: list[int] = []
+        self._slow: list[float] = []
+        self._timers: list[threading.Timer] = []
+        self._ids = itertools.count(2_000_000_001)
+        self._port = port
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self._server_lock = threading.Lock()
+
+    # -- life --------------------------------------------------------------------------------
+    @property
+    def port(self) -> int:
+        return self._port
+
+    @property
+    def url(self) -> str:
+        """The API server as DT One's reference names it (ending in ``/v1``)."""
+        return f"http://127.0.0.1:{self._port}/v1"
+
+    def start(self) -> FakeDTOne:
+        with self._server_lock:
+            self._listen()
+        return self
+
+    def stop(self) -> None:
+        with self.lock:
+            timers, self._timers = self._timers, []
+        for timer in timers:
+            timer.cancel()
+        with self._server_lock:
+            self._close()
+
+    def _listen(self) -> None:
+        server = ThreadingHTTPServer(("127.0.0.1", self._port), self._handler())
+        server.daemon_threads = True
+        self._port = server.server_address[1]
+        self._server = server
+        self._thread = threading.Thread(
+            target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        self._thread.start()
+
+    def _close(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    # -- switches ----------------------------------------------------------------------------
+    def outage(self, down: bool = True) -> None:
+        """Down: the port refuses connections. Up again: the same port listens."""
+        with self._server_lock:
+            if down:
+                self._close()
+            elif self._server is None:
+                self._listen()
+
+    def refuse(
+        self,
+        count: int = 1,
+        *,
+        number: str | None = None,
+        status: str = "DECLINED-INVALID-CREDIT-PARTY",
+    ) -> None:
+        """The next ``count`` sends (or every send to ``number``) are refused with ``status``
+        (a REJECTED-... or DECLINED-... status of the reference)."""
+        assert status.split("-")[0] in ("REJECTED", "DECLINED"), status
+        with self.lock:
+            if number is not None:
+                self._refused_numbers[number] = _Refusal(status, number)
+            else:
+                self._refusals.extend(_Refusal(status, None) for _ in range(count))
+
+    def error_next(self, code: int, count: int = 1, *, after_creating: bool = False) -> None:
+        assert code in ERRORS, code
+        with self.lock:
+            self._errors.extend((code, after_creating) for _ in range(count))
+
+    def fail_lookups(self, count: int = 1, code: int = 1009503) -> None:
+        """The next ``count`` ``GET /transactions`` answer error ``code``."""
+        with self.lock:
+            self._lookup_errors.extend([code] * count)
+
+    def slow_next(self, seconds: float, count: int = 1) -> None:
+        with self.lock:
+            self._slow.extend([seconds] * count)
+
+    def async_completion(self, enabled: bool = True, *, delay: float | None = None) -> None:
+        with self.lock:
+            self.async_mode, self.async_delay = enabled, delay
+
+    def add_balance(self, unit: str, available: Decimal | str | float) -> None:
+        with self.lock:
+            self.balances[unit] = {
+                "id": len(self.balances) + 1,
+                "available": Decimal(str(available)),
+                "holding": Decimal(0),
+            }
+
+    @property
+    def available(self) -> Decimal:
+        with self.lock:
+            return self.balances[self.currency]["available"]
+
+    @property
+    def holding(self) -> Decimal:
+        with self.lock:
+            return self.balances[self.currency]["holding"]
+
+    def complete(self, external_id: str, status: str = "COMPLETED") -> dict[str, Any]:
+        """An in-flight transaction reaches ``status`` (COMPLETED, or DECLINED-...)."""
+        with self.lock:
+            transaction = self.transactions[external_id]
+            klass = transaction["status"]["class"]["message"]
+            if klass not in ("CREATED", "CONFIRMED", "SUBMITTED"):
+                return transaction
+            self._move(external_id, status)
+            view = self._view(external_id)
+        self._call_back(external_id, view)
+        return view
+
+    def reverse(self, external_id: str) -> dict[str, Any]:
+        with self.lock:
+            transaction = self.transactions[external_id]
+            assert transaction["status"]["class"]["message"] == "COMPLETED", transaction["status"]
+            self._move(external_id, "REVERSED")
+            view = self._view(external_id)
+        self._call_back(external_id, view)
+        return view
+
+    def add_transaction(
+        self,
+        external_id: str,
+        *,
+        product_id: int = 30002,
+        number: str = "+5215512345678",
+        status: str = "COMPLETED",
+        created_at: datetime | None = None,
+    ) -> dict[str, Any]:
+        """A transaction from the past, as the report will list it (no balance moves)."""
+        with self.lock:
+            product = self._product(product_id)
+            assert product is not None, product_id
+            self._create(external_id, product, number, "", created_at=created_at)
+            self.transactions[external_id]["status"] = status_object(status)
+            return self._view(external_id)
+
+    def transaction(self, external_id: str) -> dict[str, Any]:
+        """The transaction as ``GET /transactions`` shows it (and a callback sends it)."""
+        with self.lock:
+            return self._view(external_id)
+
+    # -- state (under self.lock) ---------------------------------------------------------------
+    def _product(self, product_id: Any) -> dict[str, Any] | None:
+        return next((p for p in self.products if p["id"] == product_id), None)
+
+    def _create(
+        self,
+        external_id: str,
+        product: dict[str, Any],
+        number: str,
+        callback_url: str,
+        *,
+        created_at: datetime | None = None,
+    ) -> None:
+        created = created_at or datetime.now(UTC)
+        wholesale = product["prices"]["wholesale"]
+        product_view = {
+            key: product[key]
+            for key in ("id", "name", "description", "tags", "service", "operator", "regions")
+        }
+        self.transactions[external_id] = {
+            "id": next(self._ids),
+            "external_id": external_id,
+            "creation_date": timestamp(created),
+            "confirmation_expiration_date": timestamp(created + timedelta(hours=1)),
+            "confirmation_date": None,
+            "status": status_object("CREATED"),
+            "operator_reference": None,
+            "pin": None,
+            "product": {**product_view, "type": product["type"], "pin": None},
+            "prices": product["prices"],
+            "rates": product["rates"],
+            "benefits": product["benefits"],
+            "promotions": product["promotions"],
+            "requested_values": None,
+            "adjusted_values": None,
+            "sender": None,
+            "beneficiary": None,
+            "debit_party_identifier": None,
+            "credit_party_identifier": {"mobile_number": number},
+            "statement_identifier": None,
+            "additional_identifier": None,
+        }
+        self.costs[external_id] = Decimal(str(wholesale["amount"])) + Decimal(str(wholesale["fee"]))
+        if callback_url:
+            self.callback_urls[external_id] = callback_url
+
+    def _move(self, external_id: str, status: str) -> None:
+        """A status change and the balance movement the reference ties to it."""
+        transaction = self.transactions[external_id]
+        before = transaction["status"]["class"]["message"]
+        after = status.split("-")[0]
+        balance = self.balances[self.currency]
+        cost = self.costs[external_id]
+        if before == "CREATED" and after not in FAILED_CLASSES and after != "CREATED":
+            transaction["confirmation_date"] = timestamp(datetime.now(UTC))
+        if after == "COMPLETED":
+            balance["holding"] -= cost  # capture
+            transaction["operator_reference"] = f"OP{transaction['id']}"
+        elif after in FAILED_CLASSES:
+            balance["holding"] -= cost  # void
+            balance["available"] += cost
+        elif after == "REVERSED":
+            balance["available"] += cost
+        transaction["status"] = status_object(status)
+
+    def _view(self, external_id: str, *, with_callback: bool = True) -> dict[str, Any]:
+        view = json.loads(json.dumps(self.transactions[external_id]))
+        if with_callback and external_id in self.callback_urls:
+            view["callback_url"] = self.callback_urls[external_id]
+        return view
+
+    def _finish_later(self, external_id: str, delay: float) -> None:
+        timer = threading.Timer(delay, self.complete, args=(external_id,))
+        timer.daemon = True
+        self._timers.append(timer)
+        timer.start()
+
+    # -- callbacks -------------------------------------------------------------------------------
+    def _call_back(self, external_id: str, view: dict[str, Any]) -> None:
+        with self.lock:
+            url = self.callback_urls.get(external_id)
+        if url:
+            threading.Thread(target=self._post_callback, args=(url, view), daemon=True).start()
+
+    def _post_callback(self, url: str, body: dict[str, Any], attempts: int = 3) -> None:
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        data = json.dumps(body).encode()
+        for attempt in range(attempts):
+            request = urllib.request.Request(
+                url, data=data, method="POST", headers={"Content-Type": "application/json"}
+            )
+            try:
+                with opener.open(request, timeout=5) as answer:
+                    status: int | str = answer.status
+            except urllib.error.HTTPError as exc:
+                status = exc.code
+            except OSError as exc:
+                status = repr(exc)
+            with self.lock:
+                self.callbacks.append({"url": url, "body": body, "answer": status})
+            if isinstance(status, int) and 200 <= status < 300:
+                return
+            time.sleep(0.2 * (attempt + 1))
+
+    # -- HTTP --------------------------------------------------------------------------------------
+    def _handler(self):
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):  # keep test output clean
+                pass
+
+            def _send(self, status: int, body: Any, headers: dict[str, str] | None = None):
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
+                self.end_headers()
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                    self.wfile.write(data)
+
+            def _error(self, code: int):
+                status, message = ERRORS[code]
+                return self._send(status, {"errors": [{"code": code, "message": message}]})
+
+            def _authorised(self) -> bool:
+                header = self.headers.get("Authorization", "")
+                if not header.startswith("Basic "):
+                    return False
+                try:
+                    user, _, password = base64.b64decode(header[6:]).decode().partition(":")
+                except ValueError:
+                    return False
+                return (user, password) == (fake.api_key, fake.api_secret)
+
+            def _route(self, method: str) -> tuple[str, dict[str, str]] | None:
+                url = urlparse(self.path)
+                with fake.lock:
+                    fake.hits[f"{method} {url.path}"] += 1
+                if not url.path.startswith("/v1/"):
+                    self._error(1000404)
+                    return None
+                if not self._authorised():
+                    self._error(1000401)
+                    return None
+                query = {k: v[-1] for k, v in parse_qs(url.query).items()}
+                if method == "GET":
+                    with fake.lock:
+                        fake.queries.append((url.path, query))
+                return url.path.removeprefix("/v1"), query
+
+            def _page(self, items: list[Any], query: dict[str, str]):
+                try:
+                    page = int(query.get("page", "1"))
+                    per_page = int(query.get("per_page", "50"))
+                except ValueError:
+                    return self._error(1000400)
+                if page < 1 or not 1 <= per_page <= 100:
+                    return self._error(1000400)
+                per_page = min(per_page, fake.max_per_page)
+                pages = max(1, math.ceil(len(items) / per_page))
+                headers = {
+                    "X-Total": str(len(items)),
+                    "X-Total-Pages": str(pages),
+                    "X-Per-Page": str(per_page),
+                    "X-Page": str(page),
+                }
+                if page < pages:
+                    headers["X-Next-Page"] = str(page + 1)
+                if page > 1:
+                    headers["X-Prev-Page"] = str(page - 1)
+                chunk = items[(page - 1) * per_page : page * per_page]
+                return self._send(200, chunk, headers)
+
+            def do_GET(self):
+                route = self._route("GET")
+                if route is None:
+                    return None
+                path, query = route
+                if path == "/products":
+                    return self._products(query)
+                if path.startswith("/products/"):
+                    with fake.lock:
+                        product = fake._product(_int(path.rsplit("/", 1)[1]))
+                    return self._send(200, product) if product else self._error(1000404)
+                if path == "/transactions":
+                    return self._transactions(query)
+                if path.startswith("/transactions/"):
+                    wanted = _int(path.rsplit("/", 1)[1])
+                    with fake.lock:
+                        found = [
+                            fake._view(ref)
+                            for ref, t in fake.transactions.items()
+                            if t["id"] == wanted
+                        ]
+                    return self._send(200, found[0]) if found else self._error(1008004)
+                if path == "/balances":
+                    with fake.lock:
+                        rows = [
+                            {
+                                "id": b["id"],
+                                "unit_type": "CURRENCY",
+                                "unit": unit,
+                                "available": float(b["available"]),
+                                "holding": float(b["holding"]),
+                                "credit_limit": 0.0,
+                            }
+                            for unit, b in fake.balances.items()
+                        ]
+                    return self._page(rows, query)
+                return self._error(1000404)
+
+            def _products(self, query: dict[str, str]):
+                country = query.get("country_iso_code")
+                if country is not None and not ALPHA3.match(country):
+                    return self._error(1000400)
+                with fake.lock:
+                    items = sorted(fake.products, key=lambda p: p["id"])
+                if "type" in query:
+                    items = [p for p in items if p["type"] == query["type"]]
+                if "service_id" in query:
+                    items = [p for p in items if p["service"]["id"] == _int(query["service_id"])]
+                if "operator_id" in query:
+                    items = [p for p in items if p["operator"]["id"] == _int(query["operator_id"])]
+                if country is not None:
+                    items = [p for p in items if p["operator"]["country"]["iso_code"] == country]
+                return self._page(items, query)
+
+            def _transactions(self, query: dict[str, str]):
+                with fake.lock:
+                    if fake._lookup_errors:
+                        return self._error(fake._lookup_errors.pop(0))
+                    views = sorted(
+                        (fake._view(ref) for ref in fake.transactions), key=lambda t: t["id"]
+                    )
+                external_id = query.get("external_id")
+                if external_id is not None:
+                    views = [t for t in views if t["external_id"] == external_id]
+                    if not views:
+                        return self._error(1008004)
+                    return self._page(views, query)
+                try:
+                    start = _moment(query.get("from_date"))
+                    end = _moment(query.get("to_date"))
+                except ValueError:
+                    return self._error(1000400)
+                if start is None and end is None:
+                    end = datetime.now(UTC)
+                    start = end - timedelta(hours=24)
+                if start is None:
+                    start = end - timedelta(hours=24)
+                if end is None:
+                    end = start + timedelta(hours=24)
+                if end - start > timedelta(hours=24) or end < start:
+                    return self._error(1000400)
+                views = [t for t in views if start <= _moment(t["creation_date"]) <= end]
+                return self._page(views, query)
+
+            def do_POST(self):
+                route = self._route("POST")
+                if route is None:
+                    return None
+                path, _query = route
+                if path != "/async/transactions":
+                    return self._error(1000404)
+                length = int(self.headers.get("Content-Length") or 0)
+                data = self.rfile.read(length)
+                try:
+                    body = json.loads(data or b"{}")
+                except ValueError:
+                    return self._error(1000400)
+                if len(data) < length or not isinstance(body, dict):
+                    return self._error(1000400)
+                return self._create(body)
+
+            def _create(self, body: dict[str, Any]):
+                external_id = body.get("external_id")
+                product_id = body.get("product_id")
+                party = body.get("credit_party_identifier") or {}
+                callback_url = body.get("callback_url") or ""
+                if (
+                    not isinstance(external_id, str)
+                    or not external_id.strip()
+                    or len(external_id) > 40
+                    or not isinstance(product_id, int)
+                    or not isinstance(party, dict)
+                ):
+                    return self._error(1000400)
+                number = party.get("mobile_number", "")
+                with fake.lock:
+                    fake.calls[external_id] += 1
+                    fake.bodies.append(body)
+                    if external_id in fake.transactions:
+                        return self._error(1007001)
+                    error = fake._errors.pop(0) if fake._errors else None
+                    if error is not None and not error[1]:
+                        return self._error(error[0])
+                    product = fake._product(product_id)
+                    if product is None:
+                        return self._error(1003001)
+                    if not isinstance(number, str) or not E164.match(number):
+                        return self._error(1005003)
+                    wholesale = product["prices"]["wholesale"]
+                    cost = Decimal(str(wholesale["amount"])) + Decimal(str(wholesale["fee"]))
+                    if fake.balances[fake.currency]["available"] < cost:
+                        return self._error(1006001)
+                    refusal = fake._refused_numbers.get(number) or (
+                        fake._refusals.pop(0) if fake._refusals else None
+                    )
+                    fake._create(external_id, product, number, callback_url)
+                    balance = fake.balances[fake.currency]
+                    balance["available"] -= cost  # authorize
+                    balance["holding"] += cost
+                    if refusal is not None:
+                        fake._move(external_id, refusal.status)
+                    elif body.get("auto_confirm") is True:
+                        fake._move(external_id, "CONFIRMED")
+                        if fake.async_mode or error is not None:
+                            fake._move(external_id, "SUBMITTED")
+                        else:
+                            fake._move(external_id, "COMPLETED")
+                        if fake.async_mode and fake.async_delay is not None:
+                            fake._finish_later(external_id, fake.async_delay)
+                    answer = fake._view(external_id, with_callback=False)
+                    final = answer["status"]["class"]["message"] in ("COMPLETED", *FAILED_CLASSES)
+                    view = fake._view(external_id)
+                    slow = fake._slow.pop(0) if fake._slow else 0.0
+                if error is not None:  # after creating: it completes, the answer is an error
+                    fake.complete(external_id)
+                    return self._error(error[0])
+                if final:
+                    fake._call_back(external_id, view)
+                if slow:
+                    time.sleep(slow)
+                return self._send(201, answer)
+
+        return Handler
+
+
+def _int(value: str) -> int | None:
+    try:
+        return int(value)
+    except ValueError:
+        return None
+
+
+def _moment(value: str | None) -> datetime | None:
+    if value is None:
+        return None
+    moment = datetime.fromisoformat(value)
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="A local fake of DT One's DVS API.")
+    parser.add_argument("--port", type=int, default=18611, help="0 picks a free port")
+    parser.add_argument("--api-key", default=API_KEY)
+    parser.add_argument("--api-secret", default=API_SECRET)
+    parser.add_argument("--balance", default="10000.00", help="available balance, in USD")
+    args = parser.parse_args(argv)
+    fake = FakeDTOne(
+        port=args.port, api_key=args.api_key, api_secret=args.api_secret, balance=args.balance
+    ).start()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    print(fake.url, flush=True)
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        fake.stop()
+
+
+if __name__ == "__main__":
+    main()

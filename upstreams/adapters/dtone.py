@@ -1,0 +1,671 @@
+"""HTTP adapter for DT One's Digital Value Services (DVS) API (docs/contract.md §14).
+
+The reference is DT One's public OpenAPI 3.0 description of DVS ("Digital Value Services
+API" 1.23.0), e.g. repository ``voxgig-sdk/dtone-sdk``, file ``.sdk/def/dtone-dvs-openapi.json``;
+the numeric ids of the status classes are on developers.dtone.com/reference/transactions-1 and
+the callbacks on developers.dtone.com/reference/callbacks. What this adapter relies on:
+
+- Servers end in ``/v1`` (``https://dvs-api.dtone.com/v1``, sandbox
+  ``https://preprod-dvs-api.dtone.com/v1``); ``base_url`` is taken with or without it.
+  HTTP Basic auth: the API key is the user, the API secret the password. A wrong pair is
+  ``401`` with error ``1000401``.
+- Errors are ``{"errors": [{"code": <int>, "message": <str>}]}`` with the HTTP status the
+  reference's table gives each code (``1000400`` 400, ``1000401`` 401, ``1000429`` 429,
+  ``1003001`` product not available 404, ``1005003`` credit party mobile number invalid 400,
+  ``1006001`` insufficient balance 400, ``1007001`` external id already used 400, ``1008004``
+  transaction not found 404, ``1009001`` 500, ``1009503`` 503, ...).
+- ``POST /async/transactions`` takes ``external_id`` (ours; at most 40 characters),
+  ``product_id`` (an integer), ``auto_confirm``, ``credit_party_identifier.mobile_number``
+  (E.164) and ``callback_url``; it answers ``201`` with the transaction. A transaction has
+  ``id``, ``external_id``, ``creation_date``, ``status {id, message, class {id, message}}``,
+  ``product`` (with ``operator`` and ``type``), ``prices.wholesale {unit_type, unit, amount,
+  fee}``, ``benefits``, ``requested_values``/``adjusted_values`` and the parties.
+- Status *classes* are what to act on (the reference says so): CREATED 1, CONFIRMED 2,
+  SUBMITTED 5 are in flight; COMPLETED 7 is delivered; REJECTED 3 (DT One's business rules),
+  CANCELLED 4 (by us, before confirmation) and DECLINED 9 (the operator) did not deliver;
+  REVERSED 8 is a manual reversal after delivery. The finer statuses (``DECLINED-INVALID-
+  CREDIT-PARTY`` ...) are in ``status.message``; their numeric ids are not published.
+- Balance movements: CREATED moves wholesale price + fee from available to holding,
+  COMPLETED captures it, REJECTED/CANCELLED/DECLINED void it, REVERSED puts it back. So a
+  transaction's cost is ``prices.wholesale.amount + prices.wholesale.fee`` in
+  ``prices.wholesale.unit``; ``GET /balances`` lists ``{id, unit_type, unit, available,
+  holding, credit_limit}`` and we report ``available``.
+- Lists page with ``page`` and ``per_page`` (default 50, at most 100); the answer's headers
+  ``X-Total-Pages`` (and ``X-Next-Page``) say how many pages there are.
+- ``GET /products`` filters by ``type``, ``service_id`` (1 is Mobile; its subservices are 11
+  Airtime, 12 Bundle, 13 Data) and ``country_iso_code``, an ISO 3166 **alpha-3** code plus
+  DT One's own ``GXX`` (global) and ``EXX`` (Europe), which have no alpha-2 and are skipped.
+  A FIXED_VALUE_RECHARGE product has ``destination {unit_type, unit, amount}`` (what the
+  recipient gets) and ``prices.wholesale`` (what we pay).
+- ``GET /transactions`` filters by ``external_id`` or by ``from_date``/``to_date``: full
+  date-times, both inclusive, at most 24 hours apart (without either it lists the last 24
+  hours). Its documented 404 is ``1008004`` "Transaction not found".
+- Callbacks: when a ``callback_url`` was given, DT One POSTs the transaction object to it when
+  the status becomes COMPLETED or DECLINED, and REVERSED after a manual reversal; it retries
+  until answered 2XX. Anyone can POST there: the caller looks the transaction up before
+  trusting a callback (``callback_result`` only reads it).
+
+What may surprise:
+- A transaction that DT One answers with a failed class (REJECTED/CANCELLED/DECLINED) did not
+  and will not deliver: ``send`` raises ``PermanentError`` with the status as its code (e.g.
+  ``declined_invalid_credit_party``) and the transaction as ``raw``, so the processor may try
+  the next route; ``status`` and ``callback_result`` return it as a ``failed`` result.
+- ``1007001`` (external id already used) means DT One holds a transaction under our reference:
+  it is looked up at once and its outcome returned; when the lookup does not find it (yet),
+  ``UpstreamTimeout`` (never a refusal). Only a 404 carrying ``1008004`` counts as "not
+  there": any other 404 (a wrong base URL) is an error, never "it never arrived".
+- A 4xx whose error code is not a documented refusal is treated as an unclear answer
+  (``UpstreamTimeout``), and so is a 5xx: settled by looking our reference up.
+- The API documents no ``Retry-After``; it is read on a 429 when present.
+- A transaction object carries no ``destination`` (write-only in the schema): the local
+  amount of a report line comes from ``adjusted_values``/``requested_values`` when present,
+  else from the benefit counted in currency (``benefits[].amount.base``).
+- The catalog keeps only Mobile products that need nothing but the recipient's mobile number
+  (products asking for sender, beneficiary, debit-party, statement or additional fields could
+  not be sent with what we have). A product is ``data`` when its subservice is Data, or a
+  Bundle with a DATA benefit; otherwise ``airtime``.
+- Money comes as JSON numbers (doubles); they are read as ``Decimal(str(number))``.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import re
+from collections.abc import Iterable
+from datetime import UTC, date, datetime, time, timedelta
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+import httpx
+from django_countries.data import ALT_CODES
+
+from upstreams.adapters.base import (
+    PermanentError,
+    ProviderConfig,
+    ProviderResult,
+    TopupRequest,
+    TransientError,
+    UpstreamOperator,
+    UpstreamProduct,
+    UpstreamTimeout,
+    UpstreamTransaction,
+)
+
+logger = logging.getLogger(__name__)
+
+RATE_LIMITED = "upstream_rate_limited"  # the processor pauses every worker on this code
+
+# Status classes (by message, and by the class ids DT One publishes) → our result statuses.
+STATUS_CLASSES = {
+    "CREATED": ProviderResult.PENDING,
+    "CONFIRMED": ProviderResult.PENDING,
+    "SUBMITTED": ProviderResult.PENDING,
+    "COMPLETED": ProviderResult.DELIVERED,
+    "REJECTED": ProviderResult.FAILED,
+    "CANCELLED": ProviderResult.FAILED,
+    "DECLINED": ProviderResult.FAILED,
+    "REVERSED": ProviderResult.REVERSED,
+}
+CLASS_IDS = {
+    1: "CREATED",
+    2: "CONFIRMED",
+    3: "REJECTED",
+    4: "CANCELLED",
+    5: "SUBMITTED",
+    7: "COMPLETED",
+    8: "REVERSED",
+    9: "DECLINED",
+}
+
+UNAUTHORIZED = 1000401
+TOO_MANY_REQUESTS = 1000429
+EXTERNAL_ID_USED = 1007001
+TRANSACTION_NOT_FOUND = 1008004
+# Documented refusals of a new transaction: DT One did not create it and will not deliver.
+REFUSALS = {
+    1000400: "bad_request",
+    1000404: "resource_not_found",
+    1003001: "product_not_available",
+    1003002: "product_amount_out_of_range",
+    1003003: "product_unit_invalid",
+    1005003: "credit_party_mobile_number_invalid",
+    1005004: "service_not_found",
+    1005005: "country_not_found",
+    1005006: "operator_not_found",
+    1005503: "sender_mobile_number_invalid",
+    1006001: "insufficient_balance",
+    1006003: "debit_party_mobile_number_invalid",
+    1006009: "account_balance_not_found",
+    1006503: "beneficiary_mobile_number_invalid",
+    1007500: "method_not_supported_by_operator",
+}
+
+MOBILE_SERVICE = 1
+AIRTIME_SUBSERVICE, BUNDLE_SUBSERVICE, DATA_SUBSERVICE = 11, 12, 13
+# Fields a product may require that a top-up request of ours cannot fill.
+UNFILLABLE_FIELDS = (
+    "required_debit_party_identifier_fields",
+    "required_sender_fields",
+    "required_beneficiary_fields",
+    "required_statement_identifier_fields",
+    "required_additional_identifier_fields",
+)
+MAX_PAGES = 10_000  # a guard against a server that never says it is done
+
+ALPHA3 = {alpha2: codes[0] for alpha2, codes in ALT_CODES.items()}
+ALPHA2 = {alpha3: alpha2 for alpha2, alpha3 in ALPHA3.items()}
+
+
+@functools.cache
+def _shared_client() -> httpx.Client:
+    """One client per process (keep-alive connections, thread-safe); each call sets its own
+    timeout from its provider's config."""
+    return httpx.Client(
+        limits=httpx.Limits(max_connections=200, max_keepalive_connections=50),
+        trust_env=False,
+    )
+
+
+class DTOneProvider:
+    kind = "dtone"
+    per_page = 100  # the reference's maximum page size
+
+    def __init__(
+        self, config: ProviderConfig, *, name: str, client: httpx.Client | None = None
+    ) -> None:
+        self.name = name
+        self.config = config
+        self.base_url = _api_root(config.base_url)
+        self.currency = config.currency.upper()
+        self.auth = httpx.BasicAuth(config.api_key, config.api_secret)
+        self.timeout = httpx.Timeout(config.timeout, connect=min(config.timeout, 5.0))
+        self.http = client or _shared_client()
+
+    # -- HTTP ------------------------------------------------------------------------------
+    def _request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: dict[str, Any] | None = None,
+        json_body: dict[str, Any] | None = None,
+        sending: bool = False,
+    ) -> httpx.Response:
+        """One call. Failures before the request left (refused, connect timeout, no free
+        connection) are ``TransientError``; later ones are ``UpstreamTimeout`` when
+        ``sending`` (the transaction may exist), else ``TransientError``."""
+        try:
+            return self.http.request(
+                method,
+                f"{self.base_url}{path}",
+                params=params,
+                json=json_body,
+                auth=self.auth,
+                timeout=self.timeout,
+                headers={"Accept": "application/json"},
+            )
+        except (
+            httpx.ConnectError,
+            httpx.ConnectTimeout,
+            httpx.PoolTimeout,
+            httpx.UnsupportedProtocol,
+            httpx.LocalProtocolError,
+        ) as exc:
+            raise TransientError(f"DT One unreachable: {exc}", code="upstream_unavailable") from exc
+        except httpx.HTTPError as exc:
+            if sending:
+                raise UpstreamTimeout(
+                    f"no answer from DT One: {exc!r}", code="upstream_timeout"
+                ) from exc
+            raise TransientError(
+                f"DT One did not answer: {exc!r}", code="upstream_unavailable"
+            ) from exc
+
+    def _refused_call(self, response: httpx.Response, what: str) -> TransientError:
+        """The error for a lookup (not a send) that did not answer 200."""
+        body = _json(response)
+        codes = _error_codes(body)
+        if response.status_code == 429 or TOO_MANY_REQUESTS in codes:
+            return TransientError(
+                f"{what}: rate limited by DT One",
+                code=RATE_LIMITED,
+                raw=body,
+                retry_after=_retry_after(response),
+            )
+        if response.status_code == 401 or UNAUTHORIZED in codes:
+            return TransientError(
+                f"{what}: DT One refused our credentials (API key and secret)",
+                code="upstream_auth_failed",
+                raw=body,
+            )
+        return TransientError(
+            f"{what} failed ({response.status_code}): {_error_message(body)}",
+            code="upstream_unavailable",
+            raw=body,
+        )
+
+    def _pages(
+        self, path: str, params: dict[str, Any], *, what: str, not_found_is_empty: bool = False
+    ) -> list[dict[str, Any]]:
+        """Every item of a paged list (``page``/``per_page``, header ``X-Total-Pages``)."""
+        items: list[dict[str, Any]] = []
+        page = 1
+        while True:
+            response = self._request(
+                "GET", path, params={**params, "page": page, "per_page": self.per_page}
+            )
+            if (
+                not_found_is_empty
+                and response.status_code == 404
+                and TRANSACTION_NOT_FOUND in _error_codes(_json(response))
+            ):
+                return items
+            if response.status_code != 200:
+                raise self._refused_call(response, what)
+            data = _json(response)
+            if not isinstance(data, list):
+                raise TransientError(
+                    f"{what}: DT One's answer is not a list", code="upstream_unreadable"
+                )
+            items.extend(item for item in data if isinstance(item, dict))
+            total = _int_header(response, "X-Total-Pages")
+            next_page = _int_header(response, "X-Next-Page")
+            more = page < total if total is not None else bool(next_page)
+            if not more or not data:
+                return items
+            page += 1
+            if page > MAX_PAGES:
+                raise TransientError(f"{what}: more than {MAX_PAGES} pages", code="upstream_error")
+
+    # -- sending ---------------------------------------------------------------------------
+    def send(self, request: TopupRequest) -> ProviderResult:
+        try:
+            product_id = int(request.sku)
+        except ValueError:
+            raise PermanentError(
+                f"no DT One product id on this route (sku {request.sku!r})",
+                code="invalid_product",
+            ) from None
+        body: dict[str, Any] = {
+            "external_id": request.reference,
+            "product_id": product_id,
+            "auto_confirm": True,
+            "credit_party_identifier": {"mobile_number": request.recipient_number},
+        }
+        if request.callback_url:
+            body["callback_url"] = request.callback_url
+        response = self._request("POST", "/async/transactions", json_body=body, sending=True)
+        answer = _json(response)
+        if 200 <= response.status_code < 300:
+            if not isinstance(answer, dict) or _status_class(answer) is None:
+                raise UpstreamTimeout(
+                    "DT One's answer could not be read",
+                    code="upstream_unreadable",
+                    raw=_raw(response, answer),
+                )
+            return _sent(answer)
+        codes = _error_codes(answer)
+        message = _error_message(answer)
+        if response.status_code == 429 or TOO_MANY_REQUESTS in codes:
+            raise TransientError(
+                "rate limited by DT One",
+                code=RATE_LIMITED,
+                raw=answer,
+                retry_after=_retry_after(response),
+            )
+        if response.status_code == 401 or UNAUTHORIZED in codes:
+            raise TransientError(
+                "DT One refused our credentials (API key and secret)",
+                code="upstream_auth_failed",
+                raw=answer,
+            )
+        if response.status_code >= 500:
+            raise UpstreamTimeout(
+                f"DT One error {response.status_code}: {message}",
+                code="upstream_error",
+                raw=_raw(response, answer),
+            )
+        if EXTERNAL_ID_USED in codes:
+            return self._already_used(request.reference, answer)
+        refusal = next((REFUSALS[code] for code in codes if code in REFUSALS), None)
+        if refusal is not None:
+            raise PermanentError(message or refusal, code=refusal, raw=answer)
+        raise UpstreamTimeout(
+            f"DT One answered {response.status_code} without a documented refusal: {message}",
+            code="upstream_unreadable",
+            raw=_raw(response, answer),
+        )
+
+    def _already_used(self, reference: str, answer: Any) -> ProviderResult:
+        """DT One holds a transaction under our reference (an earlier call of ours): its
+        outcome is this call's. Not found (yet), or the lookup failed: unknown, to settle by
+        looking it up later; never a refusal, which could refund a top-up being delivered."""
+        try:
+            found = self.status(reference)
+        except (TransientError, UpstreamTimeout):
+            found = None
+        if found is None:
+            raise UpstreamTimeout(
+                f"DT One already holds external id {reference} but does not list it yet",
+                code="external_id_already_used",
+                raw=answer,
+            )
+        return _sent(found.raw)
+
+    # -- lookups ---------------------------------------------------------------------------
+    def status(self, reference: str) -> ProviderResult | None:
+        response = self._request("GET", "/transactions", params={"external_id": reference})
+        body = _json(response)
+        if response.status_code == 404 and TRANSACTION_NOT_FOUND in _error_codes(body):
+            return None
+        if response.status_code != 200:
+            raise self._refused_call(response, "status lookup")
+        if not isinstance(body, list):
+            raise TransientError(
+                "status lookup: DT One's answer is not a list", code="upstream_unreadable"
+            )
+        matching = [t for t in body if isinstance(t, dict) and t.get("external_id") == reference]
+        return _result(matching[0]) if matching else None
+
+    def balance(self) -> tuple[Decimal, str]:
+        rows = self._pages("/balances", {}, what="balance lookup")
+        if not rows:
+            raise TransientError("DT One lists no balance", code="upstream_error")
+        chosen = next(
+            (row for row in rows if str(row.get("unit", "")).upper() == self.currency), rows[0]
+        )
+        amount = _decimal(chosen.get("available"))
+        if amount is None:
+            raise TransientError("DT One's balance could not be read", code="upstream_unreadable")
+        return amount, str(chosen.get("unit") or self.currency)
+
+    def catalog(self, *, countries: Iterable[str] | None = None) -> list[UpstreamProduct]:
+        base = {"type": "FIXED_VALUE_RECHARGE", "service_id": MOBILE_SERVICE}
+        if countries is None:
+            queries = [base]
+        else:
+            queries = []
+            for alpha2 in sorted({c.upper() for c in countries}):
+                alpha3 = ALPHA3.get(alpha2)
+                if alpha3 is None:
+                    logger.warning("DT One catalog: no ISO alpha-3 code for %r", alpha2)
+                    continue
+                queries.append({**base, "country_iso_code": alpha3})
+        products: list[UpstreamProduct] = []
+        seen: set[str] = set()
+        for params in queries:
+            for item in self._pages("/products", params, what="catalog"):
+                product = _product(item)
+                if product is not None and product.sku not in seen:
+                    seen.add(product.sku)
+                    products.append(product)
+        return products
+
+    def transactions(self, *, day: date) -> list[UpstreamTransaction]:
+        start = datetime.combine(day, time.min, tzinfo=UTC)
+        end = start + timedelta(days=1) - timedelta(microseconds=1)  # both bounds inclusive
+        items = self._pages(
+            "/transactions",
+            {"from_date": _timestamp(start), "to_date": _timestamp(end)},
+            what="transaction report",
+            not_found_is_empty=True,
+        )
+        lines: list[UpstreamTransaction] = []
+        seen: set[str] = set()
+        for item in items:
+            line = _report_line(item)
+            if line.transaction_id in seen:
+                continue
+            if line.created_at is not None and not start <= line.created_at <= end:
+                continue
+            seen.add(line.transaction_id)
+            lines.append(line)
+        return lines
+
+    def callback_result(self, payload: dict[str, Any]) -> tuple[str, ProviderResult] | None:
+        """(our reference, the outcome) from a callback's body, a transaction object; None
+        when it is not one. Anyone may POST to the callback URL: look it up before trusting."""
+        if not isinstance(payload, dict):
+            return None
+        reference = payload.get("external_id")
+        if not isinstance(reference, str) or not reference or _status_class(payload) is None:
+            return None
+        return reference, _result(payload)
+
+
+# -- reading DT One's objects ----------------------------------------------------------------
+def _api_root(base_url: str) -> str:
+    root = base_url.strip().rstrip("/")
+    return root if root.endswith("/v1") else f"{root}/v1"
+
+
+def _json(response: httpx.Response) -> Any:
+    try:
+        return response.json()
+    except ValueError:
+        return None
+
+
+def _raw(response: httpx.Response, body: Any) -> Any:
+    return body if body is not None else {"text": response.text[:500]}
+
+
+def _error_codes(body: Any) -> list[int]:
+    errors = body.get("errors") if isinstance(body, dict) else None
+    codes: list[int] = []
+    for error in errors if isinstance(errors, list) else []:
+        if isinstance(error, dict):
+            try:
+                codes.append(int(error.get("code")))  # type: ignore[arg-type]
+            except (TypeError, ValueError):
+                continue
+    return codes
+
+
+def _error_message(body: Any) -> str:
+    errors = body.get("errors") if isinstance(body, dict) else None
+    if isinstance(errors, list):
+        return "; ".join(
+            str(error.get("message", "")) for error in errors if isinstance(error, dict)
+        )
+    return ""
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    try:
+        return float(response.headers.get("Retry-After", ""))
+    except ValueError:
+        return None
+
+
+def _int_header(response: httpx.Response, name: str) -> int | None:
+    try:
+        return int(response.headers.get(name, ""))
+    except ValueError:
+        return None
+
+
+def _decimal(value: Any) -> Decimal | None:
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        return Decimal(str(value))
+    except (InvalidOperation, ValueError):
+        return None
+
+
+def _timestamp(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _datetime(value: Any) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+def _status_class(transaction: dict[str, Any]) -> str | None:
+    """The status class, by its message, else its id, else the prefix of the status."""
+    status = transaction.get("status")
+    if not isinstance(status, dict):
+        return None
+    klass = status.get("class")
+    if isinstance(klass, dict):
+        if str(klass.get("message", "")).upper() in STATUS_CLASSES:
+            return str(klass["message"]).upper()
+        if klass.get("id") in CLASS_IDS:
+            return CLASS_IDS[klass["id"]]
+    prefix = str(status.get("message", "")).upper().split("-")[0]
+    return prefix if prefix in STATUS_CLASSES else None
+
+
+def _failure_code(transaction: dict[str, Any], klass: str) -> str:
+    status = transaction.get("status") or {}
+    message = str(status.get("message") or klass) if isinstance(status, dict) else klass
+    return re.sub(r"[^a-z0-9]+", "_", message.lower()).strip("_") or "upstream_failed"
+
+
+def _cost(transaction_or_product: dict[str, Any]) -> tuple[Decimal | None, str]:
+    """Wholesale price + fee, in the wholesale price's unit (what DT One debits)."""
+    prices = transaction_or_product.get("prices")
+    wholesale = prices.get("wholesale") if isinstance(prices, dict) else None
+    if not isinstance(wholesale, dict):
+        return None, ""
+    amount = _decimal(wholesale.get("amount"))
+    fee = _decimal(wholesale.get("fee")) or Decimal(0)
+    if amount is None:
+        return None, ""
+    return amount + fee, str(wholesale.get("unit") or "")
+
+
+def _result(transaction: dict[str, Any]) -> ProviderResult:
+    klass = _status_class(transaction) or ""
+    status = STATUS_CLASSES.get(klass, ProviderResult.PENDING)
+    raw_status = transaction.get("status")
+    message = str(raw_status.get("message", "")) if isinstance(raw_status, dict) else ""
+    cost, cost_currency = _cost(transaction)
+    return ProviderResult(
+        status=status,
+        transaction_id=str(transaction.get("id") or ""),
+        code=_failure_code(transaction, klass) if status == ProviderResult.FAILED else "",
+        message=message,
+        raw=transaction,
+        cost=cost,
+        cost_currency=cost_currency,
+    )
+
+
+def _sent(transaction: dict[str, Any]) -> ProviderResult:
+    """The answer to a send: a transaction that failed is a refusal (the next route may be
+    tried); any other is its result."""
+    result = _result(transaction)
+    if result.status == ProviderResult.FAILED:
+        raise PermanentError(
+            result.message or "DT One did not deliver the top-up",
+            code=result.code,
+            raw=transaction,
+        )
+    return result
+
+
+def _local_amount(transaction: dict[str, Any]) -> tuple[Decimal | None, str]:
+    for key in ("adjusted_values", "requested_values"):
+        values = transaction.get(key)
+        destination = values.get("destination") if isinstance(values, dict) else None
+        if isinstance(destination, dict) and destination.get("unit_type") == "CURRENCY":
+            amount = _decimal(destination.get("amount"))
+            if amount is not None:
+                return amount, str(destination.get("unit") or "")
+    for benefit in transaction.get("benefits") or []:
+        if isinstance(benefit, dict) and benefit.get("unit_type") == "CURRENCY":
+            amount_info = benefit.get("amount")
+            if isinstance(amount_info, dict):
+                amount = _decimal(amount_info.get("base"))
+                if amount is not None:
+                    return amount, str(benefit.get("unit") or "")
+    return None, ""
+
+
+def _report_line(transaction: dict[str, Any]) -> UpstreamTransaction:
+    result = _result(transaction)
+    amount, currency = _local_amount(transaction)
+    return UpstreamTransaction(
+        reference=str(transaction.get("external_id") or ""),
+        transaction_id=result.transaction_id,
+        status=result.status,
+        amount=amount,
+        currency=currency,
+        cost=result.cost,
+        cost_currency=result.cost_currency,
+        created_at=_datetime(transaction.get("creation_date")),
+        raw=transaction,
+    )
+
+
+def _product_type(product: dict[str, Any]) -> str:
+    service = product.get("service") or {}
+    subservice = service.get("subservice") if isinstance(service, dict) else None
+    subservice_id = subservice.get("id") if isinstance(subservice, dict) else None
+    if subservice_id == DATA_SUBSERVICE:
+        return "data"
+    if subservice_id == AIRTIME_SUBSERVICE:
+        return "airtime"
+    benefits = product.get("benefits") or []
+    if any(isinstance(b, dict) and b.get("type") == "DATA" for b in benefits):
+        return "data"
+    return "airtime"
+
+
+def _sendable(product: dict[str, Any]) -> bool:
+    """A Mobile fixed-value recharge we can send with a mobile number and nothing else."""
+    service = product.get("service")
+    if product.get("type") != "FIXED_VALUE_RECHARGE":
+        return False
+    if not isinstance(service, dict) or service.get("id") != MOBILE_SERVICE:
+        return False
+    if any(product.get(field) for field in UNFILLABLE_FIELDS):
+        return False
+    credit_fields = product.get("required_credit_party_identifier_fields")
+    return not credit_fields or ["mobile_number"] in credit_fields
+
+
+def _product(item: dict[str, Any]) -> UpstreamProduct | None:
+    if not _sendable(item):
+        return None
+    operator = item.get("operator")
+    destination = item.get("destination")
+    if not isinstance(operator, dict) or not isinstance(destination, dict):
+        return None
+    country = operator.get("country")
+    alpha3 = str(country.get("iso_code", "")) if isinstance(country, dict) else ""
+    alpha2 = ALPHA2.get(alpha3)
+    local_amount = _decimal(destination.get("amount"))
+    cost, cost_currency = _cost(item)
+    if (
+        alpha2 is None  # GXX, EXX: regional products, no country of ours
+        or destination.get("unit_type") != "CURRENCY"
+        or local_amount is None
+        or cost is None
+        or not cost_currency
+        or item.get("id") is None
+        or operator.get("id") is None
+    ):
+        logger.info("DT One catalog: skipped product %s", item.get("id"))
+        return None
+    return UpstreamProduct(
+        operator=UpstreamOperator(
+            upstream_id=str(operator["id"]), name=str(operator.get("name", "")), country=alpha2
+        ),
+        sku=str(item["id"]),
+        product_type=_product_type(item),
+        local_amount=local_amount,
+        local_currency=str(destination.get("unit", "")),
+        cost=cost,
+        cost_currency=cost_currency,
+        raw=item,
+    )
