@@ -1,0 +1,619 @@
+"""HTTP adapter for DingConnect's API V1 (docs/contract.md §14).
+
+Where the reference is (public, read 2026-11-25):
+- Ding's own swagger ("Ding API", V1) as Swagger Codegen 2.4.5 rendered it in the repository
+  ``parenthesislab/dingconnect-api-php``: ``docs/Api/V1Api.md`` (operations and Ding's prose on
+  processing states, fees, timeouts), ``docs/Model/*.md`` (fields) and ``src/Api/V1Api.php``
+  (the HTTP statuses each operation documents). This is the closest copy of the first-party
+  definition in the index.
+- ``voxgig-sdk/dingconnect-sdk``: ``.sdk/model/entity/*.aontu`` were generated from Ding's
+  swagger 2.0 (``source: swagger2``); the swagger file itself
+  (``.sdk/def/dingconnect-v1-swagger-2.0.json``) is not among the stored files, and
+  ``.sdk/def/dingconnect-openapi.json`` is an OpenAPI 3 that Voxgig re-authored from the public
+  docs and a community client. Where it disagrees with Ding's swagger (it adds
+  ``DistributorRefs``/``StartedAtUtc``/``EndedAtUtc`` filters and lists "Completed" only),
+  Ding's swagger wins and those fields are not sent.
+- ``vlab-research/go-dingconnect`` (``types.go``, ``errors.go``, ``client_test.go``): a community
+  client with facts measured against the live API; used only where Ding's swagger is silent.
+
+What this adapter relies on:
+- Server ``https://api.dingconnect.com``, paths ``/api/V1/<Operation>``. A base URL that already
+  ends in ``/api/V1`` (as Voxgig's server is written) is accepted too.
+- Auth: the header ``api_key: <key>`` (not ``X-Api-Key``, not a bearer token). A wrong key
+  answers 401 with ``{"ResultCode": ..., "ErrorCodes": [{"Code": "AuthenticationFailed"}]}``.
+- Every answer carries ``ResultCode`` and ``ErrorCodes`` (``[{"Code", "Context"}]``): the body,
+  not the HTTP status, says what happened. Ding's swagger documents 200, 400, 401, 500 and 503
+  for SendTransfer, all but 401 with a ``SendTransferResponse`` body, and lists no error codes
+  (``GetErrorCodeDescriptions`` serves them at run time). Codes this adapter branches on come
+  from the community client: ``DuplicateTransactionPrevented``, ``RateLimited``,
+  ``AuthenticationFailed``; ``ProviderTimedOut`` is in Ding's own prose.
+- ``POST SendTransfer`` with ``SkuCode``, ``SendValue`` (two decimals), ``SendCurrencyIso`` (empty
+  means the account's currency), ``AccountNumber``, ``DistributorRef`` (our recharge id) and
+  ``ValidateOnly: false`` (always sent: the live API refuses a body without it). The answer is
+  ``{"TransferRecord": {...}, "ResultCode", "ErrorCodes"}`` on failure as well as success.
+- ``AccountNumber``: "international phone number format"; the live API refuses a leading ``+``
+  (AccountNumberInvalid), so the E.164 number is sent as its digits, country code first.
+- ``TransferRecord``: ``TransferId {TransferRef, DistributorRef}``, ``SkuCode``, ``Price``,
+  ``CommissionApplied`` ("the actual commission that was earned"), ``StartedUtc``,
+  ``CompletedUtc``, ``ProcessingState``, ``ReceiptText``, ``ReceiptParams``, ``AccountNumber``.
+- ``ProcessingState``: Submitted, Processing, Complete, Failed, Cancelled, Cancelling. Ding's own
+  text spells success "Complete" in that list and "Completed" a few paragraphs earlier (Voxgig's
+  file has only "Completed", the live API answers "Complete"): both mean delivered.
+- A transfer that takes Ding more than 90 s answers ``ProviderTimedOut`` and "will be treated as
+  a failed transaction and the balance will not be deducted". It is still settled by looking
+  our reference up (``UpstreamTimeout``), never taken as a refusal on the spot.
+- Balance: "SendValue + DistributorFee will be deducted from the agent balance", and the balance
+  "will include any commission-on-sale increments". What one transfer costs us is therefore
+  ``SendValue + DistributorFee - CommissionApplied`` in ``SendCurrencyIso`` (the contract's
+  "send value less commission"; ``DistributorFee`` is 0 on most products).
+- ``GET GetProducts`` (filters ``countryIsos``, ``providerCodes``, ``skuCodes``, ``benefits``,
+  ``regionCodes``, ``accountNumber``; arrays repeat the key) is not paged. A product carries
+  ``ProviderCode`` but no country or name, so ``GET GetProviders`` (same filters) gives
+  ``Name`` and ``CountryIso`` (alpha-2; ``XG`` means "all countries"). A product is fixed-value
+  when ``Minimum.SendValue == Maximum.SendValue``. ``Benefits`` says what it gives (Mobile,
+  Minutes, Data, LongDistance, Electricity, TV, ...). ``CommissionRate`` is "the rate of
+  commission that will be applied": the reference gives no unit; it is read as a percent
+  (5 = 5 %), the reading that can only overstate a cost, never make it negative.
+- ``POST ListTransferRecords`` takes ``DistributorRef``, ``TransferRef``, ``AccountNumber``,
+  ``Skip`` and ``Take`` (required; out of range fails with ParameterOutOfRange) and answers
+  ``Items`` + ``ThereAreMoreItems``; each item is ``{"TransferRecord", "ResultCode",
+  "ErrorCodes"}``. It has no date filter and keeps two months: a day's report reads every page
+  and keeps the records whose ``StartedUtc`` falls on that UTC day.
+- ``GET GetBalance`` answers ``Balance`` and ``CurrencyIso``.
+
+Surprises, and what the adapter does about them:
+- Ding documents no reversal: ``Cancelled`` follows the agent's own ``CancelTransfers`` (which
+  we never call), with the balance compensated. It is reported as ``failed``.
+- The community client measured (2026-09-07) a second SendTransfer with the same
+  ``DistributorRef`` being paid again, where the docs promise DuplicateTransactionPrevented.
+  A duplicate refusal is still no refusal here (``UpstreamTimeout``), but the processor must
+  look our reference up before sending it again, never rely on Ding to refuse the second one.
+- The live API answers InsufficientBalance with HTTP 500: like every 5xx it is settled by a
+  lookup, not taken as a refusal.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections.abc import Iterable, Iterator
+from datetime import UTC, date, datetime, time, timedelta
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+import httpx
+
+from upstreams.adapters.base import (
+    PermanentError,
+    ProviderConfig,
+    ProviderResult,
+    TopupRequest,
+    TransientError,
+    UpstreamOperator,
+    UpstreamProduct,
+    UpstreamTimeout,
+    UpstreamTransaction,
+)
+from reseller.money import quantize
+
+DEFAULT_BASE_URL = "https://api.dingconnect.com"
+API = "/api/V1"
+
+SUCCESS_STATES = frozenset({"Complete", "Completed"})  # Ding's text spells it both ways
+PENDING_STATES = frozenset({"Submitted", "Processing", "Cancelling"})
+FAILED_STATES = frozenset({"Failed", "Cancelled"})
+PROVIDER_TIMED_OUT = "ProviderTimedOut"  # over 90 s at Ding: failed there, settled by lookup
+
+DUPLICATE = "DuplicateTransactionPrevented"
+RATE_LIMITED_CODE = "RateLimited"
+AUTH_FAILED = "AuthenticationFailed"
+RESULT_SUCCESS = 1
+
+RATE_LIMITED = "upstream_rate_limited"  # the processor pauses every worker on this code
+
+STATUS_TAKE = 10  # records asked for one DistributorRef (Ding may hold more than one)
+_RANK = {ProviderResult.DELIVERED: 3, ProviderResult.PENDING: 2, ProviderResult.FAILED: 1}
+
+
+@functools.cache
+def _shared_client(timeout: float) -> httpx.Client:
+    return httpx.Client(
+        timeout=_timeout(timeout),
+        limits=httpx.Limits(max_connections=200, max_keepalive_connections=50),
+        trust_env=False,
+    )
+
+
+def _timeout(seconds: float) -> httpx.Timeout:
+    return httpx.Timeout(seconds, connect=min(seconds, 5.0))
+
+
+class DingProvider:
+    """One DingConnect account. Thread-safe: the processor's threads share one instance."""
+
+    kind = "ding"
+    page_size = 100  # ListTransferRecords' Take; Ding bounds it without publishing the bound
+
+    def __init__(
+        self, config: ProviderConfig, *, name: str, client: httpx.Client | None = None
+    ) -> None:
+        self.config = config
+        self.name = name
+        self.base_url = _server(config.base_url or DEFAULT_BASE_URL)
+        self.timeout = _timeout(config.timeout)
+        self.http = client or _shared_client(config.timeout)
+
+    # -- HTTP -----------------------------------------------------------------------------
+    def _call(
+        self,
+        method: str,
+        operation: str,
+        *,
+        body: dict[str, Any] | None = None,
+        params: dict[str, Any] | None = None,
+        sending: bool = False,
+    ) -> httpx.Response:
+        headers = {"api_key": self.config.api_key, "Accept": "application/json"}
+        content = None
+        if body is not None:
+            headers["Content-Type"] = "application/json"
+            content = json.dumps(body, default=_json_number)
+        try:
+            return self.http.request(
+                method,
+                f"{self.base_url}{API}/{operation}",
+                params=params,
+                content=content,
+                headers=headers,
+                timeout=self.timeout,
+            )
+        except (
+            httpx.ConnectError,
+            httpx.ConnectTimeout,
+            httpx.PoolTimeout,
+            httpx.UnsupportedProtocol,
+        ) as exc:
+            # Nothing reached Ding: safe to retry, or to send elsewhere.
+            raise TransientError(
+                f"DingConnect unreachable: {exc!r}", code="upstream_unavailable"
+            ) from exc
+        except httpx.HTTPError as exc:
+            if sending:
+                # The request may have reached Ding and may still be paid out.
+                raise UpstreamTimeout(
+                    f"no answer from DingConnect: {exc!r}", code="upstream_timeout"
+                ) from exc
+            raise TransientError(
+                f"DingConnect did not answer: {exc!r}", code="upstream_timeout"
+            ) from exc
+
+    def _answer(self, response: httpx.Response, operation: str) -> dict[str, Any]:
+        """The body of a read (everything but SendTransfer): any trouble is transient, since
+        nothing was sent."""
+        if response.status_code == 429:
+            raise TransientError(
+                f"{operation}: rate limited by DingConnect",
+                code=RATE_LIMITED,
+                retry_after=_retry_after(response),
+            )
+        body = _plain(_body(response))
+        codes = _codes(body)
+        if response.status_code == 401 or AUTH_FAILED in codes:
+            raise TransientError(
+                f"{operation}: DingConnect refused the api_key",
+                code="upstream_auth_failed",
+                raw=body if body is not None else _text(response),
+            )
+        if RATE_LIMITED_CODE in codes:
+            raise TransientError(f"{operation}: rate limited by DingConnect", code=RATE_LIMITED)
+        if body is None or response.status_code >= 400 or body.get("ResultCode") != RESULT_SUCCESS:
+            raise TransientError(
+                f"{operation} failed (HTTP {response.status_code}{_describe(body)})",
+                code="upstream_unavailable",
+                raw=body if body is not None else _text(response),
+            )
+        return body
+
+    # -- sending --------------------------------------------------------------------------
+    def send(self, request: TopupRequest) -> ProviderResult:
+        if not request.sku or request.send_value is None:
+            raise PermanentError(
+                "a Ding route needs its SkuCode and SendValue", code="upstream_request_invalid"
+            )
+        payload: dict[str, Any] = {
+            "SkuCode": request.sku,
+            "SendValue": quantize(request.send_value),
+            "AccountNumber": account_number(request.recipient_number),
+            "DistributorRef": request.reference,
+            "ValidateOnly": False,
+        }
+        currency = request.send_currency or self.config.currency
+        if currency:
+            payload["SendCurrencyIso"] = currency
+        response = self._call("POST", "SendTransfer", body=payload, sending=True)
+        return self._sent(response)
+
+    def _sent(self, response: httpx.Response) -> ProviderResult:
+        status = response.status_code
+        if status == 429:
+            raise TransientError(
+                "rate limited by DingConnect", code=RATE_LIMITED, retry_after=_retry_after(response)
+            )
+        body = _plain(_body(response))
+        codes = _codes(body)
+        if status == 401 or AUTH_FAILED in codes:
+            raise TransientError(
+                "DingConnect refused the api_key",
+                code="upstream_auth_failed",
+                raw=body if body is not None else _text(response),
+            )
+        if body is None:
+            raise UpstreamTimeout(
+                f"unreadable answer from DingConnect (HTTP {status})",
+                code="upstream_unreadable",
+                raw=_text(response),
+            )
+        if DUPLICATE in codes:
+            # Ding holds a transfer under our reference (or says so): its outcome is found by
+            # looking the reference up, and it is never a refusal to fail over on.
+            raise UpstreamTimeout(
+                "DingConnect already holds a transfer with this DistributorRef",
+                code="duplicate_reference",
+                raw=body,
+            )
+        if status >= 500:
+            raise UpstreamTimeout(
+                f"DingConnect error {status}{_describe(body)}", code="upstream_error", raw=body
+            )
+        record = body.get("TransferRecord")
+        record = record if isinstance(record, dict) else None
+        state = str(record.get("ProcessingState") or "") if record else ""
+        if PROVIDER_TIMED_OUT in codes or state == PROVIDER_TIMED_OUT:
+            raise UpstreamTimeout(
+                "DingConnect timed out on the operator (ProviderTimedOut)",
+                code="upstream_timeout",
+                raw=body,
+            )
+        if RATE_LIMITED_CODE in codes:
+            raise TransientError("rate limited by DingConnect", code=RATE_LIMITED, raw=body)
+        if record is not None and state in FAILED_STATES:
+            raise PermanentError(
+                f"DingConnect refused the transfer ({state}{_describe(body)})",
+                code=_code(codes),
+                raw=body,
+            )
+        if record is not None and status < 300 and state in SUCCESS_STATES | PENDING_STATES:
+            return _result(record, body)
+        if body.get("ResultCode") != RESULT_SUCCESS and codes:
+            raise PermanentError(
+                f"DingConnect refused the transfer{_describe(body)}", code=_code(codes), raw=body
+            )
+        raise UpstreamTimeout(
+            f"unclear answer from DingConnect (HTTP {status}, state {state or 'none'})",
+            code="upstream_unclear",
+            raw=body,
+        )
+
+    # -- lookups --------------------------------------------------------------------------
+    def status(self, reference: str) -> ProviderResult | None:
+        response = self._call(
+            "POST",
+            "ListTransferRecords",
+            body={"DistributorRef": reference, "Skip": 0, "Take": STATUS_TAKE},
+        )
+        body = self._answer(response, "ListTransferRecords")
+        found = [
+            _result(record, envelope)
+            for record, envelope in _records(body)
+            if _distributor_ref(record) == reference
+        ]
+        if not found:
+            return None
+        # Should Ding hold several transfers under one reference, a delivered one wins.
+        return max(found, key=lambda result: _RANK.get(result.status, 0))
+
+    def balance(self) -> tuple[Decimal, str]:
+        body = self._answer(self._call("GET", "GetBalance"), "GetBalance")
+        amount = _decimal(body.get("Balance"))
+        if amount is None:
+            raise TransientError("GetBalance answered no Balance", raw=body)
+        return amount, str(body.get("CurrencyIso") or self.config.currency)
+
+    def catalog(self, *, countries: Iterable[str] | None = None) -> list[UpstreamProduct]:
+        wanted = None if countries is None else sorted({c.strip().upper() for c in countries})
+        if wanted is not None and not wanted:
+            return []
+        params = {"countryIsos": wanted} if wanted else None  # repeated keys, as Ding wants
+        providers = {
+            str(item.get("ProviderCode")): item for item in self._list("GetProviders", params)
+        }
+        products = self._list("GetProducts", params)  # one answer: the reference pages neither
+        catalog = []
+        for product in products:
+            upstream = _upstream_product(product, providers)
+            if upstream is None or (wanted and upstream.operator.country not in wanted):
+                continue
+            catalog.append(upstream)
+        return catalog
+
+    def _list(self, operation: str, params: dict[str, Any] | None) -> list[dict[str, Any]]:
+        return _items(self._answer(self._call("GET", operation, params=params), operation))
+
+    def transactions(self, *, day: date) -> list[UpstreamTransaction]:
+        start = datetime.combine(day, time.min, tzinfo=UTC)
+        end = start + timedelta(days=1)
+        found: dict[str, UpstreamTransaction] = {}
+        skip = 0
+        while True:
+            response = self._call(
+                "POST", "ListTransferRecords", body={"Skip": skip, "Take": self.page_size}
+            )
+            body = self._answer(response, "ListTransferRecords")
+            page = _items(body)
+            for record, envelope in _records(body):
+                started = parse_utc(record.get("StartedUtc"))
+                if started is None or not start <= started < end:
+                    continue
+                line = _transaction(record, envelope, started)
+                # Paging by Skip while new transfers arrive may show one twice.
+                found[line.transaction_id or f"ref:{line.reference}"] = line
+            if not body.get("ThereAreMoreItems") or not page:
+                break
+            skip += len(page)
+        return sorted(found.values(), key=lambda t: (t.created_at or start, t.transaction_id))
+
+
+# -- helpers -------------------------------------------------------------------------------
+def _server(url: str) -> str:
+    url = url.rstrip("/")
+    if url.lower().endswith(API.lower()):
+        url = url[: -len(API)]
+    return url
+
+
+def account_number(number: str) -> str:
+    """Ding's AccountNumber for an E.164 number: its digits, country code first, no '+'."""
+    return re.sub(r"\D", "", number)
+
+
+def _json_number(value: Any) -> float:
+    if isinstance(value, Decimal):
+        return float(value)  # two decimals: the shortest repr is the exact amount
+    raise TypeError(f"cannot send {type(value).__name__} as JSON")
+
+
+def _body(response: httpx.Response) -> dict[str, Any] | None:
+    try:
+        body = response.json(parse_float=Decimal)
+    except ValueError:
+        return None
+    return body if isinstance(body, dict) else None
+
+
+def _text(response: httpx.Response) -> dict[str, Any]:
+    return {"status": response.status_code, "text": response.text[:500]}
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    try:
+        return float(response.headers.get("Retry-After", ""))
+    except ValueError:
+        return None
+
+
+def _codes(body: dict[str, Any] | None) -> list[str]:
+    errors = (body or {}).get("ErrorCodes") or []
+    if not isinstance(errors, list):
+        return []
+    return [str(e.get("Code")) for e in errors if isinstance(e, dict) and e.get("Code")]
+
+
+def _describe(body: dict[str, Any] | None) -> str:
+    errors = (body or {}).get("ErrorCodes") or []
+    parts = []
+    for error in errors if isinstance(errors, list) else []:
+        if isinstance(error, dict) and error.get("Code"):
+            context = error.get("Context")
+            parts.append(f"{error['Code']} ({context})" if context else str(error["Code"]))
+    return f": {', '.join(parts)}" if parts else ""
+
+
+def _code(codes: list[str]) -> str:
+    """A stable code from Ding's first ErrorCode: ``AccountNumberInvalid`` ->
+    ``account_number_invalid``."""
+    if not codes:
+        return "upstream_failed"
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", codes[0]).lower()
+
+
+def _decimal(value: Any) -> Decimal | None:
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        return Decimal(str(value))
+    except (InvalidOperation, ValueError):
+        return None
+
+
+_FRACTION = re.compile(r"(\.\d{6})\d+")
+
+
+def parse_utc(value: Any) -> datetime | None:
+    """A Ding date-time (``2026-11-25T10:00:00Z``, .NET's seven fraction digits, or no zone at
+    all, which is UTC as the field names say) as an aware UTC datetime."""
+    if not isinstance(value, str) or not value.strip():
+        return None
+    text = _FRACTION.sub(r"\1", value.strip())
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC)
+
+
+def _items(body: dict[str, Any]) -> list[dict[str, Any]]:
+    items = body.get("Items") or []
+    return [item for item in items if isinstance(item, dict)] if isinstance(items, list) else []
+
+
+def _records(body: dict[str, Any]) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
+    """ListTransferRecords' items as (record, envelope): each item is documented as
+    ``{"TransferRecord", "ResultCode", "ErrorCodes"}``; a bare record is accepted too."""
+    for item in _items(body):
+        record = item.get("TransferRecord")
+        if isinstance(record, dict):
+            yield record, item
+        elif "ProcessingState" in item:
+            yield item, item
+
+
+def _distributor_ref(record: dict[str, Any]) -> str:
+    ids = record.get("TransferId")
+    return str(ids.get("DistributorRef") or "") if isinstance(ids, dict) else ""
+
+
+def _transfer_ref(record: dict[str, Any]) -> str:
+    ids = record.get("TransferId")
+    return str(ids.get("TransferRef") or "") if isinstance(ids, dict) else ""
+
+
+def _status(state: str) -> str:
+    if state in SUCCESS_STATES:
+        return ProviderResult.DELIVERED
+    if state in FAILED_STATES or state == PROVIDER_TIMED_OUT:
+        return ProviderResult.FAILED
+    return ProviderResult.PENDING  # Submitted, Processing, Cancelling, or a state not yet known
+
+
+def _price(record: dict[str, Any]) -> dict[str, Any]:
+    price = record.get("Price")
+    return price if isinstance(price, dict) else {}
+
+
+def _cost(record: dict[str, Any]) -> Decimal | None:
+    """What Ding debited for a completed transfer: SendValue + DistributorFee, less the
+    commission it credited (CommissionApplied)."""
+    price = _price(record)
+    send = _decimal(price.get("SendValue"))
+    if send is None:
+        return None
+    fee = _decimal(price.get("DistributorFee")) or Decimal(0)
+    commission = _decimal(record.get("CommissionApplied")) or Decimal(0)
+    return quantize(send + fee - commission)
+
+
+def _result(record: dict[str, Any], envelope: dict[str, Any]) -> ProviderResult:
+    state = str(record.get("ProcessingState") or "")
+    status = _status(state)
+    delivered = status == ProviderResult.DELIVERED
+    code = ""
+    if status == ProviderResult.FAILED:
+        code = _code(_codes(envelope))
+        if code == "upstream_failed" and state == PROVIDER_TIMED_OUT:
+            code = "provider_timed_out"
+    message = str(record.get("ReceiptText") or state) if delivered else state
+    return ProviderResult(
+        status=status,
+        transaction_id=_transfer_ref(record),
+        code=code,
+        message=message if delivered else f"{message}{_describe(envelope)}",
+        raw=_plain(envelope),
+        cost=_cost(record) if delivered else None,
+        cost_currency=str(_price(record).get("SendCurrencyIso") or "") if delivered else "",
+    )
+
+
+def _transaction(
+    record: dict[str, Any], envelope: dict[str, Any], started: datetime
+) -> UpstreamTransaction:
+    status = _status(str(record.get("ProcessingState") or ""))
+    price = _price(record)
+    delivered = status == ProviderResult.DELIVERED
+    return UpstreamTransaction(
+        reference=_distributor_ref(record),
+        transaction_id=_transfer_ref(record),
+        status=status,
+        amount=_decimal(price.get("ReceiveValue")),
+        currency=str(price.get("ReceiveCurrencyIso") or ""),
+        cost=_cost(record) if delivered else None,
+        cost_currency=str(price.get("SendCurrencyIso") or "") if delivered else "",
+        created_at=started,
+        raw=_plain(envelope),
+    )
+
+
+def _product_type(benefits: Iterable[str]) -> str | None:
+    """Ding's Benefits: Mobile is account credit (airtime), Data a data plan, Minutes talk
+    time; anything else (LongDistance, Electricity, TV, ...) is not ours to sell."""
+    names = {str(b).strip().lower() for b in benefits}
+    if "mobile" in names:
+        return "airtime"
+    if "data" in names:
+        return "data"
+    if "minutes" in names:
+        return "airtime"
+    return None
+
+
+def _upstream_product(
+    product: dict[str, Any], providers: dict[str, dict[str, Any]]
+) -> UpstreamProduct | None:
+    """One GetProducts item as a route, or None when it is not a plain fixed-value top-up."""
+    low, high = product.get("Minimum"), product.get("Maximum")
+    if not isinstance(low, dict) or not isinstance(high, dict):
+        return None
+    send = _decimal(high.get("SendValue"))
+    if send is None or send <= 0 or _decimal(low.get("SendValue")) != send:
+        return None  # a range product: any SendValue between the two
+    benefits = product.get("Benefits") or []
+    product_type = _product_type(benefits if isinstance(benefits, list) else [])
+    if product_type is None:
+        return None
+    if str(product.get("RedemptionMechanism") or "Immediate") != "Immediate":
+        return None  # PINs and the like: the customer has more to do than receive it
+    settings = product.get("SettingDefinitions") or []
+    if any(isinstance(s, dict) and s.get("IsMandatory") for s in settings):
+        return None  # needs Settings that a top-up request does not carry
+    provider = providers.get(str(product.get("ProviderCode")))
+    country = str((provider or {}).get("CountryIso") or "").upper()
+    if provider is None or len(country) != 2 or country == "XG":
+        return None
+    local = _decimal(high.get("ReceiveValue"))
+    if local is None:
+        return None
+    fee = _decimal(high.get("DistributorFee")) or Decimal(0)
+    rate = _decimal(product.get("CommissionRate")) or Decimal(0)
+    rate = min(max(rate, Decimal(0)), Decimal(100))
+    send_currency = str(high.get("SendCurrencyIso") or "")
+    return UpstreamProduct(
+        operator=UpstreamOperator(
+            upstream_id=str(product.get("ProviderCode")),
+            name=str(
+                provider.get("Name") or provider.get("ShortName") or product.get("ProviderCode")
+            ),
+            country=country,
+        ),
+        sku=str(product.get("SkuCode")),
+        product_type=product_type,
+        local_amount=local,
+        local_currency=str(high.get("ReceiveCurrencyIso") or ""),
+        cost=quantize(send + fee - send * rate / 100),
+        cost_currency=send_currency,
+        send_value=send,
+        send_currency=send_currency,
+        raw=_plain(product),
+    )
+
+
+def _plain(value: Any) -> Any:
+    """A parsed body with its Decimals as strings, to store as JSON."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, Decimal):
+        return str(value)
+    return value
