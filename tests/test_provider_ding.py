@@ -9,6 +9,7 @@ from decimal import Decimal
 import httpx
 import pytest
 
+from tests.fakes.ding import FakeDing
 from upstreams.adapters.base import (
     PermanentError,
     ProviderConfig,
@@ -18,7 +19,6 @@ from upstreams.adapters.base import (
     UpstreamTimeout,
 )
 from upstreams.adapters.ding import DingProvider, account_number, parse_utc
-from tests.fakes.ding import FakeDing
 
 
 def request(reference="rch_ding1", number="+525512345678", sku="MX_TL_TopUp_100", send="6.00"):

@@ -10,6 +10,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.fakes.dtone import FakeDTOne, fixed_product
+from tests.fakes.receiver import Receiver
 from upstreams.adapters.base import (
     PermanentError,
     ProviderConfig,
@@ -19,8 +21,6 @@ from upstreams.adapters.base import (
     UpstreamTimeout,
 )
 from upstreams.adapters.dtone import DTOneProvider
-from tests.fakes.dtone import FakeDTOne, fixed_product
-from tests.fakes.receiver import Receiver
 
 TELCEL_100 = "30002"  # the fake's Telcel 100 MXN: 5.40 USD wholesale + 0.10 fee
 

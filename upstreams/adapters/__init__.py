@@ -25,6 +25,8 @@ from upstreams.adapters.base import (
     UpstreamTimeout,
     UpstreamTransaction,
 )
+from upstreams.adapters.ding import DingProvider
+from upstreams.adapters.dtone import DTOneProvider
 from upstreams.adapters.reloadly import ReloadlyProvider
 from upstreams.adapters.simulator import SimulatorProvider
 
@@ -60,6 +62,10 @@ def _build(kind: str, config: ProviderConfig, name: str) -> CatalogProvider:
         return SimulatorProvider(name=name)
     if kind == "reloadly":
         return ReloadlyProvider.from_config(config, name=name)  # type: ignore[return-value]
+    if kind == "dtone":
+        return DTOneProvider(config, name=name)
+    if kind == "ding":
+        return DingProvider(config, name=name)
     raise ValueError(f"unknown provider kind {kind!r}")
 
 

@@ -84,6 +84,7 @@ from typing import Any
 
 import httpx
 
+from reseller.money import quantize
 from upstreams.adapters.base import (
     PermanentError,
     ProviderConfig,
@@ -95,7 +96,6 @@ from upstreams.adapters.base import (
     UpstreamTimeout,
     UpstreamTransaction,
 )
-from reseller.money import quantize
 
 DEFAULT_BASE_URL = "https://api.dingconnect.com"
 API = "/api/V1"
