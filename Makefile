@@ -9,7 +9,7 @@ setup:
 	@scripts/setup.sh
 
 run: setup
-	@scripts/run.sh $(HOST) $(PORT)
+	@PROVIDERS=$(PROVIDERS) scripts/run.sh $(HOST) $(PORT)
 
 test: setup browser services
 	$(PYTHON) -m ruff check .

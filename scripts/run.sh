@@ -2,6 +2,9 @@
 # The embedded default: SQLite, tasks in-process, the built-in airtime simulator, and, when no
 # STRIPE_SECRET_KEY is set, a local fake Stripe (localstripe) so card payments work offline
 # in test mode: no card is ever charged (docs/payments.md).
+# PROVIDERS=fakes (make run PROVIDERS=fakes) also starts local fakes of Reloadly, DT One and
+# DingConnect, adds them as provider rows and syncs their catalogs: recharges of the products
+# they sell are then routed between them (docs/providers.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 HOST=${1:-127.0.0.1}
@@ -15,6 +18,33 @@ if [ -z "${STRIPE_SECRET_KEY:-}" ]; then
   eval "$(scripts/localstripe.sh start "$HOST" "$PORT")"
   trap 'scripts/localstripe.sh stop' EXIT INT TERM
   echo "payments: test mode with localstripe at $STRIPE_API_BASE (no card is charged; card 4242 4242 4242 4242)"
+fi
+if [ "${PROVIDERS:-}" = "fakes" ]; then
+  pids=()
+  for fake in "reloadly 18610" "dtone 18611" "ding 18612"; do
+    set -- $fake
+    $PY -m "tests.fakes.$1" --port "$2" >/dev/null &
+    pids+=("$!")
+  done
+  trap 'kill "${pids[@]}" 2>/dev/null; [ -z "${STRIPE_SECRET_KEY:-}" ] && scripts/localstripe.sh stop' EXIT INT TERM
+  for port in 18610 18611 18612; do  # until each fake answers
+    for _ in $(seq 50); do
+      (echo > "/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
+      sleep 0.1
+    done
+  done
+  $PY manage.py set_fx_rate --from EUR --to USD --rate 1.08 >/dev/null
+  add() { $PY manage.py create_provider "$@" >/dev/null 2>&1 || true; }  # kept across runs
+  add --name reloadly-fake --kind reloadly --base-url http://127.0.0.1:18610 \
+    --auth-url http://127.0.0.1:18610 --client-id fake-client --client-secret fake-secret
+  add --name dtone-fake --kind dtone --base-url http://127.0.0.1:18611/v1 \
+    --api-key dtone-key --api-secret dtone-secret --currency USD
+  add --name ding-fake --kind ding --base-url http://127.0.0.1:18612 --api-key fake-ding-key
+  add --name simulator --kind simulator --priority 200  # every other demo product
+  for name in reloadly-fake dtone-fake ding-fake simulator; do
+    echo "providers: $name $($PY manage.py sync_provider_catalog --provider "$name")"
+  done
+  echo "providers: routes and health at http://$HOST:$PORT/admin/upstreams/provider/"
 fi
 echo "reseller: http://$HOST:$PORT/  (API docs: http://$HOST:$PORT/api/v1/docs/)"
 $PY manage.py runserver "$HOST:$PORT"
