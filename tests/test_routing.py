@@ -264,3 +264,77 @@ def test_admin_providers_lists_state_and_figures_never_secrets(api, staff):
 
 def test_admin_providers_is_staff_only(user_api):
     assert user_api.get("/api/v1/admin/providers").status_code == 403
+
+
+# -- the back office ----------------------------------------------------------------------
+
+
+@pytest.fixture
+def admin_client(staff):
+    from django.test import Client
+
+    from tests.helpers import second_factor_login
+
+    client = Client()
+    second_factor_login(client, staff)
+    return client
+
+
+def test_staff_add_a_provider_in_the_back_office_and_its_secret_is_never_shown(admin_client):
+    page = admin_client.get("/admin/upstreams/provider/add/")
+    assert page.status_code == 200
+    response = admin_client.post(
+        "/admin/upstreams/provider/add/",
+        {
+            "name": "ding-main",
+            "kind": "ding",
+            "base_url": "https://api.dingconnect.com",
+            "api_key": "ding-secret-key-123",
+            "priority": "10",
+            "max_in_flight": "20",
+            "enabled": "on",
+            "currency": "USD",
+        },
+    )
+    assert response.status_code == 302, response.content.decode()[:2000]
+    provider = Provider.objects.get(name="ding-main")
+    assert provider.api_key == "ding-secret-key-123"
+    change = admin_client.get(f"/admin/upstreams/provider/{provider.pk}/change/")
+    assert change.status_code == 200
+    assert b"ding-secret-key-123" not in change.content
+    assert b"set: api key" in change.content
+    listing = admin_client.get("/admin/upstreams/provider/")
+    assert listing.status_code == 200 and b"ding-main" in listing.content
+    assert b"ding-secret-key-123" not in listing.content
+
+
+def test_the_back_office_refuses_a_provider_without_its_credentials(admin_client):
+    response = admin_client.post(
+        "/admin/upstreams/provider/add/",
+        {"name": "dt", "kind": "dtone", "priority": "1", "max_in_flight": "5", "enabled": "on"},
+    )
+    assert response.status_code == 200 and b"Required for this kind" in response.content
+    assert not Provider.objects.exists()
+
+
+def test_staff_map_an_unmapped_operator_and_its_routes_come(
+    admin_client, django_capture_on_commit_callbacks
+):
+    product = ProductFactory(retail_price=Decimal("5.00"))
+    cli("create_provider", "--name", "sim", "--kind", "simulator")
+    catalog_sync(provider=Provider.objects.get(name="sim"))
+    upstream = ProviderOperator.objects.get(provider__name="sim")
+    # As if the provider spelt it so that no catalog operator answers to it:
+    ProviderOperator.objects.filter(pk=upstream.pk).update(operator=None, mapped_by="")
+    Route.objects.all().delete()
+    listing = admin_client.get("/admin/upstreams/provideroperator/?mapped=no")
+    assert listing.status_code == 200 and upstream.name.encode() in listing.content
+    with django_capture_on_commit_callbacks(execute=True):
+        response = admin_client.post(
+            f"/admin/upstreams/provideroperator/{upstream.pk}/change/",
+            {"operator": product.operator.pk},
+        )
+    assert response.status_code == 302
+    upstream.refresh_from_db()
+    assert (upstream.operator, upstream.mapped_by) == (product.operator, "staff")
+    assert Route.objects.filter(product=product, provider__name="sim", active=True).exists()
