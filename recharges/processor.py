@@ -12,9 +12,10 @@
 2. A ``dispatched`` row is first reconciled: the provider is asked for the outcome by our
    reference, so an earlier attempt whose answer was lost is never sent twice.
 3. The provider is called outside any database lock, with the recharge id as reference.
-4. The answer is applied under the lock: ``delivered``; or, on a permanent refusal, ``failed``
-   with the amount refunded exactly once; transient errors and timeouts are retried with
-   backoff until RECHARGE_MAX_ATTEMPTS, then failed and refunded.
+4. The answer is applied under the lock: ``delivered``; or, on a permanent refusal (or a
+   top-up the provider already took back), ``failed`` with the amount refunded exactly once;
+   transient errors and timeouts are retried with backoff until RECHARGE_MAX_ATTEMPTS, then
+   failed and refunded.
 """
 
 from __future__ import annotations
@@ -180,6 +181,15 @@ def apply_result(recharge_id: int, result: ProviderResult, provider_name: str) -
                 recharge,
                 code=result.code or "upstream_failed",
                 message=result.message or "The provider could not deliver the top-up.",
+                raw=result.raw,
+            )
+        if result.status == ProviderResult.REVERSED:
+            # Taken back before we recorded it delivered: the recipient keeps nothing and the
+            # provider gave its cost back, so the recharge fails and is refunded, once.
+            return _fail(
+                recharge,
+                code=result.code or "upstream_reversed",
+                message=result.message or "The provider took the top-up back.",
                 raw=result.raw,
             )
         recharge.provider_response = result.raw
