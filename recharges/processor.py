@@ -158,6 +158,15 @@ def _fail(recharge: Recharge, *, code: str, message: str, raw=None, actor=None) 
     return Outcome(S.FAILED)
 
 
+# What a provider's answer that leaves the recipient nothing does to a dispatched recharge:
+# it fails and is refunded once. A top-up taken back before we recorded it delivered is one
+# (the provider gave its cost back); taken back after, it is the reconciliation's.
+NOT_DELIVERED = {
+    ProviderResult.FAILED: ("upstream_failed", "The provider could not deliver the top-up."),
+    ProviderResult.REVERSED: ("upstream_reversed", "The provider took the top-up back."),
+}
+
+
 def apply_result(recharge_id: int, result: ProviderResult, provider_name: str) -> Outcome:
     with transaction.atomic():
         recharge = _lock(recharge_id)
@@ -176,20 +185,12 @@ def apply_result(recharge_id: int, result: ProviderResult, provider_name: str) -
             )
             recharge_emit(recharge)
             return Outcome(S.DELIVERED)
-        if result.status == ProviderResult.FAILED:
+        if result.status in NOT_DELIVERED:
+            code, message = NOT_DELIVERED[result.status]
             return _fail(
                 recharge,
-                code=result.code or "upstream_failed",
-                message=result.message or "The provider could not deliver the top-up.",
-                raw=result.raw,
-            )
-        if result.status == ProviderResult.REVERSED:
-            # Taken back before we recorded it delivered: the recipient keeps nothing and the
-            # provider gave its cost back, so the recharge fails and is refunded, once.
-            return _fail(
-                recharge,
-                code=result.code or "upstream_reversed",
-                message=result.message or "The provider took the top-up back.",
+                code=result.code or code,
+                message=result.message or message,
                 raw=result.raw,
             )
         recharge.provider_response = result.raw
