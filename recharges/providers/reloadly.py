@@ -136,13 +136,15 @@ class ReloadlyProvider:
 
     @classmethod
     def from_settings(cls) -> ReloadlyProvider:
-        return cls(
+        """The account of the RELOADLY_* settings (AIRTIME_PROVIDER=reloadly)."""
+        config = ProviderConfig(
             client_id=settings.RELOADLY_CLIENT_ID,
             client_secret=settings.RELOADLY_CLIENT_SECRET,
             base_url=settings.RELOADLY_BASE_URL,
             auth_url=settings.RELOADLY_AUTH_URL,
             timeout=settings.RELOADLY_TIMEOUT_SECONDS,
         )
+        return cls.from_config(config, name="reloadly")
 
     @classmethod
     def from_config(
