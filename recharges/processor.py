@@ -12,9 +12,10 @@
 2. A ``dispatched`` row is first reconciled: the provider is asked for the outcome by our
    reference, so an earlier attempt whose answer was lost is never sent twice.
 3. The provider is called outside any database lock, with the recharge id as reference.
-4. The answer is applied under the lock: ``delivered``; or, on a permanent refusal, ``failed``
-   with the amount refunded exactly once; transient errors and timeouts are retried with
-   backoff until RECHARGE_MAX_ATTEMPTS, then failed and refunded.
+4. The answer is applied under the lock: ``delivered``; or, on a permanent refusal (or a
+   top-up the provider already took back), ``failed`` with the amount refunded exactly once;
+   transient errors and timeouts are retried with backoff until RECHARGE_MAX_ATTEMPTS, then
+   failed and refunded.
 
 With provider rows (``upstreams``; docs/providers.md) a recharge goes by the cheapest healthy
 route of its product, recorded on the row before the call: the row always names the one
@@ -201,6 +202,15 @@ def margin_of(recharge: Recharge, *, cost: Decimal | None, cost_currency: str) -
     return recharge.amount - cost_here
 
 
+# What a provider's answer that leaves the recipient nothing does to a dispatched recharge:
+# it fails and is refunded once. A top-up taken back before we recorded it delivered is one
+# (the provider gave its cost back); taken back after, it is the reconciliation's.
+NOT_DELIVERED = {
+    ProviderResult.FAILED: ("upstream_failed", "The provider could not deliver the top-up."),
+    ProviderResult.REVERSED: ("upstream_reversed", "The provider took the top-up back."),
+}
+
+
 def apply_result(recharge_id: int, result: ProviderResult, provider_name: str) -> Outcome:
     with transaction.atomic():
         recharge = _lock(recharge_id)
@@ -228,18 +238,12 @@ def apply_result(recharge_id: int, result: ProviderResult, provider_name: str) -
             )
             recharge_emit(recharge)
             return Outcome(S.DELIVERED)
-        if result.status == ProviderResult.REVERSED:  # taken back before we heard of it
+        if result.status in NOT_DELIVERED:
+            code, message = NOT_DELIVERED[result.status]
             return _fail(
                 recharge,
-                code="upstream_reversed",
-                message=result.message or "The provider reversed the top-up.",
-                raw=result.raw,
-            )
-        if result.status == ProviderResult.FAILED:
-            return _fail(
-                recharge,
-                code=result.code or "upstream_failed",
-                message=result.message or "The provider could not deliver the top-up.",
+                code=result.code or code,
+                message=result.message or message,
                 raw=result.raw,
             )
         recharge.provider_response = result.raw

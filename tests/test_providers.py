@@ -67,10 +67,13 @@ def test_reloadly_429_is_transient_with_retry_after(fake, reloadly):
     assert "rch_test1" not in fake.topups
 
 
-def test_reloadly_5xx_is_transient(fake, reloadly):
+def test_reloadly_5xx_while_sending_is_settled_by_lookup_not_retried_elsewhere(fake, reloadly):
+    """A 5xx may come after Reloadly made the top-up (docs/contract.md §14): it is an
+    UpstreamTimeout, which the processor settles by looking the reference up."""
     fake.fail_next(503)
-    with pytest.raises(TransientError):
+    with pytest.raises(UpstreamTimeout):
         reloadly.send(request())
+    assert reloadly.status("rch_test1") is None
 
 
 def test_reloadly_refusal_is_permanent_with_its_code(reloadly):

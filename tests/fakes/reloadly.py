@@ -1,32 +1,248 @@
-"""A local HTTP fake of Reloadly's Airtime API, started by the tests on 127.0.0.1.
+"""A local HTTP fake of Reloadly's Airtime API, on 127.0.0.1, for the tests and for a demo.
 
-It keeps what a real provider keeps: issued tokens, top-ups by custom identifier, and a
+It follows Reloadly's public reference (repository ``Reloadly/reloadly-api-documentation``,
+``openapi/paths/`` and ``openapi/components/schemas/airtime/``; paging and statuses as in
+``Reloadly/reloadly-sdk-java``): ``POST /oauth/token`` and the API on one port, Spring pages
+(``page`` from 1, ``size``; ``content``, ``totalPages``, ``last``, ``number`` from 0), errors
+as ``{timeStamp, message, path, errorCode, infoLink, details}``, report times as
+``yyyy-MM-dd HH:mm:ss`` without a zone (this fake writes UTC).
+
+It keeps what a real provider keeps: issued tokens (and whose they are), an operator catalog
+(seedable; ``default_operators()`` otherwise), top-ups by custom identifier, an account
+balance that each top-up lowers by its cost (``requestedAmount`` less ``discount``), and a
 count of POST /topups calls per reference, so tests can prove that nothing was sent twice.
-Behaviour for the next calls can be scripted: ``fail_next(status, body)`` or
-``slow_next(seconds)`` (answers after the client gave up, having made the top-up).
+Every API request is logged in ``requests`` (method, path, query, client id of its token).
+
+Behaviour can be switched:
+- ``fail_next(status, body, headers, made=False)``: the next top-up call answers ``status``
+  (a 5xx, a 429, or a body that is not JSON when ``body`` is a string); with ``made`` the top-up
+  is made first, as when a gateway fails after the provider did the work.
+- ``refuse_next(n, error_code, message)`` / ``refuse_number(number, ...)``: a documented 4xx
+  refusal with ``errorCode``, for the next ``n`` calls or for one recipient number.
+- ``slow_next(seconds)``: answers after the client gave up, having made the top-up.
+- ``refund(custom_identifier)``: Reloadly takes the top-up back: REFUNDED in the reports, and
+  its cost back on the balance.
+- ``outage(True)``: the port refuses connections (the listening socket is closed); ``outage
+  (False)`` listens on the same port again.
+- ``fail_next_lookup(status)``, ``expire_tokens()``, ``list_after_answer``, ``delay``, ``now``.
+
+Run alone (``python -m tests.fakes.reloadly --port 18610``) it prints its URL and serves until
+killed: that URL is both the auth server and the API base URL.
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import itertools
 import json
+import math
 import threading
 import time
 from collections import Counter, deque
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
+from decimal import ROUND_HALF_UP, Decimal
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 from urllib.parse import parse_qs, urlparse
+
+TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
+CENT = Decimal("0.01")
+DEFAULT_PORT = 18610
+
+
+def _money(value: Any) -> Decimal:
+    return Decimal(str(value)).quantize(CENT, rounding=ROUND_HALF_UP)
+
+
+def operator(
+    operator_id: int,
+    name: str,
+    country: tuple[str, str],
+    destination_currency: str,
+    *,
+    rate: float,
+    discount: float,
+    fixed: Iterable[float] = (),
+    local: Iterable[float] = (),
+    sender_currency: str = "EUR",
+    denomination: str = "FIXED",
+    data: bool = False,
+    bundle: bool = False,
+    pin: bool = False,
+    supports_local: bool | None = None,
+    min_amount: float | None = None,
+    max_amount: float | None = None,
+) -> dict[str, Any]:
+    """An operator as ``GET /operators`` shows it (the reference's fields)."""
+    fixed, local = list(fixed), list(local)
+    return {
+        "id": operator_id,
+        "operatorId": operator_id,
+        "name": name,
+        "bundle": bundle,
+        "data": data,
+        "pin": pin,
+        "supportsLocalAmounts": bool(local) if supports_local is None else supports_local,
+        "denominationType": denomination,
+        "senderCurrencyCode": sender_currency,
+        "senderCurrencySymbol": "",
+        "destinationCurrencyCode": destination_currency,
+        "destinationCurrencySymbol": "",
+        "commission": discount,
+        "internationalDiscount": discount,
+        "localDiscount": 0.0,
+        "mostPopularAmount": fixed[-1] if fixed else None,
+        "minAmount": min_amount,
+        "maxAmount": max_amount,
+        "localMinAmount": None,
+        "localMaxAmount": None,
+        "country": {"isoName": country[0], "name": country[1]},
+        "fx": {"rate": rate, "currencyCode": destination_currency},
+        "logoUrls": [],
+        "fixedAmounts": fixed,
+        "fixedAmountsDescriptions": {},
+        "localFixedAmounts": local,
+        "localFixedAmountsDescriptions": {},
+        "suggestedAmounts": [],
+        "suggestedAmountsMap": {},
+        "promotions": [],
+    }
+
+
+def default_operators(currency: str = "EUR") -> list[dict[str, Any]]:
+    """Four FIXED operators in Mexico and Colombia (one with no local list, one for data) and
+    one RANGE operator that a catalog must skip."""
+    mx, co = ("MX", "Mexico"), ("CO", "Colombia")
+    return [
+        operator(
+            341,
+            "Telcel Mexico",
+            mx,
+            "MXN",
+            rate=20.5,
+            discount=6.5,
+            fixed=[0.49, 0.98, 2.44, 4.88, 9.76],
+            local=[10, 20, 50, 100, 200],
+            sender_currency=currency,
+        ),
+        operator(
+            342,
+            "AT&T Mexico",
+            mx,
+            "MXN",
+            rate=20.5,
+            discount=5.0,
+            fixed=[2.44, 4.88, 7.32, 9.76],
+            local=[50, 100, 150, 200],
+            sender_currency=currency,
+        ),
+        operator(
+            621,
+            "Claro Colombia",
+            co,
+            "COP",
+            rate=4300,
+            discount=8.0,
+            fixed=[2.5, 5, 10],
+            supports_local=True,  # no local list: the local amounts are fixed x fx.rate
+            sender_currency=currency,
+        ),
+        operator(
+            622,
+            "Claro Colombia Data",
+            co,
+            "COP",
+            rate=4300,
+            discount=4.0,
+            fixed=[1.16, 2.33, 4.65],
+            local=[5000, 10000, 20000],
+            data=True,
+            sender_currency=currency,
+        ),
+        operator(
+            88,
+            "Movistar Colombia",
+            co,
+            "COP",
+            rate=4300,
+            discount=4.42,
+            denomination="RANGE",
+            min_amount=1,
+            max_amount=50,
+            sender_currency=currency,
+        ),
+    ]
+
+
+def amount_pairs(op: dict[str, Any]) -> list[tuple[Decimal, Decimal | None]]:
+    """(sender amount, local amount) of each fixed amount: the local list in the same order,
+    or the fixed amount times ``fx.rate`` when the operator takes local amounts without one."""
+    fixed = [Decimal(str(a)) for a in op.get("fixedAmounts") or []]
+    local = [Decimal(str(a)) for a in op.get("localFixedAmounts") or []]
+    rate = Decimal(str(op["fx"]["rate"]))
+    if not local and op.get("supportsLocalAmounts"):
+        local = [_money(a * rate) for a in fixed]
+    if len(local) != len(fixed):
+        return [(a, None) for a in fixed]
+    return list(zip(fixed, local, strict=True))
+
+
+def page_of(items: list[dict[str, Any]], page: int, size: int) -> dict[str, Any]:
+    """A Spring page as Reloadly answers its lists (``page`` asked from 1, ``number`` from 0)."""
+    total_pages = math.ceil(len(items) / size)
+    start = (page - 1) * size
+    content = items[start : start + size]
+    sort = {"sorted": False, "unsorted": True, "empty": True}
+    return {
+        "content": content,
+        "pageable": {
+            "sort": sort,
+            "pageNumber": page - 1,
+            "pageSize": size,
+            "offset": start,
+            "paged": True,
+            "unpaged": False,
+        },
+        "totalPages": total_pages,
+        "totalElements": len(items),
+        "last": page >= total_pages,
+        "sort": sort,
+        "first": page == 1,
+        "numberOfElements": len(content),
+        "size": size,
+        "number": page - 1,
+        "empty": not content,
+    }
 
 
 class FakeReloadly:
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        operators: list[dict[str, Any]] | None = None,
+        balance: str = "550.75",
+        currency: str = "EUR",
+    ) -> None:
         self.lock = threading.Lock()
-        self.tokens: set[str] = set()
+        self.host = host
+        self.currency = currency
+        self.balance = Decimal(balance)
+        self.operators: list[dict[str, Any]] = (
+            operators if operators is not None else default_operators(currency)
+        )
+        self.tokens: dict[str, str] = {}  # token -> the client id it was issued to
         self.token_requests = 0
+        self.requests: list[tuple[str, str, dict[str, str], str]] = []
         self.topups: dict[str, dict] = {}
+        self.costs: dict[str, Decimal] = {}
         self.calls: Counter[str] = Counter()
-        self.script: deque[tuple[str, object]] = deque()
+        self.script: deque[tuple[str, Any]] = deque()
         self.lookup_script: deque[int] = deque()
+        self.refused_numbers: dict[str, tuple[str, str]] = {}
         self.delay = 0.0  # seconds every top-up takes, to keep work in flight
         # A provider that lists a top-up in its reports only once it has answered the call
         # (while it works, a lookup finds nothing, but the reference is already taken).
@@ -34,22 +250,38 @@ class FakeReloadly:
         self.answered: set[str] = set()
         self.active = 0  # top-up calls being answered now
         self.max_concurrent_topups = 0
+        self.now: Callable[[], datetime] = lambda: datetime.now(UTC)
         self._ids = itertools.count(1000)
         self.open_connections = 0  # accepted and not yet answered, whatever the path
-        self.server = _CountingServer(self, ("127.0.0.1", 0), self._handler())
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.server: _CountingServer | None = _CountingServer(self, (host, port), self._handler())
+        self.port = self.server.server_address[1]
+        self.thread: threading.Thread | None = None
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
+        return f"http://{self.host}:{self.port}"
 
     def start(self) -> FakeReloadly:
+        assert self.server is not None
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
         return self
 
     def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        if self.server is not None:
+            if self.thread is not None:  # serving: wait for its loop to end
+                self.server.shutdown()
+            self.server.server_close()
+            self.server, self.thread = None, None
+
+    def outage(self, down: bool = True) -> None:
+        """Close the listening socket (connections are refused), or listen again on the
+        same port."""
+        if down:
+            self.stop()
+        elif self.server is None:
+            self.server = _CountingServer(self, (self.host, self.port), self._handler())
+            self.start()
 
     def settle(self, *, quiet: float = 1.0, timeout: float = 60.0) -> bool:
         """Wait until every request already on the wire has been answered and nothing new has
@@ -70,8 +302,41 @@ class FakeReloadly:
         return False
 
     # -- scripting --------------------------------------------------------------------
-    def fail_next(self, status: int, body: dict | None = None, headers: dict | None = None):
-        self.script.append(("fail", (status, body or {}, headers or {})))
+    def fail_next(
+        self,
+        status: int,
+        body: dict | str | None = None,
+        headers: dict | None = None,
+        *,
+        made: bool = False,
+    ) -> None:
+        """The next top-up call answers ``status`` with ``body`` (a string is sent as is,
+        not as JSON); with ``made``, after making the top-up."""
+        self.script.append(("fail", (status, {} if body is None else body, headers or {}, made)))
+
+    def refuse_next(
+        self,
+        n: int = 1,
+        *,
+        error_code: str = "INVALID_RECIPIENT_PHONE",
+        message: str = "Recipient phone number is not valid",
+        status: int = 400,
+    ) -> None:
+        """The next ``n`` top-up calls are refused as the reference documents (4xx with an
+        ``errorCode``); nothing is made."""
+        for _ in range(n):
+            self.script.append(("refuse", (status, error_code, message)))
+
+    def refuse_number(
+        self,
+        number: str,
+        *,
+        error_code: str = "INVALID_RECIPIENT_PHONE",
+        message: str = "Recipient phone number is not valid",
+    ) -> None:
+        """Every top-up to ``number`` (E.164, or the national digits the adapter sends) is
+        refused."""
+        self.refused_numbers[number.lstrip("+")] = (error_code, message)
 
     def fail_next_lookup(self, status: int) -> None:
         """The next status lookup (``GET /topups/reports/transactions``) answers ``status``."""
@@ -84,6 +349,125 @@ class FakeReloadly:
         with self.lock:
             self.tokens.clear()
 
+    def refund(self, custom_identifier: str) -> dict:
+        """Reloadly takes a top-up back: REFUNDED from now on, and its cost returns to the
+        balance."""
+        with self.lock:
+            record = self.topups[custom_identifier]
+            if record["status"] != "REFUNDED":
+                record["status"] = "REFUNDED"
+                self.balance += self.costs.get(custom_identifier, Decimal(0))
+            return record
+
+    # -- what the provider does ---------------------------------------------------------
+    def error(self, status: int, path: str, error_code: str, message: str) -> dict:
+        return {
+            "timeStamp": self.now().strftime(TIME_FORMAT),
+            "message": message,
+            "path": path,
+            "errorCode": error_code,
+            "infoLink": None,
+            "details": [],
+        }
+
+    def operator_by_id(self, operator_id: Any) -> dict | None:
+        return next((o for o in self.operators if str(o["operatorId"]) == str(operator_id)), None)
+
+    def price(self, body: dict) -> tuple[Decimal, Decimal, str, Decimal] | str:
+        """(requested in our currency, delivered, its currency, discount) of a top-up, or why
+        the amount is refused. An operator it does not know takes any amount, one for one."""
+        amount = Decimal(str(body.get("amount")))
+        op = self.operator_by_id(body.get("operatorId"))
+        if op is None:
+            return amount, amount, self.currency, Decimal(0)
+        use_local = bool(body.get("useLocalAmount"))
+        rate = Decimal(str(op["fx"]["rate"]))
+        if use_local and not op.get("supportsLocalAmounts"):
+            return "The operator does not take local amounts"
+        if op["denominationType"] == "FIXED":
+            pair = next(
+                (p for p in amount_pairs(op) if (p[1] if use_local else p[0]) == amount), None
+            )
+            if pair is None:
+                return "The amount is not one of the operator's fixed amounts"
+            requested = pair[0]
+            delivered = pair[1] if pair[1] is not None else _money(requested * rate)
+        elif use_local:
+            requested, delivered = _money(amount / rate), amount
+        else:
+            requested, delivered = amount, _money(amount * rate)
+        discount = _money(requested * Decimal(str(op["internationalDiscount"])) / 100)
+        return requested, delivered, op["destinationCurrencyCode"], discount
+
+    def make_topup(self, body: dict, reference: str) -> dict | tuple[int, dict]:
+        """Make a top-up (under ``lock``): its record, or the refusal (status, body)."""
+        number = str(body.get("recipientPhone", {}).get("number", "")).lstrip("+")
+        if number.endswith("0000000"):
+            return 400, self.error(
+                400, "/topups", "INVALID_RECIPIENT_PHONE", "The phone number is not valid"
+            )
+        refused = next((r for n, r in self.refused_numbers.items() if n.endswith(number)), None)
+        if number and refused:
+            return 400, self.error(400, "/topups", *refused)
+        priced = self.price(body)
+        if isinstance(priced, str):
+            return 400, self.error(400, "/topups", "INVALID_AMOUNT_FOR_OPERATOR", priced)
+        requested, delivered, delivered_currency, discount = priced
+        op = self.operator_by_id(body.get("operatorId"))
+        now = self.now().strftime(TIME_FORMAT)
+        old = self.balance
+        cost = requested - discount
+        self.balance -= cost
+        transaction_id = next(self._ids)
+        record = {
+            "transactionId": transaction_id,
+            "status": "SUCCESSFUL",
+            "operatorTransactionId": f"OP{transaction_id}",
+            "customIdentifier": reference,
+            "recipientPhone": number,
+            "recipientEmail": None,
+            "senderPhone": None,
+            "countryCode": body.get("recipientPhone", {}).get("countryCode"),
+            "operatorId": body.get("operatorId"),
+            "operatorName": op["name"] if op else None,
+            "discount": float(discount),
+            "discountCurrencyCode": self.currency,
+            "requestedAmount": float(requested),
+            "requestedAmountCurrencyCode": self.currency,
+            "deliveredAmount": float(delivered),
+            "deliveredAmountCurrencyCode": delivered_currency,
+            "transactionDate": now,
+            "pinDetail": None,
+            "balanceInfo": {
+                "oldBalance": float(old),
+                "newBalance": float(self.balance),
+                "currencyCode": self.currency,
+                "currencyName": self.currency,
+                "updatedAt": now,
+            },
+        }
+        self.topups[reference] = record
+        self.costs[reference] = cost
+        return record
+
+    def report(self, query: dict[str, str]) -> list[dict]:
+        """Report lines (no ``balanceInfo``, as the reference shows them) by custom identifier
+        and ``startDate``/``endDate``, oldest first (under ``lock``)."""
+        reference = query.get("customIdentifier")
+        start, end = query.get("startDate"), query.get("endDate")
+        lines = []
+        for ref, record in self.topups.items():
+            if self.list_after_answer and ref not in self.answered:
+                continue
+            if reference is not None and ref != reference:
+                continue
+            if start and record["transactionDate"] < start:
+                continue
+            if end and record["transactionDate"] > end:
+                continue
+            lines.append({**record, "balanceInfo": None})
+        return sorted(lines, key=lambda line: line["transactionId"])
+
     def _handler(self):
         fake = self
 
@@ -91,16 +475,22 @@ class FakeReloadly:
             def log_message(self, *args):  # keep test output clean
                 pass
 
-            def _send(self, status: int, body: dict, headers: dict | None = None):
-                data = json.dumps(body).encode()
+            def _send(self, status: int, body: Any, headers: dict | None = None):
+                data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
                 self.send_response(status)
-                self.send_header("Content-Type", "application/json")
+                self.send_header(
+                    "Content-Type", "text/html" if isinstance(body, str) else "application/json"
+                )
                 self.send_header("Content-Length", str(len(data)))
                 for name, value in (headers or {}).items():
                     self.send_header(name, value)
                 self.end_headers()
                 with contextlib.suppress(BrokenPipeError, ConnectionResetError):
                     self.wfile.write(data)
+
+            def _error(self, status: int, error_code: str, message: str):
+                path = urlparse(self.path).path
+                return self._send(status, fake.error(status, path, error_code, message))
 
             def _body(self) -> dict | None:
                 """The JSON body, or None when it is cut short (a client killed mid-send):
@@ -114,27 +504,34 @@ class FakeReloadly:
                 except ValueError:
                     return None
 
-            def _authorised(self) -> bool:
+            def _client(self) -> str | None:
+                """The client id of the request's token, None when it has no valid one."""
                 auth = self.headers.get("Authorization", "")
                 with fake.lock:
-                    return auth.startswith("Bearer ") and auth[7:] in fake.tokens
+                    return fake.tokens.get(auth[7:]) if auth.startswith("Bearer ") else None
+
+            def _log(self, client: str) -> None:
+                url = urlparse(self.path)
+                query = {k: v[0] for k, v in parse_qs(url.query).items()}
+                with fake.lock:
+                    fake.requests.append((self.command, url.path, query, client))
 
             def do_POST(self):
                 path = urlparse(self.path).path
                 if path == "/oauth/token":
                     body = self._body() or {}
-                    if body.get("grant_type") != "client_credentials":
-                        return self._send(400, {"message": "bad grant"})
+                    if body.get("grant_type") != "client_credentials" or not body.get("client_id"):
+                        return self._error(401, "INVALID_CREDENTIALS", "Access Denied")
                     with fake.lock:
                         fake.token_requests += 1
                         token = f"tok-{fake.token_requests}"
-                        fake.tokens.add(token)
+                        fake.tokens[token] = str(body["client_id"])
                     return self._send(
                         200, {"access_token": token, "expires_in": 3600, "token_type": "Bearer"}
                     )
                 if path == "/topups":
                     return self._topup()
-                return self._send(404, {"message": "not found"})
+                return self._send(404, {"status": 404, "error": "Not Found", "path": path})
 
             def _topup(self):
                 with fake.lock:
@@ -147,15 +544,22 @@ class FakeReloadly:
                         fake.active -= 1
 
             def _topup_answer(self):
-                if not self._authorised():
-                    return self._send(401, {"errorCode": "TOKEN_EXPIRED", "message": "expired"})
+                client = self._client()
+                if client is None:
+                    return self._error(401, "TOKEN_EXPIRED", "expired")
+                self._log(client)
                 body = self._body()
                 if body is None or not body.get("customIdentifier"):
-                    return self._send(400, {"errorCode": "BAD_REQUEST", "message": "bad body"})
+                    return self._error(400, "BAD_REQUEST", "bad body")
                 reference = body["customIdentifier"]
                 action = fake.script.popleft() if fake.script else None
-                if action and action[0] == "fail":
-                    status, fail_body, headers = action[1]
+                if action and action[0] == "refuse":
+                    status, code, message = action[1]
+                    with fake.lock:
+                        fake.calls[reference] += 1
+                    return self._error(status, code, message)
+                if action and action[0] == "fail" and not action[1][3]:
+                    status, fail_body, headers, _ = action[1]
                     with fake.lock:
                         fake.calls[reference] += 1
                     return self._send(status, fail_body, headers)
@@ -164,50 +568,83 @@ class FakeReloadly:
                     if reference in fake.topups:
                         return self._send(
                             409,
-                            {"errorCode": "DUPLICATED_CUSTOM_IDENTIFIER", "message": "duplicate"},
+                            fake.error(409, "/topups", "DUPLICATED_CUSTOM_IDENTIFIER", "duplicate"),
                         )
-                    number = body.get("recipientPhone", {}).get("number", "")
-                    if number.endswith("0000000"):
-                        return self._send(
-                            400,
-                            {
-                                "errorCode": "INVALID_RECIPIENT_PHONE",
-                                "message": "The phone number is not valid",
-                            },
-                        )
-                    record = {
-                        "transactionId": next(fake._ids),
-                        "status": "SUCCESSFUL",
-                        "customIdentifier": reference,
-                        "operatorId": body.get("operatorId"),
-                        "requestedAmount": body.get("amount"),
-                        "recipientPhone": number,
-                    }
-                    fake.topups[reference] = record
+                    made = fake.make_topup(body, reference)
+                    if isinstance(made, tuple):
+                        return self._send(*made)
+                if action and action[0] == "fail":  # made, then the answer is an error
+                    status, fail_body, headers, _ = action[1]
+                    with fake.lock:
+                        fake.answered.add(reference)
+                    return self._send(status, fail_body, headers)
                 if action and action[0] == "slow":
                     time.sleep(float(action[1]))
                 elif fake.delay:
                     time.sleep(fake.delay)
                 with fake.lock:
                     fake.answered.add(reference)
-                return self._send(200, record)
+                return self._send(200, made)
 
             def do_GET(self):
                 url = urlparse(self.path)
-                if not self._authorised():
-                    return self._send(401, {"errorCode": "TOKEN_EXPIRED"})
+                client = self._client()
+                if client is None:
+                    return self._error(401, "TOKEN_EXPIRED", "expired")
+                self._log(client)
+                query = {k: v[0] for k, v in parse_qs(url.query).items()}
                 if url.path == "/accounts/balance":
-                    return self._send(200, {"balance": 550.75, "currencyCode": "EUR"})
+                    with fake.lock:
+                        balance = float(fake.balance)
+                    return self._send(
+                        200,
+                        {
+                            "balance": balance,
+                            "currencyCode": fake.currency,
+                            "currencyName": fake.currency,
+                            "updatedAt": fake.now().strftime(TIME_FORMAT),
+                        },
+                    )
                 if url.path == "/topups/reports/transactions":
                     if fake.lookup_script:
                         return self._send(fake.lookup_script.popleft(), {"message": "down"})
-                    reference = parse_qs(url.query).get("customIdentifier", [""])[0]
                     with fake.lock:
-                        found = fake.topups.get(reference)
-                        if fake.list_after_answer and reference not in fake.answered:
-                            found = None
-                    return self._send(200, {"content": [found] if found else []})
-                return self._send(404, {"message": "not found"})
+                        lines = fake.report(query)
+                    return self._paged(lines, query)
+                if url.path == "/operators":
+                    return self._paged(self._operators(fake.operators, query), query)
+                if url.path.startswith("/operators/countries/"):
+                    iso = url.path.rsplit("/", 1)[1].upper()
+                    found = [o for o in fake.operators if o["country"]["isoName"] == iso]
+                    if not found:
+                        return self._error(
+                            404,
+                            "COUNTRY_NOT_SUPPORTED",
+                            "Country not found and/or not currently supported",
+                        )
+                    return self._send(200, self._operators(found, query))
+                return self._send(404, {"status": 404, "error": "Not Found", "path": url.path})
+
+            def _operators(self, operators: list[dict], query: dict[str, str]) -> list[dict]:
+                """``includeBundles``, ``includeData`` and ``includePin`` (default true)."""
+                shown = operators
+                for param, flag in (
+                    ("includeBundles", "bundle"),
+                    ("includeData", "data"),
+                    ("includePin", "pin"),
+                ):
+                    if query.get(param, "true").lower() == "false":
+                        shown = [o for o in shown if not o.get(flag)]
+                return shown
+
+            def _paged(self, items: list[dict], query: dict[str, str]):
+                try:
+                    page, size = int(query.get("page", "1")), int(query.get("size", "200"))
+                except ValueError:
+                    page = size = 0
+                if page < 1 or size < 1:
+                    return self._error(400, "INVALID_PAGE", "page and size start at 1")
+                return self._send(200, page_of(items, page, size))
 
         return Handler
 
@@ -232,3 +669,24 @@ class _CountingServer(ThreadingHTTPServer):
         finally:
             with self.fake.lock:
                 self.fake.open_connections -= 1
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        description="A fake of Reloadly's Airtime API (auth and API on one port)."
+    )
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT)
+    args = parser.parse_args(argv)
+    fake = FakeReloadly(host=args.host, port=args.port).start()
+    print(fake.url, flush=True)
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        fake.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -61,7 +61,7 @@ def _build(kind: str, config: ProviderConfig, name: str) -> CatalogProvider:
     if kind == "simulator":
         return SimulatorProvider(name=name)
     if kind == "reloadly":
-        return ReloadlyProvider.from_config(config, name=name)  # type: ignore[return-value]
+        return ReloadlyProvider.from_config(config, name=name)
     if kind == "dtone":
         return DTOneProvider(config, name=name)
     if kind == "ding":

@@ -1,21 +1,63 @@
 """HTTP adapter for Reloadly's Airtime API (https://developers.reloadly.com/).
 
-- OAuth2 client credentials at ``{auth_url}/oauth/token``; the token is cached (shared cache)
-  until shortly before it expires, and fetched again once when the API answers 401. One
-  refresh at a time per process: threads that need a token meanwhile wait for it and reuse it.
-- One HTTP client per process and settings (keep-alive connections, thread-safe), a timeout
-  on every call: the processor's many threads share it.
-- ``POST {base_url}/topups`` with ``operatorId``, ``amount``, ``useLocalAmount``,
-  ``customIdentifier`` (our recharge id) and ``recipientPhone``.
-- Status by our reference: ``GET {base_url}/topups/reports/transactions?customIdentifier=…``.
-- Balance: ``GET {base_url}/accounts/balance``.
+What it relies on, from Reloadly's public reference: the OpenAPI of repository
+``Reloadly/reloadly-api-documentation`` (``openapi/paths/access-token.yaml``,
+``airtime-get-all-operators.yaml``, ``airtime-get-operator-by-iso.yaml``, ``airtime-top-ups.yaml``,
+``airtime-get-all-transactions.yaml``, ``airtime-accounts-balance.yaml`` and their schemas under
+``openapi/components/schemas/airtime/``), and repository ``Reloadly/reloadly-sdk-java``
+(``java-sdk-airtime/.../enums/AirtimeTransactionStatus.java``,
+``.../filter/TransactionHistoryFilter.java``, ``src/test/resources/operator/`` and
+``src/test/resources/report/``) where the OpenAPI is silent:
+
+- Auth: OAuth2 client credentials, ``POST {auth_url}/oauth/token`` with ``client_id``,
+  ``client_secret``, ``grant_type=client_credentials`` and ``audience`` = the API base URL;
+  ``access_token`` and ``expires_in`` (seconds) come back. The token is cached (shared cache),
+  keyed by the provider account (name, client id, servers), until shortly before it expires,
+  and fetched again once when the API answers 401. One refresh at a time per account and
+  process: threads that need a token meanwhile wait for it and reuse it.
+- One HTTP client per process and timeout (keep-alive connections, thread-safe), a timeout on
+  every call: the processor's many threads share it.
+- Top-up: ``POST {base_url}/topups`` with ``operatorId``, ``amount``, ``useLocalAmount`` (we
+  send the local amount: ``true``), ``customIdentifier`` (our recharge id; the reference says
+  it can never be reused) and ``recipientPhone {countryCode, number}``. The answer carries
+  ``transactionId``, ``status``, ``requestedAmount`` + ``requestedAmountCurrencyCode`` (what
+  was asked of our account, in its currency), ``discount`` + ``discountCurrencyCode``,
+  ``deliveredAmount`` + ``deliveredAmountCurrencyCode`` and ``balanceInfo {oldBalance,
+  newBalance, currencyCode}``. Its cost to us is ``requestedAmount`` less ``discount`` (the
+  reference's example debits exactly that from ``balanceInfo``); ``balanceInfo`` has no cost
+  field, so its balance difference is used only when the discount is in another currency.
+- Statuses: PROCESSING, SUCCESSFUL, REFUNDED, FAILED (the Java SDK's enum; the OpenAPI names
+  only SUCCESSFUL). REFUNDED is a top-up Reloadly took back: ``ProviderResult.REVERSED``.
+- Refusals are 4xx bodies ``{timeStamp, message, path, errorCode, infoLink, details}``; one
+  that names our custom identifier (a reused reference; no code is published for it) is
+  settled by looking the reference up, like a 409. 401 bodies carry ``INVALID_TOKEN``.
+- Lists are Spring pages: ``page`` (from 1) and ``size`` (default 200) in, ``content``,
+  ``totalPages``, ``last`` out. ``GET /operators`` is paged (``includeBundles``, ``includeData``);
+  ``GET /operators/countries/{iso}`` answers a plain list (404 ``COUNTRY_NOT_SUPPORTED``).
+  An operator carries ``operatorId``, ``name``, ``bundle``, ``data``, ``pin``,
+  ``supportsLocalAmounts``, ``denominationType`` (FIXED or RANGE), ``senderCurrencyCode``,
+  ``destinationCurrencyCode``, ``internationalDiscount`` (percent), ``fx.rate``,
+  ``fixedAmounts`` (sender currency) and ``localFixedAmounts`` (destination currency, in the
+  same order), ``country.isoName``.
+- Reports: ``GET {base_url}/topups/reports/transactions`` filtered by ``customIdentifier`` (our
+  status lookup) or by ``startDate``/``endDate`` written ``yyyy-MM-dd HH:mm:ss`` (the Java SDK's
+  pattern); ``transactionDate`` has the same form and no time zone: we treat it as UTC.
+- Balance: ``GET {base_url}/accounts/balance`` → ``balance``, ``currencyCode``.
+
+What the catalog leaves out: RANGE operators (any amount, not products), PIN operators (the
+top-up is a PIN code for the customer to enter, which the platform does not hand over), and
+FIXED operators whose amounts cannot be sent as local amounts (no ``localFixedAmounts`` and
+``supportsLocalAmounts`` false, or a local list that does not pair with the fixed one).
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import threading
-from decimal import Decimal
+from collections.abc import Iterable, Iterator
+from datetime import UTC, date, datetime
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 import httpx
@@ -23,13 +65,17 @@ import phonenumbers
 from django.conf import settings
 from django.core.cache import cache
 
+from reseller.money import quantize
 from upstreams.adapters.base import (
     PermanentError,
     ProviderConfig,
     ProviderResult,
     TopupRequest,
     TransientError,
+    UpstreamOperator,
+    UpstreamProduct,
     UpstreamTimeout,
+    UpstreamTransaction,
 )
 
 ACCEPT = "application/com.reloadly.topups-v1+json"
@@ -38,8 +84,9 @@ STATUS_MAP = {
     "PENDING": ProviderResult.PENDING,
     "PROCESSING": ProviderResult.PENDING,
     "FAILED": ProviderResult.FAILED,
-    "REFUNDED": ProviderResult.FAILED,
+    "REFUNDED": ProviderResult.REVERSED,
 }
+TIME_FORMAT = "%Y-%m-%d %H:%M:%S"  # report filters and times, no zone (read as UTC)
 
 
 @functools.cache
@@ -51,11 +98,18 @@ def _shared_client(timeout: float) -> httpx.Client:
     )
 
 
-_token_lock = threading.Lock()
+_token_locks: dict[str, threading.Lock] = {}
+_token_locks_guard = threading.Lock()
+
+
+def _token_lock(key: str) -> threading.Lock:
+    with _token_locks_guard:
+        return _token_locks.setdefault(key, threading.Lock())
 
 
 class ReloadlyProvider:
-    name = "reloadly"
+    kind = "reloadly"
+    page_size = 200  # the reference's default page size for operators and reports
 
     def __init__(
         self,
@@ -66,35 +120,46 @@ class ReloadlyProvider:
         auth_url: str,
         timeout: float = 10.0,
         client: httpx.Client | None = None,
+        name: str = "reloadly",
+        currency: str = "",
     ) -> None:
+        self.name = name
         self.client_id = client_id
         self.client_secret = client_secret
         self.base_url = base_url.rstrip("/")
         self.auth_url = auth_url.rstrip("/")
         self.timeout = timeout
+        self.currency = currency  # the account's, when an answer does not say
         self.http = client or _shared_client(timeout)
-        self._token_key = f"reloadly-token:{self.client_id}:{self.base_url}"
-
-    @classmethod
-    def from_config(cls, config: ProviderConfig, *, name: str) -> ReloadlyProvider:
-        provider = cls(
-            client_id=config.client_id,
-            client_secret=config.client_secret,
-            base_url=config.base_url,
-            auth_url=config.auth_url,
-            timeout=config.timeout,
-        )
-        provider.name = name
-        return provider
+        account = "\0".join((name, client_id, self.auth_url, self.base_url))
+        self._token_key = f"reloadly-token:{hashlib.sha256(account.encode()).hexdigest()[:32]}"
 
     @classmethod
     def from_settings(cls) -> ReloadlyProvider:
-        return cls(
+        """The account of the RELOADLY_* settings (AIRTIME_PROVIDER=reloadly)."""
+        config = ProviderConfig(
             client_id=settings.RELOADLY_CLIENT_ID,
             client_secret=settings.RELOADLY_CLIENT_SECRET,
             base_url=settings.RELOADLY_BASE_URL,
             auth_url=settings.RELOADLY_AUTH_URL,
             timeout=settings.RELOADLY_TIMEOUT_SECONDS,
+        )
+        return cls.from_config(config, name="reloadly")
+
+    @classmethod
+    def from_config(
+        cls, config: ProviderConfig, *, name: str, client: httpx.Client | None = None
+    ) -> ReloadlyProvider:
+        """The adapter for one provider account (a ``Provider`` row named ``name``)."""
+        return cls(
+            client_id=config.client_id,
+            client_secret=config.client_secret,
+            base_url=config.base_url,
+            auth_url=config.auth_url,
+            timeout=config.timeout,
+            client=client,
+            name=name,
+            currency=config.currency,
         )
 
     # -- authentication -------------------------------------------------------------------
@@ -104,7 +169,7 @@ class ReloadlyProvider:
         token = cache.get(self._token_key)
         if token and token != refused:
             return token
-        with _token_lock:
+        with _token_lock(self._token_key):
             token = cache.get(self._token_key)  # another thread may have fetched it meanwhile
             if token and token != refused:
                 return token
@@ -128,13 +193,13 @@ class ReloadlyProvider:
             ) from exc
         if response.status_code >= 500 or response.status_code == 429:
             raise TransientError("token endpoint unavailable", code="upstream_unavailable")
-        if response.status_code != 200:
+        body = _body(response)
+        if response.status_code != 200 or not body or not body.get("access_token"):
             raise TransientError(
-                "token refused: check RELOADLY_CLIENT_ID/SECRET",
+                "token refused: check the client id and secret",
                 code="upstream_auth_failed",
                 raw=_json(response),
             )
-        body = response.json()
         token = body["access_token"]
         ttl = max(30, int(body.get("expires_in", 3600)) - 60)
         cache.set(self._token_key, token, ttl)
@@ -149,6 +214,9 @@ class ReloadlyProvider:
         params: dict | None = None,
         sending: bool = False,
     ) -> httpx.Response:
+        """One API call with the account's token (fetched again once on a 401). Errors before
+        an answer: ``TransientError`` when the request cannot have reached Reloadly (no
+        connection), else, while ``sending``, ``UpstreamTimeout`` (it may have been made)."""
         refused = ""
         for attempt in (1, 2):
             token = self._token(refused=refused)
@@ -160,19 +228,66 @@ class ReloadlyProvider:
                     params=params,
                     headers={"Authorization": f"Bearer {token}", "Accept": ACCEPT},
                 )
-            except httpx.TimeoutException as exc:
-                if sending and not isinstance(exc, httpx.ConnectTimeout | httpx.PoolTimeout):
-                    raise UpstreamTimeout(f"no answer from Reloadly: {exc}") from exc
-                raise TransientError(f"Reloadly timed out: {exc}", code="upstream_timeout") from exc
-            except httpx.HTTPError as exc:
+            except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
                 raise TransientError(
                     f"Reloadly unreachable: {exc}", code="upstream_unavailable"
                 ) from exc
+            except httpx.HTTPError as exc:
+                if sending:
+                    raise UpstreamTimeout(f"no answer from Reloadly: {exc}") from exc
+                code = (
+                    "upstream_timeout"
+                    if isinstance(exc, httpx.TimeoutException)
+                    else "upstream_unavailable"
+                )
+                raise TransientError(f"Reloadly call failed: {exc}", code=code) from exc
             if response.status_code == 401 and attempt == 1:
                 refused = token
                 continue
             return response
         return response
+
+    def _get(self, path: str, params: dict | None = None, *, missing_ok: bool = False) -> Any:
+        """The JSON of a read (nothing is sent, so every failure is transient); None for a
+        404 when ``missing_ok``."""
+        response = self._call("GET", path, params=params)
+        if response.status_code == 404 and missing_ok:
+            return None
+        if response.status_code == 429:
+            raise TransientError(
+                "rate limited by Reloadly",
+                code="upstream_rate_limited",
+                raw=_json(response),
+                retry_after=_retry_after(response),
+            )
+        if response.status_code != 200:
+            raise TransientError(
+                f"GET {path} failed ({response.status_code})",
+                code="upstream_unavailable",
+                raw=_json(response),
+            )
+        try:
+            return response.json()
+        except ValueError as exc:
+            raise TransientError(
+                f"GET {path}: unreadable answer", code="upstream_unavailable"
+            ) from exc
+
+    def _pages(self, path: str, params: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        """Every ``content`` entry of a paged list, page 1 to ``totalPages``."""
+        page = 1
+        while True:
+            body = self._get(path, {**params, "page": page, "size": self.page_size})
+            content = body.get("content") if isinstance(body, dict) else None
+            if not isinstance(content, list):
+                raise TransientError(f"GET {path}: not a page", code="upstream_unavailable")
+            yield from content
+            total = body.get("totalPages")
+            if not content or body.get("last") is True:
+                return
+            if isinstance(total, int) and page >= total:
+                return
+            page += 1
 
     # -- the interface --------------------------------------------------------------------
     def send(self, request: TopupRequest) -> ProviderResult:
@@ -194,19 +309,22 @@ class ReloadlyProvider:
                 },
             },
         )
-        body = _json(response)
+        body = _body(response)
+        raw = body if body is not None else _json(response)
         if response.status_code == 429:
             raise TransientError(
                 "rate limited by Reloadly",
                 code="upstream_rate_limited",
-                raw=body,
+                raw=raw,
                 retry_after=_retry_after(response),
             )
+        if response.status_code == 401:  # refused our token twice: nothing was made
+            raise TransientError("Reloadly refused the token", code="upstream_auth_failed", raw=raw)
         if response.status_code >= 500:
-            raise TransientError(
-                f"Reloadly error {response.status_code}", code="upstream_unavailable", raw=body
-            )
-        if response.status_code == 409 or body.get("errorCode") == "DUPLICATED_CUSTOM_IDENTIFIER":
+            # It may have been made before the error: settled by looking the reference up.
+            raise UpstreamTimeout(f"Reloadly error {response.status_code}", raw=raw)
+        error_code = str((body or {}).get("errorCode") or "")
+        if response.status_code == 409 or "CUSTOM_IDENTIFIER" in error_code.upper():
             # Reloadly holds a top-up under our reference: the earlier call's outcome, or
             # pending while that call is still being worked on (not listed yet). Never a
             # refusal: failing would refund a top-up the recipient is about to receive.
@@ -215,39 +333,208 @@ class ReloadlyProvider:
                 found = self.status(request.reference)
             except (TransientError, UpstreamTimeout):
                 found = None
-            return found or ProviderResult(
-                status=ProviderResult.PENDING, transaction_id="", raw=body
+            return found or ProviderResult(status=ProviderResult.PENDING, raw=raw)
+        if body is None:
+            raise UpstreamTimeout(
+                f"unreadable answer from Reloadly ({response.status_code})", raw=raw
             )
         if response.status_code >= 400:
+            if not error_code:  # not a refusal the reference documents: unclear
+                raise UpstreamTimeout(f"Reloadly answered {response.status_code}", raw=body)
             raise PermanentError(
                 body.get("message") or f"refused ({response.status_code})",
-                code=_code(body.get("errorCode")),
+                code=_code(error_code),
                 raw=body,
             )
-        return _result(body)
+        if body.get("transactionId") is None:
+            raise UpstreamTimeout("Reloadly's answer has no transaction id", raw=body)
+        return self._result(body)
 
     def status(self, reference: str) -> ProviderResult | None:
-        response = self._call(
-            "GET", "/topups/reports/transactions", params={"customIdentifier": reference, "size": 1}
+        body = self._get(
+            "/topups/reports/transactions",
+            {"customIdentifier": reference, "size": 1},
+            missing_ok=True,
         )
-        if response.status_code == 404:
+        if body is None:
             return None
-        if response.status_code == 429 or response.status_code >= 400:
-            raise TransientError(
-                f"status lookup failed ({response.status_code})",
-                code="upstream_unavailable",
-                raw=_json(response),
-            )
-        content = _json(response).get("content") or []
+        content = body.get("content") if isinstance(body, dict) else None
+        if not isinstance(content, list):
+            raise TransientError("status lookup: not a page", code="upstream_unavailable")
         matching = [t for t in content if t.get("customIdentifier") == reference]
-        return _result(matching[0]) if matching else None
+        return self._result(matching[0]) if matching else None
 
     def balance(self) -> tuple[Decimal, str]:
-        response = self._call("GET", "/accounts/balance")
-        if response.status_code != 200:
-            raise TransientError(f"balance lookup failed ({response.status_code})")
+        body = self._get("/accounts/balance")
+        return Decimal(str(body["balance"])), body.get("currencyCode") or self.currency or "USD"
+
+    def catalog(self, *, countries: Iterable[str] | None = None) -> list[UpstreamProduct]:
+        """The fixed amounts of every FIXED operator, all pages read; per country through
+        ``/operators/countries/{iso}`` (a plain list) when ``countries`` are given."""
+        include = {"includeBundles": "true", "includeData": "true"}
+        operators: Iterable[dict[str, Any]]
+        if countries is None:
+            operators = self._pages("/operators", include)
+        else:
+            operators = [
+                operator
+                for iso in countries
+                for operator in (
+                    self._get(
+                        f"/operators/countries/{iso.upper()}",
+                        {**include, "includePin": "false"},
+                        missing_ok=True,  # COUNTRY_NOT_SUPPORTED
+                    )
+                    or []
+                )
+            ]
+        return [product for operator in operators for product in _products(operator)]
+
+    def transactions(self, *, day: date) -> list[UpstreamTransaction]:
+        """Reloadly's transactions of one UTC day, all pages read. Its report times carry no
+        zone: they are read as UTC, and a line dated outside ``day`` is left out."""
+        params = {
+            "startDate": f"{day.isoformat()} 00:00:00",
+            "endDate": f"{day.isoformat()} 23:59:59",
+        }
+        found = []
+        for line in self._pages("/topups/reports/transactions", params):
+            created = _time(line.get("transactionDate"))
+            if created is not None and created.date() != day:
+                continue
+            result = self._result(line)
+            found.append(
+                UpstreamTransaction(
+                    reference=str(line.get("customIdentifier") or ""),
+                    transaction_id=result.transaction_id,
+                    status=result.status,
+                    amount=_decimal(line.get("deliveredAmount")),
+                    currency=str(line.get("deliveredAmountCurrencyCode") or ""),
+                    cost=result.cost,
+                    cost_currency=result.cost_currency,
+                    created_at=created,
+                    raw=line,
+                )
+            )
+        return found
+
+    def _result(self, body: dict[str, Any]) -> ProviderResult:
+        status = STATUS_MAP.get(
+            str(body.get("status") or "SUCCESSFUL").upper(), ProviderResult.PENDING
+        )
+        cost, cost_currency = _cost(body) if status in _DEBITED else (None, "")
+        transaction_id = body.get("transactionId")
+        return ProviderResult(
+            status=status,
+            transaction_id="" if transaction_id is None else str(transaction_id),
+            code=_RESULT_CODES.get(status, ""),
+            message=str(body.get("message") or ""),
+            raw=body,
+            cost=cost,
+            cost_currency=(cost_currency or self.currency) if cost is not None else "",
+        )
+
+
+# Reloadly keeps what it debited only for a top-up made or being made; a failed one was not
+# charged, and a refunded one was given back.
+_DEBITED = {ProviderResult.DELIVERED, ProviderResult.PENDING}
+_RESULT_CODES = {
+    ProviderResult.FAILED: "upstream_failed",
+    ProviderResult.REVERSED: "upstream_reversed",
+}
+
+
+def _cost(body: dict[str, Any]) -> tuple[Decimal | None, str]:
+    """What the top-up cost our account: ``requestedAmount`` less ``discount``, in
+    ``requestedAmountCurrencyCode``; else ``balanceInfo``'s old less new balance."""
+    requested = _decimal(body.get("requestedAmount"))
+    currency = str(body.get("requestedAmountCurrencyCode") or "")
+    discount = _decimal(body.get("discount")) or Decimal(0)
+    discount_currency = str(body.get("discountCurrencyCode") or currency)
+    if requested is not None and discount_currency == currency:
+        return quantize(requested - discount), currency
+    info = body.get("balanceInfo") or {}
+    old, new = _decimal(info.get("oldBalance")), _decimal(info.get("newBalance"))
+    if old is not None and new is not None:
+        return quantize(old - new), str(info.get("currencyCode") or currency)
+    return None, ""
+
+
+def _products(operator: dict[str, Any]) -> list[UpstreamProduct]:
+    """One product per fixed amount of a FIXED operator (see the module docstring for what
+    is left out). Cost: the fixed amount less ``internationalDiscount`` percent."""
+    if str(operator.get("denominationType") or "").upper() != "FIXED" or operator.get("pin"):
+        return []
+    fixed = [_decimal(a) for a in operator.get("fixedAmounts") or []]
+    local = [_decimal(a) for a in operator.get("localFixedAmounts") or []]
+    rate = _decimal((operator.get("fx") or {}).get("rate"))
+    if not local and operator.get("supportsLocalAmounts") and rate is not None:
+        local = [quantize(a * rate) if a is not None else None for a in fixed]
+    if len(local) != len(fixed):
+        return []
+    discount = _decimal(operator.get("internationalDiscount")) or Decimal(0)
+    country = str((operator.get("country") or {}).get("isoName") or "").upper()
+    upstream = UpstreamOperator(
+        upstream_id=str(operator.get("operatorId") or operator.get("id")),
+        name=str(operator.get("name") or ""),
+        country=country,
+    )
+    sender_currency = str(operator.get("senderCurrencyCode") or "")
+    product_type = "data" if operator.get("data") or operator.get("bundle") else "airtime"
+    descriptions = operator.get("fixedAmountsDescriptions") or {}
+    products = []
+    for amount, local_amount in zip(fixed, local, strict=True):
+        if amount is None or local_amount is None or amount <= 0:
+            continue
+        products.append(
+            UpstreamProduct(
+                operator=upstream,
+                sku="",  # sent by operatorId and local amount
+                product_type=product_type,
+                local_amount=local_amount,
+                local_currency=str(operator.get("destinationCurrencyCode") or ""),
+                cost=quantize(amount * (100 - discount) / 100),
+                cost_currency=sender_currency,
+                send_value=amount,
+                send_currency=sender_currency,
+                raw={
+                    "operatorId": operator.get("operatorId"),
+                    "fixedAmount": str(amount),
+                    "localFixedAmount": str(local_amount),
+                    "internationalDiscount": str(discount),
+                    "fxRate": None if rate is None else str(rate),
+                    "description": descriptions.get(f"{amount:.2f}", "")
+                    if isinstance(descriptions, dict)
+                    else "",
+                },
+            )
+        )
+    return products
+
+
+def _decimal(value: Any) -> Decimal | None:
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        return Decimal(str(value))
+    except InvalidOperation:
+        return None
+
+
+def _time(value: Any) -> datetime | None:
+    try:
+        return datetime.strptime(str(value), TIME_FORMAT).replace(tzinfo=UTC)
+    except ValueError:
+        return None
+
+
+def _body(response: httpx.Response) -> dict[str, Any] | None:
+    """The JSON object of an answer, or None when there is none to read."""
+    try:
         body = response.json()
-        return Decimal(str(body["balance"])), body.get("currencyCode", "USD")
+    except ValueError:
+        return None
+    return body if isinstance(body, dict) else None
 
 
 def _json(response: httpx.Response) -> dict[str, Any]:
@@ -267,14 +554,3 @@ def _retry_after(response: httpx.Response) -> float | None:
 
 def _code(error_code: str | None) -> str:
     return (error_code or "upstream_rejected").lower()
-
-
-def _result(body: dict[str, Any]) -> ProviderResult:
-    status = STATUS_MAP.get(str(body.get("status", "SUCCESSFUL")).upper(), ProviderResult.PENDING)
-    return ProviderResult(
-        status=status,
-        transaction_id=str(body.get("transactionId", "")),
-        code="" if status != ProviderResult.FAILED else "upstream_failed",
-        message=str(body.get("message", "")),
-        raw=body,
-    )
