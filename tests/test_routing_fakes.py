@@ -1,6 +1,9 @@
-"""Routing and failover against the fakes of DT One and DingConnect over real HTTP
+"""Routing and failover against the fakes of Reloadly, DT One and DingConnect over real HTTP
 (docs/providers.md): the catalog sync maps their operators and makes routes, the cheapest one
-is used, a refused connection or a documented refusal fails over, a timeout never does."""
+is used, a refused connection or a documented refusal fails over, a timeout never does.
+
+Telcel 100 MXN costs 4.88 EUR less 6.5% at Reloadly (4.56 EUR), 5.40 + 0.10 USD at DT One
+(5.00 EUR at 1.10) and 6.00 USD less commission at Ding: that is the order of the routes."""
 
 from decimal import Decimal
 from io import StringIO
@@ -18,6 +21,7 @@ from recharges.models import Recharge, RechargeAttempt
 from tests.factories import OperatorFactory, UserFactory
 from tests.fakes.ding import FakeDing
 from tests.fakes.dtone import FakeDTOne
+from tests.fakes.reloadly import FakeReloadly
 from tests.helpers import assert_ledger_balanced
 from upstreams import health
 from upstreams.models import Provider, ProviderOperator, Route
@@ -28,6 +32,13 @@ from wallet.services import wallet_get_or_create, wallet_topup_manual
 pytestmark = pytest.mark.django_db
 S = Recharge.Status
 NUMBER = "+525512345678"
+
+
+@pytest.fixture
+def reloadly():
+    server = FakeReloadly().start()
+    yield server
+    server.stop()
 
 
 @pytest.fixture
@@ -51,11 +62,16 @@ def cli(*args) -> str:
 
 
 @pytest.fixture
-def routed(dtone, ding):
-    """Our catalog's Telcel and AT&T (Mexico), both providers created and synced."""
+def routed(reloadly, dtone, ding):
+    """Our catalog's Telcel and AT&T (Mexico), the three providers created and synced."""
     fx_rate_set(base_currency="EUR", quote_currency="USD", rate=Decimal("1.10"))
     telcel = OperatorFactory(slug="telcel", name="Telcel")
     att = OperatorFactory(slug="att", name="AT&T", carrier_names=["AT&T", "Iusacell"])
+    cli(
+        "create_provider", "--name", "reloadly-1", "--kind", "reloadly",
+        "--base-url", reloadly.url, "--auth-url", reloadly.url,
+        "--client-id", "client-1", "--client-secret", "secret-1",
+    )  # fmt: skip
     cli(
         "create_provider", "--name", "dtone-1", "--kind", "dtone", "--base-url", dtone.url,
         "--api-key", dtone.api_key, "--api-secret", dtone.api_secret, "--currency", "USD",
@@ -66,7 +82,7 @@ def routed(dtone, ding):
     )  # fmt: skip
     lines = {
         name: cli("sync_provider_catalog", "--provider", name, "--country", "MX")
-        for name in ("dtone-1", "ding-1")
+        for name in ("reloadly-1", "dtone-1", "ding-1")
     }
     routing_forget()
     yield {"telcel": telcel, "att": att, "lines": lines}
@@ -103,71 +119,80 @@ def calls(recharge):
     )
 
 
-def test_sync_maps_both_providers_to_one_product_per_amount_with_documented_costs(routed):
-    assert routed["lines"]["dtone-1"].startswith("operators mapped 2, unmapped 0; routes created")
-    assert routed["lines"]["ding-1"].startswith("operators mapped 2, unmapped 0; routes created")
+def test_sync_maps_every_provider_to_one_product_per_amount_with_documented_costs(routed):
+    for name in ("reloadly-1", "dtone-1", "ding-1"):
+        assert routed["lines"][name].startswith("operators mapped 2, unmapped 0; routes created")
     product = telcel_100(routed)
     routes = {r.provider.name: r for r in Route.objects.filter(product=product)}
-    assert set(routes) == {"dtone-1", "ding-1"}  # one product, two routes
+    assert set(routes) == {"reloadly-1", "dtone-1", "ding-1"}  # one product, three routes
+    assert (routes["reloadly-1"].cost, routes["reloadly-1"].cost_currency) == (
+        Decimal("4.5600"),  # 4.88 less 6.5 %, to the cent
+        "EUR",
+    )
     assert (routes["dtone-1"].cost, routes["dtone-1"].cost_currency) == (Decimal("5.5000"), "USD")
     assert routes["dtone-1"].sku == "30002"
-    assert routes["ding-1"].sku == "MX_TL_TopUp_100" and routes["ding-1"].send_value == Decimal(
-        "6.00"
-    )
+    assert routes["ding-1"].sku == "MX_TL_TopUp_100"
+    assert routes["ding-1"].send_value == Decimal("6.00")
     assert ProviderOperator.objects.filter(operator__isnull=True).count() == 0
     # A new product, priced over the cheapest cost until staff set a rule.
     assert product.local_currency == "MXN" and product.retail_currency == "EUR"
 
 
-def test_the_cheapest_route_delivers_and_records_cost_and_margin(routed, dtone, ding):
+def test_the_cheapest_route_delivers_and_records_cost_and_margin(routed, reloadly, dtone, ding):
     product = telcel_100(routed)
-    recharge = place(product)
-    assert processor.recharge_process(recharge_id=recharge.pk).status in {S.DELIVERED, S.DISPATCHED}
-    recharge.refresh_from_db()
-    assert recharge.provider == "dtone-1"  # 5.50 USD against Ding's 6.00 less commission
-    assert dtone.calls[recharge.public_id] == 1 and ding.calls[recharge.public_id] == 0
-
-
-def test_a_refused_connection_fails_over_and_the_first_never_sees_it(routed, dtone, ding):
-    product = telcel_100(routed)
-    dtone.outage(True)
     recharge = place(product)
     assert processor.recharge_process(recharge_id=recharge.pk).status == S.DELIVERED
     recharge.refresh_from_db()
-    assert recharge.provider == "ding-1"
-    assert calls(recharge) == [
-        ("dtone-1", "send", "unreachable"),
-        ("ding-1", "send", "delivered"),
-    ]
-    dtone.outage(False)
-    assert dtone.calls[recharge.public_id] == 0 and ding.calls[recharge.public_id] == 1
-    assert_ledger_balanced()
+    assert recharge.provider == "reloadly-1" and recharge.cost_currency == "EUR"
+    assert recharge.margin == recharge.amount - recharge.cost.quantize(Decimal("0.01"))
+    assert reloadly.calls[recharge.public_id] == 1
+    assert dtone.calls[recharge.public_id] == ding.calls[recharge.public_id] == 0
 
 
-def test_a_documented_refusal_fails_over(routed, dtone, ding):
+def test_a_refused_connection_fails_over_and_the_first_never_sees_it(routed, reloadly, dtone, ding):
     product = telcel_100(routed)
-    dtone.refuse(number=NUMBER)
-    recharge = place(product)
-    assert processor.recharge_process(recharge_id=recharge.pk).status == S.DELIVERED
-    recharge.refresh_from_db()
-    assert recharge.provider == "ding-1"
-    assert [c[0::2] for c in calls(recharge)] == [("dtone-1", "refused"), ("ding-1", "delivered")]
-
-
-@override_settings(PROVIDER_TIMEOUT_SECONDS=0.5)
-def test_slow_but_delivered_is_settled_by_lookup_and_never_sent_elsewhere(routed, dtone, ding):
-    product = telcel_100(routed)
-    dtone.slow_next(1.5)  # answers after our timeout, having made the top-up
+    reloadly.outage(True)
     recharge = place(product)
     processor.recharge_process(recharge_id=recharge.pk)
     recharge.refresh_from_db()
     assert recharge.provider == "dtone-1"
-    assert ding.calls[recharge.public_id] == 0  # the other provider never saw the reference
-    assert calls(recharge)[0] == ("dtone-1", "send", "unclear")
+    assert calls(recharge)[0] == ("reloadly-1", "send", "unreachable")
+    assert calls(recharge)[1][:2] == ("dtone-1", "send")
+    reloadly.outage(False)
+    assert reloadly.calls[recharge.public_id] == 0 and dtone.calls[recharge.public_id] == 1
+    assert ding.calls[recharge.public_id] == 0
+    assert_ledger_balanced()
 
 
-def test_refused_everywhere_fails_once_refunded_once(routed, dtone, ding):
+def test_a_documented_refusal_fails_over(routed, reloadly, dtone, ding):
     product = telcel_100(routed)
+    reloadly.refuse_number(NUMBER)
+    recharge = place(product)
+    processor.recharge_process(recharge_id=recharge.pk)
+    recharge.refresh_from_db()
+    assert recharge.provider == "dtone-1"
+    assert calls(recharge)[0][0::2] == ("reloadly-1", "refused")
+
+
+@override_settings(PROVIDER_TIMEOUT_SECONDS=0.5)
+def test_slow_but_delivered_is_settled_by_lookup_and_never_sent_elsewhere(
+    routed, reloadly, dtone, ding
+):
+    product = telcel_100(routed)
+    reloadly.slow_next(1.5)  # answers after our timeout, having made the top-up
+    recharge = place(product)
+    processor.recharge_process(recharge_id=recharge.pk)
+    recharge.refresh_from_db()
+    assert recharge.provider == "reloadly-1"
+    assert calls(recharge)[0] == ("reloadly-1", "send", "unclear")
+    assert {c[0] for c in calls(recharge)} == {"reloadly-1"}
+    # The other providers never saw the reference.
+    assert dtone.calls[recharge.public_id] == ding.calls[recharge.public_id] == 0
+
+
+def test_refused_everywhere_fails_once_refunded_once(routed, reloadly, dtone, ding):
+    product = telcel_100(routed)
+    reloadly.refuse_number(NUMBER)
     dtone.refuse(number=NUMBER)
     ding.refuse_number(NUMBER.lstrip("+"))
     recharge = place(product)
@@ -175,22 +200,26 @@ def test_refused_everywhere_fails_once_refunded_once(routed, dtone, ding):
     assert processor.recharge_process(recharge_id=recharge.pk).status == S.FAILED
     recharge.refresh_from_db()
     assert recharge.refunded
+    assert [c[0::2] for c in calls(recharge)] == [
+        ("reloadly-1", "refused"),
+        ("dtone-1", "refused"),
+        ("ding-1", "refused"),
+    ]
     after = Wallet.objects.get(account_id=recharge.account_id, kind="live").balance
     assert after == before + recharge.amount
     assert_ledger_balanced()
 
 
-def test_an_outage_opens_the_circuit_then_new_recharges_skip_it(routed, dtone, ding):
+def test_an_open_circuit_is_skipped_by_new_recharges(routed, reloadly, dtone, ding):
     product = telcel_100(routed)
-    dtone.outage(True)
     with override_settings(PROVIDER_CIRCUIT_FAILURES=2):
         for _ in range(2):
-            health.record("dtone-1", ok=False, seconds=0.01)
-    assert health.figures("dtone-1").state == "open"
+            health.record("reloadly-1", ok=False, seconds=0.01)
+    assert health.figures("reloadly-1").state == "open"
     recharge = place(product)
     processor.recharge_process(recharge_id=recharge.pk)
-    assert calls(recharge) == [("ding-1", "send", "delivered")]  # dtone-1 not even tried
-    dtone.outage(False)
+    assert calls(recharge)[0][:2] == ("dtone-1", "send")  # reloadly-1 not even tried
+    assert reloadly.calls[recharge.public_id] == 0
 
 
 def test_balance_is_read_at_sync_and_shown(routed):
