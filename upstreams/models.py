@@ -120,4 +120,4 @@ class Route(models.Model):
         indexes = [models.Index(fields=["product", "active"], name="route_by_product")]
 
     def __str__(self) -> str:
-        return f"{self.provider.name} → {self.product_id} @ {self.cost} {self.cost_currency}"
+        return f"{self.provider.name}: {self.product.name} ({self.cost} {self.cost_currency})"

@@ -31,6 +31,7 @@ from upstreams.services import (
 )
 
 logger = logging.getLogger(__name__)
+STATES = {"healthy": _("healthy"), "degraded": _("degraded"), "open": _("open")}
 SECRET_WIDGET = forms.PasswordInput(render_value=False, attrs={"autocomplete": "off"})
 
 
@@ -95,7 +96,6 @@ class ProviderAdmin(admin.ModelAdmin):
         "latency",
         "in_flight",
         "routes",
-        "synced_at",
     )
     list_filter = ("kind", "enabled")
     search_fields = ("name",)
@@ -160,7 +160,8 @@ class ProviderAdmin(admin.ModelAdmin):
     @admin.display(description=_("state"))
     def state(self, obj: Provider) -> str:
         view = self._view(obj)
-        return view.state if view else health.figures(obj.name).state
+        state = view.state if view else health.figures(obj.name).state
+        return STATES.get(state, state)
 
     @admin.display(description=_("balance"))
     def balance_shown(self, obj: Provider) -> str:
@@ -168,14 +169,14 @@ class ProviderAdmin(admin.ModelAdmin):
             return "—"
         return f"{obj.balance} {obj.balance_currency}"
 
-    @admin.display(description=_("success, 15 min"))
+    @admin.display(description=_("success"))
     def success_rate(self, obj: Provider) -> str:
         view = self._view(obj)
         if view is None or view.success_rate is None:
             return "—"
-        return f"{view.success_rate * 100:.1f}% of {view.calls}"
+        return f"{view.success_rate * 100:.1f}% ({view.calls})"
 
-    @admin.display(description=_("p50 / p95 ms"))
+    @admin.display(description=_("p50/p95 ms"))
     def latency(self, obj: Provider) -> str:
         view = self._view(obj)
         if view is None or view.latency_p50_ms is None:
