@@ -23,7 +23,7 @@ if [ "${PROVIDERS:-}" = "fakes" ]; then
   pids=()
   for fake in "reloadly 18610" "dtone 18611" "ding 18612"; do
     set -- $fake
-    $PY -m "tests.fakes.$1" --port "$2" >/dev/null &
+    $PY -m "tests.fakes.$1" --port "$2" >/dev/null 2>&1 &
     pids+=("$!")
   done
   trap 'kill "${pids[@]}" 2>/dev/null; [ -z "${STRIPE_SECRET_KEY:-}" ] && scripts/localstripe.sh stop' EXIT INT TERM
@@ -35,6 +35,9 @@ if [ "${PROVIDERS:-}" = "fakes" ]; then
   done
   $PY manage.py set_fx_rate --from EUR --to USD --rate 1.08 >/dev/null
   add() { $PY manage.py create_provider "$@" >/dev/null 2>&1 || true; }  # kept across runs
+  for name in reloadly-fake dtone-fake ding-fake; do
+    $PY manage.py set_provider --name "$name" --enabled true >/dev/null 2>&1 || true
+  done
   add --name reloadly-fake --kind reloadly --base-url http://127.0.0.1:18610 \
     --auth-url http://127.0.0.1:18610 --client-id fake-client --client-secret fake-secret
   add --name dtone-fake --kind dtone --base-url http://127.0.0.1:18611/v1 \
@@ -45,6 +48,11 @@ if [ "${PROVIDERS:-}" = "fakes" ]; then
     echo "providers: $name $($PY manage.py sync_provider_catalog --provider "$name")"
   done
   echo "providers: routes and health at http://$HOST:$PORT/admin/upstreams/provider/"
+else
+  # The fakes of an earlier PROVIDERS=fakes run are not running now: not routed to.
+  for name in reloadly-fake dtone-fake ding-fake; do
+    $PY manage.py set_provider --name "$name" --enabled false >/dev/null 2>&1 || true
+  done
 fi
 echo "reseller: http://$HOST:$PORT/  (API docs: http://$HOST:$PORT/api/v1/docs/)"
 $PY manage.py runserver "$HOST:$PORT"
