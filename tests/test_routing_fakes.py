@@ -225,3 +225,24 @@ def test_an_open_circuit_is_skipped_by_new_recharges(routed, reloadly, dtone, di
 def test_balance_is_read_at_sync_and_shown(routed):
     provider = Provider.objects.get(name="dtone-1")
     assert provider.balance == Decimal("10000.00") and provider.balance_currency == "USD"
+
+
+def test_staff_are_told_once_when_a_providers_balance_runs_low(routed, dtone, staff):
+    from emails.models import Email
+    from upstreams.services import provider_balance_refresh
+
+    provider = Provider.objects.get(name="dtone-1")
+    dtone.add_balance("USD", "60.00")  # the fake's account now holds 60 USD
+    provider_balance_refresh(provider=provider)
+    provider_balance_refresh(provider=provider)  # still low: no second email
+    sent = Email.objects.filter(kind="provider_balance_low")
+    assert [
+        (e.to, e.context["provider"], e.context["balance"], e.context["threshold"]) for e in sent
+    ] == [(staff.email, "dtone-1", "60.00", "100.00")]
+    dtone.add_balance("USD", "500.00")
+    provider = provider_balance_refresh(provider=provider)  # back above: told again next time
+    assert (provider.balance, provider.balance_alerted) == (Decimal("500.00"), False)
+    dtone.add_balance("USD", "20.00")
+    provider = provider_balance_refresh(provider=provider)
+    assert (provider.balance, provider.balance_alerted) == (Decimal("20.00"), True)
+    assert Email.objects.filter(kind="provider_balance_low").count() == 2

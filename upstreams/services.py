@@ -384,7 +384,7 @@ def provider_balance_refresh(*, provider: Provider) -> Provider:
     except ProviderError:
         logger.warning("balance of %s not read", provider.name, exc_info=True)
         return provider
-    alert_under = Decimal(str(settings.PROVIDER_BALANCE_ALERT))
+    alert_under = Decimal(str(settings.PROVIDER_BALANCE_ALERT)).quantize(Decimal("0.01"))
     with transaction.atomic():
         provider = Provider.objects.select_for_update().get(pk=provider.pk)
         low = amount < alert_under
