@@ -5,6 +5,7 @@ report, an outage, and the processor settling a 5xx by looking the reference up.
 import socket
 import subprocess
 import sys
+import threading
 from datetime import UTC, date, datetime
 from decimal import Decimal
 from pathlib import Path
@@ -90,6 +91,30 @@ def test_one_token_serves_every_call_of_an_account_until_it_expires(fake, reload
     reloadly.transactions(day=date.today())
     account(fake).balance()  # another instance of the same account: the cached token
     assert fake.token_requests == 1
+
+
+def test_threads_of_one_account_wait_for_one_token_and_share_it(fake, reloadly):
+    fake.delay = 0.0
+    start = threading.Barrier(16)
+
+    def call():
+        start.wait()
+        reloadly.balance()
+
+    threads = [threading.Thread(target=call) for _ in range(16)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert fake.token_requests == 1  # one fetch; the other 15 threads reused it
+    fake.expire_tokens()  # the API now answers 401 to that token: one refresh, then reuse
+    threads = [threading.Thread(target=call) for _ in range(16)]
+    start.reset()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert fake.token_requests == 2
 
 
 def test_two_provider_accounts_never_share_a_token(fake):
