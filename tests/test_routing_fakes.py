@@ -246,3 +246,32 @@ def test_staff_are_told_once_when_a_providers_balance_runs_low(routed, dtone, st
     provider = provider_balance_refresh(provider=provider)
     assert (provider.balance, provider.balance_alerted) == (Decimal("20.00"), True)
     assert Email.objects.filter(kind="provider_balance_low").count() == 2
+
+
+@override_settings(PROVIDER_CIRCUIT_FAILURES=3, PROVIDER_CIRCUIT_COOLDOWN_SECONDS=1)
+def test_real_failures_open_the_circuit_and_a_half_open_probe_closes_it(
+    routed, reloadly, dtone, ding
+):
+    import time
+
+    product = telcel_100(routed)
+    reloadly.outage(True)
+    first = [place(product) for _ in range(3)]
+    for recharge in first:  # each tries reloadly-1 (refused connection), then dtone-1
+        processor.recharge_process(recharge_id=recharge.pk)
+        assert calls(recharge)[0] == ("reloadly-1", "send", "unreachable")
+    assert health.figures("reloadly-1").state == "open"
+    skipped = place(product)
+    processor.recharge_process(recharge_id=skipped.pk)
+    assert calls(skipped)[0][:2] == ("dtone-1", "send")  # open: not even tried
+    reloadly.outage(False)
+    time.sleep(1.1)  # the cool-down is over: half-open
+    probe = place(product)
+    processor.recharge_process(recharge_id=probe.pk)
+    probe.refresh_from_db()
+    assert probe.provider == "reloadly-1"  # the probe went through and was delivered
+    assert health.figures("reloadly-1").state == "healthy"
+    for recharge in [*first, skipped, probe]:
+        recharge.refresh_from_db()
+        assert recharge.status == S.DELIVERED
+    assert_ledger_balanced()
