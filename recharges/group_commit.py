@@ -50,6 +50,7 @@ from reseller.db import connection_release
 from upstreams import throttle
 from upstreams.adapters import ProviderResult, TopupRequest
 from upstreams.routing import routing_active
+from webhooks.outbox import subscribed
 
 S = Recharge.Status
 logger = logging.getLogger(__name__)
@@ -239,6 +240,7 @@ def _deliver_rows(items: list[Delivered]) -> list[Outcome | None]:
         rows = list(
             Recharge.objects.select_for_update(of=("self",))
             .filter(pk__in=list(answers), status=S.DISPATCHED)
+            .annotate(subscribed=subscribed())
             .order_by("pk")
         )
         notes = []
@@ -254,7 +256,8 @@ def _deliver_rows(items: list[Delivered]) -> list[Outcome | None]:
             notes=notes,
             fields=["provider", "provider_transaction_id", "provider_response"],
         )
-        recharges_emit(rows)
+        # Only the accounts with an endpoint (read with the lock): none, no endpoints query.
+        recharges_emit([recharge for recharge in rows if recharge.subscribed])
     moved = {recharge.pk for recharge in rows}
     return [Outcome(S.DELIVERED) if item.recharge_id in moved else None for item in items]
 

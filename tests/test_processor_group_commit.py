@@ -522,6 +522,28 @@ def test_a_batch_is_written_in_the_same_statements_whatever_its_size():
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.usefixtures("publishing")
+def test_a_batch_of_accounts_without_endpoints_reads_no_endpoints():
+    """Whether an account has an endpoint is read with the batch's lock: without one, the
+    delivery is the lock, the two updates, the history and the commit, and no event."""
+    user = UserFactory()
+    recharges = place(user=user, quantity=3)
+    claims = group_commit._claim_write([r.pk for r in recharges])
+    answer = ProviderResult(ProviderResult.DELIVERED, transaction_id="sim-7", raw={})
+    items = [
+        group_commit.Delivered(r.pk, answer, "simulator", claim.slot)
+        for r, claim in zip(recharges, claims, strict=True)
+        if claim is not None
+    ]
+    with CaptureQueriesContext(connection) as queries:
+        assert group_commit._deliver_write(items) == [processor.Outcome(S.DELIVERED)] * 3
+    sql = [q["sql"] for q in queries]
+    assert not [q for q in sql if q.lstrip().startswith('SELECT "webhooks_webhookendpoint"')]
+    assert not Event.objects.filter(account_id=user.account_id).exists()
+    assert_ledger_balanced()
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("publishing")
 def test_the_delivery_write_wakes_the_endpoints_it_wrote_deliveries_for():
     user = UserFactory()
     (recharge,) = place(user=user)

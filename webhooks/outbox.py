@@ -18,6 +18,7 @@ from typing import Any
 
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import transaction
+from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from webhooks.models import Delivery, Event, WebhookEndpoint, new_event_id
@@ -44,6 +45,19 @@ def subscribers(*, account_id: int, livemode: bool, event_type: str) -> list[Web
         ).only("id", "events")
         if endpoint.wants(event_type)
     ]
+
+
+def subscribed() -> Exists:
+    """For a queryset of rows with ``account_id`` and ``livemode`` (a batch being locked):
+    does that account have an enabled endpoint in that mode? Read with the rows, in the same
+    statement, so a batch of accounts without endpoints costs no query of its own."""
+    return Exists(
+        WebhookEndpoint.objects.filter(
+            account_id=OuterRef("account_id"),
+            livemode=OuterRef("livemode"),
+            status=WebhookEndpoint.Status.ENABLED,
+        )
+    )
 
 
 def subscribers_many(

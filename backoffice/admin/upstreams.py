@@ -158,7 +158,7 @@ class ProviderAdmin(admin.ModelAdmin):
         return getattr(self, "_views", {}).get(obj.name)
 
     @admin.display(description=_("state"))
-    def state(self, obj: Provider) -> str:
+    def state(self, obj: Provider) -> object:
         view = self._view(obj)
         state = view.state if view else health.figures(obj.name).state
         return STATES.get(state, state)
