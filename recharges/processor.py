@@ -412,6 +412,9 @@ def _attempt(
     """Send the top-up (``action`` "send") or look it up ("status") at a provider, keep the
     call (``RechargeAttempt``) and count it towards the provider's health; its result or its
     error, unchanged."""
+    # Whatever the ORM took since (a lazy load of the route, the last attempt's row, a
+    # failover's transaction) goes back to the pool: no connection held during the call.
+    connection_release()
     started = time.monotonic()
     outcome: str = RechargeAttempt.Outcome.PENDING
     code, message, ok = "", "", True
