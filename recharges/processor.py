@@ -386,9 +386,11 @@ def _refused_by(recharge: Recharge) -> set[str]:
 def _definitely_not_held(recharge: Recharge) -> bool:
     """Did the row's provider answer its last call for it with a definite "no"? Then nobody
     holds it. Anything else (no answer recorded: a worker killed mid-call; unclear; pending)
-    is settled at that provider first."""
+    is settled at that provider first. A look-up that did not get through answers nothing:
+    the send before it may have been made."""
     last = (
         RechargeAttempt.objects.filter(recharge_id=recharge.pk, provider=recharge.provider)
+        .exclude(action="status", outcome=RechargeAttempt.Outcome.UNREACHABLE)
         .order_by("-id")
         .values_list("outcome", flat=True)
         .first()

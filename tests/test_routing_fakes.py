@@ -166,6 +166,31 @@ def test_slow_but_delivered_is_settled_by_lookup_and_never_sent_elsewhere(routed
     assert calls(recharge)[0] == ("dtone-1", "send", "unclear")
 
 
+@override_settings(PROVIDER_TIMEOUT_SECONDS=0.5, PROVIDER_CIRCUIT_FAILURES=2)
+def test_a_failed_lookup_says_nothing_and_the_recharge_stays_at_its_provider(routed, dtone, ding):
+    """The top-up was made but its answer came too late, and the look-up after it failed
+    (503): the provider may hold it, so the retry asks it again, even with its circuit open,
+    and never sends it to the next route."""
+    product = telcel_100(routed)
+    dtone.slow_next(1.5)  # made at once, answered after our timeout
+    dtone.fail_lookups(1)
+    recharge = place(product)
+    outcome = processor.recharge_process(recharge_id=recharge.pk)
+    assert outcome.status == S.DISPATCHED and outcome.retry_in
+    assert health.figures("dtone-1").state == "open"  # the timeout and the 503
+    retry = processor.recharge_process(recharge_id=recharge.pk, attempt=outcome.attempt)
+    assert retry.status == S.DELIVERED
+    recharge.refresh_from_db()
+    assert recharge.provider == "dtone-1"
+    assert ding.calls[recharge.public_id] == 0 and dtone.calls[recharge.public_id] == 1
+    assert calls(recharge) == [
+        ("dtone-1", "send", "unclear"),
+        ("dtone-1", "status", "unreachable"),
+        ("dtone-1", "status", "delivered"),
+    ]
+    assert_ledger_balanced()
+
+
 def test_refused_everywhere_fails_once_refunded_once(routed, dtone, ding):
     product = telcel_100(routed)
     dtone.refuse(number=NUMBER)
