@@ -390,9 +390,11 @@ def _refused_by(recharge: Recharge) -> set[str]:
 def _definitely_not_held(recharge: Recharge) -> bool:
     """Did the row's provider answer its last call for it with a definite "no"? Then nobody
     holds it. Anything else (no answer recorded: a worker killed mid-call; unclear; pending)
-    is settled at that provider first."""
+    is settled at that provider first. A look-up that did not get through answers nothing:
+    the send before it may have been made."""
     last = (
         RechargeAttempt.objects.filter(recharge_id=recharge.pk, provider=recharge.provider)
+        .exclude(action="status", outcome=RechargeAttempt.Outcome.UNREACHABLE)
         .order_by("-id")
         .values_list("outcome", flat=True)
         .first()
@@ -416,6 +418,9 @@ def _attempt(
     """Send the top-up (``action`` "send") or look it up ("status") at a provider, keep the
     call (``RechargeAttempt``) and count it towards the provider's health; its result or its
     error, unchanged."""
+    # Whatever the ORM took since (a lazy load of the route, the last attempt's row, a
+    # failover's transaction) goes back to the pool: no connection held during the call.
+    connection_release()
     started = time.monotonic()
     outcome: str = RechargeAttempt.Outcome.PENDING
     code, message, ok = "", "", True

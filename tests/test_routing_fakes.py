@@ -164,6 +164,34 @@ def test_a_refused_connection_fails_over_and_the_first_never_sees_it(routed, rel
     assert_ledger_balanced()
 
 
+@override_settings(PROVIDER_TIMEOUT_SECONDS=0.5, PROVIDER_CIRCUIT_FAILURES=2)
+def test_a_failed_lookup_says_nothing_and_the_recharge_stays_at_its_provider(
+    routed, reloadly, dtone, ding
+):
+    """The top-up was made but its answer came too late, and the look-up after it failed
+    (503): the provider may hold it, so the retry asks it again, even with its circuit open,
+    and never sends it to the next route."""
+    product = telcel_100(routed)
+    reloadly.slow_next(1.5)  # made at once, answered after our timeout
+    reloadly.fail_next_lookup(503)
+    recharge = place(product)
+    outcome = processor.recharge_process(recharge_id=recharge.pk)
+    assert outcome.status == S.DISPATCHED and outcome.retry_in
+    assert health.figures("reloadly-1").state == "open"  # the timeout and the 503
+    retry = processor.recharge_process(recharge_id=recharge.pk, attempt=outcome.attempt)
+    assert retry.status == S.DELIVERED
+    recharge.refresh_from_db()
+    assert recharge.provider == "reloadly-1"
+    assert reloadly.calls[recharge.public_id] == 1
+    assert dtone.calls[recharge.public_id] == ding.calls[recharge.public_id] == 0
+    assert calls(recharge) == [
+        ("reloadly-1", "send", "unclear"),
+        ("reloadly-1", "status", "unreachable"),
+        ("reloadly-1", "status", "delivered"),
+    ]
+    assert_ledger_balanced()
+
+
 def test_a_documented_refusal_fails_over(routed, reloadly, dtone, ding):
     product = telcel_100(routed)
     reloadly.refuse_number(NUMBER)
