@@ -380,6 +380,8 @@ DEFINITE = (RechargeAttempt.Outcome.REFUSED, RechargeAttempt.Outcome.UNREACHABLE
 
 def _refused_by(recharge: Recharge) -> set[str]:
     """Providers that refused this recharge for good (a documented refusal)."""
+    if recharge.attempts == 0 and recharge.retries == 0:
+        return set()  # never sent: nobody refused it (no query)
     return set(
         RechargeAttempt.objects.filter(
             recharge_id=recharge.pk, outcome=RechargeAttempt.Outcome.REFUSED

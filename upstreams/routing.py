@@ -57,7 +57,7 @@ def routes_ranked(*, product_id: int, exclude: Collection[str] = ()) -> list[Rou
     it, ``exclude`` left out); health is asked by ``route_choose``."""
     routes = list(
         Route.objects.filter(product_id=product_id, active=True, provider__enabled=True)
-        .select_related("provider")
+        .select_related("provider", "upstream_operator")
         .order_by("provider__priority", "provider__name")
     )
     rates: dict[str, Decimal | None] = {}
