@@ -21,6 +21,8 @@ Switches, all thread-safe:
 - ``refuse_next(n, code=...)`` / ``refuse_number(account, code=...)``: a documented refusal
   (a Failed transfer with that ErrorCode; ``code="ProviderTimedOut"`` is Ding's 90 s case).
 - ``slow_next(seconds)``: the transfer is made at once, the answer comes after ``seconds``.
+- ``delay``: seconds every transfer made takes to answer (made at once, answered after),
+  unless ``slow_next`` says otherwise: many calls stay in flight together.
 - ``pending_next(n)``: transfers stay ``Processing`` until ``complete(ref)`` (or
   ``complete(ref, state="Failed")``).
 - ``cancel(ref)``: the transfer becomes ``Cancelled`` and its cost goes back to the balance.
@@ -241,6 +243,7 @@ class FakeDing:
         self._refusals: deque[tuple[str, int]] = deque()
         self._refuse_numbers: dict[str, tuple[str, int]] = {}
         self._slow: deque[float] = deque()
+        self.delay = 0.0  # seconds every transfer made takes to answer
         self._pending = 0
         self._answers: deque[tuple[int, Any, dict[str, str]]] = deque()
         self._refs = itertools.count(863000001)
@@ -495,7 +498,7 @@ class FakeDing:
             else:
                 record["CompletedUtc"] = _utc(self.clock())
                 self._deliver(record)
-            wait = self._slow.popleft() if self._slow else 0.0
+            wait = self._slow.popleft() if self._slow else self.delay
             return 200, _sent(record), {}, wait
 
     def _list_transfer_records(self, body: Any) -> tuple[int, Any]:

@@ -30,6 +30,8 @@ COMPLETED). Switches:
   while answering. ``fail_lookups(count, code)`` does the same to ``GET /transactions``.
 - ``slow_next(seconds)``: the next send creates and completes its transaction, then answers
   after ``seconds`` (a client with a shorter timeout gives up).
+- ``delay``: seconds every send that makes a transaction takes to answer (after making it),
+  unless ``slow_next`` says otherwise: many calls stay in flight together.
 - ``async_completion(True, delay=None)``: transactions stay SUBMITTED until ``complete(id)``
   (or ``complete(id, "DECLINED-...")``), or until ``delay`` seconds have passed.
 - ``reverse(external_id)``: a COMPLETED transaction becomes REVERSED.
@@ -313,6 +315,7 @@ class FakeDTOne:
         self._errors: list[tuple[int, bool]] = []  # next sends: (code, after_creating)
         self._lookup_errors: list[int] = []
         self._slow: list[float] = []
+        self.delay = 0.0  # seconds every send that makes a transaction takes to answer
         self._timers: list[threading.Timer] = []
         self._ids = itertools.count(2_000_000_001)
         self._port = port
@@ -791,7 +794,7 @@ class FakeDTOne:
                     answer = fake._view(external_id, with_callback=False)
                     final = answer["status"]["class"]["message"] in ("COMPLETED", *FAILED_CLASSES)
                     view = fake._view(external_id)
-                    slow = fake._slow.pop(0) if fake._slow else 0.0
+                    slow = fake._slow.pop(0) if fake._slow else fake.delay
                 if error is not None:  # after creating: it completes, the answer is an error
                     fake.complete(external_id)
                     return self._error(error[0])
