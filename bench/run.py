@@ -12,7 +12,9 @@
    B2B with a webhook endpoint on every event against B2B without, B2B with the request log
    against a second gunicorn without it, the worker's recharge rate against a no-op task's,
    a burst of B2B orders placed through the API against that rate, and at 500 ms provider
-   latency.
+   latency; last, routing between three fake providers at 500 ms (tests/fakes, served from
+   this process), the cheapest one down for the middle third of a run, against the same run
+   without the outage.
 4. Profiles the B2B path in-process (pyinstrument), checks the ledger, stops everything, drops
    the database, prints the table and writes bench/results/latest.json and latest.png.
 
@@ -49,7 +51,7 @@ PY = str(ROOT / ".venv" / "bin" / "python") if (ROOT / ".venv").exists() else sy
 BIN = Path(PY).parent
 
 
-FIGURES = ("http", "webhooks", "requestlog", "worker", "profile")
+FIGURES = ("http", "webhooks", "requestlog", "worker", "profile", "routing")
 # The recharge worker as docker-compose.yml deploys it.
 PROCESSOR_PROCESSES = 2  # one per core, as docker-compose.yml runs replicas of the worker
 PROCESSOR_THREADS = 100
@@ -62,6 +64,16 @@ BURST_QUANTITY = 20
 STATS_SETTLE_S = 10.5
 # Servers the bench shares with the machine, counted by process name in the CPU log.
 SHARED_SERVERS = {"postgres": "postgresql", "redis-server": "redis"}
+# The routing figure: fakes of the three providers (tests/fakes) served by threads of this
+# process, each answering every send after ROUTING_DELAY_S (the top-up made at once), each
+# with a ceiling of calls in flight above the worker's 200 threads. The worker's circuit
+# cool-down (PROVIDER_CIRCUIT_COOLDOWN_SECONDS, 30 s deployed) is cut to a run of seconds.
+ROUTING_DELAY_S = 0.5
+ROUTING_MAX_IN_FLIGHT = 1000
+ROUTING_COOLDOWN_S = 3
+# The products recharged, sold by all three (operator slug, MXN): Telcel 100 and 200, AT&T 100.
+ROUTING_PRODUCTS = (("telcel", 100), ("telcel", 200), ("att", 100))
+FINAL = ("delivered", "failed")
 
 
 class Bench:
@@ -318,12 +330,12 @@ class Bench:
             self.notes.append(f"{name} with {clients} clients: statuses {summary['statuses']}")
         return summary
 
-    def b2b(self, keys: list[str], quantity: int = 1):
+    def b2b(self, keys: list[str], quantity: int = 1, product: str | None = None):
         body = json.dumps(
             {
                 "items": [
                     {
-                        "productId": self.seed["product_id"],
+                        "productId": product or self.seed["product_id"],
                         "recipientNumber": self.seed["recipient"],
                         "quantity": quantity,
                     }
@@ -734,16 +746,19 @@ class Bench:
             aim=None, aim_text="measured, not gated",
         )  # fmt: skip
 
-    def place_orders(self, key: str, orders: int, quantity: int) -> tuple[list[str], list[float]]:
+    def place_orders(
+        self, key: str, orders: int, quantity: int, products: list[str] | None = None
+    ) -> tuple[list[str], list[float]]:
         """``orders`` B2B orders of ``quantity`` units, back to back from one client on one
-        keep-alive connection; each must be answered 201. Their ids and latencies (ms)."""
-        factory = self.b2b([key], quantity)
+        keep-alive connection (of ``products`` in turn, else the seeded product); each must be
+        answered 201. Their ids and latencies (ms)."""
+        factories = [self.b2b([key], quantity, product) for product in products or [None]]
         conn = http.client.HTTPConnection(HOST, self.args.port, timeout=60)
         ids: list[str] = []
         latencies: list[float] = []
         try:
             for n in range(orders):
-                method, path, headers, body = factory(0, n)
+                method, path, headers, body = factories[n % len(factories)](0, n)
                 sent = time.perf_counter()
                 conn.request(method, path, body=body, headers=headers)
                 response = conn.getresponse()
@@ -817,6 +832,402 @@ class Bench:
             if len(names) == PROCESSOR_PROCESSES:
                 return names
         raise RuntimeError(f"workers {prefix}* did not answer: see bench/results/logs/")
+
+    # -- routing between providers ---------------------------------------------------------
+    def run_routing(self) -> None:
+        """The issue's routing figure: three fake providers at 500 ms, the cheapest refusing
+        connections for the middle third of a run, beside the same run without the outage.
+
+        Provider rows switch the processor to routing for every recharge (the group commit
+        is off), so this figure runs after the others. Its recharges are B2B orders of three
+        products every provider sells, placed through the API with the consumer paused; each
+        run publishes its own recharges to a worker of the 500 ms figure's configuration,
+        resumes it and times until every one is final (delivered or failed). A warm-up run
+        (the providers' first connections, Reloadly's token) comes first, uncounted."""
+        fakes = self.start_fakes()
+        # DT One calls back the URL the worker gives it (SITE_URL/webhooks/providers/…): a
+        # receiver answering 200, rather than whatever listens on the default SITE_URL.
+        receiver = BenchReceiver()
+        try:
+            products, cheapest = self.routing_setup(fakes)
+            down_name = cheapest[products[0]]
+            count = self.args.routing_recharges
+            warm = max(100, count // 10)
+            key = self.seed["many_keys"][-1]
+            ids: dict[str, list[int]] = {}
+            for name, total in (("warm-up", warm), ("no outage", count), ("outage", count)):
+                orders = -(-total // BURST_QUANTITY)
+                order_ids, _ = self.place_orders(key, orders, BURST_QUANTITY, products)
+                ids[name] = self.recharges_of(order_ids)
+            self.celery.control.purge()  # the runs publish their own
+            log(f"routing: {', '.join(f'{len(v)} {k}' for k, v in ids.items())} recharges placed")
+
+            self.start_processor(
+                "celery-routing",
+                "bench-routing",
+                env={
+                    "PROVIDER_CIRCUIT_COOLDOWN_SECONDS": str(ROUTING_COOLDOWN_S),
+                    "SITE_URL": receiver.url.removesuffix("/hooks"),
+                },
+            )
+            workers = self.wait_for_workers("bench-routing-")
+            self.consume(False, workers)
+            self.routing_run("warm-up", ids["warm-up"], workers)
+            base = self.routing_run("no outage", ids["no outage"], workers)
+            hit = self.routing_run(
+                "outage", ids["outage"], workers, outage=(fakes[down_name], base["seconds"])
+            )
+            self.routing_report(fakes, ids, cheapest, down_name, base, hit)
+        finally:
+            for fake in fakes.values():
+                fake.stop()
+            receiver.stop()
+
+    def start_fakes(self) -> dict:
+        """The three providers' fakes on 127.0.0.1, by the provider name they get here, with
+        funds for every run and ROUTING_DELAY_S on every send."""
+        from http.server import ThreadingHTTPServer
+
+        from tests.fakes.ding import FakeDing
+        from tests.fakes.dtone import FakeDTOne
+        from tests.fakes.reloadly import FakeReloadly
+
+        # The fakes are ThreadingHTTPServers, whose listen backlog is socketserver's 5: a
+        # failover opens a hundred connections to the next provider at once, and those the
+        # queue cannot hold are reset, which the processor rightly takes for an unclear answer
+        # (settled by look-up after a 5 s backoff). A provider's front end holds them.
+        ThreadingHTTPServer.request_queue_size = 1024
+        funds = "10000000.00"
+        fakes = {
+            "reloadly-bench": FakeReloadly(balance=funds),
+            "dtone-bench": FakeDTOne(balance=funds),
+            "ding-bench": FakeDing(balance=funds),
+        }
+        for fake in fakes.values():
+            fake.delay = ROUTING_DELAY_S
+            fake.start()
+        return fakes
+
+    def routing_setup(self, fakes: dict) -> tuple[list[str], dict[str, str]]:
+        """The three providers added and synced with the CLI, as staff would (docs/providers.md):
+        the chosen products' public ids, and each product's cheapest provider."""
+        reloadly, dtone, ding = (fakes[n] for n in ("reloadly-bench", "dtone-bench", "ding-bench"))
+        self.seed_cmd("routing-operators")
+        self.manage("set_fx_rate", "--from", "EUR", "--to", "USD", "--rate", "1.10")
+        ceiling = ["--max-in-flight", str(ROUTING_MAX_IN_FLIGHT)]
+        self.manage(
+            "create_provider", "--name", "reloadly-bench", "--kind", "reloadly",
+            "--base-url", reloadly.url, "--auth-url", reloadly.url,
+            "--client-id", "bench", "--client-secret", "bench", *ceiling,
+        )  # fmt: skip
+        self.manage(
+            "create_provider", "--name", "dtone-bench", "--kind", "dtone",
+            "--base-url", dtone.url, "--api-key", dtone.api_key, "--api-secret", dtone.api_secret,
+            "--currency", "USD", *ceiling,
+        )  # fmt: skip
+        self.manage(
+            "create_provider", "--name", "ding-bench", "--kind", "ding", "--base-url", ding.url,
+            "--api-key", ding.api_key, "--currency", "USD", *ceiling,
+        )  # fmt: skip
+        for name in fakes:
+            line = self.manage("sync_provider_catalog", "--provider", name, "--country", "MX")
+            log(f"routing: {name} synced: {line.strip()}")
+        listed = self.seed_cmd("routes")["products"]
+        chosen = []
+        for operator, amount in ROUTING_PRODUCTS:
+            found = [
+                p
+                for p in listed
+                if p["operator"] == operator
+                and float(p["local_amount"]) == amount
+                and {r["provider"] for r in p["routes"]} == set(fakes)
+            ]
+            if not found:
+                raise RuntimeError(f"routing: no product {operator} {amount} with three routes")
+            chosen.append(found[0])
+        cheapest = {p["id"]: p["routes"][0]["provider"] for p in chosen}
+        for p in chosen:
+            routes = ", ".join(f"{r['provider']} {r['cost']} {r['currency']}" for r in p["routes"])
+            log(f"routing: {p['name']} ({p['id']}): {routes}")
+        if len(set(cheapest.values())) != 1:
+            raise RuntimeError(f"routing: the products' cheapest providers differ: {cheapest}")
+        return [p["id"] for p in chosen], cheapest
+
+    def recharges_of(self, order_ids: list[str]) -> list[int]:
+        import psycopg
+
+        url = f"{self.args.postgres.rstrip('/')}/{self.db}"
+        with psycopg.connect(url, autocommit=True) as conn:
+            rows = conn.execute(
+                "SELECT r.id FROM orders_recharge r JOIN orders_order o ON o.id = r.order_id"
+                " WHERE o.public_id = ANY(%s) ORDER BY r.id",
+                [order_ids],
+            ).fetchall()
+        return [row[0] for row in rows]
+
+    def routing_run(
+        self, name: str, ids: list[int], workers: list[str], outage: tuple | None = None
+    ) -> dict:
+        """Publish ``ids`` with the consumer paused, resume it, time until every one is final.
+        ``outage``: (a fake, the no-outage run's seconds): that fake refuses connections from
+        one third to two thirds of those seconds after the resume."""
+        self.consume(False, workers)
+        for pk in ids:
+            self.celery.send_task("recharges.tasks.recharge_process_task", args=(pk,))
+        cpu_before = self.cpu_seconds()
+        window: dict[str, float] = {}
+        started, wall = time.perf_counter(), time.time()
+        toggler = None
+        if outage is not None:
+            fake, seconds = outage
+
+            def toggle() -> None:
+                time.sleep(max(0.0, started + seconds / 3 - time.perf_counter()))
+                window["start"] = time.time()  # from here no new connection gets through
+                fake.outage(True)
+                window["closed"] = time.time()
+                time.sleep(max(0.0, started + 2 * seconds / 3 - time.perf_counter()))
+                fake.outage(False)
+                window["end"] = time.time()
+
+            toggler = threading.Thread(target=toggle, daemon=True)
+            toggler.start()
+        self.consume(True, workers)
+        final, delivered = self.wait_final(ids, started)
+        elapsed = time.perf_counter() - started
+        self.consume(False, workers)
+        if toggler is not None:
+            toggler.join(60)
+        cpu = self.cpu_delta(cpu_before, self.cpu_seconds())
+        per = {k: round(v * 1000 / len(ids), 2) for k, v in cpu.items() if v >= 0.05}
+        log(
+            f"routing, {name}: {delivered} of {len(ids)} delivered, {final} final, in "
+            f"{elapsed:.2f} s ({delivered / elapsed:.1f}/s)"
+            + (
+                f"; outage {window['start'] - wall:.2f}-{window['end'] - wall:.2f} s"
+                if "end" in window
+                else ""
+            )
+        )
+        log(f"  CPU ms per recharge: {per}")
+        return {
+            "rps": round(delivered / elapsed, 1),
+            "requests": len(ids),
+            "seconds": round(elapsed, 3),
+            "delivered": delivered,
+            "final": final,
+            "wall_started": wall,
+            "window": window,
+        }
+
+    def wait_final(self, ids: list[int], started: float) -> tuple[int, int]:
+        """(final, delivered) among ``ids``, polled until all are final or the worker's
+        timeout passes; read as ``wait_delivered`` reads (no commit added)."""
+        import psycopg
+
+        url = f"{self.args.postgres.rstrip('/')}/{self.db}"
+        deadline = started + self.args.worker_timeout
+        final = delivered = 0
+        with psycopg.connect(url) as conn:
+            conn.isolation_level = psycopg.IsolationLevel.READ_COMMITTED
+            while time.perf_counter() < deadline:
+                row = conn.execute(
+                    "SELECT count(*) FILTER (WHERE status = ANY(%s)),"
+                    " count(*) FILTER (WHERE status = 'delivered')"
+                    " FROM orders_recharge WHERE id = ANY(%s)",
+                    [list(FINAL), ids],
+                ).fetchone()
+                final, delivered = (int(row[0]), int(row[1])) if row else (0, 0)
+                if final >= len(ids):
+                    break
+                time.sleep(0.01)
+            conn.rollback()
+        return final, delivered
+
+    def routed(self, ids: list[int]) -> list[dict]:
+        """Each recharge: its reference, status, provider, product, when it was delivered, and
+        when its last send to that provider started (the attempt's end less its duration)."""
+        import psycopg
+        from psycopg.rows import dict_row
+
+        url = f"{self.args.postgres.rstrip('/')}/{self.db}"
+        with psycopg.connect(url, autocommit=True, row_factory=dict_row) as conn:
+            return conn.execute(
+                """
+                SELECT r.public_id AS reference, r.status, r.provider, p.public_id AS product,
+                       extract(epoch FROM r.delivered_at)::float8 AS delivered_at,
+                       extract(epoch FROM a.created_at)::float8 - a.duration_ms / 1000.0
+                           AS sent_at
+                FROM orders_recharge r
+                JOIN catalog_product p ON p.id = r.product_id
+                LEFT JOIN LATERAL (
+                    SELECT created_at, duration_ms FROM recharges_rechargeattempt a
+                    WHERE a.recharge_id = r.id AND a.provider = r.provider AND a.action = 'send'
+                    ORDER BY a.id DESC LIMIT 1
+                ) a ON true
+                WHERE r.id = ANY(%s)
+                """,
+                [ids],
+            ).fetchall()
+
+    def attempts_of(self, ids: list[int]) -> dict[str, int]:
+        """The calls made for ``ids``: count by "provider action outcome"."""
+        import psycopg
+
+        url = f"{self.args.postgres.rstrip('/')}/{self.db}"
+        with psycopg.connect(url, autocommit=True) as conn:
+            rows = conn.execute(
+                "SELECT provider, action, outcome, count(*) FROM recharges_rechargeattempt"
+                " WHERE recharge_id = ANY(%s) GROUP BY 1, 2, 3 ORDER BY 1, 2, 3",
+                [ids],
+            ).fetchall()
+        return {f"{p} {a} {o}": int(n) for p, a, o, n in rows}
+
+    @staticmethod
+    def fake_deliveries(fakes: dict) -> tuple[dict[str, set[str]], dict[str, int]]:
+        """From the fakes' own records: the references each delivered, and how many
+        references each was sent more than once."""
+        delivered: dict[str, set[str]] = {}
+        resent: dict[str, int] = {}
+        for name, fake in fakes.items():
+            with fake.lock:
+                if name.startswith("reloadly"):
+                    done = {r for r, t in fake.topups.items() if t["status"] == "SUCCESSFUL"}
+                elif name.startswith("dtone"):
+                    done = {
+                        r
+                        for r, t in fake.transactions.items()
+                        if t["status"]["class"]["message"] == "COMPLETED"
+                    }
+                else:
+                    done = {
+                        r
+                        for r, t in fake.transfers.items()
+                        if t["ProcessingState"] in ("Complete", "Completed")
+                    }
+                delivered[name] = done
+                resent[name] = sum(1 for n in fake.calls.values() if n > 1)
+        return delivered, resent
+
+    def routing_report(
+        self,
+        fakes: dict,
+        ids: dict[str, list[int]],
+        cheapest: dict[str, str],
+        down: str,
+        base: dict,
+        hit: dict,
+    ) -> None:
+        """The figure's four rows and its notes (docs/performance.md, "routing")."""
+        window = hit["window"]
+        if "end" not in window:
+            raise RuntimeError(f"routing: the outage did not run its course: {window}")
+        t0, t1 = window["start"], window["end"]
+        rows = self.routed(ids["outage"])
+        done = [r for r in rows if r["status"] == "delivered"]
+        # Outside the outage: sent before the port closed or after it listened again (a
+        # recharge sent during it is delivered after it, 500 ms later, by another route).
+        outside = [r for r in done if r["sent_at"] is not None and not t0 <= r["sent_at"] <= t1]
+        on_cheapest = [r for r in outside if r["provider"] == cheapest[r["product"]]]
+        astray = sorted(
+            r["sent_at"] - t1 for r in outside if r["provider"] != cheapest[r["product"]]
+        )
+        completed_outside = [r for r in done if not t0 <= r["delivered_at"] <= t1]
+        completed_cheapest = sum(
+            1 for r in completed_outside if r["provider"] == cheapest[r["product"]]
+        )
+        baseline = [r for r in self.routed(ids["no outage"]) if r["status"] == "delivered"]
+        base_cheapest = sum(1 for r in baseline if r["provider"] == cheapest[r["product"]])
+
+        # Twice delivered, from the fakes' records: a reference more than one fake delivered
+        # (a fake keeps one top-up per reference: a second send is refused as a duplicate).
+        by_fake, resent = self.fake_deliveries(fakes)
+        seen: dict[str, list[str]] = {}
+        for name, refs in by_fake.items():
+            for ref in refs:
+                seen.setdefault(ref, []).append(name)
+        twice = sorted(ref for ref, names in seen.items() if len(names) > 1)
+        # And against the database: each delivered recharge at the fake it names, and no
+        # fake's top-up for a recharge the database does not hold as delivered there.
+        every = self.routed([pk for run in ids.values() for pk in run])
+        recorded = {r["reference"]: r["provider"] for r in every if r["status"] == "delivered"}
+        unknown = [ref for ref, provider in recorded.items() if ref not in by_fake[provider]]
+        unrecorded = [
+            ref for ref, names in seen.items() if any(recorded.get(ref) != n for n in names)
+        ]
+
+        # Deliveries per second of the outage run, by provider (the chart of the failover).
+        timeline: dict[int, dict[str, int]] = {}
+        for r in done:
+            second = int(r["delivered_at"] - hit["wall_started"])
+            slot = timeline.setdefault(second, {})
+            slot[r["provider"]] = slot.get(r["provider"], 0) + 1
+        seconds = [{"second": s, **timeline[s]} for s in sorted(timeline)]
+        attempts = self.attempts_of(ids["outage"])
+        log(f"routing: outage run deliveries by second and provider: {seconds}")
+        log(f"routing: outage run calls: {attempts}")
+        self.series["routing"] = [
+            {
+                "no_outage": {k: v for k, v in base.items() if k != "window"},
+                "outage": {k: v for k, v in hit.items() if k != "window"},
+                "outage_window_s": [
+                    round(t0 - hit["wall_started"], 3),
+                    round(t1 - hit["wall_started"], 3),
+                ],
+                "deliveries_by_second": seconds,
+                "calls": attempts,
+                "twice_delivered": twice[:20],
+                "delivered_by_fake": {name: len(refs) for name, refs in by_fake.items()},
+                "sent_more_than_once": resent,
+            }
+        ]
+
+        placed = len(ids["outage"])
+        shown = ", ".join(f"{s:.2f}" for s in astray[:5])
+        self.notes.append(
+            f"routing: {down} refused connections {t0 - hit['wall_started']:.2f}-"
+            f"{t1 - hit['wall_started']:.2f} s into a {hit['seconds']:.2f} s run (the no-outage "
+            f"run took {base['seconds']:.2f} s); circuit cool-down {ROUTING_COOLDOWN_S} s"
+        )
+        self.notes.append(
+            f"routing: of {len(outside)} deliveries sent outside the outage, {len(astray)} "
+            f"went by another route, sent {shown or '-'}{' …' if len(astray) > 5 else ''} s "
+            f"after it ended (by delivery time instead: {completed_cheapest} of "
+            f"{len(completed_outside)} on the cheapest route); no outage: {base_cheapest} of "
+            f"{len(baseline)}"
+        )
+        self.notes.append(
+            f"routing: deliveries by fake {self.series['routing'][0]['delivered_by_fake']}; "
+            f"references sent more than once to one fake {resent}; delivered in the database "
+            f"but not at its provider: {len(unknown)}; delivered at a fake but not recorded so: "
+            f"{len(unrecorded)}"
+        )
+        if hit["final"] < placed or base["final"] < base["requests"]:
+            self.notes.append(
+                f"routing: not final after {self.args.worker_timeout:.0f} s: "
+                f"{placed - hit['final']} (outage), {base['requests'] - base['final']} (no outage)"
+            )
+        self.row(
+            "routing: recharges/s, 3 fakes at 500 ms, the cheapest down the middle third",
+            hit, "the same, no outage (same worker, same run)", base,
+            aim=0.8, aim_text=">= 0.8 x no outage",
+        )  # fmt: skip
+        self.row(
+            "routing, outage run: recharges delivered (count)",
+            {"rps": hit["delivered"]}, "recharges placed (count)", {"rps": placed},
+            aim=0.995, aim_text=">= 99.5% delivered",
+        )  # fmt: skip
+        self.row(
+            "routing, outage run: sent outside it, by the cheapest route (count)",
+            {"rps": len(on_cheapest)}, "deliveries sent outside the outage (count)",
+            {"rps": len(outside)}, aim=0.99, aim_text=">= 99% cheapest",
+        )  # fmt: skip
+        total = sum(len(run) for run in ids.values())
+        self.row(
+            "routing, all runs: references delivered twice (count)",
+            {"rps": len(twice)}, "recharges placed, all runs (count)", {"rps": total},
+            aim=0.0, aim_text="0 twice", also=not twice,  # met only when none was
+        )  # fmt: skip
 
     # -- profile, checks -------------------------------------------------------------------
     def profile(self) -> None:
@@ -971,7 +1382,10 @@ def table(rows: list[dict]) -> str:
             f"{fmt(r['floor_p50_ms'], '7.2f'):>7} {fmt(r['floor_p99_ms'], '7.2f'):>7} | "
             f"{r['ratio']:>5.2f}  {r['aim']:<22} {met_text(r['met'])}"
         )
-    lines.append("(latencies in ms; throughput = successful requests or tasks per second)")
+    lines.append(
+        "(latencies in ms; throughput = successful requests or tasks per second; rows marked "
+        "(count) give counts, not rates)"
+    )
     return "\n".join(lines)
 
 
@@ -1042,6 +1456,9 @@ def parse_args():
     parser.add_argument("--tasks", type=int, default=1000, help="tasks per worker figure")
     parser.add_argument("--worker-timeout", type=float, default=120)
     parser.add_argument(
+        "--routing-recharges", type=int, default=1500, help="recharges per routing figure run"
+    )
+    parser.add_argument(
         "--burst-orders", type=int, default=60, help="B2B orders of 20 units in the API burst"
     )
     parser.add_argument("--profile-requests", type=int, default=300)
@@ -1065,6 +1482,7 @@ def parse_args():
         args.duration, args.warmup, args.entries = 1.5, 0.5, 20_000
         args.products, args.tasks, args.profile_requests = 2_000, 200, 50
         args.burst_orders = 6
+        args.routing_recharges = 400
         args.rounds = 2
     args.clients = sorted({max(1, min(c, 64)) for c in args.clients})  # bounded
     args.max_requests = max(10, min(args.max_requests, 100_000))
@@ -1093,6 +1511,8 @@ def main() -> int:
             bench.run_worker()
         if "profile" in args.only:
             bench.profile()
+        if "routing" in args.only:  # last: provider rows switch the processor to routing
+            bench.run_routing()
         status = bench.check()
     finally:
         bench.teardown()

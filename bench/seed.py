@@ -9,6 +9,8 @@ bench/run.py runs this as a subprocess with the bench environment (DATABASE_URL 
     seed.py ledger --entries 1000000   bulk-insert ledger entries into the balance wallet
     seed.py queued --limit 500         ids of queued recharges (the processor's work)
     seed.py status                     recharges by status, ledger mismatches
+    seed.py routing-operators          Mexico's Telcel and AT&T, as the fake providers name them
+    seed.py routes                     products sold by several providers, routes cheapest first
 """
 
 from __future__ import annotations
@@ -249,6 +251,49 @@ def cmd_deliveries(_args) -> dict:
     return {"deliveries": states}
 
 
+def cmd_routing_operators(_args) -> dict:
+    """The catalog operators the three fake providers' Mexican catalogs map to (by name, as
+    tests/test_routing_fakes.py creates them); their products come from the sync."""
+    country, _ = services.country_upsert(
+        code="MX", name="Mexico", calling_code="+52", currency="MXN"
+    )
+    for slug, name, carriers in (("telcel", "Telcel", ["Telcel"]), ("att", "AT&T", ["AT&T"])):
+        with transaction.atomic():
+            services.operator_upsert(country=country, slug=slug, name=name, carrier_names=carriers)
+    return {"operators": ["telcel", "att"]}
+
+
+def cmd_routes(_args) -> dict:
+    """Products with an active route at more than one provider: each with its usable routes
+    cheapest first (the order the processor tries them in while every provider is healthy)."""
+    from upstreams.models import Route
+    from upstreams.routing import routes_ranked
+
+    product_ids = (
+        Route.objects.filter(active=True)
+        .values("product_id")
+        .annotate(n=Count("provider", distinct=True))
+        .filter(n__gt=1)
+        .values_list("product_id", flat=True)
+    )
+    products = []
+    for product in Product.objects.filter(pk__in=list(product_ids)).select_related("operator"):
+        ranked = routes_ranked(product_id=product.pk)
+        products.append(
+            {
+                "id": product.public_id,
+                "name": product.name,
+                "operator": product.operator.slug,
+                "local_amount": str(product.local_amount),
+                "routes": [
+                    {"provider": r.provider.name, "cost": str(r.cost), "currency": r.cost_currency}
+                    for r in ranked
+                ],
+            }
+        )
+    return {"products": sorted(products, key=lambda p: (p["operator"], float(p["local_amount"])))}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers(dest="command", required=True)
@@ -260,6 +305,8 @@ def main() -> int:
     sub.add_parser("queued").add_argument("--limit", type=int, default=500)
     sub.add_parser("status")
     sub.add_parser("deliveries")
+    sub.add_parser("routing-operators")
+    sub.add_parser("routes")
     hooks = sub.add_parser("webhooks")
     hooks.add_argument("--clients", type=int, default=8)
     hooks.add_argument("--url", required=True)
@@ -272,6 +319,8 @@ def main() -> int:
         "deliveries": cmd_deliveries,
         "status": cmd_status,
         "webhooks": cmd_webhooks,
+        "routing-operators": cmd_routing_operators,
+        "routes": cmd_routes,
     }[args.command]
     print(json.dumps(handler(args)))
     return 0
