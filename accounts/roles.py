@@ -79,6 +79,7 @@ ANY_ROLE: tuple[tuple[str, str], ...] = (
     ("accounts:email-confirm", "the link mailed to the person changing their address"),
     ("accounts:password-reset*", "public: a forgotten password"),
     ("checkout:stripe-webhook", "Stripe's signed events: no person, no session"),
+    ("recharges:provider-callback", "a provider's callback: no person; only triggers a look-up"),
     # one's own person, not the account's keys or money
     ("auth-me", "one's own user, account name and billing details"),
     ("accounts:profile", "one's own profile; its links follow the role"),

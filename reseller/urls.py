@@ -38,6 +38,7 @@ urlpatterns = [
     path("catalog/", include((catalog_urls.urlpatterns + site_pages_urls.catalog, "catalog"))),
     path("", include("orders.urls")),
     path("", include("checkout.urls")),
+    path("", include("recharges.urls")),
     path("wallet/", include((wallet_urls.urlpatterns + site_pages_urls.wallet, "wallet"))),
     path("recipients/", include("recipients.urls")),
     path("", include("site_pages.urls")),

@@ -303,3 +303,61 @@ def test_real_failures_open_the_circuit_and_a_half_open_probe_closes_it(
         recharge.refresh_from_db()
         assert recharge.status == S.DELIVERED
     assert_ledger_balanced()
+
+
+def test_a_dtone_callback_is_never_trusted_it_only_triggers_a_lookup(routed, reloadly, dtone):
+    import json
+
+    from django.test import Client
+
+    product = telcel_100(routed)
+    reloadly.outage(True)  # so that DT One takes it
+    dtone.async_completion(True)  # SUBMITTED until completed
+    recharge = place(product)
+    outcome = processor.recharge_process(recharge_id=recharge.pk)
+    reloadly.outage(False)
+    assert outcome.status == S.DISPATCHED
+    recharge.refresh_from_db()
+    assert recharge.provider == "dtone-1"
+    web = Client()
+    forged = {**dtone.transaction(recharge.public_id)}
+    forged["status"] = {
+        "id": 70000,
+        "message": "COMPLETED",
+        "class": {"id": 7, "message": "COMPLETED"},
+    }
+    # A forged "completed": the look-up finds it still submitted, so nothing changes.
+    assert (
+        web.post(
+            "/webhooks/providers/dtone-1", json.dumps(forged), content_type="application/json"
+        ).status_code
+        == 204
+    )
+    recharge.refresh_from_db()
+    assert recharge.status == S.DISPATCHED
+    # DT One completes it and calls back: the look-up confirms it, and it is delivered.
+    dtone.complete(recharge.public_id)
+    body = json.dumps(dtone.transaction(recharge.public_id))
+    assert (
+        web.post("/webhooks/providers/dtone-1", body, content_type="application/json").status_code
+        == 204
+    )
+    recharge.refresh_from_db()
+    assert recharge.status == S.DELIVERED and recharge.provider == "dtone-1"
+    assert dtone.calls[recharge.public_id] == 1  # never sent again
+    # Unknown provider, provider without callbacks, unreadable body.
+    assert (
+        web.post("/webhooks/providers/nobody", "{}", content_type="application/json").status_code
+        == 404
+    )
+    assert (
+        web.post(
+            "/webhooks/providers/reloadly-1", "{}", content_type="application/json"
+        ).status_code
+        == 404
+    )
+    assert (
+        web.post("/webhooks/providers/dtone-1", "nope", content_type="application/json").status_code
+        == 400
+    )
+    assert_ledger_balanced()

@@ -17,6 +17,7 @@ from decimal import Decimal
 
 from catalog.errors import FxRateNotFound
 from catalog.selectors import fx_rate
+from reseller.db import connection_release
 from upstreams import health
 from upstreams.models import Provider, Route
 
@@ -32,6 +33,9 @@ def routing_active() -> bool:
     if now - checked > _ACTIVE_FOR:
         answer = Provider.objects.exists()
         _active = (now, answer)
+        # Asked by a worker thread before it calls a provider: the pooled connection this
+        # took goes back at once, not after the call (outside a transaction; no pool: no-op).
+        connection_release()
     return answer
 
 

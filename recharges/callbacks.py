@@ -1,0 +1,62 @@
+"""Providers' callbacks (docs/providers.md; contract §14): ``POST /webhooks/providers/<name>``.
+
+DT One posts a transaction to the ``callback_url`` we send with each top-up. A callback is
+never trusted: it only names a recharge whose fate is then looked up at that provider by the
+processor (a task that takes the dispatched row over and asks the provider by our reference).
+So a forged or replayed callback costs at most one look-up. Unknown providers and providers
+without callbacks get 404; a body the provider's client cannot read gets 400.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_POST
+
+from recharges.models import Recharge
+from recharges.tasks import recharge_process_task
+from reseller.errors import problem_body
+from reseller.tasks import enqueue
+from upstreams.adapters import adapter_for
+from upstreams.models import Provider
+
+logger = logging.getLogger(__name__)
+
+
+def _problem(status: int, code: str, detail: str) -> JsonResponse:
+    body = problem_body(status=status, code=code, title=code, detail=detail, request_id=None)
+    return JsonResponse(body, status=status, content_type="application/problem+json")
+
+
+@csrf_exempt
+@require_POST
+def provider_callback(request: HttpRequest, name: str) -> HttpResponse:
+    provider = Provider.objects.filter(name=name).first()
+    parse = getattr(adapter_for(provider), "callback_result", None) if provider else None
+    if provider is None or parse is None:
+        return _problem(404, "not_found", "No provider with callbacks has this name.")
+    try:
+        parsed = parse(json.loads(request.body or b"null"))
+    except (ValueError, TypeError, AttributeError):
+        parsed = None
+    if not parsed:
+        return _problem(400, "invalid_callback", "The body is not a transaction of this provider.")
+    reference = parsed[0]
+    recharge_id = (
+        Recharge.objects.filter(
+            public_id=reference, provider=name, status=Recharge.Status.DISPATCHED
+        )
+        .values_list("pk", flat=True)
+        .first()
+    )
+    if recharge_id is not None:
+        # Take the row over now and look it up at the provider (processor, step 1-2).
+        try:
+            enqueue(recharge_process_task, recharge_id, None, time.time())
+        except Exception:  # broker down: the sweeper looks it up later
+            logger.warning("callback for %s not enqueued", reference, exc_info=True)
+    return HttpResponse(status=204)
