@@ -95,6 +95,8 @@ class GroupCommit[Item, Result]:
             lead = not self._writing
             self._writing = True
         if not lead:
+            # Hold no pooled connection while waiting: the writer may need one to write this.
+            connection_release()
             slot.gate.acquire()  # woken when written, or to write
         while not slot.done:
             self._write_next()

@@ -180,6 +180,38 @@ def test_a_batch_never_exceeds_the_limit_and_everyone_is_answered():
     assert max(sizes) <= 7 and sum(sizes) == 60 and group.batches == len(sizes)
 
 
+def test_a_caller_gives_its_pooled_connection_back_before_it_waits(monkeypatch):
+    """A caller that waits for the writer holds no database connection meanwhile: with a
+    pool (DATABASE_POOL_SIZE), callers waiting with the pool's every connection left the
+    writer none, and the batch failed after the pool's 30 s timeout."""
+    entered, release = threading.Event(), threading.Event()
+    released: list[str] = []
+    monkeypatch.setattr(
+        group_commit, "connection_release", lambda: released.append(threading.current_thread().name)
+    )
+
+    def write(items: list[int]) -> list[int]:
+        entered.set()
+        release.wait(10)
+        return items
+
+    group: GroupCommit[int, int] = GroupCommit(write, limit=10)
+    writer = threading.Thread(target=group.submit, args=(0,), name="writer")
+    writer.start()
+    assert entered.wait(10)
+    waiting = threading.Thread(target=group.submit, args=(1,), name="waiting")
+    waiting.start()
+    for _ in range(1000):
+        if released:
+            break
+        threading.Event().wait(0.005)
+    assert released == ["waiting"] and waiting.is_alive()  # given back, then waits
+    release.set()
+    for thread in (writer, waiting):
+        thread.join(10)
+    assert group.batches == 2
+
+
 # -- the processor through it ----------------------------------------------------------------
 
 
