@@ -332,13 +332,14 @@ def recharge_process(
         elif recharge.status == S.DISPATCHED and recharge.livemode:
             if not _taken_over(recharge, attempt=attempt, quiet_since=quiet_since):
                 return Outcome(recharge.status)  # another task has it in hand
+            last_dispatch = recharge.updated_at  # when its last send was about to start
             recharge.attempts += 1
             recharge.updated_at = timezone.now()
             changed = ["attempts", "updated_at"]
             reconcile_first = True
             if routed:
                 route = recharge.route
-                if route is None or _definitely_not_held(recharge):
+                if route is None or _definitely_not_held(recharge, since=last_dispatch):
                     # Nobody may hold it (no route yet, or its provider refused it for sure):
                     # the cheapest healthy route now, without a look-up.
                     route = route_choose(
@@ -389,13 +390,17 @@ def _refused_by(recharge: Recharge) -> set[str]:
     )
 
 
-def _definitely_not_held(recharge: Recharge) -> bool:
+def _definitely_not_held(recharge: Recharge, *, since) -> bool:
     """Did the row's provider answer its last call for it with a definite "no"? Then nobody
     holds it. Anything else (no answer recorded: a worker killed mid-call; unclear; pending)
     is settled at that provider first. A look-up that did not get through answers nothing:
     the send before it may have been made."""
     last = (
-        RechargeAttempt.objects.filter(recharge_id=recharge.pk, provider=recharge.provider)
+        # Only the calls of its last dispatch (the row is touched before every send): an
+        # older "no" says nothing about a send made since, whose worker died in the call.
+        RechargeAttempt.objects.filter(
+            recharge_id=recharge.pk, provider=recharge.provider, created_at__gte=since
+        )
         .exclude(action="status", outcome=RechargeAttempt.Outcome.UNREACHABLE)
         .order_by("-id")
         .values_list("outcome", flat=True)

@@ -361,3 +361,42 @@ def test_a_dtone_callback_is_never_trusted_it_only_triggers_a_lookup(routed, rel
         == 400
     )
     assert_ledger_balanced()
+
+
+def test_an_old_refusal_does_not_free_a_recharge_whose_later_send_was_cut_short(
+    routed, reloadly, dtone, ding
+):
+    """Refused connection, nothing else to go to: it waits at Reloadly. A later send there
+    reaches Reloadly but its worker dies before recording anything. The next take-over must
+    look it up at Reloadly, not count the old refusal and send it elsewhere."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from upstreams.adapters import adapter_for
+
+    product = telcel_100(routed)
+    cli("set_provider", "--name", "dtone-1", "--enabled", "false")
+    cli("set_provider", "--name", "ding-1", "--enabled", "false")
+    reloadly.outage(True)
+    recharge = place(product)
+    outcome = processor.recharge_process(recharge_id=recharge.pk)
+    assert outcome.status == S.DISPATCHED and calls(recharge) == [
+        ("reloadly-1", "send", "unreachable")
+    ]
+    reloadly.outage(False)
+    # A take-over touched the row, then sent it to Reloadly and died before its answer:
+    Recharge.objects.filter(pk=recharge.pk).update(updated_at=timezone.now())
+    recharge.refresh_from_db()
+    route = recharge.route
+    adapter_for(route.provider).send(processor.request_by(processor.topup_request(recharge), route))
+    assert reloadly.calls[recharge.public_id] == 1
+    cli("set_provider", "--name", "dtone-1", "--enabled", "true")
+    health.trip("reloadly-1")  # and Reloadly's circuit is open now
+    processor.recharge_process(
+        recharge_id=recharge.pk, quiet_since=timezone.now() + timedelta(seconds=1)
+    )
+    recharge.refresh_from_db()
+    assert recharge.status == S.DELIVERED and recharge.provider == "reloadly-1"
+    assert dtone.calls[recharge.public_id] == 0 and reloadly.calls[recharge.public_id] == 1
+    assert_ledger_balanced()
