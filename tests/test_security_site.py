@@ -268,6 +268,7 @@ def site_pages(db):
         "orders:batch-status": [batch_id],
         "orders:batch-results": [batch_id],
         "accounts:email-confirm": ["not-a-token"],
+        "recharges:provider-callback": ["dtone-main"],  # POST only: 405 to GET
     }
 
     def pages(*, logged_in: bool):
