@@ -19,7 +19,7 @@ from upstreams import health
 from upstreams.adapters import ProviderError
 from upstreams.models import Provider, ProviderOperator, Route
 from upstreams.routing import routing_forget
-from upstreams.selectors import ProviderView, providers_overview
+from upstreams.selectors import ProviderView, provider_view
 from upstreams.services import (
     REQUIRED,
     SECRETS,
@@ -150,17 +150,15 @@ class ProviderAdmin(admin.ModelAdmin):
         obj.pk, obj.updated_at = saved.pk, saved.updated_at
         obj._state.adding = False
 
-    def changelist_view(self, request, extra_context=None):
-        self._views = {view.name: view for view in providers_overview()}
-        return super().changelist_view(request, extra_context)
-
-    def _view(self, obj: Provider) -> ProviderView | None:
-        return getattr(self, "_views", {}).get(obj.name)
+    def _view(self, obj: Provider) -> ProviderView:
+        """The row's figures, read once per row (kept on the row, not on this shared admin)."""
+        if not hasattr(obj, "_provider_view"):
+            obj._provider_view = provider_view(obj)  # type: ignore[attr-defined]
+        return obj._provider_view  # type: ignore[attr-defined]
 
     @admin.display(description=_("state"))
     def state(self, obj: Provider) -> object:
-        view = self._view(obj)
-        state = view.state if view else health.figures(obj.name).state
+        state = self._view(obj).state
         return STATES.get(state, state)
 
     @admin.display(description=_("balance"))
@@ -172,26 +170,24 @@ class ProviderAdmin(admin.ModelAdmin):
     @admin.display(description=_("success"))
     def success_rate(self, obj: Provider) -> str:
         view = self._view(obj)
-        if view is None or view.success_rate is None:
+        if view.success_rate is None:
             return "—"
         return f"{view.success_rate * 100:.1f}% ({view.calls})"
 
     @admin.display(description=_("p50/p95 ms"))
     def latency(self, obj: Provider) -> str:
         view = self._view(obj)
-        if view is None or view.latency_p50_ms is None:
+        if view.latency_p50_ms is None:
             return "—"
         return f"≤{view.latency_p50_ms} / ≤{view.latency_p95_ms}"
 
     @admin.display(description=_("in flight"))
     def in_flight(self, obj: Provider) -> int:
-        view = self._view(obj)
-        return view.in_flight if view else 0
+        return self._view(obj).in_flight
 
     @admin.display(description=_("routes"))
     def routes(self, obj: Provider) -> int:
-        view = self._view(obj)
-        return view.routes if view else 0
+        return self._view(obj).routes
 
     @admin.display(description=_("secrets"))
     def secrets_set(self, obj: Provider) -> str:
