@@ -306,8 +306,6 @@ def recharge_process(
     route: Route | None = None
     with transaction.atomic():
         recharge = _lock(recharge_id)
-        if routed and not product_has_routes(product_id=recharge.product_id):
-            routed = False  # no provider sells it: AIRTIME_PROVIDER, as without provider rows
         if recharge.status == S.QUEUED:
             if not recharge.livemode:
                 return Outcome(recharge.status)  # test mode never reaches a provider
@@ -324,8 +322,10 @@ def recharge_process(
             fields: dict = {"attempts": recharge.attempts + 1}
             if routed:
                 route = route_choose(product_id=recharge.product_id, exclude=_refused_by(recharge))
-                if route is None:  # every provider of it is down, open or out of balance
+                if route is None and product_has_routes(product_id=recharge.product_id):
+                    # Every provider of it is down, open or out of balance: wait.
                     return Outcome(S.QUEUED, retry_in=NO_ROUTE_WAIT + random.uniform(0, 5))  # noqa: S311
+            if route is not None:  # else no provider sells it: AIRTIME_PROVIDER, as before
                 fields.update(route=route, provider=route.provider.name)
             transition(recharge, S.DISPATCHED, extra_fields=fields)
             reconcile_first = False
@@ -337,11 +337,13 @@ def recharge_process(
             recharge.updated_at = timezone.now()
             changed = ["attempts", "updated_at"]
             reconcile_first = True
-            if routed:
+            # A row dispatched without a route went to AIRTIME_PROVIDER (no provider rows then,
+            # or none selling it): it is settled there, whatever the routes are now.
+            if routed and recharge.route is not None:
                 route = recharge.route
-                if route is None or _definitely_not_held(recharge, since=last_dispatch):
-                    # Nobody may hold it (no route yet, or its provider refused it for sure):
-                    # the cheapest healthy route now, without a look-up.
+                if _definitely_not_held(recharge, since=last_dispatch):
+                    # Its provider refused it for sure: nobody holds it; the cheapest healthy
+                    # route now, without a look-up.
                     route = route_choose(
                         product_id=recharge.product_id, exclude=_refused_by(recharge)
                     )

@@ -338,3 +338,27 @@ def test_staff_map_an_unmapped_operator_and_its_routes_come(
     upstream.refresh_from_db()
     assert (upstream.operator, upstream.mapped_by) == (product.operator, "staff")
     assert Route.objects.filter(product=product, provider__name="sim", active=True).exists()
+
+
+def test_a_recharge_dispatched_before_any_provider_row_is_settled_where_it_went():
+    """Sent to AIRTIME_PROVIDER while no provider row existed, its worker died; providers
+    are added meanwhile. The take-over asks AIRTIME_PROVIDER, never a new route."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from upstreams.adapters.simulator import SimulatorProvider
+
+    product = ProductFactory(retail_price=Decimal("5.00"))
+    (recharge,) = place(product)
+    Recharge.objects.filter(pk=recharge.pk).update(status=S.DISPATCHED, attempts=1)
+    recharge.refresh_from_db()
+    SimulatorProvider().send(processor.topup_request(recharge))  # it reached the provider
+    two_simulators(product)
+    processor.recharge_process(
+        recharge_id=recharge.pk, quiet_since=timezone.now() + timedelta(seconds=1)
+    )
+    recharge.refresh_from_db()
+    assert recharge.status == S.DELIVERED
+    assert (recharge.provider, recharge.route) == ("simulator", None)
+    assert not RechargeAttempt.objects.filter(recharge=recharge).exists()
