@@ -77,8 +77,13 @@ def routes_ranked(*, product_id: int, exclude: Collection[str] = ()) -> list[Rou
         ):
             continue  # it cannot pay for this one
         usable.append(route)
+
+    def rank(route: Route) -> tuple[bool, Decimal]:
+        eur = _eur(route, rates)
+        return eur is None, eur or Decimal(0)
+
     # A cost with no EUR rate sorts last; Python's sort keeps the priority order of equals.
-    return sorted(usable, key=lambda r: (_eur(r, rates) is None, _eur(r, rates) or Decimal(0)))
+    return sorted(usable, key=rank)
 
 
 def product_has_routes(*, product_id: int) -> bool:
