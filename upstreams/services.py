@@ -280,6 +280,7 @@ def catalog_sync(*, provider: Provider, countries: list[str] | None = None) -> S
         provider = Provider.objects.select_for_update().get(pk=provider.pk)
         catalog_ops = list(Operator.objects.filter(active=True).select_related("country"))
         by_name = _catalog_names(catalog_ops)
+        country_names = {o.country_id: o.country.name for o in catalog_ops}
         known = {o.upstream_id: o for o in ProviderOperator.objects.filter(provider=provider)}
         for offer in offers:
             upstream = known.get(offer.operator.upstream_id)
@@ -292,10 +293,8 @@ def catalog_sync(*, provider: Provider, countries: list[str] | None = None) -> S
                 )
             if upstream.operator_id is None:
                 country = upstream.country
-                names = tuple(o.country.name for o in catalog_ops if o.country_id == country)
-                match = by_name.get(
-                    (country, normalise(upstream.name, country_names=(*names[:1], country)))
-                )
+                spoken = (country_names.get(country, ""), country)
+                match = by_name.get((country, normalise(upstream.name, country_names=spoken)))
                 if match is not None:
                     upstream.operator = match
                     upstream.mapped_by = ProviderOperator.MappedBy.NAME
