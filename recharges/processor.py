@@ -60,10 +60,16 @@ from upstreams.adapters import (
     TransientError,
     UpstreamTimeout,
     adapter_for,
+    connection_refused,
     get_provider,
 )
 from upstreams.models import Provider, Route
-from upstreams.routing import product_has_routes, route_choose, routing_active
+from upstreams.routing import (
+    product_has_routes,
+    providers_knock,
+    route_choose,
+    routing_active,
+)
 from wallet.services import wallet_debit, wallet_lock, wallet_refund
 
 logger = logging.getLogger(__name__)
@@ -303,6 +309,8 @@ def recharge_process(
     ``attempt``: the attempt whose retry this is (``Outcome.attempt``); ``quiet_since``: take
     over a dispatched row that nothing has touched since then (the sweeper's cutoff)."""
     routed = provider is None and routing_active()
+    if routed:
+        providers_knock()  # before the row lock: a knock is a TCP connection to a provider
     route: Route | None = None
     with transaction.atomic():
         recharge = _lock(recharge_id)
@@ -432,7 +440,7 @@ def _attempt(
     connection_release()
     started = time.monotonic()
     outcome: str = RechargeAttempt.Outcome.PENDING
-    code, message, ok = "", "", True
+    code, message, ok, refused = "", "", True, False
     try:
         result = adapter.send(request) if action == "send" else adapter.status(request.reference)
     except PermanentError as exc:
@@ -444,6 +452,7 @@ def _attempt(
     except TransientError as exc:
         outcome, code, message = RechargeAttempt.Outcome.UNREACHABLE, exc.code, str(exc)
         ok = exc.code == RATE_LIMITED  # it answered: "not now"
+        refused = connection_refused(exc)
         raise
     except ProviderError as exc:
         outcome, code, message, ok = RechargeAttempt.Outcome.UNCLEAR, exc.code, str(exc), False
@@ -456,7 +465,7 @@ def _attempt(
     finally:
         seconds = time.monotonic() - started
         try:
-            health.record(adapter.name, ok=ok, seconds=seconds)
+            health.record(adapter.name, ok=ok, seconds=seconds, refused=refused)
         except Exception:  # the call's answer matters more than its figures
             logger.warning("health of %s not recorded", adapter.name, exc_info=True)
         RechargeAttempt.objects.create(

@@ -5,6 +5,7 @@ is used, a refused connection or a documented refusal fails over, a timeout neve
 Telcel 100 MXN costs 4.88 EUR less 6.5% at Reloadly (4.56 EUR), 5.40 + 0.10 USD at DT One
 (5.00 EUR at 1.10) and 6.00 USD less commission at Ding: that is the order of the routes."""
 
+import time
 from decimal import Decimal
 from io import StringIO
 
@@ -276,12 +277,13 @@ def test_staff_are_told_once_when_a_providers_balance_runs_low(routed, dtone, st
     assert Email.objects.filter(kind="provider_balance_low").count() == 2
 
 
-@override_settings(PROVIDER_CIRCUIT_FAILURES=3, PROVIDER_CIRCUIT_COOLDOWN_SECONDS=1)
-def test_real_failures_open_the_circuit_and_a_half_open_probe_closes_it(
+@override_settings(PROVIDER_CIRCUIT_FAILURES=3, PROVIDER_CIRCUIT_COOLDOWN_SECONDS=30)
+def test_refused_connections_open_the_circuit_and_a_knock_closes_it_when_it_listens_again(
     routed, reloadly, dtone, ding
 ):
-    import time
-
+    """Nothing listening at Reloadly opens its circuit; while open it is knocked at (a TCP
+    connection, at most every 100 ms), so the first recharge after it listens again goes
+    there, well within the 30 s cool-down."""
     product = telcel_100(routed)
     reloadly.outage(True)
     first = [place(product) for _ in range(3)]
@@ -289,20 +291,42 @@ def test_real_failures_open_the_circuit_and_a_half_open_probe_closes_it(
         processor.recharge_process(recharge_id=recharge.pk)
         assert calls(recharge)[0] == ("reloadly-1", "send", "unreachable")
     assert health.figures("reloadly-1").state == "open"
+    time.sleep(health.KNOCK_EVERY)  # the next dispatch may knock: still refused
     skipped = place(product)
     processor.recharge_process(recharge_id=skipped.pk)
     assert calls(skipped)[0][:2] == ("dtone-1", "send")  # open: not even tried
+    assert health.figures("reloadly-1").state == "open"
     reloadly.outage(False)
-    time.sleep(1.1)  # the cool-down is over: half-open
-    probe = place(product)
-    processor.recharge_process(recharge_id=probe.pk)
-    probe.refresh_from_db()
-    assert probe.provider == "reloadly-1"  # the probe went through and was delivered
+    time.sleep(health.KNOCK_EVERY)
+    back = place(product)
+    processor.recharge_process(recharge_id=back.pk)
+    back.refresh_from_db()
+    assert back.provider == "reloadly-1" and calls(back) == [("reloadly-1", "send", "delivered")]
     assert health.figures("reloadly-1").state == "healthy"
-    for recharge in [*first, skipped, probe]:
+    for recharge in [*first, skipped, back]:
         recharge.refresh_from_db()
         assert recharge.status == S.DELIVERED
     assert_ledger_balanced()
+
+
+@override_settings(PROVIDER_TIMEOUT_SECONDS=0.3, PROVIDER_CIRCUIT_FAILURES=1)
+def test_a_circuit_opened_by_timeouts_is_not_knocked_and_waits_for_its_cool_down(
+    routed, reloadly, dtone, ding
+):
+    """A provider that accepts connections but does not answer is not closed by a knock
+    (it would accept it): it waits for the cool-down and a probe."""
+    product = telcel_100(routed)
+    reloadly.slow_next(1.0)
+    slow = place(product)
+    processor.recharge_process(recharge_id=slow.pk)
+    assert health.figures("reloadly-1").state == "open"
+    assert health.knock_due() == []
+    time.sleep(health.KNOCK_EVERY)
+    after = place(product)
+    processor.recharge_process(recharge_id=after.pk)
+    after.refresh_from_db()
+    assert after.provider == "dtone-1"
+    assert health.figures("reloadly-1").state == "open"
 
 
 def test_a_dtone_callback_is_never_trusted_it_only_triggers_a_lookup(routed, reloadly, dtone):

@@ -6,6 +6,13 @@
   ``PROVIDER_CIRCUIT_COOLDOWN_SECONDS``. Then it is half-open: one recharge at a time may
   probe it; a good answer closes the circuit, a bad one opens it again. A documented refusal
   (an invalid number) is a good answer: the provider is working.
+- **Knocking.** A circuit opened by refused connections (nothing listens: the provider's
+  host is up, its service is not) need not wait for the cool-down to notice the service is
+  back: a TCP connection is a free, instant and harmless probe. While it is open, at most one
+  caller every ``KNOCK_EVERY`` seconds (across every process) knocks (``knock_due``,
+  ``knocked``; the connect itself is ``upstreams.routing.providers_knock``), and a provider
+  that listens again is closed at once. A knock that gets no answer at all (a connect
+  timeout) stops the knocking: that outage waits for the cool-down like any other.
 - **Figures.** Every call adds to per-minute counters (answers, failures, a latency
   histogram) kept 16 minutes: success rate and p50/p95 latency over the last 15 minutes.
 
@@ -27,6 +34,8 @@ BOUNDS_MS = (25, 50, 100, 200, 300, 500, 750, 1000, 1500, 2000, 3000, 5000, 1000
 WINDOW_MINUTES = 15
 
 HEALTHY, DEGRADED, OPEN = "healthy", "degraded", "open"
+KNOCK_EVERY = 0.1  # seconds between two knocks at one provider, across every process
+KNOCKING = "upstream:knocking"  # the providers whose circuit refused connections opened
 
 
 def _key(provider: str, *parts: object) -> str:
@@ -42,9 +51,10 @@ def _incr(key: str, ttl: int) -> int:
         return 1
 
 
-def record(provider: str, *, ok: bool, seconds: float) -> None:
+def record(provider: str, *, ok: bool, seconds: float, refused: bool = False) -> None:
     """One call's answer: ``ok`` when the provider answered as it documents (a delivery, a
-    pending top-up, a refusal), not when it failed to answer or answered with an error."""
+    pending top-up, a refusal), not when it failed to answer or answered with an error;
+    ``refused``: the connection was refused (nothing listened)."""
     minute = int(time.time() // 60)
     keep = (WINDOW_MINUTES + 1) * 60
     milliseconds = seconds * 1000
@@ -58,20 +68,51 @@ def record(provider: str, *, ok: bool, seconds: float) -> None:
         return
     fails = _incr(_key(provider, "fails"), 3600)
     if fails >= settings.PROVIDER_CIRCUIT_FAILURES or cache.get(_key(provider, "tripped")):
-        trip(provider)
+        trip(provider, refused=refused)
 
 
-def trip(provider: str) -> None:
-    """Open the provider's circuit for the cool-down (then half-open: one probe at a time)."""
+def trip(provider: str, *, refused: bool = False) -> None:
+    """Open the provider's circuit for the cool-down (then half-open: one probe at a time);
+    ``refused``: the failure that opened it was a refused connection (knock meanwhile)."""
     cooldown = settings.PROVIDER_CIRCUIT_COOLDOWN_SECONDS
     cache.set(_key(provider, "open"), 1, cooldown)
     cache.set(_key(provider, "tripped"), 1, 24 * 3600)
     cache.delete_many([_key(provider, "fails"), _key(provider, "probe")])
+    _knocking(provider, refused)
 
 
 def reset(provider: str) -> None:
-    """Close the circuit (staff, tests)."""
+    """Close the circuit (staff, tests, a knock that found it listening)."""
     cache.delete_many([_key(provider, name) for name in ("open", "tripped", "probe", "fails")])
+    _knocking(provider, False)
+
+
+def _knocking(provider: str, knock: bool) -> None:
+    # Read, change, write: two trips at once may lose a name, which then waits for the
+    # cool-down and its probe as without knocking (never the other way round).
+    names = set(cache.get(KNOCKING) or ())
+    if (provider in names) != knock:
+        cache.set(KNOCKING, sorted(names ^ {provider}), 24 * 3600)
+
+
+def knock_due() -> list[str]:
+    """The providers this caller should knock at now: those whose circuit refused
+    connections opened, each at most once every ``KNOCK_EVERY`` s across every process. One
+    cache read when there are none (every dispatch asks)."""
+    names = cache.get(KNOCKING)
+    if not names:
+        return []
+    slot = int(time.time() / KNOCK_EVERY)
+    return [name for name in names if cache.add(_key(name, "knock", slot), 1, 10)]
+
+
+def knocked(provider: str, *, listening: bool | None) -> None:
+    """A knock's answer: listening (close the circuit), refused (stay open, knock again),
+    or no answer (``None``: stop knocking; the cool-down and its probe decide)."""
+    if listening:
+        reset(provider)
+    elif listening is None:
+        _knocking(provider, False)
 
 
 def allow(provider: str) -> bool:

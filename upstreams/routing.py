@@ -11,9 +11,11 @@ While no ``Provider`` row exists, nothing here is used: the processor sends ever
 
 from __future__ import annotations
 
+import socket
 import time
 from collections.abc import Collection
 from decimal import Decimal
+from urllib.parse import urlsplit
 
 from catalog.errors import FxRateNotFound
 from catalog.selectors import fx_rate
@@ -22,6 +24,7 @@ from upstreams import health
 from upstreams.models import Provider, Route
 
 _ACTIVE_FOR = 2.0  # seconds a process trusts its answer to "is there any provider row?"
+KNOCK_TIMEOUT = 0.5  # seconds a knock waits for a TCP connection to be accepted
 _active: tuple[float, bool] = (0.0, False)
 
 
@@ -97,3 +100,34 @@ def route_choose(*, product_id: int, exclude: Collection[str] = ()) -> Route | N
         if health.allow(route.provider.name):
             return route
     return None
+
+
+def providers_knock() -> None:
+    """Knock at the providers whose circuit refused connections opened (``health``'s
+    "Knocking"): a TCP connection to each one's API server; one that accepts is closed at
+    once, so traffic returns to it within ``health.KNOCK_EVERY`` of it coming back rather than
+    after the cool-down. Called before a dispatch takes its row lock (a knock is a call to a
+    third party); one cache read when no circuit is knocking."""
+    names = health.knock_due()
+    if not names:
+        return
+    urls = dict(Provider.objects.filter(name__in=names).values_list("name", "base_url"))
+    connection_release()
+    for name in names:
+        health.knocked(name, listening=_listening(urls.get(name, "")))
+
+
+def _listening(url: str) -> bool | None:
+    """Does the server of ``url`` accept a TCP connection? True, False (refused), or None
+    (no answer in ``KNOCK_TIMEOUT``, or no host to knock at)."""
+    parts = urlsplit(url)
+    if not parts.hostname:
+        return None
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        with socket.create_connection((parts.hostname, port), timeout=KNOCK_TIMEOUT):
+            return True
+    except ConnectionRefusedError:
+        return False
+    except (OSError, ValueError):
+        return None

@@ -24,6 +24,7 @@ from upstreams.adapters.base import (
     UpstreamProduct,
     UpstreamTimeout,
     UpstreamTransaction,
+    connection_refused,
 )
 from upstreams.adapters.ding import DingProvider
 from upstreams.adapters.dtone import DTOneProvider
@@ -44,6 +45,7 @@ __all__ = [
     "UpstreamTimeout",
     "UpstreamTransaction",
     "adapter_for",
+    "connection_refused",
     "get_provider",
 ]
 

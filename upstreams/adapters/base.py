@@ -144,6 +144,17 @@ class PermanentError(ProviderError):
     pass
 
 
+def connection_refused(error: BaseException) -> bool:
+    """Did the call fail because nothing listened at the provider (a refused TCP connection,
+    anywhere in the chain of causes)?"""
+    seen: BaseException | None = error
+    while seen is not None:
+        if isinstance(seen, ConnectionRefusedError):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
 class AirtimeProvider(Protocol):
     name: str
 
