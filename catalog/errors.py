@@ -11,6 +11,15 @@ class ProductNotFound(NotFound):
     default_detail = _("No such recharge product.")
 
 
+class ProductUnavailable(ApplicationError):
+    """A product no provider can sell at a price over its cost (docs/pricing.md)."""
+
+    code = "product_unavailable"
+    status = 409
+    title = _("Product unavailable")
+    default_detail = _("This recharge product is not available at the moment.")
+
+
 class FxRateNotFound(ApplicationError):
     code = "unsupported_currency"
     status = 400

@@ -203,6 +203,15 @@ class Product(TranslatableModel):
         _("validity (days)"), null=True, blank=True, help_text=_("Empty: does not expire.")
     )
     active = models.BooleanField(_("active"), default=True)
+    # False while its price leaves less than PRICE_MIN_MARGIN_PERCENT over its cheapest
+    # healthy route's cost (docs/pricing.md): left out of the catalog, refused at checkout.
+    # Written only by ``catalog.services.product_prices_set`` (upstreams.pricing decides).
+    offered = models.BooleanField(
+        _("offered"),
+        default=True,
+        editable=False,
+        help_text=_("No: its price is too close to what its cheapest route costs."),
+    )
     created_at = models.DateTimeField(_("created"), default=timezone.now, editable=False)
     updated_at = models.DateTimeField(_("updated"), default=timezone.now, editable=False)
 

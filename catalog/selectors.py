@@ -2,7 +2,9 @@
 
 Stable interface, documented in docs/catalog.md:
 
-- ``product_get(product_id=)`` / ``products_get(product_ids=)``: active products by public id.
+- ``product_get(product_id=)``: an offered active product by public id (the catalog API).
+- ``products_get(product_ids=)``: active products by public id, offered or not (orders check
+  ``product_offered_check`` and refuse the others with 409 ``product_unavailable``).
 - ``product_promotion(product=, at=)``: the active or scheduled promotion that applies.
 - ``product_waitlist_promotion(product=, at=, horizon_hours=)``: the scheduled promotion a
   recharge should wait for, or None (dispatch now).
@@ -22,7 +24,7 @@ from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from catalog import cache as catalog_cache
-from catalog.errors import FxRateNotFound, ProductNotFound
+from catalog.errors import FxRateNotFound, ProductNotFound, ProductUnavailable
 from catalog.i18n import current_language, default_language
 from catalog.models import (
     Country,
@@ -56,24 +58,39 @@ def operator_list(*, country: str | None = None) -> QuerySet[Operator]:
 
 def operators_with_product_counts(*, country: str) -> QuerySet[Operator]:
     return operator_list(country=country).annotate(
-        product_count=Count("products", filter=Q(products__active=True))
+        product_count=Count("products", filter=Q(products__active=True, products__offered=True))
     )
 
 
 # --- products ------------------------------------------------------------------------------
 
 
-def product_list() -> QuerySet[Product]:
-    """Active products of active operators and countries, in catalog order, one query.
+def product_list(*, offered_only: bool = True) -> QuerySet[Product]:
+    """Active products of active operators and countries, in catalog order, one query: the
+    catalog offers only those whose price is over their cost (``offered``, docs/pricing.md);
+    ``offered_only=False`` also gives the others (orders refuse them by name, providers list
+    them).
 
     The rows carry their operator and country; call ``products_attach_promotions`` on the
     page you render so their promotions come in two more queries, whatever the page size.
     """
-    return (
-        Product.objects.filter(active=True, operator__active=True, country__active=True)
-        .select_related("operator", "country")
-        .order_by("country_id", "operator_id", "product_type", "local_amount", "id")
+    queryset = Product.objects.filter(active=True, operator__active=True, country__active=True)
+    if offered_only:
+        queryset = queryset.filter(offered=True)
+    return queryset.select_related("operator", "country").order_by(
+        "country_id", "operator_id", "product_type", "local_amount", "id"
     )
+
+
+def product_offered_check(*, products: Iterable[Product]) -> None:
+    """Raise ``ProductUnavailable`` (409 ``product_unavailable``) for the first product that
+    is not offered: its price is too close to what its cheapest route costs."""
+    for product in products:
+        if not product.offered:
+            raise ProductUnavailable(
+                f"{product.name} ({product.public_id}) is not available at the moment: "
+                "no provider can sell it at a price over its cost."
+            )
 
 
 def product_search(queryset: QuerySet[Product], *, text: str) -> QuerySet[Product]:
@@ -110,9 +127,10 @@ def products_with_promotion(
 
 
 def product_get(*, product_id: str, at: datetime | None = None) -> Product:
-    """An active product by its public id (``prd_…``), promotions attached.
+    """An active, offered product by its public id (``prd_…``), promotions attached.
 
-    Raises ``ProductNotFound`` (404 ``not_found``) for unknown or inactive products.
+    Raises ``ProductNotFound`` (404 ``not_found``) for unknown, inactive or withdrawn
+    (not offered) products.
     """
     product = product_list().filter(public_id=product_id).first() if product_id else None
     if product is None:
@@ -122,12 +140,13 @@ def product_get(*, product_id: str, at: datetime | None = None) -> Product:
 
 
 def products_get(*, product_ids: Iterable[str], at: datetime | None = None) -> dict[str, Product]:
-    """Active products by public id in three queries; unknown ids are simply absent."""
+    """Active products by public id in three queries, offered or not (the caller checks
+    ``product_offered_check``); unknown ids are simply absent."""
     ids = {pid for pid in product_ids if isinstance(pid, str) and pid}
     if not ids:
         return {}
     if at is not None or not catalog_cache.enabled():
-        products = list(product_list().filter(public_id__in=ids))
+        products = list(product_list(offered_only=False).filter(public_id__in=ids))
         products_attach_promotions(products=products, at=at)
         return {p.public_id: p for p in products}
     # Now: the rows this process keeps under the catalog's current version (catalog/cache.py),
@@ -136,7 +155,7 @@ def products_get(*, product_ids: Iterable[str], at: datetime | None = None) -> d
     version = catalog_cache.products.version()
     found = catalog_cache.products.get(ids, version=version)
     if missing := ids - found.keys():
-        loaded = list(product_list().filter(public_id__in=missing))
+        loaded = list(product_list(offered_only=False).filter(public_id__in=missing))
         products_attach_promotions(products=loaded, at=at)
         catalog_cache.products.put(loaded, version=version)
         found.update((p.public_id, p) for p in loaded)

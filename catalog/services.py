@@ -8,6 +8,7 @@ same input twice changes nothing.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 from enum import StrEnum
@@ -183,6 +184,42 @@ def product_set_active(*, products: Iterable[Product], active: bool) -> int:
     )
     catalog_changed()  # update() sends no signal
     return changed
+
+
+@dataclass(frozen=True)
+class ProductPrice:
+    """What pricing decided for one product: its price (None: keep it) and whether it is
+    offered (docs/pricing.md)."""
+
+    product_id: int
+    retail_price: Decimal | None
+    offered: bool
+
+
+@transaction.atomic
+def product_prices_set(*, prices: Iterable[ProductPrice]) -> int:
+    """Set the prices and the offered flags pricing decided (upstreams.pricing); only rows
+    that differ are written, under their row locks taken in id order. Returns how many
+    changed."""
+    wanted = {p.product_id: p for p in prices}
+    if not wanted:
+        return 0
+    now = timezone.now()
+    changed: list[Product] = []
+    for product in (
+        Product.objects.select_for_update(of=("self",)).filter(pk__in=wanted).order_by("pk")
+    ):
+        decided = wanted[product.pk]
+        values: dict[str, Any] = {"offered": decided.offered}
+        if decided.retail_price is not None:
+            values["retail_price"] = quantize(decided.retail_price)
+        if _apply(product, values):
+            product.updated_at = now
+            changed.append(product)
+    if changed:
+        Product.objects.bulk_update(changed, ["retail_price", "offered", "updated_at"])
+        catalog_changed()  # bulk_update sends no signal
+    return len(changed)
 
 
 @transaction.atomic

@@ -41,7 +41,8 @@ CARD_PROBLEMS = {  # type: ignore[misc]
     409: OpenApiResponse(
         response=Problem,
         description="`quote_expired`: the priced order is older than 15 minutes (prepare again); "
-        "`payment_not_payable`: the payment is settled.",
+        "`payment_not_payable`: the payment is settled; `product_unavailable`: a product is "
+        "no longer offered (no provider sells it at a price over its cost).",
     ),
 }
 

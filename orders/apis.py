@@ -55,10 +55,11 @@ def _cart_payload(request, session_id: str) -> dict:
     cart = services.cart_get_or_create(account=account, livemode=livemode, session_id=session_id)
     items = list(selectors.cart_items(cart=cart))
     currency = account.wallet_currency
-    priced = price_order(
+    priced = price_order(  # showing the cart, not selling it: a withdrawn product shows
         account=account,
         currency=currency,
         lines=line_requests(items),
+        for_sale=False,
     )
     return {
         "session_id": cart.session_id,
@@ -102,20 +103,21 @@ class CartItemsApi(APIView):
         tags=["cart"],
         summary="Add a recipient line to the cart",
         request=CartItemIn,
-        responses={201: CartItemOut, **problems(400, 401, 403)},
+        responses={201: CartItemOut, **problems(400, 401, 403, 409)},
     )
     def post(self, request):
         data = CartItemIn(data=request.data)
         data.is_valid(raise_exception=True)
         account = request.user.account
+        # Priced first: a product no longer offered (409) is not put in the cart.
+        priced = price_order(
+            account=account, currency=account.wallet_currency, lines=[data.validated_data["line"]]
+        )
         item = services.cart_add_item(
             account=account,
             livemode=request_livemode(request),
             session_id=data.validated_data["session_id"],
             line=data.validated_data["line"],
-        )
-        priced = price_order(
-            account=account, currency=account.wallet_currency, lines=[data.validated_data["line"]]
         )
         return Response(
             CartItemOut(_Priced(item, priced.lines[0], account.wallet_currency)).data, status=201
@@ -143,7 +145,7 @@ class QuoteApi(APIView):
         description='Send `{"sessionId"}` to price a cart or `{"items", "baseCurrency"}`. '
         "The quote converts to any currency of the FX table and shows the rate used.",
         request=QuoteIn,
-        responses={200: QuoteOut, **problems(400, 401, 403)},
+        responses={200: QuoteOut, **problems(400, 401, 403, 409)},
     )
     def post(self, request):
         data = QuoteIn(data=request.data)

@@ -90,7 +90,11 @@ def batch_upload(request: AuthenticatedRequest) -> HttpResponse:
             status=400,
         )
     lines = parsed.validated["lines"]
-    priced = price_order(account=request.user.account, lines=lines, currency=wallet.currency)
+    try:
+        priced = price_order(account=request.user.account, lines=lines, currency=wallet.currency)
+    except ApplicationError as exc:  # a product no longer offered
+        messages.error(request, str(exc.detail))
+        return redirect("orders:batches")
     token = secrets.token_urlsafe(18)
     cache.set(
         _pending_key(request, token),

@@ -2,6 +2,11 @@
 
 unit price = the product's retail price converted to the order currency, less the
 account's discount, rounded half up to cents; line total = unit price * quantity.
+
+A product the catalog no longer offers (its price too close to its cost, docs/pricing.md)
+is refused here with 409 ``product_unavailable``: every way of placing an order (quotes,
+wallet and B2B orders, card prepare, batches) prices through ``price_order``. Showing a
+cart that holds one (``for_sale=False``) is not placing an order.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from django.utils import timezone
 
 from accounts.models import Account
 from catalog.models import Product, Promotion
-from catalog.selectors import FxQuote, fx_rate, product_promotion
+from catalog.selectors import FxQuote, fx_rate, product_offered_check, product_promotion
 from reseller.money import ZERO, quantize
 
 QUOTE_VALIDITY = timedelta(minutes=15)
@@ -65,8 +70,17 @@ def unit_price(*, product: Product, account: Account, rate: Decimal) -> Decimal:
 
 
 def price_order(
-    *, account: Account, lines: list[LineRequest], currency: str, at: datetime | None = None
+    *,
+    account: Account,
+    lines: list[LineRequest],
+    currency: str,
+    at: datetime | None = None,
+    for_sale: bool = True,
 ) -> PricedOrder:
+    """Price the lines; ``for_sale`` (placing or quoting an order) refuses a product that
+    is not offered (``ProductUnavailable``, 409)."""
+    if for_sale:
+        product_offered_check(products=(line.product for line in lines))
     at = at or timezone.now()
     currency = currency.upper()
     rates: dict[str, FxQuote] = {}

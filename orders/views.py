@@ -49,13 +49,16 @@ def _cart(request: AuthenticatedRequest):
     )
 
 
-def _quote(request: HttpRequest, items):
+def _quote(request: HttpRequest, items, *, for_sale: bool):
+    """The cart priced: to show it (``for_sale=False``), or to pay it (a product no longer
+    offered raises ``ProductUnavailable``)."""
     account = request.user.account  # type: ignore[union-attr]
     currency = wallet_get_or_create(account=account).currency
     priced = price_order(
         account=account,
         currency=currency,
         lines=line_requests(items),
+        for_sale=for_sale,
     )
     return priced, list(zip(items, priced.lines, strict=True))
 
@@ -109,7 +112,7 @@ def cart_add(request: HttpRequest) -> HttpResponse:
 @require_GET
 def cart(request: AuthenticatedRequest) -> HttpResponse:
     items = list(selectors.cart_items(cart=_cart(request)))
-    quote, rows = _quote(request, items)
+    quote, rows = _quote(request, items, for_sale=False)
     wallet = wallet_get_or_create(account=request.user.account)
     return render(
         request,
@@ -157,7 +160,11 @@ def checkout(request: AuthenticatedRequest) -> HttpResponse:
     if not items:
         messages.info(request, _("Your cart is empty."))
         return redirect("orders:cart")
-    quote, rows = _quote(request, items)
+    try:
+        quote, rows = _quote(request, items, for_sale=True)
+    except ApplicationError as exc:  # a product no longer offered
+        messages.error(request, exc.detail)
+        return redirect("orders:cart")
     return render(
         request,
         "orders/checkout.html",

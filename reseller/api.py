@@ -45,7 +45,8 @@ PROBLEM_DESCRIPTIONS = {
     "`web_session_required`, `api_key_required`, `b2b_not_enabled`, `test_key_required` or "
     "`permission_denied`.",
     404: "`not_found`: unknown id or an object of another account.",
-    409: "`idempotency_key_in_use`: the first request with this key is still running.",
+    409: "`idempotency_key_in_use`: the first request with this key is still running; "
+    "`product_unavailable`: a product is no longer offered (no provider sells it over cost).",
     422: "`idempotency_key_reused`: the same key was used with a different body.",
     429: "`rate_limited`: see `Retry-After` and the `RateLimit` / `RateLimit-Policy` headers.",
     503: "`service_unavailable`: a dependency is down; nothing was charged.",

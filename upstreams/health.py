@@ -115,6 +115,12 @@ def knocked(provider: str, *, listening: bool | None) -> None:
         _knocking(provider, False)
 
 
+def is_open(provider: str) -> bool:
+    """Is the provider's circuit open now (no new recharge goes there)? A read only: unlike
+    ``allow`` it never takes a half-open circuit's probe."""
+    return bool(cache.get(_key(provider, "open")))
+
+
 def allow(provider: str) -> bool:
     """May a new recharge be sent to this provider now? Closed: yes. Open: no. Half-open:
     the first caller gets the probe (for as long as one call may take), the others no."""

@@ -8,12 +8,16 @@
 - ``Route``: one catalog product as one provider sells it, with what it costs us. A product
   sold by three providers has three routes; the processor sends each recharge by the
   cheapest healthy one (``upstreams.routing``).
+- ``PriceRule``: a markup over the cheapest healthy route's cost for a country, an operator
+  or a product; the most specific wins (``upstreams.pricing``, docs/pricing.md).
 """
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
@@ -121,3 +125,104 @@ class Route(models.Model):
 
     def __str__(self) -> str:
         return f"{self.provider.name}: {self.product.name} ({self.cost} {self.cost_currency})"
+
+
+MARKUP_MAX = Decimal(1000)
+
+
+class PriceRule(models.Model):
+    """Price the products of a country, an operator or one product at ``markup_percent``
+    over their cheapest healthy route's cost. Exactly one of the three is set; a product's
+    rule beats its operator's, which beats its country's."""
+
+    class Scope(models.TextChoices):
+        PRODUCT = "product", _("product")
+        OPERATOR = "operator", _("operator")
+        COUNTRY = "country", _("country")
+
+    country = models.ForeignKey(
+        "catalog.Country",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="+",
+        verbose_name=_("country"),
+    )
+    operator = models.ForeignKey(
+        "catalog.Operator",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="+",
+        verbose_name=_("operator"),
+    )
+    product = models.ForeignKey(
+        "catalog.Product",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="+",
+        verbose_name=_("product"),
+    )
+    markup_percent = models.DecimalField(
+        _("markup (%)"),
+        max_digits=7,
+        decimal_places=2,
+        validators=[MinValueValidator(Decimal(0)), MaxValueValidator(MARKUP_MAX)],
+        help_text=_("Over the cheapest healthy route's cost, e.g. 12.5."),
+    )
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        verbose_name = _("price rule")
+        verbose_name_plural = _("price rules")
+        ordering = ["country_id", "operator_id", "product_id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=(
+                    models.Q(country__isnull=False, operator__isnull=True, product__isnull=True)
+                    | models.Q(country__isnull=True, operator__isnull=False, product__isnull=True)
+                    | models.Q(country__isnull=True, operator__isnull=True, product__isnull=False)
+                ),
+                name="price_rule_one_scope",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(markup_percent__gte=0), name="price_rule_markup_not_negative"
+            ),
+            models.UniqueConstraint(
+                fields=["country"],
+                condition=models.Q(country__isnull=False),
+                name="price_rule_country_unique",
+            ),
+            models.UniqueConstraint(
+                fields=["operator"],
+                condition=models.Q(operator__isnull=False),
+                name="price_rule_operator_unique",
+            ),
+            models.UniqueConstraint(
+                fields=["product"],
+                condition=models.Q(product__isnull=False),
+                name="price_rule_product_unique",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.scope} {self.target}: +{self.markup_percent}%"
+
+    @property
+    def scope(self) -> str:
+        if self.product_id is not None:
+            return self.Scope.PRODUCT
+        if self.operator_id is not None:
+            return self.Scope.OPERATOR
+        return self.Scope.COUNTRY
+
+    @property
+    def target(self) -> str:
+        """The public id of what it prices: ``prd_…``, ``opr_…`` or the country code."""
+        if self.product is not None:
+            return self.product.public_id
+        if self.operator is not None:
+            return self.operator.public_id
+        return str(self.country_id)

@@ -29,6 +29,7 @@ from emails.outbox import email_queue_to_user
 from reseller.errors import ApplicationError, NotFound
 from upstreams.adapters import ProviderError, UpstreamProduct, adapter_for
 from upstreams.models import Provider, ProviderOperator, Route
+from upstreams.pricing import products_reprice
 
 logger = logging.getLogger(__name__)
 
@@ -274,7 +275,8 @@ def catalog_sync(*, provider: Provider, countries: list[str] | None = None) -> S
     """Read the provider's whole catalog (no transaction open), then in one transaction: its
     operators (mapped by normalised name when one catalog operator of the country answers to
     it), a route per product of each mapped operator (the cheapest of its offers for that
-    product), and routes no longer offered deactivated."""
+    product), and routes no longer offered deactivated; then the products of its routes are
+    repriced (``upstreams.pricing``)."""
     offers = adapter_for(provider).catalog(countries=countries)
     with transaction.atomic():
         provider = Provider.objects.select_for_update().get(pk=provider.pk)
@@ -360,6 +362,9 @@ def catalog_sync(*, provider: Provider, countries: list[str] | None = None) -> S
                 updated += 1
         gone = [r.pk for pid, r in routes.items() if pid not in cheapest and r.active]
         removed = Route.objects.filter(pk__in=gone).update(active=False, updated_at=now)
+        # Costs may have moved: the products this provider sells (or sold until now) are
+        # priced again under their rules and checked against the floor (docs/pricing.md).
+        products_reprice(product_ids=[*cheapest, *routes])
         provider.synced_at = now
         provider.save(update_fields=["synced_at"])
         mapped = sum(1 for o in known.values() if o.operator_id)

@@ -251,6 +251,9 @@ PROVIDER_DEGRADED_BELOW = env.float("PROVIDER_DEGRADED_BELOW", default=0.9)
 # Products created by a catalog sync are priced this much over their cheapest route's cost
 # until staff set a price rule (docs/providers.md, "Catalog sync").
 PROVIDER_DEFAULT_MARKUP_PERCENT = env.float("PROVIDER_DEFAULT_MARKUP_PERCENT", default=10.0)
+# A product with routes whose price leaves less than this over its cheapest healthy route's
+# cost is not offered (docs/pricing.md).
+PRICE_MIN_MARGIN_PERCENT = env.float("PRICE_MIN_MARGIN_PERCENT", default=3.0)
 # Without a broker: run tasks on a thread pool of the web process (False: inline, for tests).
 TASKS_IN_PROCESS_THREADED = env.bool("TASKS_IN_PROCESS_THREADED", default=True)
 # How long a recharge may sit in a state before the sweeper looks at it again.

@@ -123,7 +123,8 @@ class SimulatorProvider:
 
     def catalog(self, *, countries: Iterable[str] | None = None) -> list[UpstreamProduct]:
         share = Decimal(settings.AIRTIME_SIMULATOR_COST_PERCENT) / 100
-        products = product_list().select_related("operator")
+        # Every product, offered or not: what it costs does not depend on whether we offer it.
+        products = product_list(offered_only=False).select_related("operator")
         if countries is not None:
             products = products.filter(country_id__in=[c.upper() for c in countries])
         return [
