@@ -18,6 +18,7 @@ from catalog import services
 from catalog.i18n import translation_languages
 from catalog.models import Country, FxRate, Operator, Product, Promotion, PromotionStatus
 from catalog.templatetags.catalog_marks import flag
+from upstreams.pricing import products_reprice
 
 
 class TranslationsForm(forms.ModelForm):
@@ -152,9 +153,11 @@ class ProductAdmin(admin.ModelAdmin):
         "retail_price",
         "retail_currency",
         "active",
+        "offered",
     )
     list_filter = (
         "active",
+        "offered",  # "No": priced too close to its cheapest route's cost (docs/pricing.md)
         "product_type",
         "country",
         ("operator", admin.RelatedOnlyFieldListFilter),
@@ -173,6 +176,7 @@ class ProductAdmin(admin.ModelAdmin):
                 "fields": (
                     ("local_amount", "local_currency"),
                     ("retail_price", "retail_currency"),
+                    "offered",
                     "validity_days",
                 )
             },
@@ -182,13 +186,27 @@ class ProductAdmin(admin.ModelAdmin):
     )
 
     def get_readonly_fields(self, request, obj=None):
-        fixed = ("public_id", "created_at", "updated_at")
+        fixed = ("public_id", "offered", "created_at", "updated_at")
         return (*fixed, "sku") if obj else fixed
 
     def save_model(self, request, obj, form, change):
         if change and form.changed_data:
             obj.updated_at = timezone.now()
         super().save_model(request, obj, form, change)
+        # A price set by hand is checked against the cost of its routes (and a price rule
+        # of the product, its operator or its country wins over it).
+        products_reprice(product_ids=[obj.pk])
+        obj.refresh_from_db(fields=["retail_price", "offered"])
+        if not obj.offered:
+            self.message_user(
+                request,
+                _(
+                    "%(product)s is not offered: its price leaves less than the minimum margin "
+                    "over its cheapest route's cost."
+                )
+                % {"product": obj},
+                messages.WARNING,
+            )
 
     @admin.action(description=_("Activate the selected products"))
     def activate(self, request, queryset):

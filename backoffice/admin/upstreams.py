@@ -1,23 +1,29 @@
 """Back-office pages of upstream providers (docs/providers.md): the providers with their
-health, their operators (the unmapped ones first, mapped here), their routes, and each
-recharge's calls to them. Every write goes through ``upstreams.services``; secrets are typed
-once and never shown again."""
+health, their operators (the unmapped ones first, mapped here), their routes, the price rules
+over their costs (docs/pricing.md), and each recharge's calls to them. Every write goes
+through ``upstreams.services`` and ``upstreams.pricing``; secrets are typed once and never
+shown again."""
 
 from __future__ import annotations
 
 import logging
 
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.db import transaction
+from django.urls import reverse
+from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import ngettext
 
 from backoffice.admin.tools import ReadOnlyAdmin, ReadOnlyInline, run_each
-from catalog.models import Operator
+from backoffice.services import audit
+from catalog.models import Operator, Product
 from recharges.models import RechargeAttempt
 from upstreams import health
 from upstreams.adapters import ProviderError
-from upstreams.models import Provider, ProviderOperator, Route
+from upstreams.models import PriceRule, Provider, ProviderOperator, Route
+from upstreams.pricing import price_rule_delete, price_rule_set
 from upstreams.routing import routing_forget
 from upstreams.selectors import ProviderView, provider_view
 from upstreams.services import (
@@ -300,6 +306,100 @@ class RouteAdmin(ReadOnlyAdmin):
     list_filter = ("active", "provider", "product__country")
     search_fields = ("product__name", "product__public_id", "sku", "provider__name")
     list_select_related = ("product", "provider")
+
+
+class PriceRuleForm(forms.ModelForm):
+    class Meta:
+        model = PriceRule
+        fields = ("country", "operator", "product", "markup_percent")
+
+    def clean(self):
+        data = super().clean()
+        if self.instance.pk is None:
+            given = [field for field in ("country", "operator", "product") if data.get(field)]
+            if len(given) != 1:
+                raise forms.ValidationError(
+                    _("Choose exactly one of a country, an operator or a product.")
+                )
+        return data
+
+
+@admin.register(PriceRule)
+class PriceRuleAdmin(admin.ModelAdmin):
+    """Markups over the cheapest healthy route's cost (docs/pricing.md). Saving one reprices
+    its products at once through ``upstreams.pricing``; the products whose price is too close
+    to their cost are listed from here (the catalog's product list, "offered: No")."""
+
+    form = PriceRuleForm
+    list_display = ("scope_shown", "target_shown", "markup_percent", "updated_at")
+    list_select_related = ("country", "operator", "product")
+    search_fields = ("country__code", "operator__name", "operator__public_id", "product__name")
+    autocomplete_fields = ("country", "operator", "product")
+
+    def get_readonly_fields(self, request, obj=None):
+        return ("country", "operator", "product") if obj is not None else ()
+
+    @admin.display(description=_("for"))
+    def scope_shown(self, obj: PriceRule) -> str:
+        return str(PriceRule.Scope(obj.scope).label)
+
+    @admin.display(description=_("what"))
+    def target_shown(self, obj: PriceRule) -> str:
+        return str(obj.product or obj.operator or obj.country)
+
+    def save_model(self, request, obj, form, change):
+        data = form.cleaned_data
+        country, operator, product = (
+            (obj.country, obj.operator, obj.product)
+            if change
+            else (data.get("country"), data.get("operator"), data.get("product"))
+        )
+        rule, repriced = price_rule_set(
+            country=country.code if country else None,
+            operator=operator.public_id if operator else None,
+            product=product.public_id if product else None,
+            markup_percent=data["markup_percent"],
+        )
+        obj.pk, obj.updated_at = rule.pk, rule.updated_at
+        obj._state.adding = False
+        audit(
+            actor=request.user,
+            action="price_rule.set",
+            target=rule,
+            detail={
+                "scope": rule.scope,
+                "target": rule.target,
+                "markupPercent": str(rule.markup_percent),
+            },
+        )
+        self.message_user(request, repriced.line())
+
+    def delete_model(self, request, obj):
+        repriced = price_rule_delete(rule=obj)
+        audit(
+            actor=request.user,
+            action="price_rule.delete",
+            target=None,
+            detail={"scope": obj.scope, "target": obj.target, "repriced": repriced.line()},
+        )
+
+    def delete_queryset(self, request, queryset):
+        for rule in queryset:
+            self.delete_model(request, rule)
+
+    def changelist_view(self, request, extra_context=None):
+        withdrawn = Product.objects.filter(active=True, offered=False).count()
+        if withdrawn:
+            url = reverse("admin:catalog_product_changelist") + "?active__exact=1&offered__exact=0"
+            text = ngettext(
+                "%(count)d product is not offered: its price is too close to its cost.",
+                "%(count)d products are not offered: their price is too close to their cost.",
+                withdrawn,
+            ) % {"count": withdrawn}
+            self.message_user(
+                request, format_html('<a href="{}">{}</a>', url, text), messages.WARNING
+            )
+        return super().changelist_view(request, extra_context)
 
 
 class RechargeAttemptInline(ReadOnlyInline, admin.TabularInline):
