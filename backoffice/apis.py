@@ -163,6 +163,11 @@ class ProductsApi(StaffListApi):
             _param("country", "Country code (`MX`)."),
             _param("operator", "Operator id."),
             _param("active", "Only active (true) or inactive (false) products.", type=bool),
+            _param(
+                "offered",
+                "Only products offered (true) or not (false): priced too close to their cost.",
+                type=bool,
+            ),
         ],
         responses={200: AdminProductOut(many=True), **STAFF_PROBLEMS},
     )

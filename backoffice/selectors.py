@@ -259,6 +259,7 @@ def products_list(
     country: str = "",
     operator: str = "",
     active: bool | None = None,
+    offered: bool | None = None,
 ) -> QuerySet[Product]:
     since = window_start(30)
     qs = (
@@ -284,6 +285,8 @@ def products_list(
         qs = qs.filter(operator__public_id=operator)
     if active is not None:
         qs = qs.filter(active=active)
+    if offered is not None:
+        qs = qs.filter(offered=offered)
     return qs
 
 

@@ -167,6 +167,7 @@ class ProductQuery(AdminQuery):
     country = serializers.RegexField(r"^[A-Za-z]{2}$", required=False)
     operator = serializers.CharField(max_length=40, required=False)
     active = serializers.BooleanField(required=False, allow_null=True, default=None)
+    offered = serializers.BooleanField(required=False, allow_null=True, default=None)
 
 
 def selector_kwargs(data: dict) -> dict:
@@ -311,6 +312,10 @@ class AdminProductOut(serializers.Serializer):
     price = serializers.DecimalField(source="retail_price", max_digits=12, decimal_places=2)
     currency = serializers.CharField(source="retail_currency")
     active = serializers.BooleanField()
+    offered = serializers.BooleanField(
+        help_text="False while its price leaves less than PRICE_MIN_MARGIN_PERCENT over its "
+        "cheapest healthy route's cost: the catalog leaves it out (docs/pricing.md)."
+    )
     recharges_last_30_days = serializers.SerializerMethodField()
 
     def get_recharges_last_30_days(self, obj) -> int:

@@ -20,6 +20,8 @@ from recharges import processor
 from recharges.models import Recharge
 from recharges.tasks import recharges_enqueue
 from reseller.errors import ValidationFailed
+from upstreams import pricing
+from upstreams.models import PriceRule
 from wallet import services as wallet_services
 from wallet.models import LedgerEntry, TopUp, Wallet
 
@@ -230,6 +232,54 @@ def staff_account_set_discount(
         detail={"before": before, "after": percent},
     )
     return account
+
+
+# Price rules ------------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def staff_price_rule_set(
+    *,
+    actor: User,
+    markup_percent: object,
+    country: str | None = None,
+    operator: str | None = None,
+    product: str | None = None,
+) -> tuple[PriceRule, pricing.Repriced]:
+    """Set a markup over cost (docs/pricing.md); its products are repriced at once."""
+    rule, repriced = pricing.price_rule_set(
+        country=country, operator=operator, product=product, markup_percent=markup_percent
+    )
+    audit(
+        actor=actor,
+        action="price_rule.set",
+        target=rule,
+        detail={
+            "scope": rule.scope,
+            "target": rule.target,
+            "markupPercent": str(rule.markup_percent),
+            "repriced": repriced.line(),
+        },
+    )
+    return rule, repriced
+
+
+@transaction.atomic
+def staff_price_rule_delete(*, actor: User, rule: PriceRule) -> pricing.Repriced:
+    """Remove a rule; its products keep their prices and are checked against the floor."""
+    scope, target, markup = rule.scope, rule.target, str(rule.markup_percent)
+    repriced = pricing.price_rule_delete(rule=rule)
+    audit(
+        actor=actor,
+        action="price_rule.delete",
+        detail={
+            "scope": scope,
+            "target": target,
+            "markupPercent": markup,
+            "repriced": repriced.line(),
+        },
+    )
+    return repriced
 
 
 # Exports ----------------------------------------------------------------------------------------

@@ -369,8 +369,24 @@ def test_staff_add_a_price_rule_in_the_back_office_and_see_what_is_not_offered(s
         {"action": "delete_selected", ACTION_CHECKBOX_NAME: [rule.pk], "post": "yes"},
     )
     assert PriceRule.objects.count() == 0
+    assert StaffAction.objects.filter(action="price_rule.delete").count() == 1
     # No rule: it keeps the price it has, 4.04, still under the floor over 4.00.
     assert (fresh(product).retail_price, fresh(product).offered) == (Decimal("4.04"), False)
+
+
+def test_the_admin_api_lists_the_products_not_offered(staff):
+    kept = ProductFactory(retail_price=Decimal("5.00"))
+    dear = ProductFactory(retail_price=Decimal("5.00"), local_amount=Decimal("300.00"))
+    provider = simulator("sim")
+    sync(provider, share=90)
+    cli("set_price_rule", "--product", dear.public_id, "--markup-percent", "1")
+    client = APIClient()
+    client.credentials(**bearer(staff))
+    body = client.get("/api/v1/admin/products", {"offered": "false"}).json()
+    assert [row["id"] for row in body["results"]] == [dear.public_id]
+    assert body["results"][0]["offered"] is False
+    offered = client.get("/api/v1/admin/products", {"offered": "true"}).json()["results"]
+    assert [row["id"] for row in offered] == [kept.public_id]
 
 
 def test_a_price_staff_type_in_the_product_page_is_checked_against_the_floor(staff_client):

@@ -17,13 +17,12 @@ from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
 from backoffice.admin.tools import ReadOnlyAdmin, ReadOnlyInline, run_each
-from backoffice.services import audit
+from backoffice.services import staff_price_rule_delete, staff_price_rule_set
 from catalog.models import Operator, Product
 from recharges.models import RechargeAttempt
 from upstreams import health
 from upstreams.adapters import ProviderError
 from upstreams.models import PriceRule, Provider, ProviderOperator, Route
-from upstreams.pricing import price_rule_delete, price_rule_set
 from upstreams.routing import routing_forget
 from upstreams.selectors import ProviderView, provider_view
 from upstreams.services import (
@@ -354,7 +353,8 @@ class PriceRuleAdmin(admin.ModelAdmin):
             if change
             else (data.get("country"), data.get("operator"), data.get("product"))
         )
-        rule, repriced = price_rule_set(
+        rule, repriced = staff_price_rule_set(
+            actor=request.user,
             country=country.code if country else None,
             operator=operator.public_id if operator else None,
             product=product.public_id if product else None,
@@ -362,26 +362,10 @@ class PriceRuleAdmin(admin.ModelAdmin):
         )
         obj.pk, obj.updated_at = rule.pk, rule.updated_at
         obj._state.adding = False
-        audit(
-            actor=request.user,
-            action="price_rule.set",
-            target=rule,
-            detail={
-                "scope": rule.scope,
-                "target": rule.target,
-                "markupPercent": str(rule.markup_percent),
-            },
-        )
         self.message_user(request, repriced.line())
 
     def delete_model(self, request, obj):
-        repriced = price_rule_delete(rule=obj)
-        audit(
-            actor=request.user,
-            action="price_rule.delete",
-            target=None,
-            detail={"scope": obj.scope, "target": obj.target, "repriced": repriced.line()},
-        )
+        staff_price_rule_delete(actor=request.user, rule=obj)
 
     def delete_queryset(self, request, queryset):
         for rule in queryset:
