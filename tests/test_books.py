@@ -11,7 +11,7 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 from django.db import transaction
-from django.test import override_settings
+from django.test import Client, override_settings
 from django.utils import timezone
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -27,7 +27,7 @@ from recharges.books_check import books_check
 from recharges.models import Recharge
 from recharges.services import recharge_reverse
 from tests.factories import ProductFactory, UserFactory
-from tests.helpers import assert_ledger_balanced
+from tests.helpers import assert_ledger_balanced, second_factor_login
 from upstreams.models import Provider
 from upstreams.routing import routing_forget
 from upstreams.services import catalog_sync
@@ -249,3 +249,32 @@ def test_margin_is_the_price_less_the_cost_converted_to_the_cent(price, cost, ra
     assert margin is not None and margin == margin.quantize(Decimal("0.01"))
     assert converted == (cost * rate).quantize(Decimal("0.01"), rounding="ROUND_HALF_UP")
     assert margin + converted == price
+
+
+@pytest.fixture
+def staff_client(staff):
+    client = Client()
+    second_factor_login(client, staff)
+    return client
+
+
+def test_the_margin_page_groups_the_books_and_exports_them(product, staff_client):
+    place(product, quantity=2)
+    page = staff_client.get("/admin/margin/?by=provider&days=30")
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "sim-a" in html and "1.00 EUR" in html  # 2 sales of 0.50
+    exported = staff_client.get("/admin/margin/?by=provider&days=30&format=csv")
+    text = b"".join(exported.streaming_content).decode()
+    assert text.splitlines()[1] == "sim-a,EUR,2,10.00,9.00,1.00,10.0"
+    xlsx = staff_client.get("/admin/margin/?by=operator&days=7&format=xlsx")
+    assert xlsx["Content-Type"].startswith("application/vnd.openxmlformats")
+    # An unknown grouping or period falls back to the defaults rather than failing.
+    assert staff_client.get("/admin/margin/?by=nonsense&days=abc").status_code == 200
+    dashboard = staff_client.get("/admin/dashboard/").content.decode()
+    assert "cost and margin" in dashboard and "/admin/margin/" in dashboard
+
+
+def test_the_margin_page_is_staff_only(client, user):
+    client.force_login(user)
+    assert client.get("/admin/margin/").status_code == 302
