@@ -12,7 +12,7 @@ from decimal import Decimal
 import pytest
 from django.core.management import call_command
 from django.db import close_old_connections, connection, transaction
-from django.test import Client
+from django.test import Client, override_settings
 from django.urls import reverse
 
 from orders.pricing import LineRequest
@@ -180,3 +180,24 @@ def test_duplicate_reversals_in_parallel_threads_refund_once(routed, reloadly, d
     assert balance(recharge) == paid + recharge.amount and refunds(recharge) == 1
     assert reversed_events(recharge) == 1
     assert_ledger_balanced()
+
+
+@override_settings(PROVIDER_CALLBACK_ALLOWED_IPS=["198.51.100.0/24", "203.0.113.9"])
+def test_callbacks_from_outside_the_allowed_addresses_are_refused(routed, reloadly, dtone):
+    reloadly.outage(True)
+    recharge = place(telcel_100(routed), hook=False)
+    reloadly.outage(False)
+    body = dtone.reverse(recharge.public_id)
+    outside = Client(REMOTE_ADDR="192.0.2.1").post(
+        "/webhooks/providers/dtone-1", data=json.dumps(body), content_type="application/json"
+    )
+    assert outside.status_code == 403
+    assert outside["Content-Type"].startswith("application/problem+json")
+    recharge.refresh_from_db()
+    assert recharge.status == S.DELIVERED  # nothing looked up
+    inside = Client(REMOTE_ADDR="198.51.100.20").post(
+        "/webhooks/providers/dtone-1", data=json.dumps(body), content_type="application/json"
+    )
+    assert inside.status_code == 204
+    recharge.refresh_from_db()
+    assert recharge.status == S.REVERSED

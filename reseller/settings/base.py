@@ -249,6 +249,9 @@ PROVIDER_CIRCUIT_FAILURES = env.int("PROVIDER_CIRCUIT_FAILURES", default=5)
 PROVIDER_CIRCUIT_COOLDOWN_SECONDS = env.int("PROVIDER_CIRCUIT_COOLDOWN_SECONDS", default=30)
 PROVIDER_CIRCUIT_SLOW_SECONDS = env.float("PROVIDER_CIRCUIT_SLOW_SECONDS", default=10.0)
 PROVIDER_DEGRADED_BELOW = env.float("PROVIDER_DEGRADED_BELOW", default=0.9)
+# Where providers' callbacks may come from (addresses or networks, e.g. DT One's published
+# ranges); empty: anywhere (a callback is never trusted: it only asks for a look-up).
+PROVIDER_CALLBACK_ALLOWED_IPS = env.list("PROVIDER_CALLBACK_ALLOWED_IPS", default=[])
 # Products created by a catalog sync are priced this much over their cheapest route's cost
 # until staff set a price rule (docs/providers.md, "Catalog sync").
 PROVIDER_DEFAULT_MARKUP_PERCENT = env.float("PROVIDER_DEFAULT_MARKUP_PERCENT", default=10.0)
