@@ -12,6 +12,7 @@ from backoffice import charts, selectors
 from books.selectors import provider_floats
 from recharges.models import Recharge
 from reseller.exports import csv_response, csv_safe, csv_stream, xlsx_response
+from reseller.money import quantize
 
 
 def dashboard(request, *, admin_site):
@@ -173,7 +174,7 @@ def margin(request, *, admin_site):
         "group_name": MARGIN_GROUPS[by],
         "periods": selectors.MARGIN_PERIODS,
         "floats": [
-            {"provider": name, "currency": currency, "amount": amount}
+            {"provider": name, "currency": currency, "amount": quantize(amount)}
             for name, by_currency in provider_floats().items()
             for currency, amount in by_currency.items()
         ],

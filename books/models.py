@@ -11,11 +11,13 @@ Append-only: a reversal is new lines, never an edit. Written only by ``books.ser
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-AMOUNT = {"max_digits": 16, "decimal_places": 4}
+AMOUNT: dict[str, Any] = {"max_digits": 16, "decimal_places": 4}
 
 
 class Entry(models.Model):
