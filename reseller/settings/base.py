@@ -53,6 +53,7 @@ INSTALLED_APPS = [
     "recipients",
     "requestlog",
     "upstreams",
+    "reconciliation",
 ]
 
 MIDDLEWARE = [
@@ -313,6 +314,7 @@ CELERY_TASK_ROUTES = {
     "requestlog.tasks.requestlog_drain_task": {"queue": WEBHOOK_QUEUE},
     "upstreams.tasks.providers_sync_task": {"queue": WEBHOOK_QUEUE},
     "upstreams.tasks.providers_balance_task": {"queue": WEBHOOK_QUEUE},
+    "reconciliation.tasks.reconciliation_daily_task": {"queue": WEBHOOK_QUEUE},
 }
 CELERY_BEAT_SCHEDULE = {
     "webhooks-sweep": {
@@ -361,6 +363,13 @@ CELERY_BEAT_SCHEDULE = {
         "task": "upstreams.tasks.providers_balance_task",
         "schedule": 60.0,
         "options": {"expires": 50.0},
+    },
+    # Yesterday (UTC) of every provider with a report: once a day, from when beat starts (a
+    # second run of a day applies nothing twice).
+    "providers-reconcile": {
+        "task": "reconciliation.tasks.reconciliation_daily_task",
+        "schedule": 24 * 3600.0,
+        "options": {"expires": 3600.0},
     },
 }
 
