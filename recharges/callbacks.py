@@ -18,7 +18,7 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
 from recharges.models import Recharge
-from recharges.tasks import recharge_process_task
+from recharges.tasks import recharge_process_task, recharge_reversal_check_task
 from reseller.errors import problem_body
 from reseller.tasks import enqueue
 from upstreams.adapters import adapter_for
@@ -46,17 +46,25 @@ def provider_callback(request: HttpRequest, name: str) -> HttpResponse:
     if not parsed:
         return _problem(400, "invalid_callback", "The body is not a transaction of this provider.")
     reference = parsed[0]
-    recharge_id = (
+    found = (
         Recharge.objects.filter(
-            public_id=reference, provider=name, status=Recharge.Status.DISPATCHED
+            public_id=reference,
+            provider=name,
+            livemode=True,
+            status__in=(Recharge.Status.DISPATCHED, Recharge.Status.DELIVERED),
         )
-        .values_list("pk", flat=True)
+        .values_list("pk", "status")
         .first()
     )
-    if recharge_id is not None:
-        # Take the row over now and look it up at the provider (processor, step 1-2).
+    if found is not None:
+        recharge_id, status = found
         try:
-            enqueue(recharge_process_task, recharge_id, None, time.time())
-        except Exception:  # broker down: the sweeper looks it up later
+            if status == Recharge.Status.DISPATCHED:
+                # Take the row over now and look it up at the provider (processor, step 1-2).
+                enqueue(recharge_process_task, recharge_id, None, time.time())
+            else:
+                # Delivered: the provider may have taken it back; ask it (never trust this).
+                enqueue(recharge_reversal_check_task, recharge_id, f"{name} callback")
+        except Exception:  # broker down: the sweeper (or the reconciliation) looks it up later
             logger.warning("callback for %s not enqueued", reference, exc_info=True)
     return HttpResponse(status=204)
