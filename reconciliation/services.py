@@ -25,6 +25,7 @@ from django.utils import timezone
 from accounts.models import User
 from emails.outbox import email_queue_to_user
 from recharges.models import Recharge
+from recharges.services import recharge_reverse
 from reconciliation.models import ReconciliationItem, ReconciliationRun
 from reseller.errors import ApplicationError
 from upstreams.adapters import ProviderError, ProviderResult, UpstreamTransaction, adapter_for
@@ -38,7 +39,7 @@ CENT = Decimal("0.01")
 S = Recharge.Status
 R = ProviderResult
 K = ReconciliationItem.Kind
-REVERSED = "reversed"  # a recharge taken back by its provider after delivery
+REVERSED = S.REVERSED  # taken back by its provider after delivery
 
 # Our status, and the provider statuses that agree with it. A failed recharge queued again
 # by staff is still failed at that provider.
@@ -221,12 +222,29 @@ def _amount_mismatch(recharge: Recharge, line: UpstreamTransaction) -> Reconcili
 
 
 def _reversals_apply(found: _Found) -> int:
-    """Apply each reversal the report shows for a recharge we hold delivered: one refund,
-    whoever else applies it (a callback, a look-up, another run). Each in its own
-    transaction, the provider no longer involved."""
+    """Apply each reversal the report shows for a recharge we hold delivered: reversed and
+    refunded once, whoever else applies it (a callback's look-up, another run). Each in its
+    own transaction, the provider no longer involved. Applied, both sides agree: matched."""
     applied = 0
     for recharge, line in found.reversals:
-        # Until ``recharges.services.recharge_reverse`` exists, a reversal is reported.
+        if recharge_reverse(recharge_id=recharge.pk, source="reconciliation"):
+            applied += 1
+            recharge.refresh_from_db(fields=["status", "updated_at"])
+            found.matched += 1
+            found.items.append(
+                _item(
+                    K.REVERSED,
+                    recharge,
+                    line,
+                    ours=(recharge.amount, recharge.currency),
+                    detail="the provider took it back: reversed here, its amount refunded",
+                )
+            )
+            continue
+        recharge.refresh_from_db(fields=["status", "updated_at"])
+        if recharge.status == S.REVERSED:  # reversed meanwhile by someone else
+            found.matched += 1
+            continue
         found.items.append(
             _item(
                 K.STATUS_MISMATCH,
