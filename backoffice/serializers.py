@@ -14,6 +14,7 @@ from rest_framework.exceptions import ErrorDetail
 
 from payments.models import Payment
 from recharges.models import Recharge
+from reconciliation.models import ReconciliationItem
 from reseller.errors import ValidationFailed, flatten_validation_errors, refuse_unknown_params
 
 PAGE_PARAMS = ("page", "limit")
@@ -286,9 +287,7 @@ class AdminReconciliationItemOut(serializers.Serializer):
     """One discrepancy of a run, or a reversal it applied; amounts as each side recorded
     them (the cost, or the face value for a face-value mismatch)."""
 
-    kind = serializers.ChoiceField(
-        choices=["missing_here", "missing_there", "amount_mismatch", "status_mismatch", "reversed"]
-    )
+    kind = serializers.ChoiceField(choices=ReconciliationItem.Kind.choices)
     recharge = serializers.SerializerMethodField()
     reference = serializers.CharField(source="our_reference", allow_null=True)
     provider_reference = serializers.CharField(allow_null=True)
@@ -339,12 +338,12 @@ class AdminReconciliationOut(serializers.Serializer):
 
     @extend_schema_field(AdminReconciliationItemOut(many=True))
     def get_mismatches(self, run) -> list[dict]:
-        items = [i for i in run.items.all() if i.kind != "reversed"]
+        items = [i for i in run.items.all() if i.kind != ReconciliationItem.Kind.REVERSED]
         return AdminReconciliationItemOut(items, many=True).data  # type: ignore[return-value]
 
     @extend_schema_field(AdminReconciliationItemOut(many=True))
     def get_reversals(self, run) -> list[dict]:
-        items = [i for i in run.items.all() if i.kind == "reversed"]
+        items = [i for i in run.items.all() if i.kind == ReconciliationItem.Kind.REVERSED]
         return AdminReconciliationItemOut(items, many=True).data  # type: ignore[return-value]
 
     def to_representation(self, instance):

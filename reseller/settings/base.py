@@ -564,6 +564,7 @@ if BENCH_ENDPOINTS:
 # Named enums in the schema: a recharge's statuses (the same set wherever they appear).
 SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"] = {
     "RechargeStatusEnum": "recharges.models.Recharge.Status",
+    "ReconciliationItemKindEnum": "reconciliation.models.ReconciliationItem.Kind",
 }
 SPECTACULAR_SETTINGS["POSTPROCESSING_HOOKS"].append(
     "reseller.schema.document_ambiguous_credentials"
