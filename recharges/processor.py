@@ -40,6 +40,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from books.services import Sale, books_sales_record
 from catalog.errors import FxRateNotFound
 from catalog.selectors import fx_convert, product_waitlist_promotion
 from payments.gateway import card_refund
@@ -209,6 +210,23 @@ def margin_of(recharge: Recharge, *, cost: Decimal | None, cost_currency: str) -
     return recharge.amount - cost_here
 
 
+def sale_of(recharge: Recharge) -> Sale:
+    """A delivered live recharge as the books record it (docs/books.md)."""
+    product = recharge.product
+    return Sale(
+        reference=recharge.public_id,
+        customer_id=recharge.account_id,
+        price=recharge.amount,
+        currency=recharge.currency,
+        provider=recharge.provider,
+        operator_id=product.operator_id,
+        country=product.country_id,
+        cost=recharge.cost,
+        cost_currency=recharge.cost_currency,
+        margin=recharge.margin,
+    )
+
+
 # What a provider's answer that leaves the recipient nothing does to a dispatched recharge:
 # it fails and is refunded once. A top-up taken back before we recorded it delivered is one
 # (the provider gave its cost back); taken back after, it is the reconciliation's.
@@ -243,6 +261,7 @@ def apply_result(recharge_id: int, result: ProviderResult, provider_name: str) -
                     "margin_currency": recharge.currency if margin is not None else "",
                 },
             )
+            books_sales_record(sales=[sale_of(recharge)])
             recharge_emit(recharge)
             return Outcome(S.DELIVERED)
         if result.status in NOT_DELIVERED:

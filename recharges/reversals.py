@@ -18,12 +18,14 @@ import logging
 
 from django.db import transaction
 
+from books.services import books_reversal_record
 from recharges.events import recharge_emit
 from recharges.models import Recharge
 from recharges.processor import (
     provider_call_recorded,
     recharge_lock,
     recharge_refund,
+    sale_of,
     topup_request,
 )
 from recharges.state import transition
@@ -54,6 +56,7 @@ def recharge_reverse(*, recharge_id: int, source: str, actor=None) -> bool:
             extra_fields={"failure_code": REVERSED_CODE, "failure_message": REVERSED_MESSAGE},
         )
         recharge_refund(recharge=recharge, actor=actor)
+        books_reversal_record(sale=sale_of(recharge))
         recharge_emit(recharge)  # after the refund: the event says the money is back
     logger.info("recharge %s reversed (%s)", recharge.public_id, source)
     return True

@@ -53,6 +53,7 @@ INSTALLED_APPS = [
     "recipients",
     "requestlog",
     "upstreams",
+    "books",
     "reconciliation",
 ]
 
