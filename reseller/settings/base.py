@@ -54,6 +54,7 @@ INSTALLED_APPS = [
     "requestlog",
     "upstreams",
     "books",
+    "reconciliation",
 ]
 
 MIDDLEWARE = [
@@ -317,6 +318,7 @@ CELERY_TASK_ROUTES = {
     "requestlog.tasks.requestlog_drain_task": {"queue": WEBHOOK_QUEUE},
     "upstreams.tasks.providers_sync_task": {"queue": WEBHOOK_QUEUE},
     "upstreams.tasks.providers_balance_task": {"queue": WEBHOOK_QUEUE},
+    "reconciliation.tasks.reconciliation_daily_task": {"queue": WEBHOOK_QUEUE},
 }
 CELERY_BEAT_SCHEDULE = {
     "webhooks-sweep": {
@@ -365,6 +367,13 @@ CELERY_BEAT_SCHEDULE = {
         "task": "upstreams.tasks.providers_balance_task",
         "schedule": 60.0,
         "options": {"expires": 50.0},
+    },
+    # Yesterday (UTC) of every provider with a report: once a day, from when beat starts (a
+    # second run of a day applies nothing twice).
+    "providers-reconcile": {
+        "task": "reconciliation.tasks.reconciliation_daily_task",
+        "schedule": 24 * 3600.0,
+        "options": {"expires": 3600.0},
     },
 }
 
@@ -559,6 +568,7 @@ if BENCH_ENDPOINTS:
 # Named enums in the schema: a recharge's statuses (the same set wherever they appear).
 SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"] = {
     "RechargeStatusEnum": "recharges.models.Recharge.Status",
+    "ReconciliationItemKindEnum": "reconciliation.models.ReconciliationItem.Kind",
 }
 SPECTACULAR_SETTINGS["POSTPROCESSING_HOOKS"].append(
     "reseller.schema.document_ambiguous_credentials"
