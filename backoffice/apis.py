@@ -14,14 +14,17 @@ from backoffice.serializers import (
     AdminProductOut,
     AdminProviderOut,
     AdminRechargeOut,
+    AdminReconciliationOut,
     AdminSummaryOut,
     AdminUserOut,
     PaymentQuery,
     ProductQuery,
     RechargeQuery,
+    ReconciliationQuery,
     UserQuery,
     selector_kwargs,
 )
+from reconciliation.selectors import runs_list
 from reseller.api import problems
 from upstreams.selectors import providers_overview
 
@@ -191,3 +194,32 @@ class ProvidersApi(APIView):
     )
     def get(self, request):
         return Response(AdminProviderOut(providers_overview(), many=True).data)
+
+
+class ReconciliationsApi(StaffListApi):
+    serializer_class = AdminReconciliationOut
+    query_class = ReconciliationQuery  # type: ignore[assignment]
+
+    def get_queryset(self):
+        filters = ReconciliationQuery.parse(self.request)
+        return runs_list(provider=filters.get("provider", ""), day=filters.get("date"))
+
+    @extend_schema(
+        tags=TAG,
+        operation_id="admin_reconciliations",
+        summary="Reconciliation runs",
+        description=(
+            "Every reconciliation run, newest first: a provider's transaction report for one "
+            "UTC day matched with our recharges by reference (docs/providers.md). Each run has "
+            "its counts (matched, missing here, missing there, mismatched, reversals applied), "
+            "its `mismatches` (missing on either side, amount or status) and the `reversals` "
+            "it applied." + AUTH_NOTE
+        ),
+        parameters=[
+            _param("provider", "A provider's name."),
+            _param("date", "The day reconciled (`2026-11-21`, UTC).", type=str),
+        ],
+        responses={200: AdminReconciliationOut(many=True), **STAFF_PROBLEMS},
+    )
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)

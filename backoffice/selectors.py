@@ -24,7 +24,8 @@ from django.db.models.functions import Coalesce, TruncDate
 from django.utils import timezone
 
 from accounts.models import Account, ApiKey, User
-from catalog.models import Product
+from books.selectors import margin_report
+from catalog.models import Country, Operator, Product
 from payments.models import Payment
 from recharges.models import Recharge
 from recharges.state import LIVE_FINAL, LIVE_STATUSES
@@ -405,4 +406,44 @@ def dashboard(*, days: int = 30, currency: str = "EUR", top: int = 8) -> dict:
         "operators": operator_rates,
         "countries": top_countries,
         "summary": summary(),
+    }
+
+
+# -- the margin page (docs/books.md): the books grouped, with names for the keys ----------------
+MARGIN_PERIODS = (7, 30, 90, 365)
+
+
+def margin_rows(*, by: str, days: int) -> list[dict]:
+    """The books' margin report over the last ``days`` days, grouped ``by`` (day, provider,
+    operator, country, reseller), each row with a readable ``label`` and its margin percent."""
+    since = timezone.now() - timedelta(days=days)
+    rows = margin_report(by=by, since=since)
+    keys = {row["key"] for row in rows}
+    names: dict = {}
+    if by == "operator":
+        names = {o.pk: f"{o.name} ({o.country_id})" for o in Operator.objects.filter(pk__in=keys)}
+    elif by == "country":
+        names = dict(Country.objects.filter(pk__in=keys).values_list("code", "name"))
+    elif by == "reseller":
+        names = dict(Account.objects.filter(pk__in=keys).values_list("pk", "name"))
+    for row in rows:
+        key = row["key"]
+        row["label"] = names.get(key, key if key not in (None, "") else "—")
+        row["margin_percent"] = (
+            (row["margin"] / row["revenue"] * 100).quantize(Decimal("0.1"))
+            if row["revenue"]
+            else None
+        )
+        for field in ("revenue", "cost", "margin"):
+            row[field] = quantize(row[field])
+    return rows
+
+
+def margin_by_day(*, days: int, currency: str) -> dict[date, tuple[Decimal, Decimal]]:
+    """Cost and margin per day booked (in ``currency``, the dashboard's) over ``days`` days."""
+    since = timezone.now() - timedelta(days=days)
+    return {
+        row["key"]: (quantize(row["cost"]), quantize(row["margin"]))
+        for row in margin_report(by="day", since=since)
+        if row["currency"] == currency
     }

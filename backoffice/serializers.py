@@ -14,6 +14,7 @@ from rest_framework.exceptions import ErrorDetail
 
 from payments.models import Payment
 from recharges.models import Recharge
+from reconciliation.models import ReconciliationItem
 from reseller.errors import ValidationFailed, flatten_validation_errors, refuse_unknown_params
 
 PAGE_PARAMS = ("page", "limit")
@@ -170,6 +171,11 @@ class ProductQuery(AdminQuery):
     offered = serializers.BooleanField(required=False, allow_null=True, default=None)
 
 
+class ReconciliationQuery(AdminQuery):
+    provider = serializers.CharField(max_length=32, required=False)
+    date = serializers.DateField(required=False, input_formats=["%Y-%m-%d"])
+
+
 def selector_kwargs(data: dict) -> dict:
     """Query fields → selector keyword arguments (``mode`` becomes ``livemode``)."""
     out = dict(data)
@@ -276,6 +282,75 @@ class AdminProviderOut(serializers.Serializer):
     latency_p50_ms = serializers.IntegerField(allow_null=True)
     latency_p95_ms = serializers.IntegerField(allow_null=True)
     in_flight = serializers.IntegerField()
+
+
+class AdminReconciliationItemOut(serializers.Serializer):
+    """One discrepancy of a run, or a reversal it applied; amounts as each side recorded
+    them (the cost, or the face value for a face-value mismatch)."""
+
+    kind = serializers.ChoiceField(choices=ReconciliationItem.Kind.choices)
+    recharge = serializers.SerializerMethodField()
+    reference = serializers.CharField(source="our_reference", allow_null=True)
+    provider_reference = serializers.CharField(allow_null=True)
+    ours_status = serializers.CharField(allow_null=True)
+    theirs_status = serializers.CharField(allow_null=True)
+    ours_amount = serializers.DecimalField(max_digits=14, decimal_places=4, allow_null=True)
+    ours_currency = serializers.CharField(allow_null=True)
+    theirs_amount = serializers.DecimalField(max_digits=14, decimal_places=4, allow_null=True)
+    theirs_currency = serializers.CharField(allow_null=True)
+    detail = serializers.CharField()
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_recharge(self, item) -> str | None:
+        return item.recharge.public_id if item.recharge is not None else None
+
+    def to_representation(self, instance):
+        data = super().to_representation(instance)
+        for name in (
+            "reference",
+            "provider_reference",
+            "ours_status",
+            "theirs_status",
+            "ours_currency",
+            "theirs_currency",
+        ):
+            data[name] = data[name] or None
+        return data
+
+
+class AdminReconciliationOut(serializers.Serializer):
+    """A reconciliation run (docs/contract.md §14): its counts and what it found."""
+
+    id = serializers.CharField(source="public_id")
+    provider = serializers.CharField()
+    date = serializers.DateField(source="day")
+    started_at = serializers.DateTimeField()
+    finished_at = serializers.DateTimeField(allow_null=True)
+    report_lines = serializers.IntegerField()
+    recharges = serializers.IntegerField()
+    matched = serializers.IntegerField()
+    missing_here = serializers.IntegerField()
+    missing_there = serializers.IntegerField()
+    mismatched = serializers.IntegerField()
+    reversals_applied = serializers.IntegerField()
+    error = serializers.CharField(allow_null=True)
+    mismatches = serializers.SerializerMethodField()
+    reversals = serializers.SerializerMethodField()
+
+    @extend_schema_field(AdminReconciliationItemOut(many=True))
+    def get_mismatches(self, run) -> list[dict]:
+        items = [i for i in run.items.all() if i.kind != ReconciliationItem.Kind.REVERSED]
+        return AdminReconciliationItemOut(items, many=True).data  # type: ignore[return-value]
+
+    @extend_schema_field(AdminReconciliationItemOut(many=True))
+    def get_reversals(self, run) -> list[dict]:
+        items = [i for i in run.items.all() if i.kind == ReconciliationItem.Kind.REVERSED]
+        return AdminReconciliationItemOut(items, many=True).data  # type: ignore[return-value]
+
+    def to_representation(self, instance):
+        data = super().to_representation(instance)
+        data["error"] = data["error"] or None
+        return data
 
 
 class AdminPaymentOut(serializers.Serializer):

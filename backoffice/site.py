@@ -1,4 +1,5 @@
-"""The staff admin site: Django's admin plus the dashboard at /admin/dashboard/.
+"""The staff admin site: Django's admin plus the dashboard at /admin/dashboard/ and the
+margin page at /admin/margin/.
 
 Outside the ``backoffice.admin`` package on purpose: Django builds the default site lazily on
 the first registration, and that import must not trigger the registrations themselves.
@@ -28,4 +29,9 @@ class BackofficeAdminSite(OTPAdminSite):
 
     def get_urls(self) -> list[URLResolver | URLPattern]:
         dashboard = self.admin_view(lambda request: views.dashboard(request, admin_site=self))
-        return [path("dashboard/", dashboard, name="dashboard"), *super().get_urls()]
+        margin = self.admin_view(lambda request: views.margin(request, admin_site=self))
+        return [
+            path("dashboard/", dashboard, name="dashboard"),
+            path("margin/", margin, name="margin"),
+            *super().get_urls(),
+        ]

@@ -9,4 +9,5 @@ urlpatterns = [
     path("admin/payments", apis.PaymentsApi.as_view(), name="admin-payments"),
     path("admin/products", apis.ProductsApi.as_view(), name="admin-products"),
     path("admin/providers", apis.ProvidersApi.as_view(), name="admin-providers"),
+    path("admin/reconciliations", apis.ReconciliationsApi.as_view(), name="admin-reconciliations"),
 ]

@@ -1,13 +1,18 @@
-"""The staff dashboard: a page inside the admin with server-rendered SVG charts."""
+"""The staff dashboard and the margin page: pages inside the admin with server-rendered SVG
+charts and tables."""
 
 from __future__ import annotations
 
 from django.template.response import TemplateResponse
-from django.utils import formats
+from django.utils import formats, timezone
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy as _lazy
 
 from backoffice import charts, selectors
+from books.selectors import provider_floats
 from recharges.models import Recharge
+from reseller.exports import csv_response, csv_safe, csv_stream, xlsx_response
+from reseller.money import quantize
 
 
 def dashboard(request, *, admin_site):
@@ -18,6 +23,8 @@ def dashboard(request, *, admin_site):
     labels = [formats.date_format(point.day, "M j") for point in series]
     status_colors = {status: charts.PALETTE.get(status, "#8a94a6") for status in Recharge.Status}
     status_total = sum(data["by_status"].values())
+    booked = selectors.margin_by_day(days=data["days"], currency=currency)
+    margins = [booked.get(point.day, (0, 0)) for point in series]
     context = {
         **admin_site.each_context(request),
         "title": _("Dashboard"),
@@ -33,6 +40,20 @@ def dashboard(request, *, admin_site):
             unit=f" {currency}",
             empty=_("No sales in the last %(days)d days") % {"days": data["days"]},
         ),
+        "margin_chart": charts.column_chart(
+            labels=labels,
+            series=[
+                charts.Series(_("cost"), charts.PALETTE["other"]),
+                charts.Series(_("margin"), charts.PALETTE["delivered"]),
+            ],
+            values=[[cost, margin] for cost, margin in margins],
+            label=_("Revenue per day from the books: cost and margin (%(currency)s)")
+            % {"currency": currency},
+            decimals=2,
+            unit=f" {currency}",
+            empty=_("No sales booked in the last %(days)d days") % {"days": data["days"]},
+        ),
+        "margin_total": sum((margin for _cost, margin in margins), 0),
         "recharges_chart": charts.column_chart(
             labels=labels,
             series=[
@@ -89,3 +110,73 @@ def dashboard(request, *, admin_site):
         ),
     }
     return TemplateResponse(request, "backoffice/dashboard.html", context)
+
+
+MARGIN_GROUPS = {
+    "day": _lazy("Day"),
+    "provider": _lazy("Provider"),
+    "operator": _lazy("Operator"),
+    "country": _lazy("Country"),
+    "reseller": _lazy("Reseller"),
+}
+
+
+def margin(request, *, admin_site):
+    """GET /admin/margin/: revenue, cost and margin from the books (docs/books.md), grouped
+    by day, provider, operator, country or reseller over 7 to 365 days; ``?format=csv`` or
+    ``xlsx`` downloads the same rows. Staff only (``admin_site.admin_view``)."""
+    by = request.GET.get("by", "day")
+    if by not in MARGIN_GROUPS:
+        by = "day"
+    try:
+        days = int(request.GET.get("days", "30"))
+    except ValueError:
+        days = 30
+    if days not in selectors.MARGIN_PERIODS:
+        days = 30
+    rows = selectors.margin_rows(by=by, days=days)
+    header = [
+        str(MARGIN_GROUPS[by]), _("Currency"), _("Sales"), _("Revenue"), _("Cost"),
+        _("Margin"), _("Margin %"),
+    ]  # fmt: skip
+    table = [
+        [
+            csv_safe(str(row["label"])), row["currency"], row["sales"], row["revenue"],
+            row["cost"], row["margin"], row["margin_percent"],
+        ]
+        for row in rows
+    ]  # fmt: skip
+    stamp = timezone.now().strftime("%Y%m%d")
+    filename = f"margin-by-{by}-{days}d-{stamp}"
+    export = request.GET.get("format")
+    if export == "csv":
+        return csv_response(f"{filename}.csv", csv_stream(header, table))
+    if export == "xlsx":
+        return xlsx_response(f"{filename}.xlsx", header, table, title=_("Margin"))
+    totals: dict[str, dict] = {}
+    for row in rows:
+        total = totals.setdefault(
+            row["currency"], {"currency": row["currency"], "sales": 0, "revenue": 0, "cost": 0}
+        )
+        total["sales"] += row["sales"]
+        total["revenue"] += row["revenue"]
+        total["cost"] += row["cost"]
+    for total in totals.values():
+        total["margin"] = total["revenue"] - total["cost"]
+    context = {
+        **admin_site.each_context(request),
+        "title": _("Margin"),
+        "rows": rows,
+        "totals": list(totals.values()),
+        "by": by,
+        "days": days,
+        "groups": MARGIN_GROUPS,
+        "group_name": MARGIN_GROUPS[by],
+        "periods": selectors.MARGIN_PERIODS,
+        "floats": [
+            {"provider": name, "currency": currency, "amount": quantize(amount)}
+            for name, by_currency in provider_floats().items()
+            for currency, amount in by_currency.items()
+        ],
+    }
+    return TemplateResponse(request, "backoffice/margin.html", context)

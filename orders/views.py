@@ -282,7 +282,11 @@ def receipt_status(request: AuthenticatedRequest, payment_id: str) -> JsonRespon
                     "id": r.public_id,
                     "status": r.status,
                     "statusLabel": str(r.get_status_display()),
-                    "failureMessage": r.failure_message or None,
+                    "failureMessage": (
+                        _("The operator took the top-up back; its amount was refunded.")
+                        if r.status == "reversed"
+                        else r.failure_message or None
+                    ),
                 }
                 for r in recharges
             ],

@@ -18,7 +18,12 @@ from djangorestframework_camel_case.util import camelize
 
 from recharges.models import Recharge, RechargeEvent
 from recharges.serializers import RechargeDetailOut
-from webhooks.catalogue import RECHARGE_DELIVERED, RECHARGE_FAILED, RECHARGE_WAITLISTED
+from webhooks.catalogue import (
+    RECHARGE_DELIVERED,
+    RECHARGE_FAILED,
+    RECHARGE_REVERSED,
+    RECHARGE_WAITLISTED,
+)
 from webhooks.models import Event, WebhookEndpoint
 from webhooks.outbox import event_new, events_emit_many, subscribers_many
 
@@ -30,6 +35,7 @@ EVENT_OF_STATUS: dict[str, str] = {
     S.REJECTED: RECHARGE_FAILED,
     S.TIMEOUT: RECHARGE_FAILED,
     S.WAITLISTED: RECHARGE_WAITLISTED,
+    S.REVERSED: RECHARGE_REVERSED,
 }
 
 

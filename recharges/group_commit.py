@@ -40,6 +40,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import F
 
+from books.services import books_sales_record
 from catalog.selectors import product_waitlist_promotion, products_get
 from recharges import processor
 from recharges.events import recharges_emit
@@ -242,6 +243,7 @@ def _deliver_rows(items: list[Delivered]) -> list[Outcome | None]:
         rows = list(
             Recharge.objects.select_for_update(of=("self",))
             .filter(pk__in=list(answers), status=S.DISPATCHED)
+            .select_related("product")
             .annotate(subscribed=subscribed())
             .order_by("pk")
         )
@@ -257,6 +259,9 @@ def _deliver_rows(items: list[Delivered]) -> list[Outcome | None]:
             S.DELIVERED,
             notes=notes,
             fields=["provider", "provider_transaction_id", "provider_response"],
+        )
+        books_sales_record(
+            sales=[processor.sale_of(recharge) for recharge in rows if recharge.livemode]
         )
         # Only the accounts with an endpoint (read with the lock): none, no endpoints query.
         recharges_emit([recharge for recharge in rows if recharge.subscribed])

@@ -23,6 +23,8 @@ class Recharge(models.Model):
         DISPATCHED = "dispatched", _("Dispatched")
         DELIVERED = "delivered", _("Delivered")
         FAILED = "failed", _("Failed")
+        # Delivered, then taken back by the provider (and refunded): contract §14.
+        REVERSED = "reversed", _("Reversed")
         # Test mode only: the simulated outcomes of the sandbox (docs/contract.md §6).
         PROCESSING = "processing", _("Processing (sandbox)")
         SUCCESS = "success", _("Success (sandbox)")
@@ -74,6 +76,7 @@ class Recharge(models.Model):
     dispatched_at = models.DateTimeField(null=True, blank=True)
     delivered_at = models.DateTimeField(null=True, blank=True)
     failed_at = models.DateTimeField(null=True, blank=True)
+    reversed_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now, editable=False, db_index=True)
     updated_at = models.DateTimeField(default=timezone.now)
 

@@ -40,6 +40,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from books.services import Sale, books_sales_record
 from catalog.errors import FxRateNotFound
 from catalog.selectors import fx_convert, product_waitlist_promotion
 from payments.gateway import card_refund
@@ -93,7 +94,8 @@ def attempt_token(recharge: Recharge) -> int:
     return recharge.retries * ATTEMPTS_PER_RETRY + recharge.attempts
 
 
-def _lock(recharge_id: int) -> Recharge:
+def recharge_lock(recharge_id: int) -> Recharge:
+    """The recharge, locked for this transaction (the one way the processor locks it)."""
     return (
         Recharge.objects.select_for_update(of=("self",))
         .select_related(
@@ -208,6 +210,23 @@ def margin_of(recharge: Recharge, *, cost: Decimal | None, cost_currency: str) -
     return recharge.amount - cost_here
 
 
+def sale_of(recharge: Recharge) -> Sale:
+    """A delivered live recharge as the books record it (docs/books.md)."""
+    product = recharge.product
+    return Sale(
+        reference=recharge.public_id,
+        customer_id=recharge.account_id,
+        price=recharge.amount,
+        currency=recharge.currency,
+        provider=recharge.provider,
+        operator_id=product.operator_id,
+        country=product.country_id,
+        cost=recharge.cost,
+        cost_currency=recharge.cost_currency,
+        margin=recharge.margin,
+    )
+
+
 # What a provider's answer that leaves the recipient nothing does to a dispatched recharge:
 # it fails and is refunded once. A top-up taken back before we recorded it delivered is one
 # (the provider gave its cost back); taken back after, it is the reconciliation's.
@@ -219,7 +238,7 @@ NOT_DELIVERED = {
 
 def apply_result(recharge_id: int, result: ProviderResult, provider_name: str) -> Outcome:
     with transaction.atomic():
-        recharge = _lock(recharge_id)
+        recharge = recharge_lock(recharge_id)
         if recharge.status != S.DISPATCHED:
             return Outcome(recharge.status)
         if result.status == ProviderResult.DELIVERED:
@@ -242,6 +261,7 @@ def apply_result(recharge_id: int, result: ProviderResult, provider_name: str) -
                     "margin_currency": recharge.currency if margin is not None else "",
                 },
             )
+            books_sales_record(sales=[sale_of(recharge)])
             recharge_emit(recharge)
             return Outcome(S.DELIVERED)
         if result.status in NOT_DELIVERED:
@@ -262,7 +282,7 @@ def apply_result(recharge_id: int, result: ProviderResult, provider_name: str) -
 
 def _give_up_or_retry(recharge_id: int, *, code: str, message: str) -> Outcome:
     with transaction.atomic():
-        recharge = _lock(recharge_id)
+        recharge = recharge_lock(recharge_id)
         if recharge.status != S.DISPATCHED:
             return Outcome(recharge.status)
         if recharge.attempts >= settings.RECHARGE_MAX_ATTEMPTS:
@@ -278,7 +298,7 @@ RATE_LIMITED = "upstream_rate_limited"
 def _not_counted(recharge_id: int, *, retry_in: float) -> Outcome:
     """Retry later without spending an attempt: the call was refused before any work."""
     with transaction.atomic():
-        recharge = _lock(recharge_id)
+        recharge = recharge_lock(recharge_id)
         if recharge.status != S.DISPATCHED:
             return Outcome(recharge.status)
         if recharge.attempts > 0:
@@ -313,7 +333,7 @@ def recharge_process(
         providers_knock()  # before the row lock: a knock is a TCP connection to a provider
     route: Route | None = None
     with transaction.atomic():
-        recharge = _lock(recharge_id)
+        recharge = recharge_lock(recharge_id)
         if recharge.status == S.QUEUED:
             if not recharge.livemode:
                 return Outcome(recharge.status)  # test mode never reaches a provider
@@ -429,7 +449,7 @@ def _outcome_of(result: ProviderResult | None) -> str:
     }.get(result.status, RechargeAttempt.Outcome.PENDING)
 
 
-def _attempt(
+def provider_call_recorded(
     recharge_id: int, adapter: AirtimeProvider, action: str, request: TopupRequest
 ) -> ProviderResult | None:
     """Send the top-up (``action`` "send") or look it up ("status") at a provider, keep the
@@ -486,7 +506,7 @@ def _failover(
     (recorded on the row before it is called), or the end: failed and refunded when every
     provider refused it, retried later when some were only unreachable."""
     with transaction.atomic():
-        recharge = _lock(recharge_id)
+        recharge = recharge_lock(recharge_id)
         if recharge.status != S.DISPATCHED or recharge.route_id != route.pk:
             return Outcome(recharge.status)  # moved on meanwhile (staff, another task)
         refused = _refused_by(recharge)
@@ -522,14 +542,14 @@ def recharge_call_routed(
             refusal: ProviderError
             try:
                 if reconcile_first:
-                    known = _attempt(recharge_id, adapter, "status", sending)
+                    known = provider_call_recorded(recharge_id, adapter, "status", sending)
                     if known is not None and known.status != ProviderResult.FAILED:
                         return apply_result(recharge_id, known, provider.name)
                     if known is not None:  # it refused it: the next route
                         raise PermanentError(
                             known.message or "refused", code=known.code, raw=known.raw
                         )
-                result = _attempt(recharge_id, adapter, "send", sending)
+                result = provider_call_recorded(recharge_id, adapter, "send", sending)
                 assert result is not None  # a send always answers or raises
                 if result.status != ProviderResult.FAILED:
                     return apply_result(recharge_id, result, provider.name)
@@ -543,7 +563,7 @@ def recharge_call_routed(
             except UpstreamTimeout as exc:
                 # It may still deliver: settle it here, never elsewhere meanwhile.
                 try:
-                    known = _attempt(recharge_id, adapter, "status", sending)
+                    known = provider_call_recorded(recharge_id, adapter, "status", sending)
                 except (TransientError, UpstreamTimeout):
                     known = None
                 if known is not None and known.status != ProviderResult.PENDING:
@@ -593,7 +613,7 @@ def recharge_call(
         result = provider.send(request)
     except PermanentError as exc:
         with transaction.atomic():
-            recharge = _lock(recharge_id)
+            recharge = recharge_lock(recharge_id)
             if recharge.status != S.DISPATCHED:
                 return Outcome(recharge.status)
             return _fail(recharge, code=exc.code, message=str(exc), raw=exc.raw)
@@ -655,7 +675,7 @@ def recharges_due(*, now: datetime | None = None) -> dict[str, list[int]]:
 def waitlist_release(*, recharge_id: int) -> bool:
     """Put a waitlisted recharge whose promotion window opened back in the queue."""
     with transaction.atomic():
-        recharge = _lock(recharge_id)
+        recharge = recharge_lock(recharge_id)
         if recharge.status != S.WAITLISTED:
             return False
         if recharge.waitlisted_until and recharge.waitlisted_until > timezone.now():
@@ -673,7 +693,7 @@ def recharge_retry(
     processor does not import its own tasks. Without it the sweeper picks the row up.
     """
     with transaction.atomic():
-        recharge = _lock(recharge_id)
+        recharge = recharge_lock(recharge_id)
         if recharge.status != S.FAILED:
             raise IllegalTransition("Only a failed recharge can be retried.")
         payment = payment_lock(payment_id=recharge.payment_id)
@@ -708,7 +728,7 @@ def recharge_retry(
 def recharge_fail_by_staff(*, recharge_id: int, actor, reason: str) -> Recharge:
     """Staff: give up on a recharge that is not delivered (e.g. stuck) and refund it once."""
     with transaction.atomic():
-        recharge = _lock(recharge_id)
+        recharge = recharge_lock(recharge_id)
         if recharge.status == S.FAILED:
             recharge_refund(recharge=recharge, actor=actor)  # no-op if already refunded
             return recharge

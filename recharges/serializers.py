@@ -11,8 +11,10 @@ from recharges.models import Recharge
 from recharges.state import DELIVERED
 
 FINAL_STATUSES_NOTE = (
-    "Final statuses: `delivered` and `failed` (live), `success`, `rejected` and `timeout` "
-    "(sandbox). `queued`, `waitlisted`, `dispatched` and `processing` move on by themselves."
+    "Final statuses: `delivered`, `failed` and `reversed` (live; `delivered` becomes "
+    "`reversed`, refunded, if the provider takes the top-up back), `success`, `rejected` and "
+    "`timeout` (sandbox). `queued`, `waitlisted`, `dispatched` and `processing` move on by "
+    "themselves."
 )
 
 

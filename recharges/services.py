@@ -1,5 +1,6 @@
 """A paid order's recharges: written queued (one per unit of every line), then handed to the
-processor after commit, or, in test mode, given their simulated outcome at once."""
+processor after commit, or, in test mode, given their simulated outcome at once; and, for the
+apps above, a delivered recharge's reversal (``recharges.reversals``)."""
 
 from __future__ import annotations
 
@@ -11,11 +12,19 @@ from django.utils import timezone
 
 from payments.models import Payment
 from recharges.models import Recharge
+from recharges.reversals import recharge_reversal_check, recharge_reverse
 from recharges.sandbox import sandbox_simulate
 from recharges.state import recharges_start
 from recharges.tasks import recharges_enqueue, sandbox_settle_later
 
 FIRST_NOTE = "order placed"
+
+
+__all__ = [
+    "recharge_reversal_check",
+    "recharge_reverse",
+    "recharges_create",
+]
 
 
 def recharges_create(

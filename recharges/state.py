@@ -1,6 +1,6 @@
 """The recharge state machine (docs/contract.md §5), in one place.
 
-    queued ──► dispatched ──► delivered
+    queued ──► dispatched ──► delivered ──► reversed (the provider took it back; refunded)
       │  ▲          │
       │  │          └──────► failed ──► queued (staff retry, after a new debit)
       ▼  │
@@ -31,8 +31,9 @@ ALLOWED: dict[str, frozenset[str]] = {
     S.QUEUED: frozenset({S.DISPATCHED, S.WAITLISTED, S.FAILED}),
     S.WAITLISTED: frozenset({S.QUEUED, S.FAILED}),
     S.DISPATCHED: frozenset({S.DELIVERED, S.FAILED}),
-    S.DELIVERED: frozenset(),
+    S.DELIVERED: frozenset({S.REVERSED}),
     S.FAILED: frozenset({S.QUEUED}),
+    S.REVERSED: frozenset(),
 }
 
 # Test-mode rows never reach a provider: the sandbox moves them to a simulated outcome.
@@ -49,16 +50,17 @@ TIMESTAMP: dict[str, str] = {
     S.DISPATCHED: "dispatched_at",
     S.DELIVERED: "delivered_at",
     S.FAILED: "failed_at",
+    S.REVERSED: "reversed_at",
     S.SUCCESS: "delivered_at",
     S.REJECTED: "failed_at",
     S.TIMEOUT: "failed_at",
 }
 
-FINAL = frozenset({S.DELIVERED, S.FAILED, S.SUCCESS, S.REJECTED, S.TIMEOUT})
+FINAL = frozenset({S.DELIVERED, S.FAILED, S.REVERSED, S.SUCCESS, S.REJECTED, S.TIMEOUT})
 # The final statuses in which the recipient got the top-up (live and sandbox).
 DELIVERED = frozenset({S.DELIVERED, S.SUCCESS})
 # The statuses a live recharge can have, in the order it goes through them; the final ones.
-LIVE_STATUSES = (S.QUEUED, S.WAITLISTED, S.DISPATCHED, S.DELIVERED, S.FAILED)
+LIVE_STATUSES = (S.QUEUED, S.WAITLISTED, S.DISPATCHED, S.DELIVERED, S.FAILED, S.REVERSED)
 LIVE_FINAL = tuple(status for status in LIVE_STATUSES if status in FINAL)
 
 

@@ -11,7 +11,7 @@ from celery import shared_task
 from django.conf import settings
 from django.utils import timezone
 
-from recharges import group_commit, processor
+from recharges import group_commit, processor, reversals
 from recharges.sandbox import PROCESSING_TIME, sandbox_settle
 from reseller.tasks import enqueue
 from upstreams import throttle
@@ -56,6 +56,13 @@ def recharge_process_task(
     if outcome.retry_in is not None:
         enqueue(recharge_process_task, recharge_id, outcome.attempt, countdown=outcome.retry_in)
     return outcome.status
+
+
+@shared_task(acks_late=True, ignore_result=True)
+def recharge_reversal_check_task(recharge_id: int, source: str = "look-up") -> bool:
+    """Ask a delivered recharge's provider whether it took it back (a callback said something
+    about it); reverse and refund it if so. Safe to run twice."""
+    return reversals.recharge_reversal_check(recharge_id=recharge_id, source=source)
 
 
 @shared_task(ignore_result=True)

@@ -15,6 +15,12 @@ from tests.card_support import (  # noqa: F401 (fixtures for every test module)
 )
 from tests.factories import UserFactory
 from tests.helpers import bearer
+from tests.provider_support import (  # noqa: F401 (fixtures for every test module)
+    ding_fixture,
+    dtone_fixture,
+    reloadly_fixture,
+    routed_fixture,
+)
 
 
 @pytest.fixture(autouse=True)

@@ -36,7 +36,7 @@ def test_the_dashboard_renders_without_data(client):
     response = client.get(URL)
     assert response.status_code == 200
     html = response.content.decode()
-    assert len(svgs(html)) == 5
+    assert len(svgs(html)) == 6  # sales, cost and margin, recharges, statuses, ...
     assert "No sales in the last 30 days" in html and "No recharges yet" in html
 
 
@@ -55,7 +55,7 @@ def test_the_dashboard_renders_charts_of_the_data(client):
 
     html = client.get(URL).content.decode()
     charts_ = svgs(html)
-    assert len(charts_) == 5
+    assert len(charts_) == 6
     bars = [rect for svg in charts_ for rect in svg.iter("{http://www.w3.org/2000/svg}rect")]
     titles = [t.text for rect in bars for t in rect.iter("{http://www.w3.org/2000/svg}title")]
     assert any("Sales 50.00 EUR" in t for t in titles)  # 15 + 5 + 20 + 10 today

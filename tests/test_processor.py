@@ -61,8 +61,9 @@ def balance(recharge) -> Decimal:
         (S.QUEUED, {S.DISPATCHED, S.WAITLISTED, S.FAILED}),
         (S.WAITLISTED, {S.QUEUED, S.FAILED}),
         (S.DISPATCHED, {S.DELIVERED, S.FAILED}),
-        (S.DELIVERED, set()),
+        (S.DELIVERED, {S.REVERSED}),  # the provider took it back (reversals.py)
         (S.FAILED, {S.QUEUED}),
+        (S.REVERSED, set()),
     ],
 )
 def test_each_state_allows_exactly_its_transitions(start, allowed):

@@ -14,86 +14,26 @@ from django.core.management import call_command
 from django.db import transaction
 from django.test import override_settings
 
-from catalog.services import fx_rate_set
 from orders.pricing import LineRequest
 from orders.services import order_place_with_wallet
 from recharges import processor
 from recharges.models import Recharge, RechargeAttempt
-from tests.factories import OperatorFactory, UserFactory
-from tests.fakes.ding import FakeDing
-from tests.fakes.dtone import FakeDTOne
-from tests.fakes.reloadly import FakeReloadly
+from tests.factories import UserFactory
 from tests.helpers import assert_ledger_balanced
+from tests.provider_support import NUMBER, telcel_100
 from upstreams import health
 from upstreams.models import Provider, ProviderOperator, Route
-from upstreams.routing import routing_forget
 from wallet.models import Wallet
 from wallet.services import wallet_get_or_create, wallet_topup_manual
 
 pytestmark = pytest.mark.django_db
 S = Recharge.Status
-NUMBER = "+525512345678"
-
-
-@pytest.fixture
-def reloadly():
-    server = FakeReloadly().start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def dtone():
-    server = FakeDTOne().start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def ding():
-    server = FakeDing().start()
-    yield server
-    server.stop()
 
 
 def cli(*args) -> str:
     out = StringIO()
     call_command(*args, stdout=out)
     return out.getvalue().strip()
-
-
-@pytest.fixture
-def routed(reloadly, dtone, ding):
-    """Our catalog's Telcel and AT&T (Mexico), the three providers created and synced."""
-    fx_rate_set(base_currency="EUR", quote_currency="USD", rate=Decimal("1.10"))
-    telcel = OperatorFactory(slug="telcel", name="Telcel")
-    att = OperatorFactory(slug="att", name="AT&T", carrier_names=["AT&T", "Iusacell"])
-    cli(
-        "create_provider", "--name", "reloadly-1", "--kind", "reloadly",
-        "--base-url", reloadly.url, "--auth-url", reloadly.url,
-        "--client-id", "client-1", "--client-secret", "secret-1",
-    )  # fmt: skip
-    cli(
-        "create_provider", "--name", "dtone-1", "--kind", "dtone", "--base-url", dtone.url,
-        "--api-key", dtone.api_key, "--api-secret", dtone.api_secret, "--currency", "USD",
-    )  # fmt: skip
-    cli(
-        "create_provider", "--name", "ding-1", "--kind", "ding", "--base-url", ding.url,
-        "--api-key", ding.api_key, "--currency", "USD",
-    )  # fmt: skip
-    lines = {
-        name: cli("sync_provider_catalog", "--provider", name, "--country", "MX")
-        for name in ("reloadly-1", "dtone-1", "ding-1")
-    }
-    routing_forget()
-    yield {"telcel": telcel, "att": att, "lines": lines}
-    routing_forget()
-
-
-def telcel_100(routed):
-    return Route.objects.get(
-        provider__name="dtone-1", product__operator=routed["telcel"], product__local_amount=100
-    ).product
 
 
 def place(product, number=NUMBER):
@@ -282,7 +222,7 @@ def test_refused_connections_open_the_circuit_and_a_knock_closes_it_when_it_list
     routed, reloadly, dtone, ding
 ):
     """Nothing listening at Reloadly opens its circuit; while open it is knocked at (a TCP
-    connection, at most every 100 ms), so the first recharge after it listens again goes
+    connection, at most every 50 ms), so the first recharge after it listens again goes
     there, well within the 30 s cool-down."""
     product = telcel_100(routed)
     reloadly.outage(True)

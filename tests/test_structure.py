@@ -29,6 +29,7 @@ APPS = (
     "recharges",
     "site_pages",
     "upstreams",
+    "reconciliation",
 )
 
 

@@ -34,7 +34,7 @@ BOUNDS_MS = (25, 50, 100, 200, 300, 500, 750, 1000, 1500, 2000, 3000, 5000, 1000
 WINDOW_MINUTES = 15
 
 HEALTHY, DEGRADED, OPEN = "healthy", "degraded", "open"
-KNOCK_EVERY = 0.1  # seconds between two knocks at one provider, across every process
+KNOCK_EVERY = 0.05  # seconds between two knocks at one provider, across every process
 KNOCKING = "upstream:knocking"  # the providers whose circuit refused connections opened
 
 

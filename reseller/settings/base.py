@@ -53,6 +53,8 @@ INSTALLED_APPS = [
     "recipients",
     "requestlog",
     "upstreams",
+    "books",
+    "reconciliation",
 ]
 
 MIDDLEWARE = [
@@ -248,6 +250,9 @@ PROVIDER_CIRCUIT_FAILURES = env.int("PROVIDER_CIRCUIT_FAILURES", default=5)
 PROVIDER_CIRCUIT_COOLDOWN_SECONDS = env.int("PROVIDER_CIRCUIT_COOLDOWN_SECONDS", default=30)
 PROVIDER_CIRCUIT_SLOW_SECONDS = env.float("PROVIDER_CIRCUIT_SLOW_SECONDS", default=10.0)
 PROVIDER_DEGRADED_BELOW = env.float("PROVIDER_DEGRADED_BELOW", default=0.9)
+# Where providers' callbacks may come from (addresses or networks, e.g. DT One's published
+# ranges); empty: anywhere (a callback is never trusted: it only asks for a look-up).
+PROVIDER_CALLBACK_ALLOWED_IPS = env.list("PROVIDER_CALLBACK_ALLOWED_IPS", default=[])
 # Products created by a catalog sync are priced this much over their cheapest route's cost
 # until staff set a price rule (docs/providers.md, "Catalog sync").
 PROVIDER_DEFAULT_MARKUP_PERCENT = env.float("PROVIDER_DEFAULT_MARKUP_PERCENT", default=10.0)
@@ -316,6 +321,7 @@ CELERY_TASK_ROUTES = {
     "requestlog.tasks.requestlog_drain_task": {"queue": WEBHOOK_QUEUE},
     "upstreams.tasks.providers_sync_task": {"queue": WEBHOOK_QUEUE},
     "upstreams.tasks.providers_balance_task": {"queue": WEBHOOK_QUEUE},
+    "reconciliation.tasks.reconciliation_daily_task": {"queue": WEBHOOK_QUEUE},
 }
 CELERY_BEAT_SCHEDULE = {
     "webhooks-sweep": {
@@ -364,6 +370,13 @@ CELERY_BEAT_SCHEDULE = {
         "task": "upstreams.tasks.providers_balance_task",
         "schedule": 60.0,
         "options": {"expires": 50.0},
+    },
+    # Yesterday (UTC) of every provider with a report: once a day, from when beat starts (a
+    # second run of a day applies nothing twice).
+    "providers-reconcile": {
+        "task": "reconciliation.tasks.reconciliation_daily_task",
+        "schedule": 24 * 3600.0,
+        "options": {"expires": 3600.0},
     },
 }
 
@@ -558,6 +571,7 @@ if BENCH_ENDPOINTS:
 # Named enums in the schema: a recharge's statuses (the same set wherever they appear).
 SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"] = {
     "RechargeStatusEnum": "recharges.models.Recharge.Status",
+    "ReconciliationItemKindEnum": "reconciliation.models.ReconciliationItem.Kind",
 }
 SPECTACULAR_SETTINGS["POSTPROCESSING_HOOKS"].append(
     "reseller.schema.document_ambiguous_credentials"

@@ -33,6 +33,9 @@ Switches, all thread-safe:
 - ``answer_next(status, body, headers)``: the next SendTransfer gets exactly that answer
   (429, 503, a page of HTML, ...), and no transfer is made.
 - ``seed_transfer(...)``: a transfer made earlier, for the transfer records report.
+- Reconciliation: ``omit_from_reports(ref)`` leaves a transfer out of a listing not asked by
+  DistributorRef (the look-up still finds it); ``misreport(ref, **fields)`` changes what the
+  records say of it (``CommissionApplied=…``).
 
 Run it on its own: ``python -m tests.fakes.ding --port 18612`` prints its URL and serves until
 killed (api_key ``fake-ding-key`` unless ``--api-key`` says otherwise).
@@ -238,6 +241,7 @@ class FakeDing:
         self.transfer_errors: dict[str, list[dict[str, Any]]] = {}
         self.calls: Counter[str] = Counter()  # SendTransfer calls per DistributorRef
         self.lookups: Counter[str] = Counter()  # ListTransferRecords calls by DistributorRef
+        self.omitted: set[str] = set()  # left out of a listing not asked by DistributorRef
         self.success_state = "Complete"
         self.clock: Callable[[], datetime] = lambda: datetime.now(UTC)
         self._refusals: deque[tuple[str, int]] = deque()
@@ -383,6 +387,14 @@ class FakeDing:
             self.transfers[reference] = record
             return record
 
+    def omit_from_reports(self, reference: str) -> None:
+        with self.lock:
+            self.omitted.add(reference)
+
+    def misreport(self, reference: str, **fields: Any) -> None:
+        with self.lock:
+            self.transfers[reference].update(fields)
+
     # -- the transfer ---------------------------------------------------------------------
     def _commission(self, item: dict[str, Any], record: dict[str, Any]) -> Decimal:
         return _money(record["Price"]["SendValue"] * item["CommissionRate"] / 100)
@@ -526,6 +538,7 @@ class FakeDing:
                 (key, record)
                 for key, record in self.transfers.items()
                 if all(held[name](record) == value for name, value in wanted.items())
+                and ("DistributorRef" in wanted or key not in self.omitted)
             ]
             found.sort(key=lambda pair: pair[1]["StartedUtc"], reverse=True)  # newest first
             page = found[skip : skip + take]

@@ -37,6 +37,9 @@ COMPLETED). Switches:
 - ``reverse(external_id)``: a COMPLETED transaction becomes REVERSED.
 When a transaction reaches COMPLETED, DECLINED or REVERSED and has a ``callback_url``, the fake
 POSTs the transaction object there (retrying a few times until answered 2XX), as DT One does.
+Reconciliation: ``omit_from_reports(external_id)`` leaves a transaction out of the date-window
+report (the look-up by external id still finds it); ``misreport(external_id, **fields)``
+replaces fields of what the report shows (``prices=…``).
 ``add_transaction(...)`` seeds past transactions (for the report, ``GET /transactions`` with
 ``from_date``/``to_date``: full date-times, both inclusive, at most 24 hours apart).
 
@@ -308,6 +311,8 @@ class FakeDTOne:
         self.queries: list[tuple[str, dict[str, str]]] = []  # (path, query) of every GET
         self.callbacks: list[dict[str, Any]] = []  # callbacks sent: url, body, answer
         self.max_per_page = 100  # lower it to make more pages
+        self.omitted: set[str] = set()  # left out of the date-window report
+        self.misreported: dict[str, dict[str, Any]] = {}  # fields the report shows instead
         self.async_mode = False
         self.async_delay: float | None = None
         self._refusals: list[_Refusal] = []  # next sends, in order
@@ -460,6 +465,14 @@ class FakeDTOne:
             self._create(external_id, product, number, "", created_at=created_at)
             self.transactions[external_id]["status"] = status_object(status)
             return self._view(external_id)
+
+    def omit_from_reports(self, external_id: str) -> None:
+        with self.lock:
+            self.omitted.add(external_id)
+
+    def misreport(self, external_id: str, **fields: Any) -> None:
+        with self.lock:
+            self.misreported.setdefault(external_id, {}).update(fields)
 
     def transaction(self, external_id: str) -> dict[str, Any]:
         """The transaction as ``GET /transactions`` shows it (and a callback sends it)."""
@@ -723,7 +736,12 @@ class FakeDTOne:
                     end = start + timedelta(hours=24)
                 if end - start > timedelta(hours=24) or end < start:
                     return self._error(1000400)
-                views = [t for t in views if start <= _moment(t["creation_date"]) <= end]
+                views = [
+                    {**t, **fake.misreported.get(t["external_id"], {})}
+                    for t in views
+                    if start <= _moment(t["creation_date"]) <= end
+                    and t["external_id"] not in fake.omitted
+                ]
                 return self._page(views, query)
 
             def do_POST(self):

@@ -22,6 +22,10 @@ Behaviour can be switched:
 - ``slow_next(seconds)``: answers after the client gave up, having made the top-up.
 - ``refund(custom_identifier)``: Reloadly takes the top-up back: REFUNDED in the reports, and
   its cost back on the balance.
+- Reconciliation: ``seed_topup(reference, ...)`` a top-up nobody sent through us;
+  ``omit_from_reports(reference)`` leaves a top-up out of the day's report (the look-up by
+  custom identifier still finds it); ``misreport(reference, **fields)`` changes what the
+  report says of it (``requestedAmount=…``, ``discount=…``).
 - ``outage(True)``: the port refuses connections (the listening socket is closed); ``outage
   (False)`` listens on the same port again.
 - ``fail_next_lookup(status)``, ``expire_tokens()``, ``list_after_answer``, ``delay``, ``now``.
@@ -243,6 +247,7 @@ class FakeReloadly:
         self.script: deque[tuple[str, Any]] = deque()
         self.lookup_script: deque[int] = deque()
         self.refused_numbers: dict[str, tuple[str, str]] = {}
+        self.omitted: set[str] = set()  # left out of the day's report, not of a look-up
         self.delay = 0.0  # seconds every top-up takes, to keep work in flight
         # A provider that lists a top-up in its reports only once it has answered the call
         # (while it works, a lookup finds nothing, but the reference is already taken).
@@ -359,6 +364,36 @@ class FakeReloadly:
                 self.balance += self.costs.get(custom_identifier, Decimal(0))
             return record
 
+    def seed_topup(
+        self,
+        reference: str,
+        *,
+        operator_id: int = 341,
+        amount: float = 100,
+        number: str = "525500000001",
+    ) -> dict:
+        """A top-up made on this account without us (a local amount of ``operator_id``)."""
+        body = {
+            "operatorId": operator_id,
+            "amount": amount,
+            "useLocalAmount": True,
+            "customIdentifier": reference,
+            "recipientPhone": {"countryCode": "MX", "number": number},
+        }
+        with self.lock:
+            made = self.make_topup(body, reference)
+            assert isinstance(made, dict), made
+            self.answered.add(reference)
+            return made
+
+    def omit_from_reports(self, reference: str) -> None:
+        with self.lock:
+            self.omitted.add(reference)
+
+    def misreport(self, reference: str, **fields: Any) -> None:
+        with self.lock:
+            self.topups[reference].update(fields)
+
     # -- what the provider does ---------------------------------------------------------
     def error(self, status: int, path: str, error_code: str, message: str) -> dict:
         return {
@@ -460,6 +495,8 @@ class FakeReloadly:
             if self.list_after_answer and ref not in self.answered:
                 continue
             if reference is not None and ref != reference:
+                continue
+            if reference is None and ref in self.omitted:
                 continue
             if start and record["transactionDate"] < start:
                 continue

@@ -1,0 +1,18 @@
+from django.core.management.base import BaseCommand, CommandError
+
+from recharges.books_check import books_check
+
+
+class Command(BaseCommand):
+    help = (
+        "Prove the books of the business: every journal balances, every delivered recharge "
+        "has its price, cost and margin entries, every reversal its own. Exit non-zero if not."
+    )
+
+    def handle(self, *args, **opts):
+        problems = books_check()
+        for problem in problems:
+            self.stderr.write(problem)
+        if problems:
+            raise CommandError(f"{len(problems)} problem(s) in the books")
+        self.stdout.write("books ok")
