@@ -312,6 +312,20 @@ class PriceRuleForm(forms.ModelForm):
         model = PriceRule
         fields = ("country", "operator", "product", "markup_percent")
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if self.is_bound:
+            # The autocomplete widgets look the posted ids up to show them again: an id that
+            # is not one (NUL, letters for a number) would fail that query with a 500.
+            # Dropped here, the field reports it as missing instead.
+            data = self.data.copy()
+            for name, valid in (("country", str.isalpha), ("operator", str.isdigit),
+                                ("product", str.isdigit)):  # fmt: skip
+                value = data.get(name)
+                if value and not (value.isascii() and valid(value)):
+                    data[name] = ""
+            self.data = data
+
     def clean(self):
         data = super().clean()
         if self.instance.pk is None:
