@@ -20,8 +20,10 @@ from checkout import services as card
 from orders import selectors, services
 from orders.serializers import (
     MAX_LINES,
+    WAIT,
     OrderLineIn,
     PaymentOut,
+    promotion_choice_field,
     validate_lines,
     validate_units,
 )
@@ -65,6 +67,7 @@ class PrepareIn(StrictSerializer):
     items = OrderLineIn(many=True, allow_empty=False, max_length=MAX_LINES, required=False)  # type: ignore[call-arg]
     base_currency = serializers.RegexField(r"^[A-Z]{3}$", max_length=3, required=False)
     payment_id = serializers.CharField(max_length=40, required=False)
+    when_promotion_scheduled = promotion_choice_field()
 
     def validate(self, data):
         given = [k for k in ("session_id", "items", "payment_id") if k in data]
@@ -210,6 +213,7 @@ class PaymentPrepareApi(APIView):
             lines=values.get("lines"),
             cart=cart,
             currency=values.get("base_currency"),
+            promotion_wait=values["when_promotion_scheduled"] == WAIT,
         )
         return Response(PrepareOut(_prepared(prepared, id_field="payment_id")).data, 201)
 

@@ -140,12 +140,19 @@ def card_payment_prepare(
     lines: list[LineRequest] | None = None,
     cart: Cart | None = None,
     currency: str | None = None,
+    promotion_wait: bool = True,
 ) -> Prepared:
     """Price an order (given lines, or a cart's items) in the wallet currency and open a
-    pending card payment with its SetupIntent. A Stripe failure leaves nothing behind."""
+    pending card payment with its SetupIntent. A Stripe failure leaves nothing behind.
+    ``promotion_wait``: the order's ``whenPromotionScheduled`` ("wait": True)."""
     with transaction.atomic():
         checkout = _payment_checkout_create(
-            account=account, user=user, lines=lines, cart=cart, currency=currency
+            account=account,
+            user=user,
+            lines=lines,
+            cart=cart,
+            currency=currency,
+            promotion_wait=promotion_wait,
         )
     return _attach_setup_intent(checkout, discard_on_failure=True)
 
@@ -157,6 +164,7 @@ def _payment_checkout_create(
     lines: list[LineRequest] | None,
     cart: Cart | None,
     currency: str | None,
+    promotion_wait: bool = True,
 ) -> CardCheckout:
     wallet = wallet_get_or_create(account=account)
     if currency and currency.upper() != wallet.currency:
@@ -183,6 +191,7 @@ def _payment_checkout_create(
         payment_status=Payment.Status.PENDING,
         method=Payment.Method.CARD,
         wallet=None,
+        promotion_wait=promotion_wait,
     )
     expires_at = timezone.now() + _validity()
     payment_expiry_set(payment, expires_at=expires_at)

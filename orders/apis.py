@@ -18,6 +18,7 @@ from orders.idempotency import Outcome, fingerprint, read_key
 from orders.models import Order
 from orders.pricing import line_requests, price_order
 from orders.serializers import (
+    WAIT,
     CartItemIn,
     CartItemOut,
     CartOut,
@@ -213,6 +214,7 @@ def place_wallet_order(request, *, channel: str, key_required: bool) -> Response
             method=request.method, path=request.path, body=request.data
         ),
         request_id=getattr(request, "request_id", None),
+        promotion_wait=data.validated_data["when_promotion_scheduled"] == WAIT,
     )
     return outcome_response(outcome)
 

@@ -22,7 +22,7 @@ from orders.batches import (
 )
 from orders.idempotency import fingerprint, read_key
 from orders.models import Batch
-from orders.serializers import BatchIn, BatchOut
+from orders.serializers import WAIT, BatchIn, BatchOut
 from recharges.sandbox import sandbox_counts_present
 from reseller.api import problems
 from reseller.errors import NotFound
@@ -99,6 +99,7 @@ class BatchesApi(APIView):
                 method=request.method, path=request.path, body=request.data
             ),
             request_id=getattr(request, "request_id", None),
+            promotion_wait=data.validated_data["when_promotion_scheduled"] == WAIT,
         )
         return outcome_response(outcome)
 

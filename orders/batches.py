@@ -86,6 +86,7 @@ def batch_place(
     idempotency_key: str | None,
     request_fingerprint: str = "",
     request_id: str | None = None,
+    promotion_wait: bool = True,
 ) -> Outcome:
     """Place a validated batch: one order paid from the wallet (402 when it cannot cover the
     whole batch; the per-request unit limit of single orders does not apply), then 202."""
@@ -101,6 +102,7 @@ def batch_place(
             user=user,
             api_key=api_key,
             references=references,
+            promotion_wait=promotion_wait,
         )
         count = sum(line.quantity for line in lines)
         batch = Batch.objects.create(

@@ -122,6 +122,9 @@ class Order(models.Model):
     api_key = models.ForeignKey(
         "accounts.ApiKey", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+    # ``whenPromotionScheduled`` (contract §5): "wait" (True, the default) holds recharges of a
+    # product whose promotion starts soon until it starts; "sendNow" (False) sends them at once.
+    promotion_wait = models.BooleanField(default=True)
     created_at = models.DateTimeField(default=timezone.now, editable=False, db_index=True)
 
     def __str__(self) -> str:

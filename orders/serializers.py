@@ -18,6 +18,22 @@ from recharges.serializers import RechargeOut
 from reseller.api import JsonIntegerField, StrictSerializer
 
 MAX_LINES = 50
+# ``whenPromotionScheduled`` (contract §5): hold recharges of a product whose promotion is
+# scheduled to start soon until it starts (the default), or send them now without it.
+WAIT, SEND_NOW = "wait", "sendNow"
+
+
+def promotion_choice_field() -> serializers.ChoiceField:
+    return serializers.ChoiceField(
+        choices=[WAIT, SEND_NOW],
+        default=WAIT,
+        help_text="For a product whose promotion is scheduled to start within "
+        "`WAITLIST_HORIZON`: `wait` (default) holds its recharges as `waitlisted` until the "
+        "promotion starts, so the recipient gets it; `sendNow` sends them at once, at today's "
+        "terms. Products without a scheduled promotion are sent at once either way.",
+    )
+
+
 QUANTITY_MIN, QUANTITY_MAX = 1, 20  # recharges of one line (docs/orders.md)
 CURRENCY_FIELD: dict[str, Any] = {
     "regex": r"^[A-Z]{3}$",
@@ -101,6 +117,7 @@ class OrderIn(StrictSerializer):
 
     items = OrderLineIn(many=True, allow_empty=False, max_length=MAX_LINES)  # type: ignore[call-arg]
     base_currency = serializers.RegexField(**CURRENCY_FIELD)
+    when_promotion_scheduled = promotion_choice_field()
 
     def validate_base_currency(self, value: str) -> str:
         return validate_currency(value)
@@ -124,6 +141,7 @@ class BatchIn(StrictSerializer):
 
     items = BatchLineIn(many=True, allow_empty=False, max_length=BATCH_MAX_LINES)  # type: ignore[call-arg]
     base_currency = serializers.RegexField(**CURRENCY_FIELD)
+    when_promotion_scheduled = promotion_choice_field()
 
     def validate_base_currency(self, value: str) -> str:
         return validate_currency(value)
@@ -248,7 +266,13 @@ class OrderOut(serializers.Serializer):
     total = serializers.DecimalField(max_digits=12, decimal_places=2)
     currency = serializers.CharField()
     livemode = serializers.BooleanField()
+    when_promotion_scheduled = serializers.SerializerMethodField(
+        help_text="What was asked for recharges of a product whose promotion starts soon."
+    )
     created_at = serializers.DateTimeField()
+
+    def get_when_promotion_scheduled(self, order) -> str:
+        return WAIT if order.promotion_wait else SEND_NOW
 
 
 def order_body(order) -> dict[str, Any]:
@@ -290,6 +314,7 @@ def order_body(order) -> dict[str, Any]:
         "total": _MONEY.to_representation(order.total),
         "currency": order.currency,
         "livemode": order.livemode,
+        "when_promotion_scheduled": WAIT if order.promotion_wait else SEND_NOW,
         "created_at": _TIME.to_representation(order.created_at),
     }
 

@@ -83,13 +83,17 @@ def order_new(
     payment_status: str,
     method: str,
     wallet: Wallet | None,
+    promotion_wait: bool = True,
 ) -> tuple[Order, Payment, list[OrderLine]]:
-    """An order, its lines and its one payment, built and not yet saved (``order_create``)."""
+    """An order, its lines and its one payment, built and not yet saved (``order_create``).
+    ``promotion_wait``: hold recharges for a scheduled promotion (``whenPromotionScheduled``
+    "wait") or send them at once ("sendNow")."""
     now = timezone.now()
     order = Order(
         account=account,
         livemode=livemode,
         channel=channel,
+        promotion_wait=promotion_wait,
         total=priced.total,
         currency=priced.currency,
         created_by=user,
@@ -204,6 +208,7 @@ def order_place_with_wallet(
     user: User | None = None,
     api_key=None,
     references: list[str] | None = None,
+    promotion_wait: bool = True,
 ) -> Order:
     """Price and pay an order from a wallet: price, lock, check, write, debit, queue recharges.
 
@@ -231,6 +236,7 @@ def order_place_with_wallet(
         "payment_status": Payment.Status.CAPTURED,
         "method": Payment.Method.WALLET,
         "wallet": locked,
+        "promotion_wait": promotion_wait,
     }
     balance_check(wallet=locked, amount=priced.total)
     order, payment, order_lines = order_create(**rows)
@@ -261,6 +267,7 @@ def order_place(
     idempotency_key: str | None = None,
     request_fingerprint: str = "",
     request_id: str | None = None,
+    promotion_wait: bool = True,
 ) -> Outcome:
     """The one way to pay an order from a wallet: wallet checkout API, B2B API and the site.
 
@@ -289,6 +296,7 @@ def order_place(
             currency=currency,
             user=user,
             api_key=api_key,
+            promotion_wait=promotion_wait,
         )
         if items:
             CartItem.objects.filter(pk__in=[item.pk for item in items]).delete()

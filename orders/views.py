@@ -19,6 +19,7 @@ from django.views.decorators.http import require_GET, require_POST
 from rest_framework.exceptions import ValidationError
 
 from accounts.http import AuthenticatedRequest
+from catalog.selectors import promotion_is_waitlisting
 from orders import selectors, services
 from orders.errors import CartAlreadyPaid
 from orders.models import Order
@@ -61,6 +62,22 @@ def _quote(request: HttpRequest, items, *, for_sale: bool):
         for_sale=for_sale,
     )
     return priced, list(zip(items, priced.lines, strict=True))
+
+
+def _scheduled(priced):
+    """The first promotion of the lines that starts soon (their recharges would wait for it),
+    or None: the buyer then chooses before paying to send now or wait (contract §5)."""
+    return next(
+        (
+            line.promotion
+            for line in priced.lines
+            if promotion_is_waitlisting(promotion=line.promotion)
+        ),
+        None,
+    )
+
+
+SEND_CHOICES = {"wait": True, "sendNow": False}
 
 
 def _form_int(raw: str) -> int | str:
@@ -117,7 +134,13 @@ def cart(request: AuthenticatedRequest) -> HttpResponse:
     return render(
         request,
         "orders/cart.html",
-        {"rows": rows, "quote": quote, "wallet": wallet, "cards_enabled": gateway.configured()},
+        {
+            "rows": rows,
+            "quote": quote,
+            "wallet": wallet,
+            "cards_enabled": gateway.configured(),
+            "scheduled": _scheduled(quote),
+        },
     )
 
 
@@ -176,6 +199,7 @@ def checkout(request: AuthenticatedRequest) -> HttpResponse:
             "stripe_js_url": settings.STRIPE_JS_URL,
             "publishable_key": gateway.publishable_key(),
             "session_id": SITE_CART,
+            "scheduled": _scheduled(quote),
         },
     )
 
@@ -192,12 +216,20 @@ def checkout_wallet(request: AuthenticatedRequest) -> HttpResponse:
     if not selectors.cart_items(cart=cart_obj).exists():
         return redirect("orders:cart")
     account = request.user.account
+    choice = request.POST.get("when_promotion_scheduled", "")
+    if choice not in SEND_CHOICES:
+        items = list(selectors.cart_items(cart=cart_obj))
+        if _scheduled(_quote(request, items, for_sale=False)[0]) is not None:
+            messages.error(request, _("Choose whether to send now or wait for the promotion."))
+            return redirect("orders:cart")
+        choice = "wait"  # nothing starts soon: the choice changes nothing
     try:
         outcome = services.order_place(
             account=account,
             user=request.user,
             channel=Order.Channel.WALLET,
             cart=cart_obj,
+            promotion_wait=SEND_CHOICES[choice],
             currency=wallet_get_or_create(account=account).currency,
             render=lambda order: {"paymentId": order.payment.public_id},
         )

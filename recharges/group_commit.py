@@ -191,7 +191,9 @@ def _claim_rows(ids: list[int], *, room: int) -> dict[int, TopupRequest]:
         claimed: list[Recharge] = []
         for recharge in rows:
             known = kept.get(recharge.product.public_id)
-            if known is None or product_waitlist_promotion(product=known) is not None:
+            if known is None or (
+                recharge.promotion_wait and product_waitlist_promotion(product=known) is not None
+            ):
                 continue  # an inactive product, or one to wait for: the one-at-a-time path
             if len(claimed) == room:
                 break

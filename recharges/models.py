@@ -48,6 +48,9 @@ class Recharge(models.Model):
     failure_code = models.CharField(max_length=64, blank=True)
     failure_message = models.CharField(max_length=255, blank=True)
     waitlisted_until = models.DateTimeField(null=True, blank=True)
+    # Held for a scheduled promotion of its product (contract §5 ``whenPromotionScheduled``:
+    # "wait", the default) or sent at once without it ("sendNow": False).
+    promotion_wait = models.BooleanField(default=True)
     sandbox_ready_at = models.DateTimeField(
         null=True, blank=True, help_text="Test mode: when a processing recharge succeeds"
     )

@@ -337,7 +337,11 @@ def recharge_process(
         if recharge.status == S.QUEUED:
             if not recharge.livemode:
                 return Outcome(recharge.status)  # test mode never reaches a provider
-            promotion = product_waitlist_promotion(product=recharge.product)
+            promotion = (
+                product_waitlist_promotion(product=recharge.product)
+                if recharge.promotion_wait
+                else None  # the buyer chose to send it now (``whenPromotionScheduled``)
+            )
             if promotion is not None:
                 transition(
                     recharge,

@@ -73,6 +73,7 @@ def _recharges_new(
             amount=line.unit_price,
             currency=order.currency,
             reference=references[index] if references else "",
+            promotion_wait=getattr(order, "promotion_wait", True),
             status=Recharge.Status.QUEUED,
             queued_at=now,
             created_at=now,

@@ -391,3 +391,24 @@ def test_a_payment_with_an_attempt_at_stripe_is_left_to_stripes_answer(shopper, 
     CardCheckout.objects.update(expires_at=timezone.now() - timedelta(seconds=1))
     assert card_payments_expire() == 0
     assert Payment.objects.get(public_id=body["paymentId"]).status == "pending"
+
+
+def test_a_card_payment_carries_when_promotion_scheduled_to_its_recharges(
+    shopper, product, stripe_local
+):
+    """Contract §5: the card prepare is an order envelope too; ``sendNow`` reaches the
+    recharges created once the card is charged."""
+    body = prepare(
+        shopper,
+        items=[{"productId": product.public_id, "recipientNumber": MX_NUMBER, "quantity": 1}],
+        baseCurrency="EUR",
+        whenPromotionScheduled="sendNow",
+    )
+    stripe_local.browser_confirm_setup(body["setupClientSecret"])
+    assert checkout(shopper, body["paymentId"]).status_code == 200
+    assert [r.promotion_wait for r in Recharge.objects.all()] == [False]
+    # The cart's way defaults to waiting.
+    again = prepare(shopper)
+    stripe_local.browser_confirm_setup(again["setupClientSecret"])
+    assert checkout(shopper, again["paymentId"]).status_code == 200
+    assert sorted(r.promotion_wait for r in Recharge.objects.all()) == [False, True, True]

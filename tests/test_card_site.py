@@ -159,10 +159,12 @@ def test_every_page_names_its_icon_and_the_receipt_has_one_recharge_column(
     assert html.count("<th>Recharge</th>") <= 1  # "Recharge" twice in French before
 
 
-def test_a_scheduled_promotion_says_delivery_waits_in_the_cart_and_on_the_receipt(
+def test_a_scheduled_promotion_is_the_buyers_choice_and_waiting_shows_on_the_receipt(
     browser_client, product, django_capture_on_commit_callbacks
 ):
-    """Issue 17, defect 5: no green badge for a promotion that has not started, and the
+    """Issue 32, defect 2: a product whose promotion starts soon is not held without the
+    buyer choosing it. The cart asks (send now, or wait for the promotion), paying without an
+    answer is refused with a message and charges nothing; "wait" holds the recharge, and the
     receipt says what "Waitlisted" means and when it ends."""
     from recharges.models import Recharge
     from recharges.processor import recharge_process
@@ -171,18 +173,39 @@ def test_a_scheduled_promotion_says_delivery_waits_in_the_cart_and_on_the_receip
     starts = timezone.now() + timedelta(days=1)
     PromotionFactory(operator=product.operator, name="Double weekend", starts_at=starts)
     add(browser_client, product)
+    wallet_topup_manual(account=browser_client.user.account, amount=Decimal("20.00"))
     cart = browser_client.get("/cart/").content.decode()
     assert "Starting soon: Double weekend" in cart
-    assert "Delivered when the promotion starts" in cart
-    wallet_topup_manual(account=browser_client.user.account, amount=Decimal("20.00"))
+    assert 'data-testid="promotion-choice"' in cart
+    assert 'value="sendNow" required' in cart and 'value="wait" required' in cart
+    refused = browser_client.post("/checkout/wallet/", follow=True).content.decode()
+    assert "Choose whether to send now or wait for the promotion." in refused
+    assert not Payment.objects.exists()
     with django_capture_on_commit_callbacks(execute=True):
-        browser_client.post("/checkout/wallet/")
+        browser_client.post("/checkout/wallet/", {"when_promotion_scheduled": "wait"})
     recharge = Recharge.objects.get()
     recharge_process(recharge_id=recharge.pk)  # held: the promotion starts tomorrow
     recharge.refresh_from_db()
     assert recharge.status == "waitlisted"
     receipt = browser_client.get(f"/payments/{recharge.payment.public_id}/").content.decode()
     assert "Held for its promotion: delivered when it starts" in receipt
+    assert_ledger_balanced()
+
+
+def test_send_now_on_the_site_delivers_at_once_without_the_promotion(
+    browser_client, product, django_capture_on_commit_callbacks
+):
+    from recharges.models import Recharge
+    from recharges.processor import recharge_process
+    from tests.factories import PromotionFactory
+
+    PromotionFactory(operator=product.operator, starts_at=timezone.now() + timedelta(hours=3))
+    add(browser_client, product)
+    wallet_topup_manual(account=browser_client.user.account, amount=Decimal("20.00"))
+    with django_capture_on_commit_callbacks(execute=True):
+        browser_client.post("/checkout/wallet/", {"when_promotion_scheduled": "sendNow"})
+    recharge = Recharge.objects.get()
+    assert recharge_process(recharge_id=recharge.pk).status == "delivered"
     assert_ledger_balanced()
 
 

@@ -63,7 +63,12 @@
     if (d.kind === "topup") {
       return { amount: form.elements.amount.value };
     }
-    return { sessionId: d.sessionId };
+    const body = { sessionId: d.sessionId };
+    const choice = form.elements.when_promotion_scheduled;
+    if (choice && choice.value) {
+      body.whenPromotionScheduled = choice.value; // "wait" or "sendNow" (contract §5)
+    }
+    return body;
   }
 
   function problem(result) {
@@ -112,6 +117,9 @@
 
   form.addEventListener("submit", function (event) {
     event.preventDefault();
+    if (!form.reportValidity()) {
+      return; // a choice the page asks for (send now or wait for the promotion) is missing
+    }
     pay().catch(function () {
       fail(d.msgFailed);
     });
