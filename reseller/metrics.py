@@ -23,7 +23,11 @@ from typing import Any
 
 from django.core.cache import cache
 from django.http import HttpRequest, HttpResponse
-from prometheus_client import Counter, Histogram
+from prometheus_client import Counter, Histogram, disable_created_metrics
+
+# No ``*_created`` series beside each counter and histogram: a second series per label set
+# that dashboards do not read (and that multiprocess mode does not have).
+disable_created_metrics()
 
 # Requests: a route is the URL pattern that answered (``api/v1/recharges/<str:public_id>``),
 # never the path itself, so one series per route however many ids there are.

@@ -3,7 +3,9 @@ counters that add up over several processes (prometheus_client's multiprocess mo
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import subprocess
 import sys
 from decimal import Decimal
@@ -219,3 +221,30 @@ def test_counters_of_separate_processes_add_up(tmp_path, monkeypatch):
     assert value(samples, "reseller_recharges_total", **labels) == 7
     # The gauges read at scrape time are there in this mode too.
     assert ("reseller_dispatch_oldest_queued_seconds", frozenset()) in samples
+
+
+# -- the documents that use them --------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_every_metric_we_serve_is_documented_and_the_dashboard_uses_only_those():
+    response = Client().get("/metrics", REMOTE_ADDR="127.0.0.1")
+    families = {
+        f.name: f.type
+        for f in text_string_to_metric_families(response.content.decode())
+        if f.name.startswith("reseller_")
+    }
+    served = set()
+    for name, kind in families.items():
+        served |= {name + "_total"} if kind == "counter" else {name}
+        if kind == "histogram":
+            served |= {name + "_bucket", name + "_count", name + "_sum"}
+    operations = (REPO / "docs" / "operations.md").read_text()
+    for name, kind in families.items():
+        assert f"`{name + '_total' if kind == 'counter' else name}`" in operations, name
+    dashboard = (REPO / "deploy" / "grafana" / "reseller.json").read_text()
+    used = set(re.findall(r"reseller_[a-z_]+", dashboard)) - {"reseller_"}
+    with_a_redis_broker = {"reseller_celery_queue_length"}  # the tests have none
+    assert all(f"`{name}`" in operations for name in with_a_redis_broker)
+    assert used and used <= served | with_a_redis_broker, used - served
+    json.loads(dashboard)
