@@ -8,6 +8,9 @@ RUN pip install --no-cache-dir --require-hashes -r requirements/prod.txt
 COPY . .
 RUN SECRET_KEY=build-only-collectstatic python manage.py collectstatic --noinput
 RUN useradd --create-home app
+# Where the processes' metrics files go (PROMETHEUS_MULTIPROC_DIR, docker-compose.yml): a
+# volume mounted here starts owned by the app user.
+RUN mkdir -p /var/lib/reseller/metrics && chown app /var/lib/reseller/metrics
 USER app
 EXPOSE 8000
 CMD ["gunicorn", "reseller.wsgi:application", "--bind", "0.0.0.0:8000", "--worker-class", "gthread", "--workers", "2", "--threads", "4", "--keep-alive", "30", "--access-logfile", "-"]

@@ -51,6 +51,7 @@ from recharges.models import Recharge, RechargeAttempt
 from recharges.state import IllegalTransition, transition
 from reseller.db import connection_release
 from reseller.errors import ApplicationError
+from reseller.metrics import PROVIDER_CALL_SECONDS, PROVIDER_CALLS
 from upstreams import health, throttle
 from upstreams.adapters import (
     AirtimeProvider,
@@ -488,6 +489,8 @@ def provider_call_recorded(
         return result
     finally:
         seconds = time.monotonic() - started
+        PROVIDER_CALL_SECONDS.labels(adapter.name).observe(seconds)
+        PROVIDER_CALLS.labels(adapter.name, action, outcome).inc()
         try:
             health.record(adapter.name, ok=ok, seconds=seconds, refused=refused)
         except Exception:  # the call's answer matters more than its figures
@@ -608,13 +611,15 @@ def recharge_call(
     provider = provider or get_provider()
     if reconcile_first:
         try:
-            known = provider.status(request.reference)
+            with PROVIDER_CALL_SECONDS.labels(provider.name).time():
+                known = provider.status(request.reference)
         except (TransientError, UpstreamTimeout) as exc:
             return _give_up_or_retry(recharge_id, code=exc.code, message=str(exc))
         if known is not None:
             return apply(recharge_id, known, provider.name)
     try:
-        result = provider.send(request)
+        with PROVIDER_CALL_SECONDS.labels(provider.name).time():
+            result = provider.send(request)
     except PermanentError as exc:
         with transaction.atomic():
             recharge = recharge_lock(recharge_id)
@@ -623,7 +628,8 @@ def recharge_call(
             return _fail(recharge, code=exc.code, message=str(exc), raw=exc.raw)
     except UpstreamTimeout as exc:
         try:
-            known = provider.status(request.reference)
+            with PROVIDER_CALL_SECONDS.labels(provider.name).time():
+                known = provider.status(request.reference)
         except (TransientError, UpstreamTimeout):
             known = None
         if known is not None:

@@ -24,6 +24,7 @@ from django.utils import timezone
 
 from recharges.models import Recharge, RechargeEvent
 from reseller.errors import ApplicationError
+from reseller.metrics import RECHARGES
 
 S = Recharge.Status
 
@@ -102,6 +103,8 @@ def transition(
         actor=actor,
         created_at=now,
     )
+    if to_status in FINAL:
+        RECHARGES.labels(to_status, recharge.provider).inc()
     return recharge
 
 
@@ -176,3 +179,6 @@ def transition_many(
     if differing:
         Recharge.objects.bulk_update(recharges, differing)
     RechargeEvent.objects.bulk_create(history)
+    if to_status in FINAL:
+        for recharge in recharges:
+            RECHARGES.labels(to_status, recharge.provider).inc()

@@ -36,6 +36,7 @@ from django.utils import timezone
 
 from accounts.services import email_queue_to_account
 from emails.models import Email
+from reseller.metrics import WEBHOOK_DELIVERY_SECONDS
 from webhooks.client import RESPONSE_HEAD_BYTES, Answer, post
 from webhooks.models import Delivery, DeliveryAttempt, Event, WebhookEndpoint
 from webhooks.signature import HEADER, signature_header
@@ -314,6 +315,9 @@ def _record(endpoint: WebhookEndpoint, answers: list[tuple[_Due, Answer]]) -> No
     delivered: list[When] = []
     tries: list[DeliveryAttempt] = []
     for due, answer in answers:
+        WEBHOOK_DELIVERY_SECONDS.labels("ok" if answer.ok else "error").observe(
+            answer.latency_ms / 1000
+        )
         error = answer.error[:255]
         if answer.ok:
             state = Delivery.State.SUCCEEDED

@@ -18,6 +18,10 @@ ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[:
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 # Addresses of reverse proxies whose X-Forwarded-For we believe (docs/contract.md §3).
 TRUSTED_PROXIES = env.list("TRUSTED_PROXIES", default=[])
+# GET /metrics (docs/operations.md): a bearer token, and/or the addresses or networks that
+# may read it; with neither, loopback callers only.
+METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
+METRICS_ALLOWED_IPS = env.list("METRICS_ALLOWED_IPS", default=[])
 
 INSTALLED_APPS = [
     "backoffice.apps.BackofficeAdminConfig",
@@ -55,9 +59,12 @@ INSTALLED_APPS = [
     "upstreams",
     "books",
     "reconciliation",
+    "metrics",
 ]
 
 MIDDLEWARE = [
+    # Outermost: counts and times every answer, the other middleware's included.
+    "reseller.metrics.MetricsMiddleware",
     "reseller.middleware.RequestIdMiddleware",
     "requestlog.middleware.RequestLogMiddleware",
     "reseller.middleware.NulByteMiddleware",
@@ -322,6 +329,7 @@ CELERY_TASK_ROUTES = {
     "upstreams.tasks.providers_sync_task": {"queue": WEBHOOK_QUEUE},
     "upstreams.tasks.providers_balance_task": {"queue": WEBHOOK_QUEUE},
     "reconciliation.tasks.reconciliation_daily_task": {"queue": WEBHOOK_QUEUE},
+    "metrics.tasks.ledger_check_task": {"queue": WEBHOOK_QUEUE},
 }
 CELERY_BEAT_SCHEDULE = {
     "webhooks-sweep": {
@@ -377,6 +385,12 @@ CELERY_BEAT_SCHEDULE = {
         "task": "reconciliation.tasks.reconciliation_daily_task",
         "schedule": 24 * 3600.0,
         "options": {"expires": 3600.0},
+    },
+    # The ledger and books checks, for reseller_ledger_check_ok (docs/operations.md).
+    "ledger-check": {
+        "task": "metrics.tasks.ledger_check_task",
+        "schedule": float(env.int("LEDGER_CHECK_INTERVAL_SECONDS", default=3600)),
+        "options": {"expires": 600.0},
     },
 }
 

@@ -1,6 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from recharges.books_check import books_check
+from reseller.metrics import ledger_check_recorded
 
 
 class Command(BaseCommand):
@@ -11,6 +12,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, **opts):
         problems = books_check()
+        ledger_check_recorded("books", ok=not problems)  # reseller_ledger_check_ok
         for problem in problems:
             self.stderr.write(problem)
         if problems:

@@ -1,5 +1,6 @@
 from django.core.management.base import BaseCommand, CommandError
 
+from reseller.metrics import ledger_check_recorded
 from wallet.selectors import ledger_mismatches
 
 
@@ -8,6 +9,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, **opts):
         mismatches = ledger_mismatches()
+        ledger_check_recorded("ledger", ok=not mismatches)  # reseller_ledger_check_ok
         for wallet, total in mismatches:
             self.stderr.write(
                 f"{wallet.public_id} ({wallet.account}): cached {wallet.balance}, entries {total}"

@@ -1,0 +1,7 @@
+from django.urls import path
+
+from metrics import views
+
+urlpatterns = [
+    path("metrics", views.metrics, name="metrics"),
+]
