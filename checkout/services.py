@@ -29,7 +29,9 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from accounts.models import Account, User
+from checkout import limits
 from checkout.errors import (
+    CardLimitReached,
     CartEmpty,
     PaymentMethodRequired,
     PaymentNotPayable,
@@ -173,6 +175,15 @@ def _payment_checkout_create(
     if not lines:
         raise CartEmpty()
     priced = price_order(account=account, lines=lines, currency=wallet.currency)
+    # A card limit already reached is refused before anything is written (docs/fraud.md);
+    # checkout counts again under the limits' locks, with the card.
+    limits.purchase_check(
+        limits.Purchase(
+            account=account,
+            amount_eur=limits.amount_in_eur(priced.total, priced.currency),
+            numbers=limits.numbers_of(priced.lines),
+        )
+    )
     _order, payment, _lines = order_create(
         account=account,
         livemode=True,
@@ -355,6 +366,8 @@ def _confirm_on_stripe(
         CardCheckout.objects.filter(pk=checkout.pk).update(attempt_started_at=None)
         raise PaymentMethodRequired()
     payment_method, customer = card
+    if checkout.payment_id:
+        _limits_reserve(checkout, payment_method=payment_method, setup_intent_id=setup_intent_id)
     try:
         return gateway.payment_intent_confirm(
             amount=checkout.amount,
@@ -368,8 +381,56 @@ def _confirm_on_stripe(
     except (CardDeclined, CardAuthenticationFailed) as exc:
         return exc
     except ApplicationError:
+        # Stripe did not answer: the attempt is over, and so is its place in the limits.
+        CardCheckout.objects.filter(pk=checkout.pk).update(
+            attempt_started_at=None, limit_counted_at=None
+        )
+        raise
+
+
+def _limits_reserve(checkout: CardCheckout, *, payment_method: str, setup_intent_id: str) -> None:
+    """Before the PaymentIntent is created (no transaction open): read the card's fingerprint
+    from Stripe, then under the limits' advisory locks count every limit again and either
+    refuse (``CardLimitReached``, nothing charged, the attempt cleared) or record the payment
+    as counted, and commit, so the next checkout at the limit sees it. The lock is released
+    before Stripe is asked to charge; a failed attempt gives its place back."""
+    try:
+        fingerprint = gateway.card_fingerprint(payment_method=payment_method)
+    except ApplicationError:
         CardCheckout.objects.filter(pk=checkout.pk).update(attempt_started_at=None)
         raise
+    payment = checkout.payment
+    assert payment is not None
+    purchase = limits.Purchase(
+        account=checkout.account,
+        amount_eur=limits.amount_in_eur(checkout.amount, checkout.currency),
+        numbers=limits.numbers_of(limits.order_lines(order_id=payment.order_id)),
+        fingerprint=fingerprint,
+    )
+    refused: CardLimitReached | None = None
+    with transaction.atomic():
+        limits.purchase_lock(purchase)
+        now = timezone.now()
+        try:
+            limits.purchase_check(purchase, now=now, exclude_pk=checkout.pk)
+        except CardLimitReached as exc:
+            refused = exc
+            CardCheckout.objects.filter(pk=checkout.pk).update(
+                attempt_started_at=None,
+                card_fingerprint=fingerprint,
+                failure_code=exc.code,
+                updated_at=now,
+            )
+        else:
+            CardCheckout.objects.filter(pk=checkout.pk).update(
+                card_fingerprint=fingerprint,
+                limit_counted_at=now,
+                limit_amount_eur=purchase.amount_eur,
+                updated_at=now,
+            )
+    if refused is not None:
+        logger.info("card checkout %s refused: %s", checkout.public_id, refused.detail)
+        raise refused
 
 
 def _follow(checkout: CardCheckout, intent: gateway.IntentResult) -> Outcome:
@@ -396,6 +457,7 @@ def _attempt_failed(checkout: CardCheckout, *, code: str) -> None:
     checkout.payment_intent_id = ""
     checkout.setup_intent_id = ""  # a used SetupIntent cannot take another card
     checkout.attempt_started_at = None
+    checkout.limit_counted_at = None  # nothing charged: it no longer counts in the limits
     checkout.updated_at = now
     checkout.save(
         update_fields=[
@@ -403,6 +465,7 @@ def _attempt_failed(checkout: CardCheckout, *, code: str) -> None:
             "payment_intent_id",
             "setup_intent_id",
             "attempt_started_at",
+            "limit_counted_at",
             "attempts",
             "updated_at",
         ]
@@ -434,7 +497,13 @@ def _complete(checkout: CardCheckout, intent: gateway.IntentResult) -> None:
     checkout.payment_intent_id = intent.id
     checkout.failure_code = ""
     checkout.updated_at = now
-    checkout.save(update_fields=["completed_at", "payment_intent_id", "failure_code", "updated_at"])
+    fields = ["completed_at", "payment_intent_id", "failure_code", "updated_at"]
+    if checkout.payment_id and checkout.limit_counted_at is None:
+        # Captured after its attempt was given up (a late success): it counts from now.
+        checkout.limit_counted_at = now
+        checkout.limit_amount_eur = limits.amount_in_eur(checkout.amount, checkout.currency)
+        fields += ["limit_counted_at", "limit_amount_eur"]
+    checkout.save(update_fields=fields)
     if checkout.payment_id:
         payment = payment_capture(
             payment_id=checkout.payment_id, payment_intent_id=intent.id, now=now

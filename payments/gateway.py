@@ -147,6 +147,17 @@ def setup_intent_card(*, setup_intent_id: str) -> tuple[str, str] | None:
     return _id_of(_get(seti, "payment_method")), _id_of(_get(seti, "customer"))
 
 
+def card_fingerprint(*, payment_method: str) -> str:
+    """The card's fingerprint (``card.fingerprint`` of the PaymentMethod): the same for every
+    PaymentMethod of one card number, whichever customer or account saved it. Empty for a
+    payment method that is not a card. localstripe computes one too (from the number)."""
+    try:
+        method = client().v1.payment_methods.retrieve(payment_method)
+    except stripe.StripeError as exc:
+        raise _unavailable(exc) from exc
+    return str(_get(_get(method, "card"), "fingerprint", "") or "")
+
+
 def payment_intent_confirm(
     *,
     amount: Decimal,
