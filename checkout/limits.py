@@ -32,6 +32,7 @@ from decimal import Decimal
 from django.conf import settings
 from django.utils import timezone
 from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 
 from accounts.models import Account
 from catalog.errors import FxRateNotFound
@@ -156,9 +157,12 @@ def purchase_check(
             refusals.append(
                 (
                     wait,
-                    _(
+                    ngettext(
+                        "A new account can pay by card at most %(count)d time in 24 hours. "
+                        "Nothing was charged; you can pay by card again %(when)s.",
                         "A new account can pay by card at most %(count)d times in 24 hours. "
-                        "Nothing was charged; you can pay by card again %(when)s."
+                        "Nothing was charged; you can pay by card again %(when)s.",
+                        cap,
                     )
                     % {"count": cap, "when": _when(wait, now=now)},
                 )
@@ -212,9 +216,12 @@ def purchase_check(
             refusals.append(
                 (
                     wait,
-                    _(
+                    ngettext(
+                        "At most %(count)d card-paid recharge can go to %(number)s in 24 hours. "
+                        "Nothing was charged; %(what)s",
                         "At most %(count)d card-paid recharges can go to %(number)s in 24 hours. "
-                        "Nothing was charged; %(what)s"
+                        "Nothing was charged; %(what)s",
+                        cap,
                     )
                     % {"count": cap, "number": number, "what": what},
                 )
@@ -232,9 +239,12 @@ def purchase_check(
             refusals.append(
                 (
                     wait,
-                    _(
+                    ngettext(
+                        "This card has reached its limit of %(count)d payment in 24 hours. "
+                        "Nothing was charged; use another card or try again %(when)s.",
                         "This card has reached its limit of %(count)d payments in 24 hours. "
-                        "Nothing was charged; use another card or try again %(when)s."
+                        "Nothing was charged; use another card or try again %(when)s.",
+                        cap,
                     )
                     % {"count": cap, "when": _when(wait, now=now)},
                 )
