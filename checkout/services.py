@@ -584,10 +584,14 @@ def stripe_event_handle(*, event: dict) -> bool:
     relevant = event["type"] in ("payment_intent.succeeded", "payment_intent.payment_failed")
     intent = gateway.intent_result(obj) if relevant else None
     current = None
+    missing = False
     if intent is not None and event["type"] == "payment_intent.succeeded":
         if StripeEvent.objects.filter(event_id=event["id"]).exists():
             return False  # a replay: do not even ask Stripe
-        current = gateway.payment_intent_get(payment_intent_id=intent.id)
+        current = gateway.payment_intent_find(payment_intent_id=intent.id)
+        # Stripe has no such PaymentIntent: nothing was charged by it. The event is recorded
+        # and acknowledged (a 5xx would have Stripe retry it for days), and nothing changes.
+        missing = current is None
     with transaction.atomic():
         try:
             with transaction.atomic():
@@ -601,6 +605,13 @@ def stripe_event_handle(*, event: dict) -> bool:
         except IntegrityError:
             return False
         if intent is None:
+            return True
+        if missing:
+            logger.warning(
+                "webhook %s: Stripe does not know PaymentIntent %s; recorded, nothing done",
+                event["id"],
+                intent.id,
+            )
             return True
         found = _checkout_for_intent(intent)
         if found is None:
