@@ -205,6 +205,7 @@ def purchase_check(
             for at, quantity in lines.values_list(
                 "order__payment__card_checkout__limit_counted_at", "quantity"
             )
+            if at is not None  # the filter says so; the type does not
         ]
         wait = _refusal_wait(entries, cap=Decimal(cap), adding=Decimal(units), now=now)
         if wait is not None:
@@ -233,6 +234,7 @@ def purchase_check(
             for at in _counted(since=since, exclude_pk=exclude_pk)
             .filter(card_fingerprint=purchase.fingerprint)
             .values_list("limit_counted_at", flat=True)
+            if at is not None
         ]
         wait = _refusal_wait(entries, cap=Decimal(cap), adding=Decimal(1), now=now)
         if wait is not None:
