@@ -46,6 +46,13 @@ CARD_PROBLEMS = {  # type: ignore[misc]
         "`payment_not_payable`: the payment is settled; `product_unavailable`: a product is "
         "no longer offered (no provider sells it at a price over its cost).",
     ),
+    429: OpenApiResponse(
+        response=Problem,
+        description="`card_limit_reached`: a card purchase limit (docs/fraud.md) is reached; "
+        "nothing was charged. At prepare: the account's (new accounts) or a recipient number's; "
+        "at checkout, before the card is charged: those again and the card's own. `Retry-After` "
+        "gives the seconds until the oldest payment counted leaves the 24-hour window.",
+    ),
 }
 
 

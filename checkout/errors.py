@@ -2,7 +2,7 @@
 
 from django.utils.translation import gettext_lazy as _
 
-from reseller.errors import ApplicationError
+from reseller.errors import ApplicationError, RateLimited
 
 
 class QuoteExpired(ApplicationError):
@@ -37,3 +37,12 @@ class CartEmpty(ApplicationError):
     status = 400
     title = _("Cart empty")
     default_detail = _("The cart is empty: add a recharge first.")
+
+
+class CardLimitReached(RateLimited):
+    """A card purchase limit (docs/fraud.md) is reached: nothing is charged; ``Retry-After``
+    says when the oldest payment counted against it leaves the 24-hour window."""
+
+    code = "card_limit_reached"
+    title = _("Card purchase limit reached")
+    default_detail = _("A card purchase limit is reached. Nothing was charged; try again later.")

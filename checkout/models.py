@@ -44,6 +44,12 @@ class CardCheckout(models.Model):
     # The cart lines this payment pays for: exactly these leave the cart when it succeeds.
     cart_item_ids = models.JSONField(default=list, blank=True)
     failure_code = models.CharField(max_length=64, blank=True)
+    # The card purchase limits (checkout.limits, docs/fraud.md): the card's Stripe fingerprint
+    # once known, and since when this payment counts (its charge in flight, then captured).
+    # Cleared again when the attempt fails; a payment never confirmed never counts.
+    card_fingerprint = models.CharField(max_length=64, blank=True)
+    limit_counted_at = models.DateTimeField(null=True, blank=True)
+    limit_amount_eur = models.DecimalField(**MONEY, null=True, blank=True)
     expires_at = models.DateTimeField()
     completed_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
@@ -57,6 +63,18 @@ class CardCheckout(models.Model):
                 | models.Q(payment__isnull=True, topup__isnull=False),
                 name="card_checkout_pays_one_thing",
             )
+        ]
+        indexes = [
+            models.Index(
+                fields=["limit_counted_at"],
+                name="cardcheckout_limit_counted",
+                condition=models.Q(limit_counted_at__isnull=False),
+            ),
+            models.Index(
+                fields=["card_fingerprint", "limit_counted_at"],
+                name="cardcheckout_limit_card",
+                condition=models.Q(limit_counted_at__isnull=False),
+            ),
         ]
 
     def __str__(self) -> str:

@@ -29,7 +29,9 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from accounts.models import Account, User
+from checkout import limits
 from checkout.errors import (
+    CardLimitReached,
     CartEmpty,
     PaymentMethodRequired,
     PaymentNotPayable,
@@ -181,6 +183,15 @@ def _payment_checkout_create(
     if not lines:
         raise CartEmpty()
     priced = price_order(account=account, lines=lines, currency=wallet.currency)
+    # A card limit already reached is refused before anything is written (docs/fraud.md);
+    # checkout counts again under the limits' locks, with the card.
+    limits.purchase_check(
+        limits.Purchase(
+            account=account,
+            amount_eur=limits.amount_in_eur(priced.total, priced.currency),
+            numbers=limits.numbers_of(priced.lines),
+        )
+    )
     _order, payment, _lines = order_create(
         account=account,
         livemode=True,
@@ -364,6 +375,8 @@ def _confirm_on_stripe(
         CardCheckout.objects.filter(pk=checkout.pk).update(attempt_started_at=None)
         raise PaymentMethodRequired()
     payment_method, customer = card
+    if checkout.payment_id:
+        _limits_reserve(checkout, payment_method=payment_method, setup_intent_id=setup_intent_id)
     try:
         return gateway.payment_intent_confirm(
             amount=checkout.amount,
@@ -377,8 +390,56 @@ def _confirm_on_stripe(
     except (CardDeclined, CardAuthenticationFailed) as exc:
         return exc
     except ApplicationError:
+        # Stripe did not answer: the attempt is over, and so is its place in the limits.
+        CardCheckout.objects.filter(pk=checkout.pk).update(
+            attempt_started_at=None, limit_counted_at=None
+        )
+        raise
+
+
+def _limits_reserve(checkout: CardCheckout, *, payment_method: str, setup_intent_id: str) -> None:
+    """Before the PaymentIntent is created (no transaction open): read the card's fingerprint
+    from Stripe, then under the limits' advisory locks count every limit again and either
+    refuse (``CardLimitReached``, nothing charged, the attempt cleared) or record the payment
+    as counted, and commit, so the next checkout at the limit sees it. The lock is released
+    before Stripe is asked to charge; a failed attempt gives its place back."""
+    try:
+        fingerprint = gateway.card_fingerprint(payment_method=payment_method)
+    except ApplicationError:
         CardCheckout.objects.filter(pk=checkout.pk).update(attempt_started_at=None)
         raise
+    payment = checkout.payment
+    assert payment is not None
+    purchase = limits.Purchase(
+        account=checkout.account,
+        amount_eur=limits.amount_in_eur(checkout.amount, checkout.currency),
+        numbers=limits.numbers_of(limits.order_lines(order_id=payment.order_id)),
+        fingerprint=fingerprint,
+    )
+    refused: CardLimitReached | None = None
+    with transaction.atomic():
+        limits.purchase_lock(purchase)
+        now = timezone.now()
+        try:
+            limits.purchase_check(purchase, now=now, exclude_pk=checkout.pk)
+        except CardLimitReached as exc:
+            refused = exc
+            CardCheckout.objects.filter(pk=checkout.pk).update(
+                attempt_started_at=None,
+                card_fingerprint=fingerprint,
+                failure_code=exc.code,
+                updated_at=now,
+            )
+        else:
+            CardCheckout.objects.filter(pk=checkout.pk).update(
+                card_fingerprint=fingerprint,
+                limit_counted_at=now,
+                limit_amount_eur=purchase.amount_eur,
+                updated_at=now,
+            )
+    if refused is not None:
+        logger.info("card checkout %s refused: %s", checkout.public_id, refused.detail)
+        raise refused
 
 
 def _follow(checkout: CardCheckout, intent: gateway.IntentResult) -> Outcome:
@@ -405,6 +466,7 @@ def _attempt_failed(checkout: CardCheckout, *, code: str) -> None:
     checkout.payment_intent_id = ""
     checkout.setup_intent_id = ""  # a used SetupIntent cannot take another card
     checkout.attempt_started_at = None
+    checkout.limit_counted_at = None  # nothing charged: it no longer counts in the limits
     checkout.updated_at = now
     checkout.save(
         update_fields=[
@@ -412,6 +474,7 @@ def _attempt_failed(checkout: CardCheckout, *, code: str) -> None:
             "payment_intent_id",
             "setup_intent_id",
             "attempt_started_at",
+            "limit_counted_at",
             "attempts",
             "updated_at",
         ]
@@ -443,7 +506,13 @@ def _complete(checkout: CardCheckout, intent: gateway.IntentResult) -> None:
     checkout.payment_intent_id = intent.id
     checkout.failure_code = ""
     checkout.updated_at = now
-    checkout.save(update_fields=["completed_at", "payment_intent_id", "failure_code", "updated_at"])
+    fields = ["completed_at", "payment_intent_id", "failure_code", "updated_at"]
+    if checkout.payment_id and checkout.limit_counted_at is None:
+        # Captured after its attempt was given up (a late success): it counts from now.
+        checkout.limit_counted_at = now
+        checkout.limit_amount_eur = limits.amount_in_eur(checkout.amount, checkout.currency)
+        fields += ["limit_counted_at", "limit_amount_eur"]
+    checkout.save(update_fields=fields)
     if checkout.payment_id:
         payment = payment_capture(
             payment_id=checkout.payment_id, payment_intent_id=intent.id, now=now
@@ -524,10 +593,14 @@ def stripe_event_handle(*, event: dict) -> bool:
     relevant = event["type"] in ("payment_intent.succeeded", "payment_intent.payment_failed")
     intent = gateway.intent_result(obj) if relevant else None
     current = None
+    missing = False
     if intent is not None and event["type"] == "payment_intent.succeeded":
         if StripeEvent.objects.filter(event_id=event["id"]).exists():
             return False  # a replay: do not even ask Stripe
-        current = gateway.payment_intent_get(payment_intent_id=intent.id)
+        current = gateway.payment_intent_find(payment_intent_id=intent.id)
+        # Stripe has no such PaymentIntent: nothing was charged by it. The event is recorded
+        # and acknowledged (a 5xx would have Stripe retry it for days), and nothing changes.
+        missing = current is None
     with transaction.atomic():
         try:
             with transaction.atomic():
@@ -541,6 +614,13 @@ def stripe_event_handle(*, event: dict) -> bool:
         except IntegrityError:
             return False
         if intent is None:
+            return True
+        if missing:
+            logger.warning(
+                "webhook %s: Stripe does not know PaymentIntent %s; recorded, nothing done",
+                event["id"],
+                intent.id,
+            )
             return True
         found = _checkout_for_intent(intent)
         if found is None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from dataclasses import dataclass, field
 from decimal import Decimal
 from functools import lru_cache
@@ -147,6 +148,17 @@ def setup_intent_card(*, setup_intent_id: str) -> tuple[str, str] | None:
     return _id_of(_get(seti, "payment_method")), _id_of(_get(seti, "customer"))
 
 
+def card_fingerprint(*, payment_method: str) -> str:
+    """The card's fingerprint (``card.fingerprint`` of the PaymentMethod): the same for every
+    PaymentMethod of one card number, whichever customer or account saved it. Empty for a
+    payment method that is not a card. localstripe computes one too (from the number)."""
+    try:
+        method = client().v1.payment_methods.retrieve(payment_method)
+    except stripe.StripeError as exc:
+        raise _unavailable(exc) from exc
+    return str(_get(_get(method, "card"), "fingerprint", "") or "")
+
+
 def payment_intent_confirm(
     *,
     amount: Decimal,
@@ -192,6 +204,20 @@ def payment_intent_get(*, payment_intent_id: str) -> IntentResult:
         raise _unavailable(exc) from exc
 
 
+def payment_intent_find(*, payment_intent_id: str) -> IntentResult | None:
+    """The PaymentIntent, or None when Stripe answers that it has none by that id (404): a
+    missing object is an answer, not an outage. Other failures are ``CardPaymentsUnavailable``."""
+    try:
+        return intent_result(client().v1.payment_intents.retrieve(payment_intent_id))
+    except stripe.InvalidRequestError as exc:
+        if exc.http_status == 404:
+            logger.warning("stripe has no PaymentIntent %s", payment_intent_id)
+            return None
+        raise _unavailable(exc) from exc
+    except stripe.StripeError as exc:
+        raise _unavailable(exc) from exc
+
+
 def card_refund(*, payment, amount: Decimal, reference: str) -> str:
     """Refund ``amount`` of a captured card payment to the card, once per ``reference``.
 
@@ -232,6 +258,7 @@ def webhook_event(*, payload: bytes, signature: str | None) -> dict[str, Any]:
     if not isinstance(event, dict) or not event.get("id") or not event.get("type"):
         raise WebhookSignatureInvalid()
     _check_event_shape(event)
+    _check_event_text(event)
     return event
 
 
@@ -247,6 +274,41 @@ _OBJECT_FIELDS = {
     "metadata": dict,
     "last_payment_error": dict,
 }
+
+
+# What the ids we store and look up may hold: printable ASCII (Stripe's ids are), at most the
+# columns' lengths (``StripeEvent.event_id`` 255, ``type`` 100).
+_EVENT_ID = re.compile(r"^[\x21-\x7e]{1,255}$")
+_EVENT_TYPE = re.compile(r"^[\x21-\x7e]{1,100}$")
+
+
+def _has_nul(value: Any) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_nul(item) for item in value)
+    return False
+
+
+def _check_event_text(event: dict[str, Any]) -> None:
+    """A signed event's text must fit what we store and query: PostgreSQL refuses a NUL in
+    any text (that was a 500), and an id longer than its column too."""
+    wrong = []
+    if not _EVENT_ID.match(event["id"]):
+        wrong.append("id")
+    if not _EVENT_TYPE.match(event["type"]):
+        wrong.append("type")
+    if _has_nul(event.get("data")):
+        wrong.append("data")
+    if wrong:
+        raise WebhookEventMalformed(
+            fields=[
+                {"field": name, "code": "invalid", "message": "Unexpected characters or length."}
+                for name in wrong
+            ]
+        )
 
 
 def _check_event_shape(event: dict[str, Any]) -> None:

@@ -201,6 +201,12 @@ STRIPE_JS_URL = (
     else "https://js.stripe.com/v3/"
 )
 CARD_CHECKOUT_VALIDITY_MINUTES = env.int("CARD_CHECKOUT_VALIDITY_MINUTES", default=15)
+# Card purchase limits (checkout.limits, docs/fraud.md): counted over the last 24 hours.
+CARD_LIMIT_NEW_ACCOUNT_DAYS = env.int("CARD_LIMIT_NEW_ACCOUNT_DAYS", default=7)
+CARD_LIMIT_NEW_ACCOUNT_PER_DAY = env.int("CARD_LIMIT_NEW_ACCOUNT_PER_DAY", default=3)
+CARD_LIMIT_NEW_ACCOUNT_AMOUNT_PER_DAY = env.int("CARD_LIMIT_NEW_ACCOUNT_AMOUNT_PER_DAY", default=50)
+CARD_LIMIT_PER_NUMBER_PER_DAY = env.int("CARD_LIMIT_PER_NUMBER_PER_DAY", default=5)
+CARD_LIMIT_PER_CARD_PER_DAY = env.int("CARD_LIMIT_PER_CARD_PER_DAY", default=5)
 
 # Content Security Policy (Django's own middleware): only our origin, plus the Stripe origin
 # that Stripe.js needs.

@@ -77,6 +77,10 @@
       needsSetup = true;
       return d.msgExpired;
     }
+    if (result.body && result.body.code === "card_limit_reached") {
+      // A card purchase limit (docs/fraud.md): the API's detail says which, and when it frees.
+      return [d.msgLimit, result.body.detail].filter(Boolean).join(" ");
+    }
     if (result.body && result.body.code === "payment_method_required") {
       return d.msgFailed; // the API's wording is for integrators: enter the card again
     }

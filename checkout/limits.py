@@ -1,0 +1,257 @@
+"""Card purchase limits (docs/fraud.md, decisions section 16): read and locked, never written.
+
+What counts against a limit is a card payment of an order whose charge is in flight or
+captured: its ``CardCheckout.limit_counted_at`` is set (by ``checkout.services``) when the
+PaymentIntent is about to be created, cleared again when that attempt fails, and kept once the
+money is taken. A payment prepared and never confirmed never counts.
+
+- new account (younger than ``CARD_LIMIT_NEW_ACCOUNT_DAYS``): at most
+  ``CARD_LIMIT_NEW_ACCOUNT_PER_DAY`` card payments and ``CARD_LIMIT_NEW_ACCOUNT_AMOUNT_PER_DAY``
+  EUR in 24 h, per account;
+- any account: ``CARD_LIMIT_PER_NUMBER_PER_DAY`` card-paid recharges (units) to one recipient
+  number and ``CARD_LIMIT_PER_CARD_PER_DAY`` payments with one card (its Stripe fingerprint) in
+  24 h, all accounts together.
+
+``purchase_check`` refuses with ``CardLimitReached`` (429, ``Retry-After``). Prepare calls it
+without locks (a limit already reached is refused early); checkout calls ``purchase_lock``
+first, in the transaction that then records the payment as counted: PostgreSQL's
+transaction-level advisory locks on the account, each number and the card, always taken in
+the same (sorted) order, serialise every check-and-record of one key across processes, so
+concurrent checkouts at a limit let exactly the allowed number through.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+
+from django.conf import settings
+from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
+
+from accounts.models import Account
+from catalog.errors import FxRateNotFound
+from catalog.selectors import fx_convert
+from checkout.errors import CardLimitReached
+from checkout.models import CardCheckout
+from orders.models import OrderLine
+from reseller.db import advisory_xact_lock
+
+WINDOW = timedelta(hours=24)
+LIMIT_CURRENCY = "EUR"
+
+
+@dataclass(frozen=True)
+class Purchase:
+    """What a card payment would add to the counts."""
+
+    account: Account
+    amount_eur: Decimal
+    numbers: dict[str, int] = field(default_factory=dict)  # recipient number -> units
+    fingerprint: str = ""
+
+
+def amount_in_eur(amount: Decimal, currency: str) -> Decimal:
+    """The amount in the limits' currency; with no exchange rate, taken as it is (a cap is
+    not worth refusing a sale over a missing rate; the FX table always has EUR's seeds)."""
+    try:
+        return fx_convert(amount=amount, from_currency=currency, to_currency=LIMIT_CURRENCY)[0]
+    except FxRateNotFound:
+        return Decimal(amount)
+
+
+def numbers_of(lines: Iterable) -> dict[str, int]:
+    """Units per recipient number of priced lines or order lines."""
+    units: dict[str, int] = {}
+    for line in lines:
+        units[line.recipient_number] = units.get(line.recipient_number, 0) + line.quantity
+    return units
+
+
+def order_lines(*, order_id: int) -> list[OrderLine]:
+    return list(OrderLine.objects.filter(order_id=order_id))
+
+
+def _lock_id(kind: str, value: str) -> int:
+    digest = hashlib.sha256(f"card-limit:{kind}:{value}".encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
+def purchase_lock(purchase: Purchase) -> None:
+    """Inside the transaction that checks and records: wait for the advisory locks of every
+    key the purchase counts against, in a fixed order (no two checkouts deadlock)."""
+    keys = {_lock_id("account", str(purchase.account.pk))}
+    keys |= {_lock_id("number", number) for number in purchase.numbers}
+    if purchase.fingerprint:
+        keys.add(_lock_id("card", purchase.fingerprint))
+    for key in sorted(keys):
+        advisory_xact_lock(key, wait=True)
+
+
+def _counted(*, since: datetime, exclude_pk: int | None):
+    rows = CardCheckout.objects.filter(payment__isnull=False, limit_counted_at__gte=since)
+    return rows.exclude(pk=exclude_pk) if exclude_pk else rows
+
+
+def _refusal_wait(
+    entries: list[tuple[datetime, Decimal]], *, cap: Decimal, adding: Decimal, now
+) -> float | None:
+    """None when ``adding`` fits now; else the seconds to wait (``math.inf``: never)."""
+    total = sum((weight for _at, weight in entries), Decimal(0))
+    if total + adding <= cap:
+        return None
+    if adding > cap:
+        return math.inf
+    for at, weight in sorted(entries, key=lambda entry: entry[0]):
+        total -= weight
+        if total + adding <= cap:
+            return max(1.0, (at + WINDOW - now).total_seconds())
+    return math.inf  # not reached: the loop empties the window
+
+
+def _duration(seconds: float) -> str:
+    minutes = max(1, math.ceil(seconds / 60))
+    if minutes < 60:
+        return _("%(minutes)d min") % {"minutes": minutes}
+    return _("%(hours)d h %(minutes)d min") % {"hours": minutes // 60, "minutes": minutes % 60}
+
+
+def _when(seconds: float, *, now) -> str:
+    if seconds == math.inf:
+        return _("later")
+    at = (now + timedelta(seconds=seconds)).astimezone(UTC)
+    return _("in %(duration)s (at %(time)s UTC)") % {
+        "duration": _duration(seconds),
+        "time": at.strftime("%H:%M"),
+    }
+
+
+def purchase_check(
+    purchase: Purchase, *, now: datetime | None = None, exclude_pk: int | None = None
+) -> None:
+    """Refuse the purchase (``CardLimitReached``) if it would pass any limit. ``exclude_pk``:
+    the checkout being paid, whose own earlier attempt must not count against it."""
+    now = now or timezone.now()
+    since = now - WINDOW
+    refusals: list[tuple[float, str]] = []
+    account = purchase.account
+    new_until = account.created_at + timedelta(days=settings.CARD_LIMIT_NEW_ACCOUNT_DAYS)
+    if new_until > now:
+        rows = list(
+            _counted(since=since, exclude_pk=exclude_pk)
+            .filter(account=account)
+            .values_list("limit_counted_at", "limit_amount_eur")
+        )
+        grown_up = (new_until - now).total_seconds()
+        cap = settings.CARD_LIMIT_NEW_ACCOUNT_PER_DAY
+        wait = _refusal_wait(
+            [(at, Decimal(1)) for at, _amount in rows], cap=Decimal(cap), adding=Decimal(1), now=now
+        )
+        if wait is not None:
+            wait = min(wait, grown_up)
+            refusals.append(
+                (
+                    wait,
+                    ngettext(
+                        "A new account can pay by card at most %(count)d time in 24 hours. "
+                        "Nothing was charged; you can pay by card again %(when)s.",
+                        "A new account can pay by card at most %(count)d times in 24 hours. "
+                        "Nothing was charged; you can pay by card again %(when)s.",
+                        cap,
+                    )
+                    % {"count": cap, "when": _when(wait, now=now)},
+                )
+            )
+        cap_amount = Decimal(settings.CARD_LIMIT_NEW_ACCOUNT_AMOUNT_PER_DAY)
+        wait = _refusal_wait(
+            [(at, amount or Decimal(0)) for at, amount in rows],
+            cap=cap_amount,
+            adding=purchase.amount_eur,
+            now=now,
+        )
+        if wait is not None:
+            wait = min(wait, grown_up)
+            refusals.append(
+                (
+                    wait,
+                    _(
+                        "A new account can pay at most %(amount)s EUR by card in 24 hours, and "
+                        "this payment is %(this)s EUR. Nothing was charged; you can pay it by "
+                        "card %(when)s."
+                    )
+                    % {
+                        "amount": cap_amount,
+                        "this": purchase.amount_eur,
+                        "when": _when(wait, now=now),
+                    },
+                )
+            )
+    cap = settings.CARD_LIMIT_PER_NUMBER_PER_DAY
+    for number, units in sorted(purchase.numbers.items()):
+        lines = OrderLine.objects.filter(
+            recipient_number=number,
+            order__payment__card_checkout__payment__isnull=False,
+            order__payment__card_checkout__limit_counted_at__gte=since,
+        )
+        if exclude_pk:
+            lines = lines.exclude(order__payment__card_checkout__pk=exclude_pk)
+        entries = [
+            (at, Decimal(quantity))
+            for at, quantity in lines.values_list(
+                "order__payment__card_checkout__limit_counted_at", "quantity"
+            )
+            if at is not None  # the filter says so; the type does not
+        ]
+        wait = _refusal_wait(entries, cap=Decimal(cap), adding=Decimal(units), now=now)
+        if wait is not None:
+            what = (
+                _("you can pay by card for it again %(when)s.") % {"when": _when(wait, now=now)}
+                if wait != math.inf
+                else _("send fewer recharges to it in one payment.")
+            )
+            refusals.append(
+                (
+                    wait,
+                    ngettext(
+                        "At most %(count)d card-paid recharge can go to %(number)s in 24 hours. "
+                        "Nothing was charged; %(what)s",
+                        "At most %(count)d card-paid recharges can go to %(number)s in 24 hours. "
+                        "Nothing was charged; %(what)s",
+                        cap,
+                    )
+                    % {"count": cap, "number": number, "what": what},
+                )
+            )
+    if purchase.fingerprint:
+        cap = settings.CARD_LIMIT_PER_CARD_PER_DAY
+        entries = [
+            (at, Decimal(1))
+            for at in _counted(since=since, exclude_pk=exclude_pk)
+            .filter(card_fingerprint=purchase.fingerprint)
+            .values_list("limit_counted_at", flat=True)
+            if at is not None
+        ]
+        wait = _refusal_wait(entries, cap=Decimal(cap), adding=Decimal(1), now=now)
+        if wait is not None:
+            refusals.append(
+                (
+                    wait,
+                    ngettext(
+                        "This card has reached its limit of %(count)d payment in 24 hours. "
+                        "Nothing was charged; use another card or try again %(when)s.",
+                        "This card has reached its limit of %(count)d payments in 24 hours. "
+                        "Nothing was charged; use another card or try again %(when)s.",
+                        cap,
+                    )
+                    % {"count": cap, "when": _when(wait, now=now)},
+                )
+            )
+    if refusals:
+        wait, detail = max(refusals, key=lambda refusal: refusal[0])
+        seconds = WINDOW.total_seconds() if wait == math.inf else wait
+        raise CardLimitReached(detail, retry_after=math.ceil(seconds))
