@@ -105,7 +105,7 @@ class AccountAdmin(admin.ModelAdmin):
             request,
             queryset.order_by("pk"),
             lambda account: staff.staff_account_unfreeze_cards(account=account, actor=request.user),
-            done_message=_("%(count)d account(s) unfrozen."),  # type: ignore[arg-type]
+            done_message=_("%(count)d account(s) unfrozen."),
         )
 
 
