@@ -16,6 +16,7 @@ from django.utils.translation import gettext_lazy as _
 from accounts import services as account_services
 from accounts.models import Account, ApiKey, User
 from backoffice.models import StaffAction
+from checkout.disputes import card_purchases_unfreeze
 from recharges import processor
 from recharges.models import Recharge
 from recharges.tasks import recharges_enqueue
@@ -195,6 +196,14 @@ def staff_account_set_b2b(*, account: Account, is_b2b: bool, actor: User) -> Acc
         target=account,
         detail={"before": before, "after": is_b2b},
     )
+    return account
+
+
+@transaction.atomic
+def staff_account_unfreeze_cards(*, account: Account, actor: User) -> Account:
+    """Card purchases frozen by a dispute or a fraud warning allowed again (docs/fraud.md)."""
+    changed = card_purchases_unfreeze(account=account, by=actor)
+    audit(actor=actor, action="account.unfreeze_cards", target=account, detail={"changed": changed})
     return account
 
 

@@ -33,7 +33,13 @@ from reseller.errors import ApplicationError, problem_response
 from wallet.services import TOPUP_MAX, TOPUP_MIN
 
 CARD_PROBLEMS = {  # type: ignore[misc]
-    **problems(400, 401, 403, 404, 503),
+    **problems(400, 401, 404, 503),
+    (403, "application/problem+json"): OpenApiResponse(
+        response=Problem,
+        description="`web_session_required`: an API key called a web-only endpoint; "
+        "`card_purchases_frozen`: a dispute or an early fraud warning froze the account's card "
+        "purchases until staff review it (docs/fraud.md). Nothing was charged.",
+    ),
     402: OpenApiResponse(
         response=Problem,
         description="`card_declined` or `card_authentication_failed` (3-D Secure refused). "

@@ -46,3 +46,16 @@ class CardLimitReached(RateLimited):
     code = "card_limit_reached"
     title = _("Card purchase limit reached")
     default_detail = _("A card purchase limit is reached. Nothing was charged; try again later.")
+
+
+class CardPurchasesFrozen(ApplicationError):
+    """A dispute or an early fraud warning froze the account's card purchases until staff
+    review it (docs/fraud.md)."""
+
+    code = "card_purchases_frozen"
+    status = 403
+    title = _("Card purchases frozen")
+    default_detail = _(
+        "Card purchases of this account are frozen after a dispute or a fraud warning on one "
+        "of its card payments. Nothing was charged; contact support to have them reviewed."
+    )

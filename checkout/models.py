@@ -4,6 +4,7 @@ Both models moved here from the orders app with their tables (``Meta.db_table``)
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
@@ -98,3 +99,61 @@ class StripeEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.event_id} {self.type}"
+
+
+class CardDispute(models.Model):
+    """A Stripe dispute or early fraud warning on the charge of a card checkout
+    (docs/fraud.md), one row per Stripe object, kept as the events last told it."""
+
+    class Kind(models.TextChoices):
+        DISPUTE = "dispute", "Dispute"
+        WARNING = "warning", "Early fraud warning"
+
+    stripe_id = models.CharField(max_length=128, unique=True)
+    kind = models.CharField(max_length=8, choices=Kind.choices)
+    checkout = models.ForeignKey(CardCheckout, on_delete=models.PROTECT, related_name="disputes")
+    account = models.ForeignKey("accounts.Account", on_delete=models.PROTECT, related_name="+")
+    charge_id = models.CharField(max_length=128, blank=True)
+    # Stripe's dispute status (needs_response, under_review, won, lost …) or ``warning``.
+    status = models.CharField(max_length=32)
+    amount = models.DecimalField(**MONEY, null=True, blank=True)
+    currency = models.CharField(max_length=3, blank=True)
+    reason = models.CharField(max_length=64, blank=True)
+    # Stripe's dispute fee (its balance transactions), in the dispute's currency, when given.
+    fee = models.DecimalField(**MONEY, null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        db_table = "checkout_carddispute"
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.stripe_id} {self.status}"
+
+
+class CardFreeze(models.Model):
+    """An account whose card purchases are frozen (a dispute or an early fraud warning) until
+    staff unfreeze it. One row per account, kept after an unfreeze (``unfrozen_at``) and
+    frozen again by the next dispute."""
+
+    account = models.OneToOneField(
+        "accounts.Account", on_delete=models.CASCADE, related_name="card_freeze"
+    )
+    reason = models.CharField(max_length=16)  # ``dispute`` or ``warning``
+    cause = models.CharField(max_length=128, blank=True)  # the Stripe object that froze it
+    frozen_at = models.DateTimeField(default=timezone.now)
+    unfrozen_at = models.DateTimeField(null=True, blank=True)
+    unfrozen_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+
+    class Meta:
+        db_table = "checkout_cardfreeze"
+
+    def __str__(self) -> str:
+        state = "unfrozen" if self.unfrozen_at else "frozen"
+        return f"card purchases of {self.account_id} {state}"
+
+    @property
+    def frozen(self) -> bool:
+        return self.unfrozen_at is None

@@ -29,7 +29,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from accounts.models import Account, User
-from checkout import limits
+from checkout import disputes, limits
 from checkout.errors import (
     CardLimitReached,
     CartEmpty,
@@ -168,6 +168,7 @@ def _payment_checkout_create(
     currency: str | None,
     promotion_wait: bool = True,
 ) -> CardCheckout:
+    disputes.card_purchases_check(account=account)
     wallet = wallet_get_or_create(account=account)
     if currency and currency.upper() != wallet.currency:
         raise CurrencyMismatch(
@@ -219,6 +220,7 @@ def _payment_checkout_create(
 
 def card_topup_prepare(*, account: Account, user: User | None, amount: Decimal) -> Prepared:
     """A pending card top-up of the live wallet with its SetupIntent."""
+    disputes.card_purchases_check(account=account)
     with transaction.atomic():
         topup = topup_request(
             account=account, amount=quantize(amount), method=TopUp.Method.CARD, by=user
@@ -240,6 +242,7 @@ def card_checkout_renew_setup(*, checkout: CardCheckout) -> Prepared:
         raise PaymentNotPayable()
     if checkout.expires_at <= timezone.now():
         raise QuoteExpired()
+    disputes.card_purchases_check(account=checkout.account)
     return _attach_setup_intent(checkout, discard_on_failure=False)
 
 
@@ -358,6 +361,8 @@ def _checkout_decide(checkout: CardCheckout) -> _Step:
         raise QuoteExpired()
     if not checkout.setup_intent_id:
         raise PaymentMethodRequired()
+    # Prepared before a dispute froze the account: not charged now either.
+    disputes.card_purchases_check(account=checkout.account)
     checkout.attempts += 1
     checkout.attempt_started_at = now
     checkout.updated_at = now
@@ -590,6 +595,8 @@ def stripe_event_handle(*, event: dict) -> bool:
     checkout, so no lock is held while Stripe answers.
     """
     obj = (event.get("data") or {}).get("object") or {}
+    if event["type"] in disputes.EVENTS:
+        return _dispute_event_handle(event=event, obj=disputes.stripe_object(event))
     relevant = event["type"] in ("payment_intent.succeeded", "payment_intent.payment_failed")
     intent = gateway.intent_result(obj) if relevant else None
     current = None
@@ -635,4 +642,35 @@ def stripe_event_handle(*, event: dict) -> bool:
                     logger.exception("webhook %s: amount mismatch", event["id"])
         elif checkout.completed_at is None and _is_current_attempt(checkout, intent):
             _attempt_failed(checkout, code=intent.error_code or "card_declined")
+    return True
+
+
+def _dispute_event_handle(*, event: dict, obj: disputes.StripeObject) -> bool:
+    """A dispute, early fraud warning or refund event (checkout.disputes): recorded once by
+    its id, applied under its checkout's lock in the same transaction. No call to Stripe:
+    the signed object names the PaymentIntent."""
+    with transaction.atomic():
+        try:
+            with transaction.atomic():
+                StripeEvent.objects.create(
+                    event_id=event["id"],
+                    type=event["type"],
+                    payment_intent_id=obj.payment_intent_id,
+                )
+        except IntegrityError:
+            return False
+        found = disputes.checkout_for(obj)
+        if found is None:
+            logger.info("webhook %s: no checkout for %s; recorded", event["id"], obj.id)
+            return True
+        checkout = _lock(found.pk)
+        if checkout.completed_at is None:
+            logger.warning(
+                "webhook %s: %s on %s, which was never paid; recorded",
+                event["id"],
+                event["type"],
+                checkout.public_id,
+            )
+            return True
+        disputes.stripe_dispute_apply(event_id=event["id"], obj=obj, checkout=checkout)
     return True

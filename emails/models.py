@@ -17,6 +17,7 @@ class Email(models.Model):
         BALANCE_LOW = "balance_low"
         ENDPOINT_DISABLED = "endpoint_disabled"
         BANK_TRANSFER = "bank_transfer"
+        CARD_PURCHASES_FROZEN = "card_purchases_frozen"
 
     kind = models.CharField(max_length=32, choices=Kind.choices)
     to = models.EmailField(max_length=254)

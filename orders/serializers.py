@@ -6,6 +6,7 @@ from typing import Any
 
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.exceptions import ErrorDetail
 
@@ -237,6 +238,23 @@ _MONEY = serializers.DecimalField(max_digits=12, decimal_places=2)
 _TIME = serializers.DateTimeField()
 
 
+class DisputeOut(serializers.Serializer):
+    status = serializers.CharField()
+    amount = serializers.CharField(allow_null=True)
+    reason = serializers.CharField()
+
+
+def dispute_body(payment) -> dict[str, Any] | None:
+    if not payment.dispute_status:
+        return None
+    amount = payment.dispute_amount
+    return {
+        "status": payment.dispute_status,
+        "amount": None if amount is None else _MONEY.to_representation(amount),
+        "reason": payment.dispute_reason,
+    }
+
+
 class PaymentOut(serializers.Serializer):
     id = serializers.CharField(source="public_id")
     order_id = serializers.CharField(source="order.public_id")
@@ -248,6 +266,16 @@ class PaymentOut(serializers.Serializer):
     livemode = serializers.BooleanField()
     created_at = serializers.DateTimeField()
     recharges = RechargeOut(many=True)
+    dispute = serializers.SerializerMethodField(
+        help_text="A dispute or early fraud warning on the card charge (docs/fraud.md), or "
+        "null: `status` is `warning` for an early fraud warning (its `amount` null, its "
+        "`reason` the fraud type) or Stripe's dispute status (`needs_response`, `won`, `lost` "
+        "…), `amount` the amount disputed and `reason` Stripe's reason."
+    )
+
+    @extend_schema_field(DisputeOut(allow_null=True))
+    def get_dispute(self, payment) -> dict[str, Any] | None:
+        return dispute_body(payment)
 
 
 class OrderLineOut(serializers.Serializer):
@@ -299,6 +327,7 @@ def order_body(order) -> dict[str, Any]:
                 by_id.get(recharge.public_id) or _recharge_body(recharge)
                 for recharge in payment.recharges.all()
             ],
+            "dispute": dispute_body(payment),
         },
         "lines": [
             {

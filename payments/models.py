@@ -49,6 +49,12 @@ class Payment(models.Model):
     expires_at = models.DateTimeField(null=True, blank=True)
     failure_code = models.CharField(max_length=64, blank=True)
     captured_at = models.DateTimeField(null=True, blank=True)
+    # A dispute or an early fraud warning on the card charge (docs/fraud.md), as Stripe last
+    # told it: status ``warning`` (an early fraud warning) or the dispute's status, the amount
+    # disputed (none for a warning) and the reason. Blank status: none.
+    dispute_status = models.CharField(max_length=32, blank=True)
+    dispute_amount = models.DecimalField(**MONEY, null=True, blank=True)
+    dispute_reason = models.CharField(max_length=64, blank=True)
     created_at = models.DateTimeField(default=timezone.now, editable=False, db_index=True)
     updated_at = models.DateTimeField(default=timezone.now)
 

@@ -92,3 +92,15 @@ def payment_discard(*, payment_id: int) -> int:
     order_id = Payment.objects.values_list("order_id", flat=True).get(pk=payment_id)
     Payment.objects.filter(pk=payment_id).delete()
     return order_id
+
+
+def payment_dispute_set(
+    *, payment_id: int, status: str, amount: Decimal | None, reason: str
+) -> None:
+    """What a card payment shows of the dispute (or early fraud warning) on its charge."""
+    Payment.objects.filter(pk=payment_id).update(
+        dispute_status=status[:32],
+        dispute_amount=amount,
+        dispute_reason=reason[:64],
+        updated_at=timezone.now(),
+    )

@@ -749,3 +749,21 @@ def recharge_fail_by_staff(*, recharge_id: int, actor, reason: str) -> Recharge:
             actor=actor,
         )
         return recharge
+
+
+def recharges_cancel_for_payment(*, payment_id: int, code: str, message: str) -> list[int]:
+    """Cancel a payment's recharges not yet sent to a provider (``queued``, ``waitlisted``):
+    each fails with ``code`` and is refunded exactly once where it was paid from (a card
+    payment: to the card, after commit). A recharge already dispatched is left to its
+    provider's answer. Called in the caller's transaction; each row under its lock, taken
+    before the payment's (the processor's order). Returns the ids cancelled now."""
+    waiting = (S.QUEUED, S.WAITLISTED)
+    cancelled = []
+    ids = Recharge.objects.filter(payment_id=payment_id, status__in=waiting).order_by("pk")
+    for recharge_id in list(ids.values_list("pk", flat=True)):
+        recharge = recharge_lock(recharge_id)
+        if recharge.status not in waiting:
+            continue  # the processor took it meanwhile
+        _fail(recharge, code=code, message=message)
+        cancelled.append(recharge_id)
+    return cancelled

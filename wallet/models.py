@@ -46,6 +46,10 @@ class Wallet(models.Model):
     currency = models.CharField(max_length=3, default="EUR")
     # Changed only together with a LedgerEntry, under a row lock (wallet.services).
     balance = models.DecimalField(**MONEY, default=Decimal("0.00"))
+    # What the wallet owes after a lost dispute of a card top-up whose money was spent: the
+    # balance may be below zero by this much and no more (docs/fraud.md). Only a dispute
+    # entry raises it; credits bring it back down as they repay the debt.
+    dispute_owed = models.DecimalField(**MONEY, default=Decimal("0.00"))
     # A payment that takes the balance below this emits wallet.balance_low (docs/webhooks.md).
     low_balance_threshold = models.DecimalField(**MONEY, null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
@@ -53,8 +57,13 @@ class Wallet(models.Model):
 
     class Meta:
         constraints = [
+            # Below zero only by what a lost dispute left owing (``dispute_owed``).
             models.CheckConstraint(
-                condition=models.Q(balance__gte=0), name="wallet_balance_not_negative"
+                condition=models.Q(balance__gte=-models.F("dispute_owed")),
+                name="wallet_balance_not_negative",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(dispute_owed__gte=0), name="wallet_dispute_owed_not_negative"
             ),
             models.UniqueConstraint(
                 fields=["account"],
@@ -84,6 +93,8 @@ class LedgerEntry(models.Model):
         PAYMENT = "payment", _("Payment")
         REFUND = "refund", _("Refund")
         ADJUSTMENT = "adjustment", _("Adjustment")
+        # A lost dispute of a card top-up: the money the card's bank took back.
+        DISPUTE = "dispute", _("Dispute")
 
     public_id = models.CharField(max_length=40, unique=True, default=new_entry_id, editable=False)
     wallet = models.ForeignKey(Wallet, on_delete=models.PROTECT, related_name="entries")

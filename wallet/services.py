@@ -132,9 +132,14 @@ def ledger_post(
             if existing is None:
                 raise
             return existing, False
-    Wallet.objects.filter(pk=wallet.pk).update(
-        balance=F("balance") + amount, updated_at=timezone.now()
-    )
+    fields: dict = {"balance": F("balance") + amount, "updated_at": timezone.now()}
+    owed = wallet.dispute_owed
+    if kind == LedgerEntry.Kind.DISPUTE or owed > ZERO:
+        # A dispute may leave the wallet owing; every credit after it repays the debt.
+        owed = max(ZERO, -entry.balance_after)
+        fields["dispute_owed"] = owed
+    Wallet.objects.filter(pk=wallet.pk).update(**fields)
+    wallet.dispute_owed = owed
     _entry_posted(wallet=wallet, entry=entry)
     return entry, True
 
@@ -145,7 +150,9 @@ def _entry_new(
     """The entry ``ledger_post`` appends, not yet saved: a debit below the balance raises
     InsufficientBalance."""
     amount = quantize(amount)
-    if amount < ZERO:
+    # Only a lost dispute may take the balance below zero (the card's bank took the money
+    # back after it was spent): the wallet then owes it (docs/fraud.md).
+    if amount < ZERO and kind != LedgerEntry.Kind.DISPUTE:
         balance_check(wallet=wallet, amount=-amount)
     return LedgerEntry(
         wallet=wallet,
@@ -257,6 +264,23 @@ def wallet_refund(
         reference=reference,
         memo=memo,
         by=by,
+    )
+
+
+@transaction.atomic
+def wallet_dispute_debit(
+    *, wallet_id: int, amount: Decimal, reference: str, memo: str = ""
+) -> tuple[LedgerEntry, bool]:
+    """Take back what a lost dispute of a card top-up (``reference``: the top-up) took from
+    us, exactly once, even below zero: the wallet then owes it, and spending is refused
+    (402) until a credit repays it (docs/fraud.md)."""
+    wallet = wallet_lock(wallet_id=wallet_id)
+    return ledger_post(
+        wallet=wallet,
+        kind=LedgerEntry.Kind.DISPUTE,
+        amount=-_positive(amount),
+        reference=reference,
+        memo=memo,
     )
 
 

@@ -50,7 +50,7 @@ class AccountAdmin(admin.ModelAdmin):
     # B2B and the discount change through the audited actions, not by editing the form.
     readonly_fields = ("public_id", "created_at", "is_b2b", "discount_percent")
     inlines = [BillingInline]
-    actions = ["mark_b2b", "unmark_b2b", "set_discount"]
+    actions = ["mark_b2b", "unmark_b2b", "set_discount", "unfreeze_card_purchases"]
 
     @admin.action(description=_("Mark selected accounts B2B"), permissions=["change"])
     def mark_b2b(self, request, queryset):
@@ -93,6 +93,19 @@ class AccountAdmin(admin.ModelAdmin):
             form_class=DiscountForm,
             title=_("Set discount"),
             apply=apply,
+        )
+
+    @admin.action(
+        description=_("Unfreeze card purchases of selected accounts (after review)"),
+        permissions=["change"],
+    )
+    def unfreeze_card_purchases(self, request, queryset):
+        run_each(
+            self,
+            request,
+            queryset.order_by("pk"),
+            lambda account: staff.staff_account_unfreeze_cards(account=account, actor=request.user),
+            done_message=_("%(count)d account(s) unfrozen."),
         )
 
 
