@@ -62,6 +62,18 @@ def cart_add_item(
     )
 
 
+@transaction.atomic
+def cart_set_only(
+    *, account: Account, livemode: bool, session_id: str, line: LineRequest
+) -> CartItem:
+    """Make ``line`` the only item of the cart ``session_id`` (the site's "Buy now" cart: it
+    pays exactly the item chosen, never what an earlier visit left there)."""
+    cart = cart_get_or_create(account=account, livemode=livemode, session_id=session_id)
+    Cart.objects.select_for_update(of=("self",)).filter(pk=cart.pk).first()
+    CartItem.objects.filter(cart=cart).delete()
+    return cart_add_item(account=account, livemode=livemode, session_id=session_id, line=line)
+
+
 def cart_remove_item(*, item: CartItem) -> None:
     item.delete()
 

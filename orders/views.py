@@ -33,6 +33,10 @@ from reseller.errors import ApplicationError, NotFound, flatten_validation_error
 from wallet.services import wallet_get_or_create
 
 SITE_CART = "default"  # the site's cart is the API's default cart of the account
+# "Buy now" pays one item through a cart of its own, replaced at every "Buy now": never the
+# lines left in the site's cart (an abandoned "Buy now", a declined card that kept them).
+SITE_BUY_NOW = "buy-now"
+SITE_CARTS = (SITE_CART, SITE_BUY_NOW)
 
 
 def _back(request: HttpRequest, fallback: str) -> str:
@@ -44,10 +48,17 @@ def _back(request: HttpRequest, fallback: str) -> str:
     return fallback
 
 
-def _cart(request: AuthenticatedRequest):
+def _cart(request: AuthenticatedRequest, session_id: str = SITE_CART):
     return services.cart_get_or_create(
-        account=request.user.account, livemode=True, session_id=SITE_CART
+        account=request.user.account, livemode=True, session_id=session_id
     )
+
+
+def _cart_asked(request: HttpRequest) -> str:
+    """Which of the site's carts a checkout pays: ``?cart=buy-now`` (or the POSTed ``cart``)
+    for the item of a "Buy now", else the site's cart."""
+    asked = request.POST.get("cart") or request.GET.get("cart") or SITE_CART
+    return asked if asked in SITE_CARTS else SITE_CART
 
 
 def _quote(request: HttpRequest, items, *, for_sale: bool):
@@ -113,14 +124,20 @@ def cart_add(request: HttpRequest) -> HttpResponse:
         for message in _messages_of(exc):
             messages.error(request, message)
         return redirect(back)
+    if request.POST.get("then") == "checkout":  # "Buy now": straight to paying that one item
+        services.cart_set_only(
+            account=request.user.account,
+            livemode=True,
+            session_id=SITE_BUY_NOW,
+            line=form.validated_data["line"],
+        )
+        return redirect(f"{reverse('orders:checkout')}?{urlencode({'cart': SITE_BUY_NOW})}")
     services.cart_add_item(
         account=request.user.account,
         livemode=True,
         session_id=SITE_CART,
         line=form.validated_data["line"],
     )
-    if request.POST.get("then") == "checkout":  # "Buy now": straight to paying
-        return redirect("orders:checkout")
     messages.success(request, _("Added to your cart."))
     return redirect("orders:cart")
 
@@ -178,8 +195,11 @@ def cart_item_remove(request: AuthenticatedRequest, item_id: str) -> HttpRespons
 @login_required
 @require_GET
 def checkout(request: AuthenticatedRequest) -> HttpResponse:
-    """The quote and the card form; checkout.js runs prepare → confirmCardSetup → checkout."""
-    items = list(selectors.cart_items(cart=_cart(request)))
+    """The quote and the card form; checkout.js runs prepare → confirmCardSetup → checkout.
+    Every line it will charge is on the page: the site's cart, or (``?cart=buy-now``) the one
+    item of a "Buy now"."""
+    which = _cart_asked(request)
+    items = list(selectors.cart_items(cart=_cart(request, which)))
     if not items:
         messages.info(request, _("Your cart is empty."))
         return redirect("orders:cart")
@@ -198,7 +218,7 @@ def checkout(request: AuthenticatedRequest) -> HttpResponse:
             "test_mode": gateway.test_mode(),
             "stripe_js_url": settings.STRIPE_JS_URL,
             "publishable_key": gateway.publishable_key(),
-            "session_id": SITE_CART,
+            "session_id": which,
             "scheduled": _scheduled(quote),
         },
     )
@@ -212,7 +232,7 @@ def checkout_wallet(request: AuthenticatedRequest) -> HttpResponse:
     The cart's lines are read under its lock inside the order's transaction, so a double
     click (or a retried request) pays the cart once; the later submits land on the receipt.
     """
-    cart_obj = _cart(request)
+    cart_obj = _cart(request, _cart_asked(request))
     if not selectors.cart_items(cart=cart_obj).exists():
         return redirect("orders:cart")
     account = request.user.account

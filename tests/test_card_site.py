@@ -282,3 +282,45 @@ def test_the_cart_page_answers_in_the_visitors_language(browser_client, language
     response = browser_client.get("/cart/", HTTP_ACCEPT_LANGUAGE=language)
     assert response.status_code == 200
     assert response["Content-Language"] == language
+
+
+def test_buy_now_pays_exactly_the_item_chosen_never_what_the_cart_held(
+    browser_client, product, stripe_local
+):
+    """Issue 32, defect 1: an item left in the cart earlier (an abandoned "Buy now", a
+    declined card that kept the cart) was charged together with the one bought now, for
+    another number. "Buy now" pays exactly its item; the cart keeps the rest."""
+    from recharges.models import Recharge
+
+    other = ProductFactory(retail_price=Decimal("12.00"))
+    add(browser_client, other, number="+525511111111")  # left in the cart earlier
+    answer = browser_client.post(
+        "/cart/add/",
+        {"product": product.public_id, "recipient_number": NUMBER, "quantity": "1",
+         "then": "checkout"},
+    )  # fmt: skip
+    assert answer.status_code == 302 and answer["Location"] == "/checkout/?cart=buy-now"
+    page = browser_client.get(answer["Location"]).content.decode()
+    assert product.name in page and other.name not in page
+    assert 'data-session-id="buy-now"' in page
+    # A second "Buy now" replaces the first: still one item to pay.
+    browser_client.post(
+        "/cart/add/",
+        {"product": product.public_id, "recipient_number": NUMBER, "then": "checkout"},
+    )
+    prepared = browser_client.post(
+        "/api/v1/payments/prepare", {"sessionId": "buy-now"}, content_type="application/json"
+    )
+    assert prepared.status_code == 201, prepared.content
+    assert prepared.json()["amount"] == "5.00"
+    stripe_local.browser_confirm_setup(prepared.json()["setupClientSecret"])
+    paid = browser_client.post(
+        "/api/v1/payments/checkout",
+        {"paymentId": prepared.json()["paymentId"]},
+        content_type="application/json",
+    )
+    assert paid.status_code == 200, paid.content
+    assert [r.recipient_number for r in Recharge.objects.all()] == [NUMBER]
+    cart = browser_client.get("/cart/").content.decode()
+    assert other.name in cart  # the older item waits in the cart, unpaid
+    assert_ledger_balanced()
