@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -143,3 +145,22 @@ def test_a_sweeper_cutoff_shorter_than_a_task_may_run_is_refused():
     assert result.returncode != 0
     assert "RECHARGE_STUCK_DISPATCHED_SECONDS" in result.stderr
     assert "started" not in result.stdout
+
+
+@pytest.mark.parametrize(
+    "url, path",
+    [
+        ("filemail:///var/mail/reseller", "/var/mail/reseller"),  # the documented form
+        ("filemail:///tmp/a%20b", "/tmp/a b"),
+        ("filemail://mail/out", "mail/out"),  # no third slash: relative, as written
+    ],
+)
+def test_a_file_email_url_keeps_its_path_as_written(monkeypatch, url, path):
+    """Issue 32, defect 10: django-environ turned filemail:///var/mail/reseller into the
+    relative var/mail/reseller."""
+    from reseller.settings.base import mailers_from_env
+
+    monkeypatch.setenv("EMAIL_URL", url)
+    mailer = mailers_from_env("consolemail://")["default"]
+    assert mailer["BACKEND"] == "django.core.mail.backends.filebased.EmailBackend"
+    assert mailer["OPTIONS"] == {"file_path": path}

@@ -2,6 +2,7 @@
 
 from datetime import timedelta
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.translation import gettext_lazy as _
@@ -518,7 +519,11 @@ def mailers_from_env(default: str) -> dict[str, Any]:
     if backend.endswith(".smtp.EmailBackend"):
         options = {option: email[key] for option, key in _EMAIL_OPTIONS.items() if key in email}
     elif backend.endswith(".filebased.EmailBackend"):
-        options = {"file_path": email["EMAIL_FILE_PATH"]}
+        # django-environ drops the leading "/" of filemail:///var/mail/reseller (the form the
+        # docs give), so the path is read from the URL itself: absolute stays absolute;
+        # filemail://dir/sub (a "host") stays relative to the working directory.
+        parts = urlsplit(env.str("EMAIL_URL", default=default))
+        options = {"file_path": unquote(parts.netloc + parts.path)}
     else:
         options = {}
     return {"default": {"BACKEND": backend, "OPTIONS": options}}
