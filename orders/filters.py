@@ -21,6 +21,7 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from django.utils.text import format_lazy
+from django.utils.translation import gettext as _
 from rest_framework import fields as drf_fields
 from rest_framework.exceptions import ErrorDetail
 
@@ -91,7 +92,11 @@ class StatusesField(forms.Field):
         statuses = [s for item in value or [] for s in str(item).split(",") if s]
         errors = [
             ErrorAt(
-                format_lazy(_DRF_CHOICE["invalid_choice"], input=status),
+                format_lazy(
+                    "{} {}",
+                    format_lazy(_DRF_CHOICE["invalid_choice"], input=status),
+                    _("Valid statuses: %(statuses)s.") % {"statuses": ", ".join(S.values)},
+                ),
                 code="invalid_choice",
                 index=index,
             )

@@ -33,6 +33,16 @@ def test_malformed_json_is_400_invalid_json(client):
     assert_problem(response, 400, "invalid_json")
 
 
+def test_malformed_json_says_where_it_broke(client):
+    """Issue 32, defect 9: the position (line, column) a person needs to fix the body."""
+    body = '{\n  "email": "a@example.com"\n  "password": "x"\n}'
+    response = client.post("/api/v1/auth/login", body, content_type="application/json")
+    assert_problem(response, 400, "invalid_json")
+    assert response.json()["detail"] == (
+        "The request body is not valid JSON: line 3, column 3: Expecting ',' delimiter."
+    )
+
+
 def test_unknown_api_path_is_404_problem_json(client):
     assert_problem(client.get("/api/v1/no-such-thing"), 404, "not_found")
 

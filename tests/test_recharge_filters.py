@@ -53,7 +53,11 @@ def test_a_bad_filter_value_is_a_400_naming_it(shop, query, errors):
 
 def test_the_messages_are_those_of_the_other_query_errors(shop):
     problem = assert_problem(shop.get(f"{B2B}?status=delivered,lost"), 400, "validation_error")
-    assert problem["errors"][0]["message"] == '"lost" is not a valid choice.'
+    # Issue 32, defect 9: the message lists what would have been valid.
+    assert problem["errors"][0]["message"] == (
+        '"lost" is not a valid choice. Valid statuses: queued, waitlisted, dispatched, '
+        "delivered, failed, reversed, processing, success, rejected, timeout."
+    )
     problem = assert_problem(shop.get(f"{B2B}?orderId=" + "x" * 65), 400, "validation_error")
     assert problem["errors"][0]["message"] == "Ensure this field has no more than 64 characters."
 

@@ -232,6 +232,18 @@ def test_a_test_order_above_the_sandbox_balance_is_402(reseller, product):
     assert sandbox_wallet(key).balance == Decimal("10.00")
 
 
+def test_a_new_test_keys_first_order_says_the_sandbox_starts_at_0_and_how_to_add(reseller, product):
+    """Issue 32, defect 9: "insufficient_balance" alone left a new integrator guessing."""
+    key, plaintext = make_key(reseller, mode="test")
+    problem = assert_problem(
+        client_for(plaintext).post(B2B, order(product), HTTP_IDEMPOTENCY_KEY="first"),
+        402,
+        "insufficient_balance",
+    )
+    assert "sandbox balance starts at 0" in problem["detail"]
+    assert f"sandbox_topup --prefix {key.prefix} --amount 50" in problem["detail"]
+
+
 # -- isolation ----------------------------------------------------------------------------
 
 

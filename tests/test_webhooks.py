@@ -11,7 +11,7 @@ from decimal import Decimal
 import pytest
 import time_machine
 from django.core import mail
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.db import connections, transaction
 from django.utils import timezone
 
@@ -582,3 +582,11 @@ def test_a_drain_lingers_only_while_a_lingering_slot_is_free(private_ok, receive
             slots.release()
     finally:
         delivery._linger_slots.cache_clear()
+
+
+def test_cli_refusing_a_private_target_names_the_setting_that_allows_it(reseller, receiver):
+    """Issue 32, defect 9: the refusal of http://127.0.0.1:… said what, not how to allow it."""
+    with pytest.raises(CommandError) as refused:
+        call_command("create_webhook_endpoint", email=reseller.email, url=receiver.url, mode="test")
+    assert "WEBHOOK_ALLOW_PRIVATE_TARGETS=true" in str(refused.value)
+    assert not WebhookEndpoint.objects.filter(account=reseller.account).exists()

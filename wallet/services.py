@@ -59,13 +59,18 @@ def wallet_for(*, account: Account, api_key=None) -> Wallet:
 def balance_check(*, wallet: Wallet, amount: Decimal) -> None:
     """Refuse (402) a debit of ``amount`` that the (locked) wallet's balance does not cover."""
     if wallet.balance < amount:
-        raise InsufficientBalance(
-            _("Available balance %(balance)s is below the order total %(total)s.")
-            % {
-                "balance": fmt(wallet.balance, wallet.currency),
-                "total": fmt(amount, wallet.currency),
-            }
-        )
+        detail = _("Available balance %(balance)s is below the order total %(total)s.") % {
+            "balance": fmt(wallet.balance, wallet.currency),
+            "total": fmt(amount, wallet.currency),
+        }
+        if wallet.kind == Wallet.Kind.SANDBOX:
+            # A new test key's first order: say where test money comes from.
+            detail += " " + _(
+                "A test key's sandbox balance starts at 0: add test funds on the dashboard "
+                "(API keys, then the key's sandbox) or with: python manage.py sandbox_topup "
+                "--prefix %(prefix)s --amount 50"
+            ) % {"prefix": wallet.api_key.prefix if wallet.api_key_id else "<key prefix>"}
+        raise InsufficientBalance(detail)
 
 
 def wallet_lock(*, wallet_id: int) -> Wallet:

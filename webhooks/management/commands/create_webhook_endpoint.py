@@ -4,6 +4,7 @@ from accounts.selectors import user_by_email
 from reseller.errors import ValidationFailed
 from webhooks.catalogue import EVENT_TYPES
 from webhooks.services import endpoint_create
+from webhooks.targets import private_allowed
 
 
 class Command(BaseCommand):
@@ -40,5 +41,13 @@ class Command(BaseCommand):
                 user=user,
             )
         except ValidationFailed as exc:
-            raise CommandError("; ".join(f["message"] for f in exc.fields or [])) from exc
+            message = "; ".join(f["message"] for f in exc.fields or [])
+            if not private_allowed() and ("private" in message or "https://" in message):
+                # An operator's local receiver (http://127.0.0.1:…): say which switch opens it.
+                message += (
+                    " To send to a private or plain-http address (development, tests), set "
+                    "WEBHOOK_ALLOW_PRIVATE_TARGETS=true in this command's environment and the "
+                    "service's."
+                )
+            raise CommandError(message) from exc
         self.stdout.write(endpoint.secret)
