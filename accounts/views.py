@@ -102,12 +102,22 @@ class LoginView(auth_views.LoginView):
     redirect_authenticated_user = True
 
     def form_valid(self, form):
-        """The language picked on the site before logging in is the latest choice: it
-        becomes the profile's; without one, the profile's language is the site's."""
+        """The language the visitor was using when logging in wins and becomes the profile's
+        (the one picked on the site, else the browser's); with neither, the profile's is
+        the site's. A Spanish visitor stays Spanish, and the email we send follows."""
         response = super().form_valid(form)
         user = form.get_user()
-        _save_language(user, self.request.COOKIES.get(settings.LANGUAGE_COOKIE_NAME, ""))
+        _save_language(user, _language_in_use(self.request))
         return _remember_language(response, user.language)
+
+
+def _language_in_use(request: HttpRequest) -> str:
+    """The language the visitor reads the site in: picked (the cookie), else asked for by the
+    browser (Accept-Language), else "" (nothing said: the profile's stays)."""
+    picked = request.COOKIES.get(settings.LANGUAGE_COOKIE_NAME, "")
+    if picked or not request.META.get("HTTP_ACCEPT_LANGUAGE"):
+        return picked
+    return translation.get_language_from_request(request)
 
 
 def _save_language(user, language: str) -> None:

@@ -10,13 +10,15 @@ killed worker left.
 from __future__ import annotations
 
 import logging
+import re
 from datetime import timedelta
+from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
 from django.core.mail import EmailMultiAlternatives
 from django.template.loader import render_to_string
-from django.utils import timezone, translation
+from django.utils import formats, timezone, translation
 
 from emails.models import Email
 
@@ -32,14 +34,36 @@ def message(
 ) -> EmailMultiAlternatives:
     """A message as its recipient reads it: the ``emails/<kind>`` subject, plain text and HTML
     templates rendered in their language, with ``site_url`` for links."""
-    context = {"site_url": settings.SITE_URL.rstrip("/"), **context}
-    with translation.override(language or "en"):
+    language = language or "en"
+    with translation.override(language):
+        # The amounts a message carries are stored as "1.57"; its reader sees "1,57" in
+        # Spanish (and the HTML says lang="es"), like the site's pages.
+        context = {
+            "site_url": settings.SITE_URL.rstrip("/"),
+            **_amounts_localized(context),
+            "LANGUAGE_CODE": language,
+        }
         subject = render_to_string(f"emails/{kind}_subject.txt", context)
         text = render_to_string(f"emails/{kind}.txt", context)
         html = render_to_string(f"emails/{kind}.html", context)
     built = EmailMultiAlternatives(subject=" ".join(subject.split()), body=text, to=[to])
     built.attach_alternative(html, "text/html")
     return built
+
+
+AMOUNT = re.compile(r"-?\d+\.\d{2}")
+
+
+def _amounts_localized(value: Any) -> Any:
+    """Every string of the context that is an amount ("1234.50") written in the active
+    language's format; the rest as it is."""
+    if isinstance(value, dict):
+        return {key: _amounts_localized(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_amounts_localized(item) for item in value]
+    if isinstance(value, str) and AMOUNT.fullmatch(value):
+        return formats.number_format(Decimal(value), decimal_pos=2, use_l10n=True)
+    return value
 
 
 def render(email: Email) -> EmailMultiAlternatives:

@@ -219,3 +219,45 @@ def test_a_logged_out_add_to_cart_comes_back_to_the_page_with_its_plus_sign(clie
     back = client.post(login_url, {"username": user.email, "password": PASSWORD})
     assert back.status_code == 302
     assert back["Location"] == page
+
+
+def test_a_visitor_reading_in_spanish_stays_spanish_after_login_and_so_does_the_email(
+    client, user, django_capture_on_commit_callbacks
+):
+    """Issue 32, defect 4: a visitor whose browser asks for Spanish (no pick on the site)
+    was switched to the profile's English at login; the receipt email said lang="en" and
+    1.57 EUR. The language in use at login wins, is saved, and email follows it."""
+    from decimal import Decimal
+
+    from emails.models import Email
+    from emails.services import render
+    from orders.pricing import LineRequest
+    from orders.services import order_place_with_wallet
+    from tests.factories import ProductFactory
+    from wallet.services import wallet_get_or_create, wallet_topup_manual
+
+    assert user.language == "en"
+    response = client.post(
+        reverse("accounts:login"),
+        {"username": user.email, "password": PASSWORD},
+        HTTP_ACCEPT_LANGUAGE="es-MX,es;q=0.9",
+    )
+    assert response.status_code == 302
+    assert response.cookies[settings.LANGUAGE_COOKIE_NAME].value == "es"
+    user.refresh_from_db()
+    assert user.language == "es"
+    product = ProductFactory(retail_price=Decimal("1.57"))
+    wallet_topup_manual(account=user.account, amount=Decimal("10.00"))
+    order_place_with_wallet(
+        account=user.account,
+        wallet=wallet_get_or_create(account=user.account),
+        livemode=True,
+        channel="wallet",
+        currency="EUR",
+        user=user,
+        lines=[LineRequest(product=product, recipient_number="+525512345678", quantity=1)],
+    )
+    receipt = render(Email.objects.get(kind="receipt"))
+    html = receipt.alternatives[0][0]
+    assert 'lang="es"' in html and "1,57 EUR" in html and "1.57" not in html
+    assert "1,57 EUR" in receipt.body
