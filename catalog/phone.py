@@ -147,3 +147,13 @@ def operator_detect(
     return [
         op for op in candidates if name in {n.casefold().strip() for n in op.carrier_names or []}
     ]
+
+
+def number_display(number: str) -> str:
+    """A number as people write it, in international form (``+525512345601`` →
+    ``+52 55 1234 5601``); anything that does not parse, as it is."""
+    try:
+        parsed = phonenumbers.parse(str(number), None)
+    except phonenumbers.NumberParseException:
+        return number
+    return phonenumbers.format_number(parsed, phonenumbers.PhoneNumberFormat.INTERNATIONAL)

@@ -19,6 +19,7 @@ from django.utils.translation import gettext as _
 
 from accounts.models import Account, User
 from accounts.selectors import account_contact
+from catalog.phone import number_display
 from emails.models import Email
 from emails.outbox import email_queue_to_user
 from orders.errors import CartAlreadyPaid, CurrencyMismatch
@@ -197,7 +198,7 @@ def _receipt_queue(*, order: Order, payment: Payment, lines: list[OrderLine]) ->
             "lines": [
                 {
                     "product": line.product.name,
-                    "recipient": line.recipient_number,
+                    "recipient": number_display(line.recipient_number),
                     "quantity": line.quantity,
                     "unit_price": f"{line.unit_price:.2f}",
                     "line_total": f"{line.line_total:.2f}",

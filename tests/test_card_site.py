@@ -48,7 +48,7 @@ def test_add_to_cart_from_a_product_page_then_see_the_quote(browser_client, prod
     page = browser_client.get("/cart/")
     assert page.status_code == 200
     text = page.content.decode()
-    assert NUMBER in text and "15.00 EUR" in text
+    assert "+52 55 1234 5678" in text and "15.00 EUR" in text  # shown as people write it
     assert "Prices are held for 15 minutes" in text
 
 
@@ -324,3 +324,24 @@ def test_buy_now_pays_exactly_the_item_chosen_never_what_the_cart_held(
     cart = browser_client.get("/cart/").content.decode()
     assert other.name in cart  # the older item waits in the cart, unpaid
     assert_ledger_balanced()
+
+
+def test_numbers_are_shown_as_people_write_them_on_the_receipt_and_history(
+    browser_client, product, django_capture_on_commit_callbacks
+):
+    """Issue 32, defect 5: pages showed raw E.164 (+525512345678); they show the country's
+    international format, while forms and links keep E.164."""
+    from catalog.phone import number_display
+
+    assert number_display("+525512345601") == "+52 55 1234 5601"
+    assert number_display("not a number") == "not a number"
+    wallet_topup_manual(account=browser_client.user.account, amount=Decimal("20.00"))
+    add(browser_client, product)
+    with django_capture_on_commit_callbacks(execute=True):
+        browser_client.post("/checkout/wallet/")
+    payment = Payment.objects.get()
+    receipt = browser_client.get(f"/payments/{payment.public_id}/").content.decode()
+    assert ">+52 55 1234 5678</td>" in receipt
+    assert 'name="phone_number" value="+525512345678"' in receipt  # the form keeps E.164
+    history = browser_client.get("/payments/").content.decode()
+    assert "+52 55 1234 5678" in history

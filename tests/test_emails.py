@@ -54,7 +54,7 @@ def test_a_wallet_checkout_sends_a_receipt_listing_its_top_ups(
     assert message.to == ["ana@example.com"]
     assert "10.00 EUR" in message.subject
     assert "Hello Ana," in message.body
-    assert "Telcel 100 MXN · +525512345678 · 2 × 5.00 EUR = 10.00 EUR" in message.body  # noqa: RUF001
+    assert "Telcel 100 MXN · +52 55 1234 5678 · 2 × 5.00 EUR = 10.00 EUR" in message.body  # noqa: RUF001
     payment_id = response.json()["payment"]["id"]
     assert f"http://127.0.0.1:8000/payments/{payment_id}/" in message.body
     html = message.alternatives[0][0]

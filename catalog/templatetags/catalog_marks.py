@@ -19,6 +19,7 @@ from django.templatetags.static import static
 from django.utils.html import format_html
 
 from catalog.models import Operator
+from catalog.phone import number_display
 
 register = template.Library()
 
@@ -126,3 +127,11 @@ def operator_mark(operator: Operator) -> str:
         text_colour(colour),
         monogram(name),
     )
+
+
+@register.filter
+def phone(number: str) -> str:
+    """A number as people write it in its country, in international form
+    (``+525512345601`` → ``+52 55 1234 5601``): pages show it so; forms and links keep the
+    E.164 value."""
+    return number_display(number)

@@ -77,7 +77,7 @@ def test_number_first_from_home_to_a_saved_recipient(
         page.fill("#topup-phone", "55 1234 5678")
         page.click("[data-testid=number-first] button[type=submit]")
         page.wait_for_url(re.compile(r"/catalog/MX/telcel/\?phone=%2B525512345678$"))
-        assert "+525512345678" in page.inner_text("[data-testid=number-banner]")
+        assert "+52 55 1234 5678" in page.inner_text("[data-testid=number-banner]")
         seen.append(visible_text(page))
         page.click(".add-to-cart button[name=then]")
         page.wait_for_url(re.compile(r"/checkout/\?cart=buy-now$"))  # its own one item
@@ -95,7 +95,7 @@ def test_number_first_from_home_to_a_saved_recipient(
         )
         assert Recharge.objects.get(account=user.account).status == "delivered"
         (receipt,) = [m for m in mail.outbox if m.to == [user.email]]
-        assert "+525512345678" in receipt.body
+        assert "+52 55 1234 5678" in receipt.body
         page.fill(".save-recipient input[name=name]", "Mamá")
         page.click(".save-recipient button[type=submit]")
         page.wait_for_url(re.compile(r"/payments/pay_\w+/$"))
