@@ -69,7 +69,7 @@ def balance_check(*, wallet: Wallet, amount: Decimal) -> None:
                 "A test key's sandbox balance starts at 0: add test funds on the dashboard "
                 "(API keys, then the key's sandbox) or with: python manage.py sandbox_topup "
                 "--prefix %(prefix)s --amount 50"
-            ) % {"prefix": wallet.api_key.prefix if wallet.api_key_id else "<key prefix>"}
+            ) % {"prefix": wallet.api_key.prefix if wallet.api_key else "<key prefix>"}
         raise InsufficientBalance(detail)
 
 
