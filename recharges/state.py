@@ -126,6 +126,17 @@ def recharges_start(recharges: Sequence[Recharge], *, note: str, now: datetime) 
     )
 
 
+def recharges_release(recharge_ids: Sequence[int], *, now: datetime) -> int:
+    """Mark queued recharges as published (fair dispatch's feeder, after their messages went
+    out): they leave their account's backlog and count in its share until claimed. Not a
+    move: no history row. Rows claimed meanwhile are left as they are."""
+    if not recharge_ids:
+        return 0
+    return Recharge.objects.filter(pk__in=recharge_ids, status=S.QUEUED).update(
+        released_at=now, updated_at=now
+    )
+
+
 def transition_many(
     recharges: Sequence[Recharge],
     to_status: str,
