@@ -133,9 +133,11 @@ def _lane_publish(account_id: int) -> Callable[[list[int]], list[int]]:
     def publish(recharge_ids: list[int]) -> list[int]:
         if settings.CELERY_TASK_ALWAYS_EAGER:
             # In this process the task would run inside the feeder's transaction: after it.
-            transaction.on_commit(
-                lambda: [enqueue(recharge_process_task, pk, None, None) for pk in recharge_ids]
-            )
+            def run_after_commit() -> None:
+                for recharge_id in recharge_ids:
+                    enqueue(recharge_process_task, recharge_id)
+
+            transaction.on_commit(run_after_commit)
             return recharge_ids
         published = []
         for recharge_id in recharge_ids:

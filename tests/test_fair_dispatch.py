@@ -22,9 +22,9 @@ from orders.batches import batch_place
 from orders.pricing import LineRequest
 from orders.services import order_place_with_wallet
 from recharges import tasks
-from sandbox.balances import sandbox_topup
 from recharges.models import Recharge
 from recharges.tasks import recharge_process_task, recharges_sweep_task
+from sandbox.balances import sandbox_topup
 from tests.broker_support import BROKER
 from tests.factories import ProductFactory, UserFactory, make_key
 from tests.helpers import assert_ledger_balanced
@@ -199,9 +199,7 @@ def test_a_lost_top_up_and_a_lost_message_are_recovered_by_the_sweeper_one_share
     assert_ledger_balanced()
 
 
-def test_small_orders_are_published_at_once_unless_their_account_has_a_backlog(
-    publishing, queue
-):
+def test_small_orders_are_published_at_once_unless_their_account_has_a_backlog(publishing, queue):
     product = ProductFactory(retail_price=Decimal("2.00"))
     a = funded()
     single(a, product, quantity=3)
@@ -276,9 +274,9 @@ def test_a_real_worker_delivers_another_accounts_order_before_a_batch_placed_bef
             timeout=60,
         )
         a_rows = Recharge.objects.filter(account=a.account)
-        assert wait_for(
-            lambda: a_rows.filter(status="delivered").count() == 300, timeout=120
-        ), sorted(a_rows.exclude(status="delivered").values_list("pk", "status", "released_at"))
+        assert wait_for(lambda: a_rows.filter(status="delivered").count() == 300, timeout=120), (
+            sorted(a_rows.exclude(status="delivered").values_list("pk", "status", "released_at"))
+        )
     finally:
         worker.stop()
     b_recharge.refresh_from_db()
