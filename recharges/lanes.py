@@ -59,6 +59,19 @@ def pending_count(*, account_id: int, taken: int | None = None) -> int:
     return rows.count()
 
 
+def backlog_stuck(*, before) -> list[int]:
+    """Unreleased recharges queued since before ``before``: waiting in their lanes (the
+    sweeper counts them with the stuck ones; it feeds their lanes, never re-enqueues them)."""
+    rows = _live_queued().filter(released_at__isnull=True, updated_at__lt=before)
+    return list(rows.values_list("pk", flat=True)[:1000])
+
+
+def lanes_of(recharge_ids: list[int]) -> dict[int, int]:
+    """Each recharge's account: the lane a re-enqueued message tops up once done."""
+    rows = Recharge.objects.filter(pk__in=recharge_ids).values_list("pk", "account_id")
+    return dict(rows)
+
+
 def dispatch_direct(*, account_id: int, count: int) -> bool:
     """May a new order of ``count`` live recharges be published at once? Yes when small and its
     account has no backlog (its order then waits behind that backlog, in its lane), and
@@ -74,13 +87,16 @@ def lane_feed(
     """Top the account's lane up to its share: release its oldest unreleased recharges and
     ``publish`` them (in id order; returns those it published, stopping at a failure). Only
     when at most half a share is left waiting, so a busy lane is topped up in bunches; one
-    feeder at a time per account (an advisory lock), publishing under the lock so that two
-    feeders never interleave an account's messages. Returns the ids released."""
+    feeder at a time per account (an advisory lock, not waited for: the holder is feeding),
+    publishing under the lock so that two feeders never interleave an account's messages.
+    A top-up skipped here is done by the next lane task's, at worst by the sweeper. Returns
+    the ids released."""
     share = settings.DISPATCH_ACCOUNT_SHARE
     if pending_count(account_id=account_id, taken=taken) > share // 2:
         return []
     with transaction.atomic():
-        advisory_xact_lock(lane_lock_id(account_id), wait=True)
+        if not advisory_xact_lock(lane_lock_id(account_id)):
+            return []  # another feeder is topping this lane up now (waiting would hold threads)
         room = share - pending_count(account_id=account_id, taken=taken)
         if room <= 0:
             return []

@@ -89,23 +89,34 @@ def recharge_reversal_check_task(recharge_id: int, source: str = "look-up") -> b
 
 @shared_task(ignore_result=True)
 def recharges_sweep_task() -> dict[str, int]:
-    """Every 30 s (beat): re-enqueue lost or stuck recharges and release opened waitlists."""
+    """Every 30 s (beat): re-enqueue lost or stuck recharges, feed the accounts' lanes (one
+    share each, never a whole backlog) and release opened waitlists."""
     sandbox_settle()
     now = timezone.now()
     due = processor.recharges_due(now=now)
+    # Found queued too long but never published: waiting in their lanes (counted, not sent).
+    waiting = lanes.backlog_stuck(
+        before=now - timedelta(seconds=settings.RECHARGE_STUCK_QUEUED_SECONDS)
+    )
     for recharge_id in due["waitlisted"]:
         processor.waitlist_release(recharge_id=recharge_id)
-    for recharge_id in due["queued"] + due["waitlisted"]:
         enqueue(recharge_process_task, recharge_id)
+    # Lost messages, sent again with their lane: once done, each tops its account's lane up.
+    lane_of = lanes.lanes_of(due["queued"])
+    for recharge_id in due["queued"]:
+        enqueue(recharge_process_task, recharge_id, None, None, lane_of.get(recharge_id))
     # Lanes whose top-up was lost (a worker killed, a broker hiccup): one share each, never a
-    # whole backlog. The released rows it lost are the "queued" above.
+    # whole backlog.
     fed = sum(len(lane_top_up(account_id=account_id)) for account_id in lanes.backlog_accounts())
     stuck = now - timedelta(seconds=settings.RECHARGE_STUCK_DISPATCHED_SECONDS)
     for recharge_id in due["dispatched"]:
         enqueue(recharge_process_task, recharge_id, None, stuck.timestamp())
     for recharge_id in due["card_refunds"]:
         processor.card_refund_send(recharge_id=recharge_id)
+    # "queued": every recharge found queued too long, the lost messages (sent again) and those
+    # waiting in a lane (fed a share per account: "fed" is how many were published).
     counts = {name: len(ids) for name, ids in due.items()} | {"fed": fed}
+    counts["queued"] += len(waiting)
     if any(counts.values()):
         logger.info("sweeper re-enqueued %s", counts)
     return counts

@@ -11,7 +11,14 @@ from __future__ import annotations
 
 import base64
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
 from decimal import Decimal
+from pathlib import Path
 
 import pytest
 import redis
@@ -27,11 +34,11 @@ from recharges.tasks import recharge_process_task, recharges_sweep_task
 from sandbox.balances import sandbox_topup
 from tests.broker_support import BROKER
 from tests.factories import ProductFactory, UserFactory, make_key
-from tests.helpers import assert_ledger_balanced
-from tests.test_worker_integration import Worker, wait_for
+from tests.helpers import assert_ledger_balanced, database_url
 from wallet.services import wallet_get_or_create, wallet_topup_manual
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
+ROOT = Path(__file__).resolve().parent.parent
 
 SHARE = 20
 
@@ -188,8 +195,8 @@ def test_a_lost_top_up_and_a_lost_message_are_recovered_by_the_sweeper_one_share
 
     with override_settings(RECHARGE_STUCK_QUEUED_SECONDS=0):
         counts = recharges_sweep_task.apply().get()
-    assert counts["queued"] == 1  # the lost message's row, sent again
     republished = [args[0] for args in messages(queue)]
+    assert counts["fed"] == len(republished) - 1  # the lost message's row, and one share
     assert len(republished) <= SHARE  # one share, not A's 80 still waiting
     assert republished[0] == a_ids[0]
     assert republished[1:] == a_ids[SHARE : SHARE + len(republished) - 1]  # in A's order
@@ -254,15 +261,60 @@ def fake():
     server.stop()
 
 
+def wait_for(predicate, timeout=60, interval=0.2):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval)
+    return False
+
+
+class Worker:
+    """A real Celery worker process on the test's queue, its provider the Reloadly fake."""
+
+    def __init__(self, fake, queue, *, concurrency=8):
+        env = {
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": "reseller.settings.test",
+            "DATABASE_URL": database_url(),
+            "CELERY_BROKER_URL": BROKER,
+            "CELERY_QUEUE": queue,
+            "AIRTIME_PROVIDER": "reloadly",
+            "RELOADLY_BASE_URL": fake.url,
+            "RELOADLY_AUTH_URL": fake.url,
+            "RELOADLY_CLIENT_ID": "test",
+            "RELOADLY_CLIENT_SECRET": "test",
+            "DISPATCH_ACCOUNT_SHARE": str(SHARE),
+        }
+        (ROOT / "test-artifacts").mkdir(exist_ok=True)
+        self.log_path = ROOT / "test-artifacts" / f"fair-worker-{uuid.uuid4().hex[:6]}.log"
+        self.log = open(self.log_path, "w")  # noqa: SIM115 (closed in stop)
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "reseller", "worker", "--pool=threads",
+             f"--concurrency={concurrency}", "-Q", queue, "--loglevel=INFO", "--without-gossip",
+             "--without-mingle", "--without-heartbeat", "-n", f"{queue}-{uuid.uuid4().hex[:4]}"],
+            cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+        assert wait_for(lambda: "ready." in self.log_path.read_text(), timeout=60)
+
+    def stop(self):
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait(timeout=10)
+        self.log.close()
+
+
 @pytest.mark.integration
 def test_a_real_worker_delivers_another_accounts_order_before_a_batch_placed_before_it(
     fake, publishing, queue
 ):
-    from pathlib import Path
-
-    Path("test-artifacts").mkdir(exist_ok=True)
     fake.delay = 0.05
-    worker = Worker(fake, queue, pool="threads", concurrency=8)
+    worker = Worker(fake, queue, concurrency=8)
     try:
         product = ProductFactory(retail_price=Decimal("2.00"))
         a, b = funded(), funded()
