@@ -76,6 +76,9 @@ class Recharge(models.Model):
     # refund's id lands here (empty while owed: the sweeper sends it again, idempotently).
     card_refund_id = models.CharField(max_length=64, blank=True)
     queued_at = models.DateTimeField(null=True, blank=True)
+    # When its message was published (fair dispatch, docs/processor.md): a live queued row
+    # without it is in its account's backlog, released by the lane feeder a share at a time.
+    released_at = models.DateTimeField(null=True, blank=True)
     dispatched_at = models.DateTimeField(null=True, blank=True)
     delivered_at = models.DateTimeField(null=True, blank=True)
     failed_at = models.DateTimeField(null=True, blank=True)
@@ -97,6 +100,18 @@ class Recharge(models.Model):
             # "My failed recharges": the status filter reads its rows in order, no scan.
             models.Index(
                 fields=["account", "livemode", "status", "-id"], name="recharge_by_status"
+            ),
+            # Fair dispatch: an account's backlog in id order, and its published-but-unclaimed
+            # rows, without reading the rest of its queued rows (both small: queued only).
+            models.Index(
+                fields=["account", "id"],
+                name="recharge_backlog",
+                condition=models.Q(status="queued", livemode=True, released_at__isnull=True),
+            ),
+            models.Index(
+                fields=["account"],
+                name="recharge_released",
+                condition=models.Q(status="queued", livemode=True, released_at__isnull=False),
             ),
         ]
 

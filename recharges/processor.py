@@ -656,10 +656,14 @@ def recharges_due(*, now: datetime | None = None) -> dict[str, list[int]]:
     stuck_queued = now - timedelta(seconds=settings.RECHARGE_STUCK_QUEUED_SECONDS)
     stuck_dispatched = now - timedelta(seconds=settings.RECHARGE_STUCK_DISPATCHED_SECONDS)
     return {
+        # Published and left queued (a lost message); a lane's backlog is fed, not flooded.
         "queued": list(
-            Recharge.objects.filter(status=S.QUEUED, updated_at__lt=stuck_queued).values_list(
-                "pk", flat=True
-            )[:1000]
+            Recharge.objects.filter(
+                status=S.QUEUED,
+                livemode=True,
+                released_at__isnull=False,
+                updated_at__lt=stuck_queued,
+            ).values_list("pk", flat=True)[:1000]
         ),
         "dispatched": list(
             Recharge.objects.filter(
@@ -690,7 +694,13 @@ def waitlist_release(*, recharge_id: int) -> bool:
             return False
         if recharge.waitlisted_until and recharge.waitlisted_until > timezone.now():
             return False
-        transition(recharge, S.QUEUED, note="promotion window opened")
+        # Published again at once by the caller: it keeps its place, ahead of any backlog.
+        transition(
+            recharge,
+            S.QUEUED,
+            note="promotion window opened",
+            extra_fields={"released_at": timezone.now()},
+        )
         return True
 
 
@@ -727,6 +737,7 @@ def recharge_retry(
                 "failure_message": "",
                 "retries": recharge.retries + 1,
                 "attempts": 0,
+                "released_at": timezone.now(),  # published at once, not behind a backlog
             },
         )
         if enqueue is not None:

@@ -1,5 +1,6 @@
 """A paid order's recharges: written queued (one per unit of every line), then handed to the
-processor after commit, or, in test mode, given their simulated outcome at once; and, for the
+processor after commit (at once, or a large order through its account's lane:
+``recharges.lanes``), or, in test mode, given their simulated outcome at once; and, for the
 apps above, a delivered recharge's reversal (``recharges.reversals``)."""
 
 from __future__ import annotations
@@ -11,11 +12,12 @@ from django.db import transaction
 from django.utils import timezone
 
 from payments.models import Payment
+from recharges.lanes import dispatch_direct
 from recharges.models import Recharge
 from recharges.reversals import recharge_reversal_check, recharge_reverse
 from recharges.sandbox import sandbox_simulate
 from recharges.state import recharges_start
-from recharges.tasks import recharges_enqueue, sandbox_settle_later
+from recharges.tasks import recharges_enqueue, recharges_feed, sandbox_settle_later
 
 FIRST_NOTE = "order placed"
 
@@ -41,6 +43,10 @@ def recharges_create(
     recharges = _recharges_new(
         order=order, payment=payment, lines=lines, references=references, now=now
     )
+    released = order.livemode and dispatch_direct(account_id=order.account_id, count=len(recharges))
+    if released:
+        for recharge in recharges:
+            recharge.released_at = now  # published at once, after commit
     recharges_start(recharges, note=FIRST_NOTE, now=now)
     if not order.livemode:
         # Test keys never reach the processor: the outcome is simulated in this transaction.
@@ -49,7 +55,11 @@ def recharges_create(
         payment.refresh_from_db(fields=["status", "refunded_amount", "updated_at"])
         return recharges
     ids = [r.pk for r in recharges]
-    transaction.on_commit(lambda: recharges_enqueue(recharge_ids=ids))
+    if released:
+        transaction.on_commit(lambda: recharges_enqueue(recharge_ids=ids))
+    else:  # its account's lane: a share at a time (docs/processor.md "Fair dispatch")
+        account_id = order.account_id
+        transaction.on_commit(lambda: recharges_feed(account_id=account_id))
     return recharges
 
 

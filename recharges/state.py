@@ -126,6 +126,23 @@ def recharges_start(recharges: Sequence[Recharge], *, note: str, now: datetime) 
     )
 
 
+def recharges_release(recharge_ids: Sequence[int], *, now: datetime) -> int:
+    """Mark queued recharges as published (fair dispatch's feeder, after their messages went
+    out): they leave their account's backlog and count in its share until claimed. Not a
+    move: no history row. Rows claimed meanwhile are left as they are."""
+    if not recharge_ids:
+        return 0
+    # Rows a worker is claiming right now are skipped, not waited for (they are leaving
+    # ``queued``): the feeder never waits on a claim that may wait on it, so no deadlock.
+    free = (
+        Recharge.objects.select_for_update(skip_locked=True)
+        .filter(pk__in=recharge_ids, status=S.QUEUED)
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
+    return Recharge.objects.filter(pk__in=list(free)).update(released_at=now, updated_at=now)
+
+
 def transition_many(
     recharges: Sequence[Recharge],
     to_status: str,

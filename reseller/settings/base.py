@@ -285,6 +285,15 @@ RECHARGE_SWEEP_INTERVAL_SECONDS = env.float("RECHARGE_SWEEP_INTERVAL_SECONDS", d
 RECHARGE_GROUP_COMMIT_MAX = env.int("RECHARGE_GROUP_COMMIT_MAX", default=100)
 # How long a writer waits for more recharges to join its batch before writing it.
 RECHARGE_GROUP_COMMIT_GATHER_MS = env.float("RECHARGE_GROUP_COMMIT_GATHER_MS", default=3.0)
+# Fair dispatch (docs/processor.md): an order of at most DISPATCH_DIRECT_MAX recharges is
+# published at once (unless its account has a backlog); a larger one waits in its account's
+# lane, of which at most DISPATCH_ACCOUNT_SHARE messages are published and unclaimed at a time.
+DISPATCH_DIRECT_MAX = env.int("DISPATCH_DIRECT_MAX", default=20)
+DISPATCH_ACCOUNT_SHARE = env.int("DISPATCH_ACCOUNT_SHARE", default=20)
+if DISPATCH_ACCOUNT_SHARE < 1 or DISPATCH_DIRECT_MAX < 0:
+    raise ImproperlyConfigured(
+        "DISPATCH_ACCOUNT_SHARE must be at least 1 and DISPATCH_DIRECT_MAX at least 0."
+    )
 
 # Celery: no broker configured means every task runs in-process (the embedded default).
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="")
