@@ -12,6 +12,8 @@ back (``recharges.reversals``).
 
 from __future__ import annotations
 
+import base64
+import hmac
 import ipaddress
 import json
 import logging
@@ -56,6 +58,21 @@ def _allowed(address: str) -> bool:
     return False
 
 
+def _credentials_match(request: HttpRequest, provider: Provider) -> bool:
+    """Did the callback come with the HTTP Basic credentials of the URL we sent
+    (``processor.callback_url``)? Compared in constant time."""
+    scheme, _, encoded = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")
+    if scheme.lower() != "basic":
+        return False
+    try:
+        user, _, password = base64.b64decode(encoded, validate=True).decode().partition(":")
+    except (ValueError, UnicodeDecodeError):
+        return False
+    return hmac.compare_digest(user.encode(), provider.name.encode()) & hmac.compare_digest(
+        password.encode(), provider.callback_secret.encode()
+    )
+
+
 @csrf_exempt
 @require_POST
 def provider_callback(request: HttpRequest, name: str) -> HttpResponse:
@@ -65,6 +82,10 @@ def provider_callback(request: HttpRequest, name: str) -> HttpResponse:
     parse = getattr(adapter_for(provider), "callback_result", None) if provider else None
     if provider is None or parse is None:
         return _problem(404, "not_found", "No provider with callbacks has this name.")
+    if provider.callback_secret and not _credentials_match(request, provider):
+        response = _problem(401, "not_authenticated", "This callback lacks its credentials.")
+        response["WWW-Authenticate"] = 'Basic realm="provider callbacks"'
+        return response
     try:
         parsed = parse(json.loads(request.body or b"null"))
     except (ValueError, TypeError, AttributeError):

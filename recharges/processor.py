@@ -35,6 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from decimal import Decimal
+from urllib.parse import quote, urlsplit, urlunsplit
 
 from django.conf import settings
 from django.db import transaction
@@ -132,8 +133,20 @@ def request_by(request: TopupRequest, route: Route) -> TopupRequest:
         sku=route.sku,
         send_value=route.send_value,
         send_currency=route.send_currency,
-        callback_url=f"{settings.SITE_URL.rstrip('/')}/webhooks/providers/{route.provider.name}",
+        callback_url=callback_url(route.provider),
     )
+
+
+def callback_url(provider: Provider) -> str:
+    """Where the provider calls back: ``SITE_URL`` + ``/webhooks/providers/<name>``, with the
+    provider's callback secret as HTTP Basic credentials in it when staff set one (the
+    callback endpoint then refuses callbacks without them)."""
+    url = f"{settings.SITE_URL.rstrip('/')}/webhooks/providers/{provider.name}"
+    if not provider.callback_secret:
+        return url
+    parts = urlsplit(url)
+    userinfo = f"{quote(provider.name, safe='')}:{quote(provider.callback_secret, safe='')}@"
+    return urlunsplit(parts._replace(netloc=userinfo + parts.netloc))
 
 
 def recharge_refund(*, recharge: Recharge, actor=None) -> None:

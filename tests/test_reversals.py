@@ -5,8 +5,10 @@ A reversal is noticed by looking the transaction up at the provider (a callback 
 that look-up), moves the recharge from ``delivered`` to ``reversed``, refunds it once and emits
 ``recharge.reversed``."""
 
+import base64
 import json
 import threading
+import time
 from decimal import Decimal
 
 import pytest
@@ -201,3 +203,41 @@ def test_callbacks_from_outside_the_allowed_addresses_are_refused(routed, reload
     assert inside.status_code == 204
     recharge.refresh_from_db()
     assert recharge.status == S.REVERSED
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_callback_secret_goes_in_the_callback_url_and_callbacks_without_it_are_refused(
+    routed, reloadly, dtone, live_server, settings
+):
+    """Contract §14 and the issue: verify what the provider lets us verify. With a callback
+    secret set, the URL sent to DT One carries it as HTTP Basic credentials (DT One sends
+    them back); a callback without them is 401 and looks nothing up."""
+    settings.SITE_URL = live_server.url
+    call_command("set_provider", "--name", "dtone-1", "--callback-secret", "s3cret/+:x")
+    reloadly.outage(True)
+    recharge = place(telcel_100(routed), hook=False)
+    reloadly.outage(False)
+    assert recharge.provider == "dtone-1"
+    sent = dtone.callback_urls[recharge.public_id]
+    host = live_server.url.split("//", 1)[1]
+    assert sent == f"http://dtone-1:s3cret%2F%2B%3Ax@{host}/webhooks/providers/dtone-1"
+    body = dtone.transaction(recharge.public_id)
+    unsigned = callback("dtone-1", body)
+    assert unsigned.status_code == 401 and unsigned["WWW-Authenticate"].startswith("Basic")
+    wrong = Client().post(
+        "/webhooks/providers/dtone-1",
+        data=json.dumps(body),
+        content_type="application/json",
+        HTTP_AUTHORIZATION="Basic " + base64.b64encode(b"dtone-1:guess").decode(),
+    )
+    assert wrong.status_code == 401
+    # DT One's own callback (the fake posts to the URL it was given, credentials as Basic).
+    dtone.reverse(recharge.public_id)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        recharge.refresh_from_db()
+        if recharge.status == S.REVERSED:
+            break
+        time.sleep(0.1)
+    assert recharge.status == S.REVERSED
+    assert [c["answer"] for c in dtone.callbacks][-1] == 204

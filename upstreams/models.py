@@ -48,6 +48,9 @@ class Provider(models.Model):
     client_secret = models.CharField(max_length=500, blank=True)
     api_key = models.CharField(max_length=500, blank=True)
     api_secret = models.CharField(max_length=500, blank=True)
+    # Set by staff for a provider that calls back (DT One): the callback URL we send carries
+    # it as HTTP Basic credentials, and a callback without them is refused (docs/providers.md).
+    callback_secret = models.CharField(max_length=200, blank=True)
     currency = models.CharField(
         _("account currency"),
         max_length=3,

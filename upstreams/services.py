@@ -48,7 +48,7 @@ DEFAULT_URLS: dict[str, dict[str, str]] = {
     Provider.Kind.DTONE: {"base_url": "https://dvs-api.dtone.com/v1"},
     Provider.Kind.DING: {"base_url": "https://api.dingconnect.com"},
 }
-SECRETS = ("client_secret", "api_key", "api_secret")
+SECRETS = ("client_secret", "api_key", "api_secret", "callback_secret")
 
 
 class ProviderInvalid(ApplicationError):

@@ -82,6 +82,14 @@ class ProviderChangeForm(forms.ModelForm):
     api_secret = forms.CharField(
         required=False, widget=SECRET_WIDGET, help_text=_("Empty keeps the stored secret.")
     )
+    callback_secret = forms.CharField(
+        required=False,
+        widget=SECRET_WIDGET,
+        help_text=_(
+            "For providers that call back (DT One): sent inside the callback URL as HTTP Basic "
+            "credentials; callbacks without it are then refused. Empty keeps the stored one."
+        ),
+    )
 
     class Meta:
         model = Provider
@@ -130,6 +138,7 @@ class ProviderAdmin(admin.ModelAdmin):
             "client_secret",
             "api_key",
             "api_secret",
+            "callback_secret",
             "balance_shown",
             "synced_at",
         )

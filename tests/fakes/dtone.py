@@ -65,6 +65,7 @@ import sys
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections import Counter
 from dataclasses import dataclass
@@ -566,10 +567,17 @@ class FakeDTOne:
     def _post_callback(self, url: str, body: dict[str, Any], attempts: int = 3) -> None:
         opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
         data = json.dumps(body).encode()
+        headers = {"Content-Type": "application/json"}
+        parts = urllib.parse.urlsplit(url)
+        if parts.username is not None:
+            # Credentials in the callback URL are sent as HTTP Basic, as DT One does.
+            user = urllib.parse.unquote(parts.username)
+            password = urllib.parse.unquote(parts.password or "")
+            token = base64.b64encode(f"{user}:{password}".encode()).decode()
+            headers["Authorization"] = f"Basic {token}"
+            url = urllib.parse.urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
         for attempt in range(attempts):
-            request = urllib.request.Request(
-                url, data=data, method="POST", headers={"Content-Type": "application/json"}
-            )
+            request = urllib.request.Request(url, data=data, method="POST", headers=headers)
             try:
                 with opener.open(request, timeout=5) as answer:
                     status: int | str = answer.status

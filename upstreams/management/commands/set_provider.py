@@ -14,6 +14,12 @@ class Command(BaseCommand):
         parser.add_argument("--enabled", choices=sorted(TRUTH), default=None)
         parser.add_argument("--priority", type=int, default=None, help="lower goes first")
         parser.add_argument("--max-in-flight", type=int, default=None, help="0: no ceiling")
+        parser.add_argument(
+            "--callback-secret",
+            default=None,
+            help="sent in the callback URL as HTTP Basic credentials; callbacks without it "
+            "are refused (providers that call back: DT One)",
+        )
 
     def handle(self, *args, **opts):
         for option in ("priority", "max_in_flight"):
@@ -26,6 +32,7 @@ class Command(BaseCommand):
                 enabled=enabled,
                 priority=opts["priority"],
                 max_in_flight=opts["max_in_flight"],
+                secrets={"callback_secret": opts["callback_secret"] or ""},
             )
         except ApplicationError as exc:
             raise CommandError(exc.detail) from exc
