@@ -289,7 +289,10 @@ RECHARGE_GROUP_COMMIT_GATHER_MS = env.float("RECHARGE_GROUP_COMMIT_GATHER_MS", d
 # published at once (unless its account has a backlog); a larger one waits in its account's
 # lane, of which at most DISPATCH_ACCOUNT_SHARE messages are published and unclaimed at a time.
 DISPATCH_DIRECT_MAX = env.int("DISPATCH_DIRECT_MAX", default=20)
-DISPATCH_ACCOUNT_SHARE = env.int("DISPATCH_ACCOUNT_SHARE", default=20)
+# 100: one worker process's threads (docker-compose), so one account alone still keeps a
+# worker busy, and another account's order waits behind at most one round of it (at 20, a
+# lone 100-recharge order had only 44 calls in flight where 100 threads were free).
+DISPATCH_ACCOUNT_SHARE = env.int("DISPATCH_ACCOUNT_SHARE", default=100)
 if DISPATCH_ACCOUNT_SHARE < 1 or DISPATCH_DIRECT_MAX < 0:
     raise ImproperlyConfigured(
         "DISPATCH_ACCOUNT_SHARE must be at least 1 and DISPATCH_DIRECT_MAX at least 0."
