@@ -6,11 +6,13 @@ import uuid
 
 import pytest
 import redis
+from django.conf import settings
 from django.test import override_settings
 
 from reseller.celery import app as celery_app
+from tests.helpers import test_redis_url
 
-BROKER = "redis://127.0.0.1:6379/6"
+BROKER = test_redis_url(settings.TEST_REDIS_DB_BROKER)
 
 
 def reset_pools():

@@ -164,3 +164,31 @@ def sign_up(client, email: str, password: str = "a-long-passphrase-42", **fields
     assert response.status_code == 302, response.content
     link = link_in(mail.outbox[sent], "/accounts/signup/confirm/")
     assert client.post(link).status_code == 302
+
+
+def test_redis_url(db: int) -> str:
+    """One of the suite's Redis databases (``reseller.settings.test``: TEST_REDIS_*)."""
+    from django.conf import settings
+
+    return f"{settings.TEST_REDIS_SERVER.rstrip('/')}/{db}"
+
+
+def redis_forget(url: str, prefix: str) -> int:
+    """Delete the keys a process the test started wrote under ``prefix`` (never a flush: the
+    database may hold other runs' keys). Returns how many went."""
+    import redis
+
+    client = redis.Redis.from_url(url)
+    gone = 0
+    try:
+        batch = []
+        for key in client.scan_iter(match=f"{prefix}*", count=1000):
+            batch.append(key)
+            if len(batch) == 500:
+                gone += client.delete(*batch)
+                batch = []
+        if batch:
+            gone += client.delete(*batch)
+    finally:
+        client.close()
+    return gone

@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-from tests.helpers import database_url
+from tests.helpers import database_url, redis_forget
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -40,6 +40,8 @@ def gunicorn_serving(
             "ALLOWED_HOSTS": "*",
             "CONN_MAX_AGE": "0",
             "LOG_LEVEL": "WARNING",
+            # Its Redis keys apart from everyone's, removed when it stops (never a flush).
+            "CACHE_KEY_PREFIX": f"drill-{uuid.uuid4().hex[:12]}",
         }
         | env_extra
     )
@@ -73,3 +75,5 @@ def gunicorn_serving(
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=10)
         log.close()
+        if env.get("REDIS_URL"):
+            redis_forget(env["REDIS_URL"], env["CACHE_KEY_PREFIX"])

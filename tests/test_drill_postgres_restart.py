@@ -27,6 +27,9 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from django.conf import settings
+
+from tests.helpers import redis_forget, test_redis_url
 
 pytestmark = pytest.mark.integration
 
@@ -52,6 +55,10 @@ wallet_topup_manual(account=user.account, amount=Decimal("1000.00"))
 key, plaintext = api_key_create(account=user.account, user=user, name="drill", mode="live")
 print(json.dumps({"product": product.public_id, "key": plaintext}))
 """
+
+
+# The drill's Redis keys (its servers' cache, rate limits), apart from everyone's.
+DRILL_PREFIX = f"drill-restart-{uuid.uuid4().hex[:12]}"
 
 
 def _free_port() -> int:
@@ -125,7 +132,8 @@ def _env(database_url: str) -> dict:
     return {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "CELERY_"))} | {
         "DJANGO_SETTINGS_MODULE": "reseller.settings.production",
         "DATABASE_URL": database_url,
-        "REDIS_URL": "redis://127.0.0.1:6379/12",
+        "REDIS_URL": test_redis_url(settings.TEST_REDIS_DB_DRILL),
+        "CACHE_KEY_PREFIX": DRILL_PREFIX,
         "SECRET_KEY": "drill-" + uuid.uuid4().hex * 2,
         "SECURE_SSL_REDIRECT": "false",
         "ALLOWED_HOSTS": "127.0.0.1",
@@ -159,9 +167,7 @@ def _post(base: str, key: str, product: str, idem: str) -> int:
 def test_postgres_restarted_under_b2b_load_every_order_exactly_once_and_no_409_storm(
     private_postgres, tmp_path
 ):
-    import redis
-
-    redis.Redis.from_url("redis://127.0.0.1:6379/12").flushdb()
+    redis_forget(test_redis_url(settings.TEST_REDIS_DB_DRILL), DRILL_PREFIX)
     env = _env(private_postgres.url)
     manage = [sys.executable, "manage.py"]
     subprocess.run([*manage, "migrate", "--noinput", "-v0"], cwd=ROOT, env=env, check=True,
@@ -219,6 +225,7 @@ def test_postgres_restarted_under_b2b_load_every_order_exactly_once_and_no_409_s
     finally:
         os.killpg(gunicorn.pid, signal.SIGTERM)
         gunicorn.wait(timeout=30)
+        redis_forget(test_redis_url(settings.TEST_REDIS_DB_DRILL), DRILL_PREFIX)
 
     assert sorted(done) == sorted(
         f"pg-{w}-{n}" for w in range(CLIENTS) for n in range(KEYS_PER_CLIENT)

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from django.conf import settings
 from django.core.management import call_command
 from django.db import connection
 from django.test import Client
@@ -38,7 +39,7 @@ from orders.models import Order
 from payments.models import Payment
 from recharges.models import Recharge
 from tests.factories import UserFactory, make_key
-from tests.helpers import assert_ledger_balanced, database_url
+from tests.helpers import assert_ledger_balanced, database_url, test_redis_url
 from tests.servers import free_port, gunicorn_serving
 from wallet.models import LedgerEntry, Wallet
 from wallet.services import wallet_topup_manual
@@ -383,13 +384,11 @@ PROXY_LOGIN_LIMIT = 5
 
 @pytest.fixture
 def gunicorn_behind_proxy(tmp_path):
-    import redis
-
-    redis.Redis.from_url("redis://127.0.0.1:6379/14").flushdb()  # the drill's own counters
+    # The drill's own counters start empty: its server writes under a key prefix of its own.
     yield from gunicorn_serving(
         {
             "TRUSTED_PROXIES": PROXY_ADDRESS,
-            "REDIS_URL": "redis://127.0.0.1:6379/14",
+            "REDIS_URL": test_redis_url(settings.TEST_REDIS_DB_SERVERS),
             "LOGIN_RATE_PER_ADDRESS": str(PROXY_LOGIN_LIMIT),
             "LOGIN_RATE_WINDOW_SECONDS": str(365 * 24 * 3600),
         },

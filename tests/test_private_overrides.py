@@ -16,6 +16,7 @@ import uuid
 
 import pytest
 import redis
+from django.conf import settings
 from django.core.cache import cache, caches
 from django.core.cache.backends.redis import RedisCache as DjangoRedisCache
 from django.core.cache.backends.redis import RedisCacheClient
@@ -71,10 +72,10 @@ def test_the_redis_client_is_built_around_a_pool_and_holds_it():
 
 
 def test_djangos_cache_builds_its_client_from_the_attributes_the_subclass_sets():
-    plain = DjangoRedisCache("redis://127.0.0.1:6379/15", {})
+    plain = DjangoRedisCache(settings.REDIS_URL, {})
     assert plain._class is RedisCacheClient  # RedisCache.__init__ sets it; _cache reads it
     assert plain._cache._client is redis.Redis  # RedisCacheClient.__init__ sets it
-    ours = RedisCache("redis://127.0.0.1:6379/15", {})
+    ours = RedisCache(settings.REDIS_URL, {})
     assert isinstance(ours._cache, KeptClients)
 
 

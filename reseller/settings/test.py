@@ -17,6 +17,13 @@ STORAGES = {
 # One run's keys apart from another's; a process a test starts shares its parent's.
 CACHES["default"]["KEY_PREFIX"] = os.environ.get("TEST_CACHE_KEY_PREFIX", f"test-{os.getpid()}")  # noqa: F405
 REQUEST_LOG_REDIS_KEY = f"{CACHES['default']['KEY_PREFIX']}:requestlog"  # noqa: F405
+# The Redis databases the suite uses besides REDIS_URL's (cache, rate limits), each from the
+# environment: a broker of the suite's own, and the servers a drill starts. Nothing is flushed:
+# every process a test starts writes under a key prefix of its own, removed afterwards.
+TEST_REDIS_SERVER = env.str("TEST_REDIS_SERVER", default="redis://127.0.0.1:6379")  # noqa: F405
+TEST_REDIS_DB_BROKER = env.int("TEST_REDIS_DB_BROKER", default=6)  # noqa: F405
+TEST_REDIS_DB_SERVERS = env.int("TEST_REDIS_DB_SERVERS", default=14)  # noqa: F405
+TEST_REDIS_DB_DRILL = env.int("TEST_REDIS_DB_DRILL", default=12)  # noqa: F405
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = True
 TASKS_IN_PROCESS_THREADED = False
