@@ -10,9 +10,9 @@ from django.conf import settings
 from django.test import override_settings
 
 from reseller.celery import app as celery_app
-from tests.helpers import test_redis_url
+from tests.helpers import suite_redis_url
 
-BROKER = test_redis_url(settings.TEST_REDIS_DB_BROKER)
+BROKER = suite_redis_url(settings.TEST_REDIS_DB_BROKER)
 
 
 def reset_pools():

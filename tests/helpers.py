@@ -166,7 +166,7 @@ def sign_up(client, email: str, password: str = "a-long-passphrase-42", **fields
     assert client.post(link).status_code == 302
 
 
-def test_redis_url(db: int) -> str:
+def suite_redis_url(db: int) -> str:
     """One of the suite's Redis databases (``reseller.settings.test``: TEST_REDIS_*)."""
     from django.conf import settings
 

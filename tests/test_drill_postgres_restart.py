@@ -29,7 +29,7 @@ import psycopg
 import pytest
 from django.conf import settings
 
-from tests.helpers import redis_forget, test_redis_url
+from tests.helpers import redis_forget, suite_redis_url
 
 pytestmark = pytest.mark.integration
 
@@ -132,7 +132,7 @@ def _env(database_url: str) -> dict:
     return {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "CELERY_"))} | {
         "DJANGO_SETTINGS_MODULE": "reseller.settings.production",
         "DATABASE_URL": database_url,
-        "REDIS_URL": test_redis_url(settings.TEST_REDIS_DB_DRILL),
+        "REDIS_URL": suite_redis_url(settings.TEST_REDIS_DB_DRILL),
         "CACHE_KEY_PREFIX": DRILL_PREFIX,
         "SECRET_KEY": "drill-" + uuid.uuid4().hex * 2,
         "SECURE_SSL_REDIRECT": "false",
@@ -167,7 +167,7 @@ def _post(base: str, key: str, product: str, idem: str) -> int:
 def test_postgres_restarted_under_b2b_load_every_order_exactly_once_and_no_409_storm(
     private_postgres, tmp_path
 ):
-    redis_forget(test_redis_url(settings.TEST_REDIS_DB_DRILL), DRILL_PREFIX)
+    redis_forget(suite_redis_url(settings.TEST_REDIS_DB_DRILL), DRILL_PREFIX)
     env = _env(private_postgres.url)
     manage = [sys.executable, "manage.py"]
     subprocess.run([*manage, "migrate", "--noinput", "-v0"], cwd=ROOT, env=env, check=True,
@@ -225,7 +225,7 @@ def test_postgres_restarted_under_b2b_load_every_order_exactly_once_and_no_409_s
     finally:
         os.killpg(gunicorn.pid, signal.SIGTERM)
         gunicorn.wait(timeout=30)
-        redis_forget(test_redis_url(settings.TEST_REDIS_DB_DRILL), DRILL_PREFIX)
+        redis_forget(suite_redis_url(settings.TEST_REDIS_DB_DRILL), DRILL_PREFIX)
 
     assert sorted(done) == sorted(
         f"pg-{w}-{n}" for w in range(CLIENTS) for n in range(KEYS_PER_CLIENT)

@@ -39,7 +39,7 @@ from orders.models import Order
 from payments.models import Payment
 from recharges.models import Recharge
 from tests.factories import UserFactory, make_key
-from tests.helpers import assert_ledger_balanced, database_url, test_redis_url
+from tests.helpers import assert_ledger_balanced, database_url, suite_redis_url
 from tests.servers import free_port, gunicorn_serving
 from wallet.models import LedgerEntry, Wallet
 from wallet.services import wallet_topup_manual
@@ -388,7 +388,7 @@ def gunicorn_behind_proxy(tmp_path):
     yield from gunicorn_serving(
         {
             "TRUSTED_PROXIES": PROXY_ADDRESS,
-            "REDIS_URL": test_redis_url(settings.TEST_REDIS_DB_SERVERS),
+            "REDIS_URL": suite_redis_url(settings.TEST_REDIS_DB_SERVERS),
             "LOGIN_RATE_PER_ADDRESS": str(PROXY_LOGIN_LIMIT),
             "LOGIN_RATE_WINDOW_SECONDS": str(365 * 24 * 3600),
         },

@@ -27,7 +27,7 @@ from requestlog.models import BODY_LIMIT, ApiRequest
 from requestlog.services import Capture, api_requests_prune, api_requests_record, capture_decode
 from requestlog.tasks import requestlog_drain_task, requestlog_prune_task
 from tests.factories import UserFactory, make_key
-from tests.helpers import bearer, client_for, test_redis_url
+from tests.helpers import bearer, client_for, suite_redis_url
 from tests.servers import gunicorn_serving
 from wallet.services import wallet_topup_manual
 
@@ -681,7 +681,7 @@ def _me(port: int, plaintext: str) -> int:
         return response.status
 
 
-GUNICORN_REDIS = test_redis_url(django_settings.TEST_REDIS_DB_SERVERS)
+GUNICORN_REDIS = suite_redis_url(django_settings.TEST_REDIS_DB_SERVERS)
 
 
 @pytest.mark.django_db(transaction=True)

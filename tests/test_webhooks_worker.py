@@ -18,7 +18,7 @@ from django.test import override_settings
 from reseller.celery import app as celery_app
 from tests.factories import UserFactory
 from tests.fakes.receiver import Receiver
-from tests.helpers import assert_ledger_balanced, database_url, fund, test_redis_url
+from tests.helpers import assert_ledger_balanced, database_url, fund, suite_redis_url
 from webhooks.models import Delivery
 from webhooks.services import endpoint_create
 from webhooks.signature import verify_signature
@@ -27,7 +27,7 @@ from webhooks.tasks import webhooks_sweep_task
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
 ROOT = Path(__file__).resolve().parent.parent
-BROKER = test_redis_url(settings.TEST_REDIS_DB_BROKER)
+BROKER = suite_redis_url(settings.TEST_REDIS_DB_BROKER)
 TIMEOUT = 2  # WEBHOOK_TIMEOUT_SECONDS of the worker: its lease lasts 2 * 2 + 10 s
 
 
