@@ -24,7 +24,7 @@ from orders import selectors, services
 from orders.errors import CartAlreadyPaid
 from orders.models import Order
 from orders.pricing import line_requests, price_order
-from orders.serializers import QUANTITY_MAX, QUANTITY_MIN, CartItemIn
+from orders.serializers import QUANTITY_MAX, QUANTITY_MIN, SEND_NOW, WAIT, CartItemIn
 from payments import gateway
 from payments.models import Payment
 from recharges.state import FINAL
@@ -88,7 +88,7 @@ def _scheduled(priced):
     )
 
 
-SEND_CHOICES = {"wait": True, "sendNow": False}
+SEND_CHOICES = {WAIT: True, SEND_NOW: False}  # the site's answer, as the API spells it
 
 
 def _form_int(raw: str) -> int | str:

@@ -11,10 +11,8 @@ from backoffice import services as staff
 from backoffice.admin.tools import ReadOnlyAdmin, ReadOnlyInline, csv_response
 from reconciliation.models import ReconciliationItem, ReconciliationRun
 
-ITEM_CSV = [
-    "run",
-    "provider",
-    "day",
+# A discrepancy as the run's page and its CSV show it (the CSV adds the run's own columns).
+ITEM_FIELDS = (
     "kind",
     "recharge",
     "our_reference",
@@ -26,24 +24,13 @@ ITEM_CSV = [
     "theirs_amount",
     "theirs_currency",
     "detail",
-]
+)
+ITEM_CSV = ["run", "provider", "day", *ITEM_FIELDS]
 
 
 class ReconciliationItemInline(ReadOnlyInline, admin.TabularInline):
     model = ReconciliationItem
-    fields = (
-        "kind",
-        "recharge",
-        "our_reference",
-        "provider_reference",
-        "ours_status",
-        "theirs_status",
-        "ours_amount",
-        "ours_currency",
-        "theirs_amount",
-        "theirs_currency",
-        "detail",
-    )
+    fields = ITEM_FIELDS
     readonly_fields = fields
     show_change_link = False
     verbose_name_plural = _("discrepancies and reversals applied")
