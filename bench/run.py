@@ -44,6 +44,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench import load  # noqa: E402
+from bench.fake_hosts import FakeHost  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results"
 HOST = "127.0.0.1"
@@ -884,28 +885,15 @@ class Bench:
             receiver.stop()
 
     def start_fakes(self) -> dict:
-        """The three providers' fakes on 127.0.0.1, by the provider name they get here, with
-        funds for every run and ROUTING_DELAY_S on every send."""
-        from http.server import ThreadingHTTPServer
-
-        from tests.fakes.ding import FakeDing
-        from tests.fakes.dtone import FakeDTOne
-        from tests.fakes.reloadly import FakeReloadly
-
-        # The fakes are ThreadingHTTPServers, whose listen backlog is socketserver's 5: a
-        # failover opens a hundred connections to the next provider at once, and those the
-        # queue cannot hold are reset, which the processor rightly takes for an unclear answer
-        # (settled by look-up after a 5 s backoff). A provider's front end holds them.
-        ThreadingHTTPServer.request_queue_size = 1024
+        """The three providers' fakes on 127.0.0.1, each in a process of its own
+        (bench/fake_hosts.py), by the provider name they get here, with funds for every run
+        and ROUTING_DELAY_S on every send."""
         funds = "10000000.00"
-        fakes = {
-            "reloadly-bench": FakeReloadly(balance=funds),
-            "dtone-bench": FakeDTOne(balance=funds),
-            "ding-bench": FakeDing(balance=funds),
-        }
-        for fake in fakes.values():
-            fake.delay = ROUTING_DELAY_S
-            fake.start()
+        fakes = {}
+        for name in ("reloadly-bench", "dtone-bench", "ding-bench"):
+            fake = FakeHost(name.removesuffix("-bench"), balance=funds, delay=ROUTING_DELAY_S)
+            self.names[fake.pid] = "provider fakes"
+            fakes[name] = fake
         return fakes
 
     def routing_setup(self, fakes: dict) -> tuple[list[str], dict[str, str]]:
@@ -1090,23 +1078,7 @@ class Bench:
         delivered: dict[str, set[str]] = {}
         resent: dict[str, int] = {}
         for name, fake in fakes.items():
-            with fake.lock:
-                if name.startswith("reloadly"):
-                    done = {r for r, t in fake.topups.items() if t["status"] == "SUCCESSFUL"}
-                elif name.startswith("dtone"):
-                    done = {
-                        r
-                        for r, t in fake.transactions.items()
-                        if t["status"]["class"]["message"] == "COMPLETED"
-                    }
-                else:
-                    done = {
-                        r
-                        for r, t in fake.transfers.items()
-                        if t["ProcessingState"] in ("Complete", "Completed")
-                    }
-                delivered[name] = done
-                resent[name] = sum(1 for n in fake.calls.values() if n > 1)
+            delivered[name], resent[name] = fake.deliveries()
         return delivered, resent
 
     def routing_report(

@@ -1,0 +1,128 @@
+"""The routing figure's provider fakes, each in a process of its own.
+
+A provider's servers are hosts of their own: they do not share a Python interpreter (and its
+GIL) with the benchmark's client, its callback receiver and each other. Run as threads of the
+bench process, the three fakes, DT One's callbacks and the client's polling took turns on one
+lock, and the outage run's middle third measured that lock (DT One and Ding carried 50-70
+deliveries/s where Reloadly alone had carried 120/s; docs/performance.md, 2026-11-26).
+
+``FakeHost`` starts one fake (``tests/fakes``) in a spawned process and drives it through a
+pipe: its address and credentials, ``outage(down)``, and at the end ``deliveries()`` (the
+references it delivered, and how many references it was sent more than once), read from the
+fake's own records as before.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import os
+from http.server import ThreadingHTTPServer
+from multiprocessing.connection import Connection
+from typing import Any
+
+from tests.fakes.ding import FakeDing
+from tests.fakes.dtone import FakeDTOne
+from tests.fakes.reloadly import FakeReloadly
+
+KINDS = ("reloadly", "dtone", "ding")
+
+
+def _make(kind: str, balance: str) -> Any:
+    return {"reloadly": FakeReloadly, "dtone": FakeDTOne, "ding": FakeDing}[kind](balance=balance)
+
+
+def _delivered(kind: str, fake: Any) -> set[str]:
+    """The references ``fake`` holds as delivered, in its own protocol's words."""
+    if kind == "reloadly":
+        return {r for r, t in fake.topups.items() if t["status"] == "SUCCESSFUL"}
+    if kind == "dtone":
+        return {
+            r
+            for r, t in fake.transactions.items()
+            if t["status"]["class"]["message"] == "COMPLETED"
+        }
+    return {
+        r for r, t in fake.transfers.items() if t["ProcessingState"] in ("Complete", "Completed")
+    }
+
+
+def _serve(conn: Connection, kind: str, balance: str, delay: float) -> None:
+    """The child: start the fake, answer the parent's commands until "stop"."""
+    os.setpgid(0, 0)  # a process group of its own, so the bench counts its CPU by name
+    # socketserver's listen backlog is 5: a failover opens a hundred connections to the next
+    # provider at once, and those the queue cannot hold are reset (an unclear answer to the
+    # processor). A provider's front end holds them.
+    ThreadingHTTPServer.request_queue_size = 1024
+    fake = _make(kind, balance)
+    fake.delay = delay
+    fake.start()
+    conn.send(
+        {
+            "url": fake.url,
+            "api_key": getattr(fake, "api_key", ""),
+            "api_secret": getattr(fake, "api_secret", ""),
+        }
+    )
+    while True:
+        command, *args = conn.recv()
+        if command == "outage":
+            fake.outage(*args)
+            conn.send(None)
+        elif command == "deliveries":
+            with fake.lock:
+                done = _delivered(kind, fake)
+                resent = sum(1 for n in fake.calls.values() if n > 1)
+            conn.send((done, resent))
+        else:
+            fake.stop()
+            conn.send(None)
+            return
+
+
+class FakeHost:
+    """One provider fake in its own process, with the parts of the fake the bench uses."""
+
+    def __init__(self, kind: str, *, balance: str, delay: float) -> None:
+        if kind not in KINDS:
+            raise ValueError(f"unknown fake kind {kind!r}")
+        context = multiprocessing.get_context("spawn")
+        self._conn, child = context.Pipe()
+        self.process = context.Process(
+            target=_serve, args=(child, kind, balance, delay), name=f"fake-{kind}", daemon=True
+        )
+        self.process.start()
+        child.close()
+        if not self._conn.poll(60):
+            self.process.kill()
+            raise RuntimeError(f"the {kind} fake did not start")
+        info = self._conn.recv()
+        self.url: str = info["url"]
+        self.api_key: str = info["api_key"]
+        self.api_secret: str = info["api_secret"]
+
+    @property
+    def pid(self) -> int:
+        return int(self.process.pid or 0)
+
+    def _call(self, *command: Any) -> Any:
+        self._conn.send(command)
+        return self._conn.recv()
+
+    def outage(self, down: bool = True) -> None:
+        """Refuse connections (``down``) or listen again, as the fake's own switch does."""
+        self._call("outage", down)
+
+    def deliveries(self) -> tuple[set[str], int]:
+        """(the references delivered, how many references were sent more than once)."""
+        done, resent = self._call("deliveries")
+        return set(done), int(resent)
+
+    def stop(self) -> None:
+        if self.process.is_alive():
+            with contextlib.suppress(EOFError, OSError):
+                self._call("stop")
+            self.process.join(10)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join(10)
