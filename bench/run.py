@@ -24,6 +24,7 @@ Only 127.0.0.1 is ever loaded. See docs/performance.md for what each figure mean
 from __future__ import annotations
 
 import argparse
+import contextlib
 import http.client
 import json
 import os
@@ -33,6 +34,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.request
@@ -52,7 +54,7 @@ PY = str(ROOT / ".venv" / "bin" / "python") if (ROOT / ".venv").exists() else sy
 BIN = Path(PY).parent
 
 
-FIGURES = ("http", "webhooks", "requestlog", "worker", "profile", "routing")
+FIGURES = ("http", "webhooks", "requestlog", "metrics", "worker", "fair", "profile", "routing")
 # The recharge worker as docker-compose.yml deploys it.
 PROCESSOR_PROCESSES = 2  # one per core, as docker-compose.yml runs replicas of the worker
 PROCESSOR_THREADS = 100
@@ -72,6 +74,13 @@ SHARED_SERVERS = {"postgres": "postgresql", "redis-server": "redis"}
 ROUTING_DELAY_S = 0.5
 ROUTING_MAX_IN_FLIGHT = 1000
 ROUTING_COOLDOWN_S = 3
+# The metrics figure's scraper: every 5 s (Prometheus's default is 15 s; more often costs more).
+METRICS_SCRAPE_S = 5.0
+# The fairness figure (issue 31): a provider ceiling of 20 calls at 500 ms (40 recharges/s),
+# B..E's idle time measured over FAIR_IDLE_S of one recharge a second each.
+FAIR_MAX_IN_FLIGHT = 20
+FAIR_IDLE_S = 20.0
+FAIR_TIMEOUT_S = 900.0
 # The products recharged, sold by all three (operator slug, MXN): Telcel 100 and 200, AT&T 100.
 ROUTING_PRODUCTS = (("telcel", 100), ("telcel", 200), ("att", 100))
 FINAL = ("delivered", "failed")
@@ -103,6 +112,8 @@ class Bench:
             # The webhook figure's receiver listens on 127.0.0.1 (a private target).
             "WEBHOOK_ALLOW_PRIVATE_TARGETS": "true",
             "PYTHONUNBUFFERED": "1",
+            # As deployed: prometheus_client's multiprocess files (docker-compose.yml).
+            "PROMETHEUS_MULTIPROC_DIR": tempfile.mkdtemp(prefix="bench-prometheus-"),
         }
         self.admin_url = f"{base}/postgres"
         self.procs: list[subprocess.Popen] = []
@@ -483,65 +494,94 @@ class Bench:
             aim=0.9, aim_text=">= 0.9 x no endpoint",
         )  # fmt: skip
 
-    # -- the request log -------------------------------------------------------------------
-    def run_requestlog(self) -> None:
-        """B2B with the request log on (the deployed default: every API-key request captured,
-        pushed onto a Redis list by a thread of each gunicorn process and written by the drain
-        every second, bench/drain.py) beside B2B with
-        ``REQUEST_LOG_ENABLED=false``, on the same keys, the worker not consuming (as for the
-        HTTP figures). Two fresh gunicorns of the same configuration (the main one has served
-        the other figures) alternate ABBA after a warm-up of each; then both restart with the
-        roles, ports and start order swapped, and ABBA again. Measured with the log off on
-        both, the server in the B slot was 4-6 % slower than the other, more than the log's
-        cost: swapping cancels what belongs to the server rather than to the log."""
+    # -- two servers side by side ---------------------------------------------------------
+    def alternate(
+        self,
+        on: tuple[str, dict],
+        off: tuple[str, dict],
+        *,
+        cpu_extra: tuple[str, ...] = (),
+        during=None,
+    ) -> tuple[dict[str, dict], dict[str, float], int]:
+        """B2B at 8 clients on two fresh gunicorns of the same configuration, one with the
+        ``on`` environment, one with ``off`` ((name, env) each), the worker not consuming (as
+        for the HTTP figures). They alternate ABBA after a warm-up of each; then both restart
+        with the roles, ports and start order swapped, and ABBA again. Measured with the same
+        environment on both, the server in the B slot was 4-6 % slower than the other, more
+        than some of the costs measured here: swapping cancels what belongs to the server.
+        ``cpu_extra``: other processes whose CPU belongs to the ``on`` side (the request
+        log's drain); ``during(port)``: a context manager around each ``on`` run (a scraper).
+
+        Returns each side's mean (rps, p50, p99), its CPU ms per request (web server, the
+        extras, PostgreSQL and Redis), and the requests the ``on`` server answered."""
         clients = 8 if 8 in self.args.clients else max(self.args.clients)
         many = self.seed["many_keys"]
-        runs: dict[str, list[dict]] = {"b2b-logged": [], "b2b-unlogged": []}
+        (on_name, on_env), (off_name, off_env) = on, off
+        runs: dict[str, list[dict]] = {on_name: [], off_name: []}
         # CPU milliseconds per request of the web server and of PostgreSQL: less sensitive than
         # throughput to a neighbour taking a core for a while.
-        cpu_ms: dict[str, list[float]] = {"b2b-logged": [], "b2b-unlogged": []}
-        self.wait_logged()  # what the other figures' requests left in Redis
-        rows_before = self.count_logged()
+        cpu_ms: dict[str, list[float]] = {on_name: [], off_name: []}
         answered = 0
         ports = (self.args.port + 1, self.args.port + 2)
         for half, (on_port, off_port) in enumerate((ports, ports[::-1]), start=1):
             roles = [
-                ("gunicorn-log", on_port, "true"),
-                ("gunicorn-nolog", off_port, "false"),
+                (f"gunicorn-{on_name}", on_port, on_env),
+                (f"gunicorn-{off_name}", off_port, off_env),
             ]
             servers = [
-                self.start_gunicorn(
-                    name, port, env={"REQUEST_LOG_ENABLED": enabled}, log_name=f"{name}-{half}"
-                )
-                for name, port, enabled in (roles if half == 1 else roles[::-1])
+                self.start_gunicorn(name, port, env=env, log_name=f"{name}-{half}")
+                for name, port, env in (roles if half == 1 else roles[::-1])
             ]
             for port in ports:
                 self.wait_healthy(port)
-            logged_run, plain_run = ("b2b-logged", on_port), ("b2b-unlogged", off_port)
-            order = [("warmup-logged", on_port), ("warmup-unlogged", off_port)]
-            order += [plain_run, logged_run, logged_run, plain_run] * max(1, self.args.rounds // 2)
+            on_run, off_run = (on_name, on_port), (off_name, off_port)
+            order = [(f"warmup-{on_name}", on_port), (f"warmup-{off_name}", off_port)]
+            order += [off_run, on_run, on_run, off_run] * max(1, self.args.rounds // 2)
             for name, port in order:
                 self.celery.control.purge()
                 cpu_before = self.cpu_seconds()
-                summary = self.http(name, clients, self.b2b(many), 201, port=port)
+                around = during(port) if during and port == on_port else contextlib.nullcontext()
+                with around:
+                    summary = self.http(name, clients, self.b2b(many), 201, port=port)
                 cpu = self.cpu_delta(cpu_before, self.cpu_seconds())
                 log(f"  CPU seconds during {name}: {cpu}")
                 if name in runs:
                     runs[name].append(summary)
                     # The CPU counts the warm-up too: scale the measured requests to it.
                     sent = summary["requests"] * (1 + self.args.warmup / self.args.duration)
-                    web = cpu.get("gunicorn-log" if port == on_port else "gunicorn-nolog", 0)
-                    if port == on_port:  # the drain writes what this run logged
-                        web += cpu.get("requestlog-drain", 0)
-                    # Redis too: the log's list is there (the rate limits use it on both).
+                    web = cpu.get(f"gunicorn-{name}", 0)
+                    if port == on_port:
+                        web += sum(cpu.get(extra, 0) for extra in cpu_extra)
                     stores = cpu.get("postgresql", 0) + cpu.get("redis", 0)
                     cpu_ms[name].append(1000 * (web + stores) / max(sent, 1))
             self.celery.control.purge()
             for server in servers:  # a graceful stop: the workers push what they hold
                 self.stop(server)
-            # Every request the logging server answered is in its access log.
-            with (self.logs / f"gunicorn-log-{half}.log").open() as access:
+            with (self.logs / f"gunicorn-{on_name}-{half}.log").open() as access:
                 answered += sum(1 for line in access if '"POST /api/v1/api-access/b2b' in line)
+        means = {
+            name: {
+                key: round(sum(run[key] for run in runs[name]) / len(runs[name]), 2)
+                for key in ("rps", "p50_ms", "p99_ms")
+            }
+            for name in runs
+        }
+        cpu_mean = {name: sum(v) / len(v) for name, v in cpu_ms.items()}
+        return means, cpu_mean, answered
+
+    # -- the request log -------------------------------------------------------------------
+    def run_requestlog(self) -> None:
+        """B2B with the request log on (the deployed default: every API-key request captured,
+        pushed onto a Redis list by a thread of each gunicorn process and written by the drain
+        every second, bench/drain.py) beside B2B with ``REQUEST_LOG_ENABLED=false``, on the
+        same keys (``alternate``)."""
+        self.wait_logged()  # what the other figures' requests left in Redis
+        rows_before = self.count_logged()
+        means, cpu_ms, answered = self.alternate(
+            ("log", {"REQUEST_LOG_ENABLED": "true"}),
+            ("nolog", {"REQUEST_LOG_ENABLED": "false"}),
+            cpu_extra=("requestlog-drain",),  # the drain writes what the logging runs logged
+        )
         self.wait_logged()
         written = self.count_logged() - rows_before
         log(f"request log: {written} rows written for {answered} requests answered")
@@ -549,23 +589,67 @@ class Bench:
             f"request log figure: {written} rows written for the {answered} requests the logging "
             "servers answered (warm-ups included)"
         )
-        on, off = (sum(cpu_ms[name]) / len(cpu_ms[name]) for name in ("b2b-logged", "b2b-unlogged"))
+        on, off = cpu_ms["log"], cpu_ms["nolog"]
         self.notes.append(
             f"request log figure: gunicorn (+ the drain) + PostgreSQL + Redis CPU per B2B request "
-            f"{on:.2f} ms with the "
-            f"log, {off:.2f} ms without ({off / on:.2f})"
-        )
-        logged, plain = (
-            {
-                key: round(sum(run[key] for run in runs[name]) / len(runs[name]), 2)
-                for key in ("rps", "p50_ms", "p99_ms")
-            }
-            for name in ("b2b-logged", "b2b-unlogged")
+            f"{on:.2f} ms with the log, {off:.2f} ms without ({off / on:.2f})"
         )
         self.row(
-            f"B2B, {clients} clients, request log on (written in the background)",
-            logged, f"B2B, {clients} clients, log off (same run, alternated)", plain,
+            "B2B, 8 clients, request log on (written in the background)",
+            means["log"], "B2B, 8 clients, log off (same run, alternated)", means["nolog"],
             aim=0.95, aim_text=">= 0.95 x log off",
+        )  # fmt: skip
+
+    # -- the cost of metrics ---------------------------------------------------------------
+    def run_metrics(self) -> None:
+        """B2B with metrics as deployed (the counting middleware, prometheus_client's
+        multiprocess files in a directory of the server's own, and ``GET /metrics`` scraped
+        every METRICS_SCRAPE_S as Prometheus would, with its collector's database reads) beside
+        B2B with ``METRICS_ENABLED=false`` and no multiprocess directory (``alternate``)."""
+        directory = Path(tempfile.mkdtemp(prefix="bench-metrics-"))
+        scrapes: list[int] = []
+
+        @contextlib.contextmanager
+        def scraping(port: int):
+            stop = threading.Event()
+
+            def scrape() -> None:
+                while True:  # one at the start of every run, then every METRICS_SCRAPE_S
+                    with urllib.request.urlopen(f"http://{HOST}:{port}/metrics", timeout=10) as r:
+                        scrapes.append(len(r.read()))
+                    if stop.wait(METRICS_SCRAPE_S):
+                        return
+
+            thread = threading.Thread(target=scrape, daemon=True)
+            thread.start()
+            try:
+                yield
+            finally:
+                stop.set()
+                thread.join(15)
+
+        try:
+            means, cpu_ms, _answered = self.alternate(
+                (
+                    "metrics",
+                    {"METRICS_ENABLED": "true", "PROMETHEUS_MULTIPROC_DIR": str(directory)},
+                ),
+                ("nometrics", {"METRICS_ENABLED": "false", "PROMETHEUS_MULTIPROC_DIR": ""}),
+                during=scraping,
+            )
+        finally:
+            shutil.rmtree(directory, ignore_errors=True)
+        on, off = cpu_ms["metrics"], cpu_ms["nometrics"]
+        self.notes.append(
+            f"metrics figure: {len(scrapes)} scrapes of /metrics during the metrics runs (about "
+            f"{(sum(scrapes) // max(1, len(scrapes))) // 1024} KiB each); gunicorn + PostgreSQL + "
+            f"Redis CPU per B2B request {on:.2f} ms with metrics, {off:.2f} ms without "
+            f"({off / on:.2f})"
+        )
+        self.row(
+            f"B2B, 8 clients, metrics on (multiprocess, scraped every {METRICS_SCRAPE_S:.0f} s)",
+            means["metrics"], "B2B, 8 clients, METRICS_ENABLED=false (same run, alternated)",
+            means["nometrics"], aim=0.95, aim_text=">= 0.95 x metrics off",
         )  # fmt: skip
 
     def wait_logged(self, timeout: float = 120.0) -> None:
@@ -748,13 +832,18 @@ class Bench:
         )  # fmt: skip
 
     def place_orders(
-        self, key: str, orders: int, quantity: int, products: list[str] | None = None
+        self,
+        key: str,
+        orders: int,
+        quantity: int,
+        products: list[str] | None = None,
+        port: int | None = None,
     ) -> tuple[list[str], list[float]]:
         """``orders`` B2B orders of ``quantity`` units, back to back from one client on one
         keep-alive connection (of ``products`` in turn, else the seeded product); each must be
         answered 201. Their ids and latencies (ms)."""
         factories = [self.b2b([key], quantity, product) for product in products or [None]]
-        conn = http.client.HTTPConnection(HOST, self.args.port, timeout=60)
+        conn = http.client.HTTPConnection(HOST, port or self.args.port, timeout=60)
         ids: list[str] = []
         latencies: list[float] = []
         try:
@@ -833,6 +922,170 @@ class Bench:
             if len(names) == PROCESSOR_PROCESSES:
                 return names
         raise RuntimeError(f"workers {prefix}* did not answer: see bench/results/logs/")
+
+    # -- fair dispatch ---------------------------------------------------------------------
+    def run_fair(self) -> None:
+        """Issue 31's fairness figure: account A's batch of ``--fair-batch`` lines (10,000)
+        with the simulator at 500 ms and PROVIDER_MAX_IN_FLIGHT=20 (40 recharges/s at most),
+        while accounts B..E each place one B2B recharge a second; beside B..E's time to
+        delivered with nothing else running (idle), and A's batch rate alone.
+
+        Fresh accounts (``seed.py accounts``): the earlier figures leave queued recharges
+        whose messages they purged. Time to delivered is the recharge's ``delivered_at`` less
+        its ``created_at`` (one clock: the database's). The worker is the 500 ms figure's
+        configuration with the ceiling set; nothing else consumes."""
+        size = self.args.fair_batch
+        accounts = self.seed_cmd("accounts", "--prefix", "fair", "--count", "6")["accounts"]
+        alone, batcher, others = accounts[0], accounts[1], accounts[2:]
+        self.celery.control.purge()
+        # The ceiling is the deployment's: a web server of its own here (the lane's first
+        # share is published by the request), as every process of a deployment shares it.
+        env = {
+            "AIRTIME_SIMULATOR_LATENCY_MS": "500",
+            "PROVIDER_MAX_IN_FLIGHT": str(FAIR_MAX_IN_FLIGHT),
+        }
+        port = self.args.port + 3
+        self.start_gunicorn("gunicorn-fair", port, env=env)
+        self.wait_healthy(port)
+        self.start_processor("celery-fair", "bench-fair", env=env)
+        workers = self.wait_for_workers("bench-fair-")
+        self.consume(True, workers)
+
+        stop = threading.Event()
+        stop.set()
+        idle_ids = self.trickle(others, stop, port, seconds=FAIR_IDLE_S)
+        self.wait_accounts_final([a["account"] for a in others], len(idle_ids))
+        idle = self.times_to_delivered(idle_ids)
+
+        started = time.perf_counter()
+        self.place_batch(alone["key"], size, port)
+        self.wait_accounts_final([alone["account"]], size)
+        rate_alone = size / (time.perf_counter() - started)
+        log(f"fair: A's batch of {size} alone at {rate_alone:.1f}/s")
+
+        stop.clear()
+        trickled: list[str] = []
+        thread = threading.Thread(
+            target=lambda: trickled.extend(self.trickle(others, stop, port)), daemon=True
+        )
+        started = time.perf_counter()
+        thread.start()
+        self.place_batch(batcher["key"], size, port)
+        self.wait_accounts_final([batcher["account"]], size)
+        rate_with = size / (time.perf_counter() - started)
+        stop.set()
+        thread.join(30)
+        self.wait_accounts_final([a["account"] for a in others], len(idle_ids) + len(trickled))
+        busy = self.times_to_delivered(trickled)
+        self.consume(False, workers)
+        log(
+            f"fair: A's batch of {size} beside B..E at {rate_with:.1f}/s; B..E time to delivered "
+            f"idle p50 {idle['p50_ms']:.0f} p99 {idle['p99_ms']:.0f} ms ({idle['count']}), "
+            f"during A's batch p50 {busy['p50_ms']:.0f} p99 {busy['p99_ms']:.0f} ms "
+            f"({busy['count']})"
+        )
+        self.series["fair"] = [{"idle": idle, "busy": busy, "alone": rate_alone, "with": rate_with}]
+        within = busy["p99_ms"] <= 4 * idle["p99_ms"]
+        self.row(
+            "fair: B..E time to delivered during A's batch (req/s col: 1000/p50)",
+            {**busy, "rps": 1000 / busy["p50_ms"]},
+            "B..E, nothing else running (1000/p50)",
+            {**idle, "rps": 1000 / idle["p50_ms"]},
+            aim=0.5, aim_text="p50 <= 2x, p99 <= 4x", also=within,
+        )  # fmt: skip
+        self.row(
+            f"fair: A's batch of {size}, B..E placing 4/s",
+            {"rps": round(rate_with, 1)},
+            f"A's batch of {size} alone", {"rps": round(rate_alone, 1)},
+            aim=0.9, aim_text=">= 0.9 x alone",
+        )  # fmt: skip
+
+    def trickle(
+        self, accounts: list[dict], stop: threading.Event, port: int, seconds: float = 0
+    ) -> list[str]:
+        """Each account places one B2B recharge a second, for ``seconds`` or until ``stop``:
+        the orders' ids."""
+        ids: list[str] = []
+        lock = threading.Lock()
+
+        def one(key: str) -> None:
+            deadline = time.perf_counter() + seconds
+            tick = time.perf_counter()
+            while (seconds and time.perf_counter() < deadline) or not (seconds or stop.is_set()):
+                placed, _ = self.place_orders(key, 1, 1, port=port)
+                with lock:
+                    ids.extend(placed)
+                tick += 1.0
+                time.sleep(max(0.0, tick - time.perf_counter()))
+
+        threads = [threading.Thread(target=one, args=(a["key"],)) for a in accounts]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        return ids
+
+    def place_batch(self, key: str, lines: int, port: int) -> str:
+        """A B2B batch of ``lines`` one-unit lines of the seeded product (202): its id."""
+        item = {"productId": self.seed["product_id"], "recipientNumber": self.seed["recipient"]}
+        body = json.dumps({"items": [{**item, "quantity": 1}] * lines, "baseCurrency": "EUR"})
+        headers = {
+            "x-api-key": key,
+            "Idempotency-Key": uuid.uuid4().hex,
+            "Content-Type": "application/json",
+        }
+        conn = http.client.HTTPConnection(HOST, port, timeout=300)
+        try:
+            conn.request("POST", "/api/v1/api-access/b2b/batches", body=body, headers=headers)
+            response = conn.getresponse()
+            answer = response.read()
+        finally:
+            conn.close()
+        if response.status != 202:
+            raise RuntimeError(f"batch of {lines}: {response.status} {answer[:500]!r}")
+        return json.loads(answer)["id"]
+
+    def wait_accounts_final(self, accounts: list[int], total: int) -> None:
+        """Until ``total`` recharges of these accounts are final (or the fairness timeout)."""
+        import psycopg
+
+        url = f"{self.args.postgres.rstrip('/')}/{self.db}"
+        deadline = time.perf_counter() + max(self.args.worker_timeout, FAIR_TIMEOUT_S)
+        with psycopg.connect(url) as conn:
+            conn.isolation_level = psycopg.IsolationLevel.READ_COMMITTED
+            while time.perf_counter() < deadline:
+                row = conn.execute(
+                    "SELECT count(*) FROM orders_recharge"
+                    " WHERE account_id = ANY(%s) AND status = ANY(%s)",
+                    [accounts, list(FINAL)],
+                ).fetchone()
+                if row and int(row[0]) >= total:
+                    break
+                time.sleep(0.05)
+            else:
+                raise RuntimeError(f"fair: {total} recharges of {accounts} not final in time")
+            conn.rollback()
+
+    def times_to_delivered(self, order_ids: list[str]) -> dict:
+        """p50/p99 (ms) of delivered_at less created_at of these orders' recharges."""
+        import psycopg
+
+        url = f"{self.args.postgres.rstrip('/')}/{self.db}"
+        with psycopg.connect(url, autocommit=True) as conn:
+            rows = conn.execute(
+                "SELECT extract(epoch FROM r.delivered_at - r.created_at) * 1000"
+                " FROM orders_recharge r JOIN orders_order o ON o.id = r.order_id"
+                " WHERE o.public_id = ANY(%s) AND r.status = 'delivered' ORDER BY 1",
+                [order_ids],
+            ).fetchall()
+        times = [float(row[0]) for row in rows]
+        if not times:
+            raise RuntimeError("fair: no recharge delivered")
+        return {
+            "count": len(times),
+            "p50_ms": round(times[len(times) // 2], 1),
+            "p99_ms": round(times[min(len(times) - 1, int(len(times) * 0.99))], 1),
+        }
 
     # -- routing between providers ---------------------------------------------------------
     def run_routing(self) -> None:
@@ -1247,6 +1500,7 @@ class Bench:
 
     def teardown(self) -> None:
         self.stop_all()
+        shutil.rmtree(self.env["PROMETHEUS_MULTIPROC_DIR"], ignore_errors=True)
         if not self.args.keep_db:
             try:
                 self.psql(f'DROP DATABASE IF EXISTS "{self.db}" WITH (FORCE)')
@@ -1433,6 +1687,9 @@ def parse_args():
     parser.add_argument(
         "--burst-orders", type=int, default=60, help="B2B orders of 20 units in the API burst"
     )
+    parser.add_argument(
+        "--fair-batch", type=int, default=10_000, help="lines of A's batch in the fairness figure"
+    )
     parser.add_argument("--profile-requests", type=int, default=300)
     parser.add_argument(
         "--rounds",
@@ -1455,6 +1712,7 @@ def parse_args():
         args.products, args.tasks, args.profile_requests = 2_000, 200, 50
         args.burst_orders = 6
         args.routing_recharges = 400
+        args.fair_batch = 1000
         args.rounds = 2
     args.clients = sorted({max(1, min(c, 64)) for c in args.clients})  # bounded
     args.max_requests = max(10, min(args.max_requests, 100_000))
@@ -1479,8 +1737,12 @@ def main() -> int:
             bench.run_webhooks()
         if "requestlog" in args.only:
             bench.run_requestlog()
+        if "metrics" in args.only:
+            bench.run_metrics()
         if "worker" in args.only:
             bench.run_worker()
+        if "fair" in args.only:  # before routing: provider rows route every recharge
+            bench.run_fair()
         if "profile" in args.only:
             bench.profile()
         if "routing" in args.only:  # last: provider rows switch the processor to routing

@@ -11,6 +11,7 @@ bench/run.py runs this as a subprocess with the bench environment (DATABASE_URL 
     seed.py status                     recharges by status, ledger mismatches
     seed.py routing-operators          Mexico's Telcel and AT&T, as the fake providers name them
     seed.py routes                     products sold by several providers, routes cheapest first
+    seed.py accounts --prefix fair     fresh funded B2B accounts with a live key each
 """
 
 from __future__ import annotations
@@ -191,6 +192,17 @@ def cmd_webhooks(args) -> dict:
     return {"keys": keys}
 
 
+def cmd_accounts(args) -> dict:
+    """Fresh funded B2B accounts with a live key each, for a figure whose accounts must carry
+    nothing an earlier figure left queued (the fairness figure: a lane counts its account's
+    published, unclaimed recharges, and the earlier figures purge theirs from the broker)."""
+    accounts = []
+    for n in range(args.count):
+        user = b2b_user(f"bench-{args.prefix}-{n}@reseller.example")
+        accounts.append({"key": key_for(user, "bench"), "account": user.account.pk})
+    return {"accounts": accounts}
+
+
 def entries_of(email: str) -> int:
     return Wallet.objects.get(account__users__email=email, kind="live").entries.count()
 
@@ -307,6 +319,9 @@ def main() -> int:
     sub.add_parser("deliveries")
     sub.add_parser("routing-operators")
     sub.add_parser("routes")
+    fresh = sub.add_parser("accounts")
+    fresh.add_argument("--prefix", required=True)
+    fresh.add_argument("--count", type=int, default=5)
     hooks = sub.add_parser("webhooks")
     hooks.add_argument("--clients", type=int, default=8)
     hooks.add_argument("--url", required=True)
@@ -321,6 +336,7 @@ def main() -> int:
         "webhooks": cmd_webhooks,
         "routing-operators": cmd_routing_operators,
         "routes": cmd_routes,
+        "accounts": cmd_accounts,
     }[args.command]
     print(json.dumps(handler(args)))
     return 0

@@ -50,6 +50,8 @@ def _bearer(request: HttpRequest) -> str | None:
 @csrf_exempt  # no cookie is read and nothing changes: a POST gets its 405, not CSRF's page
 @never_cache
 def metrics(request: HttpRequest) -> HttpResponse:
+    if not settings.METRICS_ENABLED:
+        return problem_response(request, status=404, code="not_found")
     if request.method not in ("GET", "HEAD"):
         return problem_response(
             request, status=405, code="method_not_allowed", headers={"Allow": "GET, HEAD"}

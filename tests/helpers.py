@@ -4,7 +4,11 @@ another test module."""
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from decimal import Decimal
@@ -192,3 +196,28 @@ def redis_forget(url: str, prefix: str) -> int:
     finally:
         client.close()
     return gone
+
+
+_SETTINGS_OF_A_PROCESS = """
+import django, json, os, sys
+os.environ["DJANGO_SETTINGS_MODULE"] = "reseller.settings.test"
+django.setup()
+from django.conf import settings
+print(json.dumps({name: getattr(settings, name) for name in sys.argv[1:]}))
+"""
+
+
+def settings_in_a_process(env: dict[str, str | None], *names: str) -> dict:
+    """Settings as a fresh process started with ``env`` reads them (those computed from
+    others when the settings module loads, which override_settings cannot show). A None value
+    removes that variable."""
+    merged = {**os.environ, **env}
+    done = subprocess.run(
+        [sys.executable, "-c", _SETTINGS_OF_A_PROCESS, *names],
+        env={name: value for name, value in merged.items() if value is not None},
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    return json.loads(done.stdout.strip().splitlines()[-1])

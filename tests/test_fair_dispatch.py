@@ -34,7 +34,7 @@ from recharges.tasks import recharge_process_task, recharges_sweep_task
 from sandbox.balances import sandbox_topup
 from tests.broker_support import BROKER
 from tests.factories import ProductFactory, UserFactory, make_key
-from tests.helpers import assert_ledger_balanced, database_url
+from tests.helpers import assert_ledger_balanced, database_url, settings_in_a_process
 from wallet.services import wallet_get_or_create, wallet_topup_manual
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
@@ -119,6 +119,23 @@ def work(queue: str, *, limit: int = 10_000, seen: list | None = None) -> int:
         recharge_process_task.apply(args=args)
         done += 1
     return done
+
+
+def test_an_accounts_share_defaults_to_half_the_provider_ceiling_at_most_100():
+    """Another account's recharge competes for a provider slot with one share of each backlog:
+    under a ceiling of 20 calls, a share of 100 made B..E wait 3x their idle time in the bench
+    (docs/performance.md, "fair"); half the ceiling keeps the ceiling full for A alone."""
+
+    def share(**env: str) -> int:
+        clean: dict[str, str | None] = {"DISPATCH_ACCOUNT_SHARE": None, **env}
+        return settings_in_a_process(clean, "DISPATCH_ACCOUNT_SHARE")["DISPATCH_ACCOUNT_SHARE"]
+
+    assert share(PROVIDER_MAX_IN_FLIGHT="20") == 10
+    assert share(PROVIDER_MAX_IN_FLIGHT="200") == 100
+    assert share(PROVIDER_MAX_IN_FLIGHT="1000") == 100
+    assert share(PROVIDER_MAX_IN_FLIGHT="1") == 1
+    assert share(PROVIDER_MAX_IN_FLIGHT="0") == 100  # no ceiling
+    assert share(PROVIDER_MAX_IN_FLIGHT="20", DISPATCH_ACCOUNT_SHARE="7") == 7
 
 
 def test_a_batch_publishes_one_share_and_another_account_waits_only_for_it(publishing, queue):

@@ -17,7 +17,7 @@ from django.core.management.base import CommandError
 from django.test import Client, override_settings
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.helpers import assert_problem, fund, place, process
+from tests.helpers import assert_problem, fund, place, process, settings_in_a_process
 from wallet.models import Wallet
 
 REPO = Path(__file__).resolve().parent.parent
@@ -221,6 +221,21 @@ def test_counters_of_separate_processes_add_up(tmp_path, monkeypatch):
     assert value(samples, "reseller_recharges_total", **labels) == 7
     # The gauges read at scrape time are there in this mode too.
     assert ("reseller_dispatch_oldest_queued_seconds", frozenset()) in samples
+
+
+def test_metrics_enabled_false_drops_the_middleware_from_a_process_started_with_it():
+    """The switch is read at start (the bench's "metrics off" server): no counting middleware."""
+    off = settings_in_a_process({"METRICS_ENABLED": "false"}, "METRICS_ENABLED", "MIDDLEWARE")
+    on = settings_in_a_process({"METRICS_ENABLED": "true"}, "METRICS_ENABLED", "MIDDLEWARE")
+    assert off["METRICS_ENABLED"] is False
+    assert "reseller.metrics.MetricsMiddleware" not in off["MIDDLEWARE"]
+    assert on["MIDDLEWARE"][0] == "reseller.metrics.MetricsMiddleware"
+
+
+@pytest.mark.django_db
+@override_settings(METRICS_ENABLED=False, METRICS_TOKEN="", METRICS_ALLOWED_IPS=[])
+def test_with_metrics_off_the_endpoint_is_not_there():
+    assert_problem(Client().get("/metrics", REMOTE_ADDR="127.0.0.1"), 404, "not_found")
 
 
 # -- the documents that use them --------------------------------------------------------------

@@ -23,6 +23,9 @@ TRUSTED_PROXIES = env.list("TRUSTED_PROXIES", default=[])
 # may read it; with neither, loopback callers only.
 METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
 METRICS_ALLOWED_IPS = env.list("METRICS_ALLOWED_IPS", default=[])
+# METRICS_ENABLED=false: no request counting middleware and no /metrics (404). On by default;
+# off is what the bench compares the cost of metrics with.
+METRICS_ENABLED = env.bool("METRICS_ENABLED", default=True)
 
 INSTALLED_APPS = [
     "backoffice.apps.BackofficeAdminConfig",
@@ -65,7 +68,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     # Outermost: counts and times every answer, the other middleware's included.
-    "reseller.metrics.MetricsMiddleware",
+    *(["reseller.metrics.MetricsMiddleware"] if METRICS_ENABLED else []),
     "reseller.middleware.RequestIdMiddleware",
     "requestlog.middleware.RequestLogMiddleware",
     "reseller.middleware.NulByteMiddleware",
@@ -289,10 +292,16 @@ RECHARGE_GROUP_COMMIT_GATHER_MS = env.float("RECHARGE_GROUP_COMMIT_GATHER_MS", d
 # published at once (unless its account has a backlog); a larger one waits in its account's
 # lane, of which at most DISPATCH_ACCOUNT_SHARE messages are published and unclaimed at a time.
 DISPATCH_DIRECT_MAX = env.int("DISPATCH_DIRECT_MAX", default=20)
-# 100: one worker process's threads (docker-compose), so one account alone still keeps a
-# worker busy, and another account's order waits behind at most one round of it (at 20, a
-# lone 100-recharge order had only 44 calls in flight where 100 threads were free).
-DISPATCH_ACCOUNT_SHARE = env.int("DISPATCH_ACCOUNT_SHARE", default=100)
+# Default: half the provider ceiling (PROVIDER_MAX_IN_FLIGHT), at most 100. Another account's
+# recharge competes for a provider slot with one share of each backlog: half a ceiling is a
+# quarter second's wait at 500 ms a call, and still keeps the ceiling full for the account
+# alone (its lane is topped up as recharges are taken). At most 100, one worker process's
+# threads (docker-compose): at 20 under a ceiling of 200, a lone 100-recharge order had only
+# 44 calls in flight where 100 threads were free. Measured: docs/performance.md, "fair".
+DISPATCH_ACCOUNT_SHARE = env.int(
+    "DISPATCH_ACCOUNT_SHARE",
+    default=max(1, min(100, PROVIDER_MAX_IN_FLIGHT // 2)) if PROVIDER_MAX_IN_FLIGHT > 0 else 100,
+)
 if DISPATCH_ACCOUNT_SHARE < 1 or DISPATCH_DIRECT_MAX < 0:
     raise ImproperlyConfigured(
         "DISPATCH_ACCOUNT_SHARE must be at least 1 and DISPATCH_DIRECT_MAX at least 0."
