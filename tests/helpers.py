@@ -21,7 +21,7 @@ from orders.models import Order
 from orders.pricing import LineRequest
 from orders.services import order_place_with_wallet
 from recharges.processor import recharge_process
-from tests.factories import make_key
+from tests.factories import UserFactory, make_key
 from wallet.models import LedgerEntry
 from wallet.services import (
     ledger_post,
@@ -116,6 +116,16 @@ def place(user, product, *, number=DELIVERS, quantity=1, wallet=None, livemode=T
             currency="EUR",
             user=user,
         )
+
+
+def funded_order(
+    product, *, number=DELIVERS, quantity=1, funds: str = "100.00", user=None
+) -> Order:
+    """A new reseller (or ``user``) credited ``funds`` EUR, and one wallet order of
+    ``quantity`` of ``product`` to ``number`` placed by the real service."""
+    user = user or UserFactory()
+    fund(user, funds)
+    return place(user, product, number=number, quantity=quantity)
 
 
 def process(order: Order) -> None:

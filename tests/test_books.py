@@ -20,18 +20,15 @@ from books.models import Entry
 from books.selectors import journals_unbalanced, margin_report, provider_floats
 from catalog.selectors import fx_convert
 from catalog.services import fx_rate_set
-from orders.pricing import LineRequest
-from orders.services import order_place_with_wallet
 from recharges import processor
 from recharges.books_check import books_check
 from recharges.models import Recharge
 from recharges.services import recharge_reverse
 from tests.factories import ProductFactory, UserFactory
-from tests.helpers import assert_ledger_balanced, second_factor_login
+from tests.helpers import assert_ledger_balanced, funded_order, second_factor_login
 from upstreams.models import Provider
 from upstreams.routing import routing_forget
 from upstreams.services import catalog_sync
-from wallet.services import wallet_get_or_create, wallet_topup_manual
 
 pytestmark = pytest.mark.django_db
 S = Recharge.Status
@@ -59,18 +56,7 @@ def product():
 
 
 def place(product, *, number="+525512345678", quantity=1, user=None):
-    user = user or UserFactory()
-    wallet_topup_manual(account=user.account, amount=Decimal("500.00"))
-    with transaction.atomic():
-        order = order_place_with_wallet(
-            account=user.account,
-            wallet=wallet_get_or_create(account=user.account),
-            livemode=True,
-            channel="wallet",
-            currency="EUR",
-            user=user,
-            lines=[LineRequest(product=product, recipient_number=number, quantity=quantity)],
-        )
+    order = funded_order(product, number=number, quantity=quantity, funds="500.00", user=user)
     recharges = list(order.recharges.order_by("id"))
     for recharge in recharges:
         processor.recharge_process(recharge_id=recharge.pk)

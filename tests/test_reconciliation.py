@@ -11,25 +11,21 @@ from io import StringIO
 
 import pytest
 from django.core.management import CommandError, call_command
-from django.db import transaction
 from django.test import Client
 
 from emails.models import Email
 from emails.services import render
-from orders.pricing import LineRequest
-from orders.services import order_place_with_wallet
 from recharges import processor
 from recharges.models import Recharge
 from reconciliation.models import ReconciliationItem, ReconciliationRun
 from reconciliation.services import reconciliation_run
 from reconciliation.tasks import reconciliation_daily_task
 from tests.factories import UserFactory
-from tests.helpers import assert_ledger_balanced, bearer, second_factor_login
+from tests.helpers import assert_ledger_balanced, bearer, funded_order, second_factor_login
 from tests.provider_support import NUMBER, telcel_100
 from upstreams.models import Provider
 from upstreams.routing import routing_forget
 from wallet.models import Wallet
-from wallet.services import wallet_get_or_create, wallet_topup_manual
 
 pytestmark = pytest.mark.django_db
 S = Recharge.Status
@@ -55,18 +51,7 @@ def only(name: str) -> None:
 
 
 def deliver(product, count: int, number: str = NUMBER) -> list[Recharge]:
-    user = UserFactory()
-    wallet_topup_manual(account=user.account, amount=Decimal("100.00"))
-    with transaction.atomic():
-        order = order_place_with_wallet(
-            account=user.account,
-            wallet=wallet_get_or_create(account=user.account),
-            livemode=True,
-            channel="wallet",
-            currency="EUR",
-            user=user,
-            lines=[LineRequest(product=product, recipient_number=number, quantity=count)],
-        )
+    order = funded_order(product, number=number, quantity=count)
     recharges = list(order.recharges.order_by("id"))
     for recharge in recharges:
         assert processor.recharge_process(recharge_id=recharge.pk).status == S.DELIVERED

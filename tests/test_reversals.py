@@ -13,20 +13,19 @@ from decimal import Decimal
 
 import pytest
 from django.core.management import call_command
-from django.db import close_old_connections, connection, transaction
+from django.db import close_old_connections, connection
 from django.test import Client, override_settings
 from django.urls import reverse
 
-from orders.pricing import LineRequest
-from orders.services import order_place_with_wallet
 from recharges import processor
 from recharges.models import Recharge
 from recharges.services import recharge_reversal_check, recharge_reverse
 from tests.factories import UserFactory
 from tests.helpers import assert_ledger_balanced
+from tests.helpers import place as place_order
 from tests.provider_support import NUMBER, telcel_100
 from wallet.models import LedgerEntry, Wallet
-from wallet.services import wallet_get_or_create, wallet_topup_manual
+from wallet.services import wallet_topup_manual
 from webhooks.models import Event
 
 pytestmark = pytest.mark.django_db
@@ -42,16 +41,7 @@ def place(product, *, hook: bool = True):
             "create_webhook_endpoint", "--email", user.email, "--url", "https://hooks.example/r",
             "--mode", "live", stdout=open("/dev/null", "w"),  # noqa: SIM115
         )  # fmt: skip
-    with transaction.atomic():
-        order = order_place_with_wallet(
-            account=user.account,
-            wallet=wallet_get_or_create(account=user.account),
-            livemode=True,
-            channel="wallet",
-            currency="EUR",
-            user=user,
-            lines=[LineRequest(product=product, recipient_number=NUMBER, quantity=1)],
-        )
+    order = place_order(user, product, number=NUMBER)
     recharge = order.recharges.get()
     assert processor.recharge_process(recharge_id=recharge.pk).status == S.DELIVERED
     recharge.refresh_from_db()

@@ -7,21 +7,17 @@ from io import StringIO
 
 import pytest
 from django.core.management import CommandError, call_command
-from django.db import transaction
 from django.test import override_settings
 
-from orders.pricing import LineRequest
-from orders.services import order_place_with_wallet
 from recharges import processor
 from recharges.models import Recharge, RechargeAttempt
-from tests.factories import ProductFactory, UserFactory
-from tests.helpers import assert_ledger_balanced, bearer
+from tests.factories import ProductFactory
+from tests.helpers import assert_ledger_balanced, bearer, funded_order
 from upstreams import health
 from upstreams.models import Provider, ProviderOperator, Route
 from upstreams.routing import route_choose, routing_forget
 from upstreams.services import catalog_sync
 from wallet.models import Wallet
-from wallet.services import wallet_get_or_create, wallet_topup_manual
 
 pytestmark = pytest.mark.django_db
 S = Recharge.Status
@@ -41,18 +37,7 @@ def cli(*args) -> str:
 
 
 def place(product, number="+525512345678", quantity=1, funds="100.00"):
-    user = UserFactory()
-    wallet_topup_manual(account=user.account, amount=Decimal(funds))
-    with transaction.atomic():
-        order = order_place_with_wallet(
-            account=user.account,
-            wallet=wallet_get_or_create(account=user.account),
-            livemode=True,
-            channel="wallet",
-            currency="EUR",
-            user=user,
-            lines=[LineRequest(product=product, recipient_number=number, quantity=quantity)],
-        )
+    order = funded_order(product, number=number, quantity=quantity, funds=funds)
     return list(order.recharges.order_by("id"))
 
 

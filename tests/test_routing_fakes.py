@@ -11,20 +11,15 @@ from io import StringIO
 
 import pytest
 from django.core.management import call_command
-from django.db import transaction
 from django.test import override_settings
 
-from orders.pricing import LineRequest
-from orders.services import order_place_with_wallet
 from recharges import processor
 from recharges.models import Recharge, RechargeAttempt
-from tests.factories import UserFactory
-from tests.helpers import assert_ledger_balanced
+from tests.helpers import assert_ledger_balanced, funded_order
 from tests.provider_support import NUMBER, telcel_100
 from upstreams import health
 from upstreams.models import Provider, ProviderOperator, Route
 from wallet.models import Wallet
-from wallet.services import wallet_get_or_create, wallet_topup_manual
 
 pytestmark = pytest.mark.django_db
 S = Recharge.Status
@@ -37,19 +32,7 @@ def cli(*args) -> str:
 
 
 def place(product, number=NUMBER):
-    user = UserFactory()
-    wallet_topup_manual(account=user.account, amount=Decimal("100.00"))
-    with transaction.atomic():
-        order = order_place_with_wallet(
-            account=user.account,
-            wallet=wallet_get_or_create(account=user.account),
-            livemode=True,
-            channel="wallet",
-            currency="EUR",
-            user=user,
-            lines=[LineRequest(product=product, recipient_number=number, quantity=1)],
-        )
-    return order.recharges.get()
+    return funded_order(product, number=number).recharges.get()
 
 
 def calls(recharge):
