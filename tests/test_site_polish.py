@@ -6,16 +6,21 @@ and headings as Spanish writes them. The phone widths are in tests/browser/test_
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
 from django.conf import settings
 from django.contrib.staticfiles import finders
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
+from django.utils import translation
 
+from accounts.forms import ROLE_CHOICES
 from accounts.services import account_set_b2b
-from tests.factories import OperatorFactory, ProductFactory, UserFactory, make_country
+from requestlog.models import ApiRequest
+from tests.factories import OperatorFactory, ProductFactory, UserFactory, make_country, make_key
 from tests.helpers import fund
 
 pytestmark = pytest.mark.django_db
@@ -63,3 +68,74 @@ def test_the_favicon_is_served_at_favicon_ico_and_linked_from_every_page(client)
     assert re.search(r'<link rel="icon" href="[^"]*favicon[^"]*\.svg" type="image/svg\+xml">', html)
     assert re.search(r'<link rel="icon" href="[^"]*favicon[^"]*\.ico"', html)
     assert 'rel="apple-touch-icon"' in html
+
+
+def test_a_batch_confirmation_names_its_products_not_their_ids(shop, telcel):
+    rows = "recipientNumber,operator,amount,quantity,reference\n" + "\n".join(
+        f"+52551234567{n},MX/telcel,100,1,payroll-{n}" for n in range(3)
+    )
+    upload = SimpleUploadedFile("payroll.csv", rows.encode(), content_type="text/csv")
+    response = client_in(shop, "es").post("/batches/upload/", {"file": upload})
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert html.count('data-testid="batch-product">Telcel 100 MXN de saldo<') == 3
+    assert "prd_" not in html
+
+
+def test_a_running_batchs_progress_is_a_number_the_browser_reads_in_every_language(shop, telcel):
+    """Spanish writes a half as 0,5: a <progress value="0,5"> would show an empty bar."""
+    rows = "recipientNumber,operator,amount\n" + "\n".join(
+        f"+52551234567{n},MX/telcel,100" for n in range(2)
+    )
+    client = client_in(shop, "es")
+    upload = SimpleUploadedFile("two.csv", rows.encode(), content_type="text/csv")
+    token = client.post("/batches/upload/", {"file": upload}).context["token"]
+    page = client.post("/batches/confirm/", {"token": token}, follow=True)
+    html = page.content.decode()
+    value = re.search(r'<progress id="batch-progress"[^>]* value="([^"]*)"', html).group(1)
+    assert "," not in value and 0 <= float(value) <= 1
+
+
+def test_the_request_log_shows_seconds_and_wraps_paths_only_after_a_slash(shop):
+    key, _plaintext = make_key(shop, mode="live", name="Shop")
+    entry = ApiRequest.objects.create(
+        account=shop.account, api_key=key, livemode=True, method="POST",
+        path="/api/v1/orders/ord_01JDX4V7Q8ZK3M2N5P6R/recharges", status=201, latency_ms=5,
+        request_id="req_seconds",
+    )  # fmt: skip
+    ApiRequest.objects.filter(pk=entry.pk).update(
+        created_at=datetime.now(UTC).replace(hour=9, minute=41, second=7, microsecond=0)
+    )
+    listing = f"/accounts/keys/{key.public_id}/requests/"
+    detail = f"{listing}{entry.public_id}/"
+    for language, moment in (("en", "9:41:07 a.m."), ("es", "09:41:07"), ("fr", "09:41:07")):
+        client = client_in(shop, language)
+        for url in (listing, detail):
+            html = client.get(url).content.decode()
+            assert moment in html, (language, url)
+            assert (
+                '<code class="path">POST /<wbr>api/<wbr>v1/<wbr>orders/<wbr>'
+                "ord_01JDX4V7Q8ZK3M2N5P6R/<wbr>recharges</code>" in html
+            ), url
+            assert "wrap-anywhere" not in html
+
+
+def test_the_team_invitation_shows_each_role_in_full(shop):
+    html = client_in(shop, "es").get("/accounts/team/").content.decode()
+    invite = html[html.index('action="/accounts/team/invite/"') :]
+    assert '<select name="role"' not in invite
+    radios = re.findall(r'<input type="radio" name="role" value="(\w+)"', invite)
+    assert radios == ["owner", "developer", "finance"]
+    with translation.override("es"):
+        assert all(str(label) in invite for _value, label in ROLE_CHOICES)
+
+
+def test_the_wallets_monthly_chart_takes_the_width_of_its_page(shop):
+    html = client_in(shop).get("/wallet/").content.decode()
+    svg = html[html.index("<svg") : html.index("</svg>")]
+    assert 'width="100%"' in svg and "viewBox" not in svg  # no drawing scaled into a corner
+    lefts = [float(x) for x in re.findall(r'<rect class="chart-credit" x="([\d.]+)%"', svg)]
+    assert lefts and all(0 < x < 100 for x in lefts)
+    css = Path(finders.find("css/site.css")).read_text()
+    rule = re.search(r"\.month-chart \{[^}]*\}", css).group(0)
+    assert "max-width" not in rule
