@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime
 from decimal import Decimal
+from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,8 @@ from django.utils import translation
 
 from accounts.forms import ROLE_CHOICES
 from accounts.services import account_set_b2b
+from catalog.demo import demo_products
+from catalog.demo_data import OPERATORS
 from requestlog.models import ApiRequest
 from tests.factories import OperatorFactory, ProductFactory, UserFactory, make_country, make_key
 from tests.helpers import fund
@@ -139,3 +142,104 @@ def test_the_wallets_monthly_chart_takes_the_width_of_its_page(shop):
     css = Path(finders.find("css/site.css")).read_text()
     rule = re.search(r"\.month-chart \{[^}]*\}", css).group(0)
     assert "max-width" not in rule
+
+
+# -- defect 7 ---------------------------------------------------------------------------------
+
+
+def test_the_demo_data_products_write_their_allowance_as_each_language_does():
+    telcel = next(o for o in OPERATORS if o.slug == "telcel" and o.country == "MX")
+    data = {p["sku"]: p for p in demo_products(telcel) if p["product_type"] == "data"}
+    product = data["DEMO-MX-TELCEL-DATA-50"]
+    assert product["description"].startswith("1.5 GB of mobile data")
+    es, fr = product["translations"]["es"], product["translations"]["fr"]
+    assert es["description"].startswith("1,5 GB de datos") and "1,5 GB" in es["name"]
+    assert fr["description"].startswith("1,5 Go de données") and "1,5 Go" in fr["name"]
+    airtel = next(o for o in OPERATORS if o.slug == "airtel" and o.country == "IN")
+    daily = next(p for p in demo_products(airtel) if "/day" in p["description"])
+    assert "1,5 GB/día" in daily["translations"]["es"]["description"]
+    nigeria = next(o for o in OPERATORS if o.country == "NG")
+    thousand = next(p for p in demo_products(nigeria) if p["local_amount"] == 1000)
+    assert thousand["description"].startswith("1,000 NGN")
+    assert not thousand["translations"]["es"]["description"].startswith("1,000")  # a one
+
+
+def test_the_wallets_amounts_are_written_as_the_language_does(shop):
+    spanish = client_in(shop, "es").get("/wallet/").content.decode()
+    assert re.search(r'id="card-amount"[^>]* value="20,00"', spanish)
+    assert re.search(r'id="bank-amount"[^>]* placeholder="100,00"', spanish)
+    assert 'data-decimal-separator=","' in spanish
+    english = client_in(shop).get("/wallet/").content.decode()
+    assert re.search(r'id="card-amount"[^>]* value="20.00"', english)
+    assert 'type="number"' not in spanish  # a number field would show the browser's format
+
+
+def test_a_spanish_threshold_is_read_and_told_with_a_decimal_comma(shop):
+    client = client_in(shop, "es")
+    response = client.post("/wallet/threshold/", {"threshold": "50,50"}, follow=True)
+    assert "50,50 EUR" in response.content.decode()
+    response = client.post("/wallet/threshold/", {"threshold": "-1"}, follow=True)
+    assert "100,00." in response.content.decode()  # "such as 100,00."
+
+
+class _Headings(HTMLParser):
+    """The texts a page shows as titles: headings, legends, table heads, navigation links."""
+
+    TAGS = {"h1", "h2", "h3", "h4", "legend", "th", "summary"}
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.open: list[list[str]] = []
+        self.in_nav = 0
+        self.texts: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "nav":
+            self.in_nav += 1
+        if tag in self.TAGS or (tag == "a" and self.in_nav):
+            self.open.append([])
+
+    def handle_endtag(self, tag):
+        if tag == "nav":
+            self.in_nav -= 1
+        if (tag in self.TAGS or (tag == "a" and self.in_nav)) and self.open:
+            text = " ".join("".join(self.open.pop()).split())
+            if text:
+                self.texts.append(text)
+
+    def handle_data(self, data):
+        for parts in self.open:
+            parts.append(data)
+
+
+def test_spanish_headings_and_navigation_start_with_a_capital(shop, telcel):
+    key, _plaintext = make_key(shop, mode="live", name="Tienda")
+    client = client_in(shop, "es")
+    lowercase = []
+    for url in (
+        "/",
+        "/catalog/",
+        "/catalog/MX/",
+        "/catalog/MX/telcel/",
+        "/accounts/profile/",
+        "/accounts/password/",
+        "/accounts/keys/",
+        "/accounts/keys/new/",
+        f"/accounts/keys/{key.public_id}/",
+        f"/accounts/keys/{key.public_id}/requests/",
+        "/accounts/webhooks/",
+        "/accounts/team/",
+        "/batches/",
+        "/wallet/",
+        "/wallet/statement/",
+        "/cart/",
+        "/payments/",
+        "/recipients/",
+    ):
+        response = client.get(url)
+        assert response.status_code == 200, url
+        assert '<html lang="es">' in response.content.decode(), url
+        parser = _Headings()
+        parser.feed(response.content.decode())
+        lowercase += [(url, text) for text in parser.texts if text[0].islower()]
+    assert lowercase == []
