@@ -201,7 +201,10 @@ ROLE_CHOICES = [
 
 class InviteForm(forms.Form):
     email = forms.EmailField(label=_("Email"), max_length=254)
-    role = forms.ChoiceField(label=_("Role"), choices=ROLE_CHOICES, initial="developer")
+    # One choice a line with all its words (a dropdown cut "Developer: API keys, webhooks an…").
+    role = forms.ChoiceField(
+        label=_("Role"), choices=ROLE_CHOICES, initial="developer", widget=forms.RadioSelect
+    )
 
 
 class InvitationAcceptForm(forms.Form):

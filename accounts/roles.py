@@ -67,6 +67,7 @@ ANY_ROLE: tuple[tuple[str, str], ...] = (
     ("catalog:*", "public: the catalog pages"),
     ("catalog-*", "public: the catalog API"),
     ("healthz", "public: the load balancer's probe"),
+    ("favicon", "public: the site's icon, as browsers ask for it"),
     ("metrics", "Prometheus: no person; the view asks for its token or address"),
     ("set_language", "public: the language of the pages"),
     ("schema", "public: the OpenAPI schema"),

@@ -18,7 +18,8 @@ from decimal import Decimal
 
 from django.conf import settings
 from django.db import transaction
-from django.utils import timezone
+from django.utils import timezone, translation
+from django.utils.formats import number_format
 
 from accounts.models import User
 from accounts.services import user_create
@@ -51,8 +52,31 @@ def demo_price(*, face_value: Decimal, currency: str) -> Decimal:
     return max(price, MINIMUM_PRICE)
 
 
-def _format_amount(value: int) -> str:
-    return f"{value:,}"
+def _format_amount(value: int, language: str = "en") -> str:
+    """1,000 in English, 1.000 in Spanish, 1 000 in French."""
+    if language == "en":
+        return f"{value:,}"
+    with translation.override(language):
+        return number_format(value, force_grouping=True)
+
+
+# A data allowance ("1.5 GB", "2 GB/day") as each language writes it: its decimal comma, and
+# French's "Go" (gigaoctet).
+_ALLOWANCE_WORDS = {
+    "es": {"GB": "GB", "/day": "/día"},
+    "fr": {"GB": "Go", "/day": "/jour"},
+}
+
+
+def _allowance(allowance: str, language: str) -> str:
+    number, _space, unit = allowance.partition(" ")
+    if language == "en":
+        return allowance
+    with translation.override(language):
+        number = number_format(Decimal(number))
+    for english, word in _ALLOWANCE_WORDS[language].items():
+        unit = unit.replace(english, word)
+    return f"{number} {unit}"
 
 
 def demo_products(operator: DemoOperator) -> list[dict]:
@@ -72,12 +96,13 @@ def demo_products(operator: DemoOperator) -> list[dict]:
                 "description": f"{amount} {currency} of airtime",
                 "validity_days": None,
                 "translations": {
-                    "es": {"description": f"{amount} {currency} de saldo"},
-                    "fr": {"description": f"{amount} {currency} de crédit"},
+                    "es": {"description": f"{_format_amount(value, 'es')} {currency} de saldo"},
+                    "fr": {"description": f"{_format_amount(value, 'fr')} {currency} de crédit"},
                 },
             }
         )
     for value, allowance, days in operator.data:
+        es, fr = _allowance(allowance, "es"), _allowance(allowance, "fr")
         rows.append(
             {
                 "sku": f"{base}-DATA-{value}",
@@ -89,12 +114,12 @@ def demo_products(operator: DemoOperator) -> list[dict]:
                 "validity_days": days,
                 "translations": {
                     "es": {
-                        "name": f"{operator.name} {allowance} de datos, {days} días",
-                        "description": f"{allowance} de datos móviles durante {days} días",
+                        "name": f"{operator.name} {es} de datos, {days} días",
+                        "description": f"{es} de datos móviles durante {days} días",
                     },
                     "fr": {
-                        "name": f"{operator.name} {allowance} de données, {days} jours",
-                        "description": f"{allowance} de données mobiles pendant {days} jours",
+                        "name": f"{operator.name} {fr} de données, {days} jours",
+                        "description": f"{fr} de données mobiles pendant {days} jours",
                     },
                 },
             }

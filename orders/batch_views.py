@@ -113,7 +113,10 @@ def batch_upload(request: AuthenticatedRequest) -> HttpResponse:
             "currency": priced.currency,
             "balance": wallet.balance,
             "covered": wallet.balance >= priced.total,
-            "preview": parsed.items[:10],
+            # The first rows as the file gives them, each with its product (named, not by id).
+            "preview": [
+                (item, line.product) for item, line in zip(parsed.items[:10], lines, strict=False)
+            ],
         },
     )
 

@@ -30,6 +30,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("i18n/setlang/", account_views.set_language, name="set_language"),
     path("healthz", views.healthz, name="healthz"),
+    path("favicon.ico", views.favicon, name="favicon"),
     path("", include("metrics.urls")),
     path("accounts/webhooks/", include("webhooks.urls")),
     path("accounts/keys/", include("requestlog.urls")),

@@ -15,6 +15,8 @@ class ThresholdForm(forms.Form):
         min_value=Decimal("0"),
         max_digits=12,
         decimal_places=2,
+        localize=True,  # 100,00 shown and read in Spanish and French (100.00 is read too)
+        widget=forms.TextInput(attrs={"inputmode": "decimal", "autocomplete": "off"}),
         help_text=_(
             "A payment that takes the live wallet below this amount sends wallet.balance_low. "
             "Empty: no alert."

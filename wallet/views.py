@@ -16,6 +16,7 @@ from django.http import HttpResponse, HttpResponseBase
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.formats import number_format
 from django.utils.http import url_has_allowed_host_and_scheme, urlencode
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
@@ -97,7 +98,8 @@ def bank_transfer(request: AuthenticatedRequest) -> HttpResponse:
     if amount is None:
         messages.error(
             request,
-            _("Enter an amount from %(min)s to %(max)s.") % {"min": TOPUP_MIN, "max": TOPUP_MAX},
+            _("Enter an amount from %(min)s to %(max)s.")
+            % {"min": number_format(TOPUP_MIN, 2), "max": number_format(TOPUP_MAX, 2)},
         )
         return redirect("wallet:wallet")
     topup = bank_transfer_request(account=request.user.account, amount=amount, by=request.user)
@@ -110,7 +112,7 @@ def bank_transfer(request: AuthenticatedRequest) -> HttpResponse:
         )
         % {
             "ref": topup.public_id,
-            "amount": topup.amount,
+            "amount": number_format(topup.amount, 2),
             "currency": topup.currency,
             **bank,
         },
@@ -172,10 +174,17 @@ def threshold(request: AuthenticatedRequest) -> HttpResponse:
             messages.success(
                 request,
                 _("You are told when the wallet goes below %(amount)s %(currency)s.")
-                % {"amount": wallet.low_balance_threshold, "currency": wallet.currency},
+                % {
+                    "amount": number_format(wallet.low_balance_threshold, 2),
+                    "currency": wallet.currency,
+                },
             )
     else:
-        messages.error(request, _("Give an amount of 0 or more, such as 100.00."))
+        messages.error(
+            request,
+            _("Give an amount of 0 or more, such as %(example)s.")
+            % {"example": number_format(Decimal(100), 2)},
+        )
     back = request.POST.get("next", "")
     safe = url_has_allowed_host_and_scheme(
         back, allowed_hosts={request.get_host()}, require_https=request.is_secure()

@@ -7,13 +7,14 @@ abbreviation, in a ``<time>`` element that carries the exact instant.
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 
 from django import template
 from django.utils import timezone
-from django.utils.formats import date_format
-from django.utils.html import format_html
-from django.utils.safestring import SafeString
+from django.utils.formats import date_format, get_format
+from django.utils.html import escape, format_html
+from django.utils.safestring import SafeString, mark_safe
 
 register = template.Library()
 
@@ -39,3 +40,24 @@ def when(value: datetime | None) -> SafeString | str:
 def when_time(value: datetime | None) -> SafeString | str:
     """The time of day only, for a moment within the next hours (a price hold, a retry)."""
     return _time(value, "TIME_FORMAT")
+
+
+# A language's time of day with its seconds: the hour and minutes (H:i, G:i) get ":s"; English's
+# "P" (3:52 a.m., noon) becomes "g:i:s a". A backslash escapes a letter in a format.
+_MINUTES = re.compile(r"(?<!\\)([HG]:i)|(?<!\\)P")
+
+
+def _with_seconds(form: str) -> str:
+    return _MINUTES.sub(lambda m: f"{m.group(1)}:s" if m.group(1) else "g:i:s a", form)
+
+
+@register.filter
+def when_seconds(value: datetime | None) -> SafeString | str:
+    """``when`` to the second: a log's moments (the request log), a minute holds many."""
+    return _time(value, _with_seconds(get_format("DATETIME_FORMAT")))
+
+
+@register.filter
+def path_breaks(value: str) -> SafeString:
+    """A URL path that wraps after its slashes (``<wbr>``), never in the middle of a segment."""
+    return mark_safe(escape(value).replace("/", "/<wbr>"))  # noqa: S308 - escaped above

@@ -10,13 +10,15 @@ from pathlib import Path
 import pytest
 from django.contrib.auth.tokens import default_token_generator
 from django.db import transaction
+from django.test import Client
 from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
 
-from accounts.services import api_key_create
+from accounts.services import account_set_b2b, api_key_create
 from orders.models import Order
 from orders.pricing import LineRequest
 from orders.services import order_place_with_wallet
+from requestlog.models import ApiRequest
 from tests.factories import (
     PASSWORD,
     OperatorFactory,
@@ -24,7 +26,9 @@ from tests.factories import (
     PromotionFactory,
     UserFactory,
     make_country,
+    make_key,
 )
+from tests.helpers import second_factor_login
 from wallet.services import wallet_topup_manual
 from webhooks.models import Delivery, DeliveryAttempt, Event
 from webhooks.services import endpoint_create
@@ -216,5 +220,86 @@ def test_on_a_phone_the_header_is_one_line_and_a_menu_opens_the_links(browser, s
         page.wait_for_url(re.compile(r"/payments/$"))
         page.set_viewport_size({"width": 1280, "height": 800})
         assert page.is_visible("nav >> text=Wallet") and not page.is_visible(".menu-toggle")
+    finally:
+        context.close()
+
+
+def test_the_batch_team_request_log_and_staff_pages_fit_a_390_px_phone(browser, site, tmp_path):
+    """Issue 32, defect 6: the batches page with "Which columns?" open (its sample file was
+    454 px wide), a batch's confirmation and progress, the team, the request log, and the staff
+    dashboard of the back office (435 px), in Spanish (the longer words)."""
+    mexico = make_country("MX", "Mexico", "+52", "MXN")
+    telcel = OperatorFactory(country=mexico, slug="telcel", name="Telcel")
+    ProductFactory(
+        operator=telcel, retail_price=Decimal("1.00"), local_amount=Decimal("100"),
+        product_type="airtime", name="Telcel 100 MXN",
+    )  # fmt: skip
+    user = UserFactory(email="batches@example.com")
+    UserFactory(email="a.developer.with.a.long.address@example.com", account=user.account,
+                role="developer")  # fmt: skip
+    account_set_b2b(account=user.account, is_b2b=True)
+    wallet_topup_manual(account=user.account, amount=Decimal("100.00"))
+    key, _plaintext = make_key(user, mode="live", name="Production server in Frankfurt")
+    entry = ApiRequest.objects.create(
+        account=user.account, api_key=key, livemode=True, method="POST",
+        path="/api/v1/orders/ord_01JDX4V7Q8ZK3M2N5P6R/recharges/rch_01JDX4V7Q8ZK3M2N5P6R/retry",
+        status=409, latency_ms=1234, request_id="req_01JDX4V7Q8ZK3M2N5P6R7S8T",
+        idempotency_key="c0a8012e-7d1f-4b6e-9a3c-2f5e8d9b1a7c", error_code="idempotency_key_reused",
+    )  # fmt: skip
+    sample = tmp_path / "payroll.csv"
+    sample.write_text(
+        "recipientNumber,operator,amount,quantity,reference\n"
+        "+525512345670,MX/telcel,100,1,payroll-0001\n+525512345671,MX/telcel,100,2,payroll-0002\n"
+    )
+    staff = UserFactory(email="staff@example.com", is_staff=True, is_superuser=True)
+    admin = second_factor_login(Client(), staff)
+
+    context = browser.new_context(locale="es-ES", viewport={"width": 390, "height": 844})
+    context.set_default_timeout(20_000)
+    context.add_cookies([{"name": "django_language", "value": "es", "url": site.url}])
+    page = context.new_page()
+    try:
+        page.goto(f"{site.url}/accounts/login/")
+        page.fill("input[name=username]", user.email)
+        page.fill("input[name=password]", PASSWORD)
+        page.click("main button[type=submit]")
+        page.wait_for_url(re.compile(r"/accounts/profile/|/$"))
+        page.goto(f"{site.url}/batches/")
+        page.click("details.help summary")
+        assert page.is_visible("details.help pre")
+        _fits(page, "/batches/ (Which columns? open)")
+        page.set_input_files("#batch-file", str(sample))
+        page.click("form.form button[type=submit]")
+        page.wait_for_selector("[data-testid=batch-confirm]")
+        _fits(page, "/batches/upload/ (the confirmation)")
+        page.click("[data-testid=batch-confirm] button[type=submit]")
+        page.wait_for_selector("#batch-progress")
+        _fits(page, "/batches/<id>/")
+        progress = page.evaluate(
+            "() => { const s = getComputedStyle(document.getElementById('batch-progress'));"
+            " return [s.appearance, s.accentColor]; }"
+        )
+        assert progress == ["none", "rgb(10, 125, 90)"]  # the site's green (--brand)
+        for path in (
+            "/batches/",
+            "/accounts/team/",
+            f"/accounts/keys/{key.public_id}/requests/",
+            f"/accounts/keys/{key.public_id}/requests/{entry.public_id}/",
+            "/wallet/",
+        ):
+            page.goto(f"{site.url}{path}")
+            _fits(page, path)
+        chart = page.evaluate(
+            "() => [document.querySelector('.month-chart svg').getBoundingClientRect().width,"
+            " document.querySelector('.month-totals').clientWidth]"
+        )
+        assert chart[0] >= chart[1] - 40, chart  # the chart spans its card (less its padding)
+
+        context.add_cookies(
+            [{"name": "sessionid", "value": admin.cookies["sessionid"].value, "url": site.url}]
+        )
+        page.goto(f"{site.url}/admin/dashboard/")
+        page.wait_for_selector(".bo-dashboard")
+        _fits(page, "/admin/dashboard/")
     finally:
         context.close()

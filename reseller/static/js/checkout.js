@@ -56,12 +56,22 @@
     errorBox.hidden = false;
   }
 
+  // The amount as the API reads it (20.50): typed as the page's language writes it (20,50 in
+  // Spanish and French, where a point is read too), spaces and thousands separators left out.
+  function apiAmount(input) {
+    const text = input.value.trim().replace(/[\s\u00a0\u202f]/g, "");
+    if (input.dataset.decimalSeparator === ",") {
+      return text.replace(",", ".");
+    }
+    return text.replace(/,/g, "");
+  }
+
   function prepareBody() {
     if (currentId) {
       return { [idField]: currentId };
     }
     if (d.kind === "topup") {
-      return { amount: form.elements.amount.value };
+      return { amount: apiAmount(form.elements.amount) };
     }
     const body = { sessionId: d.sessionId };
     const choice = form.elements.when_promotion_scheduled;
