@@ -231,7 +231,7 @@ def test_two_web_hosts_and_two_worker_hosts_deliver_each_recharge_once_when_one_
             peers[client_address[0]] = peers.get(client_address[0], 0) + 1
         accept(request, client_address)
 
-    server.process_request = counting  # type: ignore[method-assign]
+    server.process_request = counting
 
     product = ProductFactory(retail_price=PRICE)
     resellers = [_reseller("Shop A"), _reseller("Shop B")]
