@@ -7,7 +7,8 @@ COPY requirements/prod.txt ./requirements/prod.txt
 RUN pip install --no-cache-dir --require-hashes -r requirements/prod.txt
 COPY . .
 RUN SECRET_KEY=build-only-collectstatic python manage.py collectstatic --noinput
-RUN useradd --create-home app
+# uid 1000: deploy/kubernetes runs the pods as that user (runAsUser), with a read-only root.
+RUN useradd --create-home --uid 1000 app
 # Where the processes' metrics files go (PROMETHEUS_MULTIPROC_DIR, docker-compose.yml): a
 # volume mounted here starts owned by the app user.
 RUN mkdir -p /var/lib/reseller/metrics && chown app /var/lib/reseller/metrics

@@ -51,6 +51,17 @@ if [ "${1:-}" = "--browser" ] && ! command -v nginx >/dev/null 2>&1 && [ ! -x /u
     echo "setup: nginx is missing; the reverse-proxy drill needs it (apt-get install nginx)" >&2
   fi
 fi
+# The several-hosts drill (tests/test_several_hosts.py) makes network namespaces with iproute2.
+if [ "${1:-}" = "--browser" ] && ! command -v ip >/dev/null 2>&1 && [ ! -x /usr/sbin/ip ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "setup: installing iproute2 (the several-hosts drill)"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends iproute2 >/dev/null
+  else
+    echo "setup: iproute2 is missing; the several-hosts drill is skipped without it" >&2
+  fi
+fi
 if [ "${1:-}" = "--browser" ] && [ ! -x /usr/bin/chromium ] && ! command -v chromium >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "setup: installing chromium and chromium-driver (browser tests)"

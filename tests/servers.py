@@ -10,7 +10,7 @@ import sys
 import time
 import urllib.request
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from tests.helpers import database_url, redis_forget
@@ -25,11 +25,21 @@ def free_port() -> int:
 
 
 def gunicorn_serving(
-    env_extra: dict, tmp_path: Path, name: str, *, workers: int = 1
+    env_extra: dict,
+    tmp_path: Path,
+    name: str,
+    *,
+    workers: int = 1,
+    host: str = "127.0.0.1",
+    port: int | None = None,
+    prefix: Sequence[str] = (),
 ) -> Iterator[int]:
     """A production-settings gunicorn (gunicorn.conf.py read, as deployed) on a free port, on
-    this run's database; yields its port, then stops it gracefully (SIGTERM)."""
-    port = free_port()
+    this run's database; yields its port, then stops it gracefully (SIGTERM).
+
+    ``host``, ``port`` and ``prefix`` start it elsewhere: ``prefix`` is the command it runs
+    under (``ip netns exec NAME``: a host of its own, tests/netns_support.py)."""
+    port = port or free_port()
     env = (
         {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "CELERY_"))}
         | {
@@ -48,15 +58,15 @@ def gunicorn_serving(
     log_path = tmp_path / f"{name}.log"
     log = log_path.open("w")
     proc = subprocess.Popen(
-        [str(Path(sys.executable).parent / "gunicorn"), "reseller.wsgi:application",
-         "--bind", f"127.0.0.1:{port}", "--workers", str(workers), "--worker-class", "gthread",
+        [*prefix, str(Path(sys.executable).parent / "gunicorn"), "reseller.wsgi:application",
+         "--bind", f"{host}:{port}", "--workers", str(workers), "--worker-class", "gthread",
          "--threads", "4", "--timeout", "60"],
         cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
     )  # fmt: skip
 
     def up() -> bool:
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2):
+            with urllib.request.urlopen(f"http://{host}:{port}/healthz", timeout=2):
                 return True
         except OSError:
             return False
@@ -77,3 +87,63 @@ def gunicorn_serving(
         log.close()
         if env.get("REDIS_URL"):
             redis_forget(env["REDIS_URL"], env["CACHE_KEY_PREFIX"])
+
+
+class CeleryWorker:
+    """A Celery worker process of the test's own, as docker-compose runs the processor
+    (threads, a pooled connection per few threads) unless told otherwise. ``start`` returns at
+    once (several start together); ``wait_ready`` waits for its "ready."; ``kill`` is the
+    SIGKILL of the drills, ``stop`` a graceful stop (SIGTERM, then SIGKILL)."""
+
+    def __init__(
+        self,
+        env: dict,
+        log_path: Path,
+        *,
+        queue: str,
+        name: str,
+        pool: str = "threads",
+        concurrency: int = 4,
+        prefix: Sequence[str] = (),
+    ) -> None:
+        self.log_path = log_path
+        self.command = [
+            *prefix, sys.executable, "-m", "celery", "-A", "reseller", "worker",
+            f"--pool={pool}", f"--concurrency={concurrency}", "-Q", queue, "--loglevel=INFO",
+            "--without-gossip", "--without-mingle", "--without-heartbeat", "-n", name,
+        ]  # fmt: skip
+        self.env = env
+        self.process: subprocess.Popen | None = None
+
+    def start(self) -> CeleryWorker:
+        with self.log_path.open("w") as log:
+            self.process = subprocess.Popen(
+                self.command, cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )  # fmt: skip
+        return self
+
+    def wait_ready(self, timeout: float = 60) -> None:
+        assert self.process is not None
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            text = self.log_path.read_text()
+            assert self.process.poll() is None, f"worker exited: {text[-3000:]}"
+            if "ready." in text:
+                return
+            time.sleep(0.2)
+        raise TimeoutError(f"worker did not start: {self.log_path.read_text()[-3000:]}")
+
+    def kill(self) -> None:
+        assert self.process is not None
+        os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait(timeout=10)
+
+    def stop(self) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        os.killpg(self.process.pid, signal.SIGTERM)
+        try:
+            self.process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.kill()
