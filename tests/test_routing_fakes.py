@@ -232,6 +232,28 @@ def test_refused_connections_open_the_circuit_and_a_knock_closes_it_when_it_list
     assert_ledger_balanced()
 
 
+@override_settings(PROVIDER_CIRCUIT_FAILURES=1, PROVIDER_CIRCUIT_COOLDOWN_SECONDS=30)
+def test_a_provider_listening_again_is_closed_even_while_nothing_is_dispatched(
+    routed, reloadly, dtone, ding
+):
+    """The process's knocker keeps knocking between dispatches: recharges come in waves,
+    and the first ones after a quiet moment must find the circuit already closed."""
+    product = telcel_100(routed)
+    reloadly.outage(True)
+    refused = place(product)
+    processor.recharge_process(recharge_id=refused.pk)  # refused at Reloadly, sent to DT One
+    assert health.figures("reloadly-1").state == "open"
+    skipped = place(product)
+    processor.recharge_process(recharge_id=skipped.pk)  # knocks (refused) and starts it
+    assert calls(skipped)[0][:2] == ("dtone-1", "send")
+    reloadly.outage(False)
+    deadline = time.monotonic() + 2
+    while health.figures("reloadly-1").state == "open" and time.monotonic() < deadline:
+        time.sleep(health.KNOCK_EVERY / 2)  # no dispatch meanwhile: only the knocker knocks
+    assert health.figures("reloadly-1").state == "healthy"
+    assert health.knocking() == []
+
+
 @override_settings(PROVIDER_TIMEOUT_SECONDS=0.3, PROVIDER_CIRCUIT_FAILURES=1)
 def test_a_circuit_opened_by_timeouts_is_not_knocked_and_waits_for_its_cool_down(
     routed, reloadly, dtone, ding

@@ -95,6 +95,11 @@ def _knocking(provider: str, knock: bool) -> None:
         cache.set(KNOCKING, sorted(names ^ {provider}), 24 * 3600)
 
 
+def knocking() -> list[str]:
+    """The providers whose circuit refused connections opened and is still knocked at."""
+    return list(cache.get(KNOCKING) or ())
+
+
 def knock_due() -> list[str]:
     """The providers this caller should knock at now: those whose circuit refused
     connections opened, each at most once every ``KNOCK_EVERY`` s across every process. One
