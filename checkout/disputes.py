@@ -26,6 +26,7 @@ from django.utils import timezone
 
 from accounts.models import Account, User
 from accounts.services import email_queue_to_account
+from books.services import LostDispute, books_dispute_record
 from checkout.errors import CardPurchasesFrozen
 from checkout.models import CardCheckout, CardDispute, CardFreeze
 from emails.models import Email
@@ -47,6 +48,7 @@ EVENTS = frozenset({DISPUTE_CREATED, DISPUTE_CLOSED, WARNING_CREATED, CHARGE_REF
 WARNING = "warning"  # the status a payment shows for an early fraud warning
 # Stripe's dispute statuses that end it; any other is an open dispute.
 DISPUTE_FINAL = frozenset({"won", "lost", "warning_closed", "prevented"})
+LOST = "lost"
 DISPUTED = "payment_disputed"  # the failure code of the recharges a dispute cancels
 
 
@@ -225,6 +227,8 @@ def stripe_dispute_apply(*, event_id: str, obj: StripeObject, checkout: CardChec
         )
     elif checkout.topup_id and dispute.kind == CardDispute.Kind.DISPUTE:
         _topup_dispute(dispute, checkout)
+    if dispute.kind == CardDispute.Kind.DISPUTE and dispute.status == LOST:
+        _books_lost(dispute, checkout)
     if first:
         card_purchases_freeze(
             account_id=checkout.account_id,
@@ -255,7 +259,10 @@ def _dispute_record(obj: StripeObject, checkout: CardCheckout) -> tuple[CardDisp
         )
         return row, True
     fields: dict = {"updated_at": now}
-    if _rank(row.kind, obj.status) >= _rank(row.kind, row.status):
+    # Forward only; a closed dispute keeps its outcome (its books may be written already).
+    if row.status not in DISPUTE_FINAL and _rank(row.kind, obj.status) >= _rank(
+        row.kind, row.status
+    ):
         fields["status"] = obj.status
     if obj.amount_minor is not None:
         fields["amount"] = _major(obj.amount_minor)
@@ -296,6 +303,33 @@ def _topup_dispute(dispute: CardDispute, checkout: CardCheckout) -> None:
             amount,
             entry.balance_after,
         )
+
+
+def dispute_amount(dispute: CardDispute) -> Decimal:
+    """What a lost dispute took back: its amount, else (not told) the whole charge."""
+    return dispute.amount if dispute.amount is not None else dispute.checkout.amount
+
+
+def dispute_currency(dispute: CardDispute) -> str:
+    return (dispute.currency or dispute.checkout.currency).upper()
+
+
+def _books_lost(dispute: CardDispute, checkout: CardCheckout) -> None:
+    """A lost dispute in the books (docs/books.md): the amount the bank took back, and
+    Stripe's fee once an event told it; each journal once, whichever event comes last."""
+    written = books_dispute_record(
+        dispute=LostDispute(
+            key=str(dispute.pk),
+            reference=checkout.public_id,
+            customer_id=checkout.account_id,
+            amount=dispute_amount(dispute),
+            currency=dispute_currency(dispute),
+            fee=dispute.fee,
+            memo=f"dispute {dispute.stripe_id} lost ({dispute.reason or 'no reason given'})",
+        )
+    )
+    if written:
+        logger.warning("dispute %s lost: booked %s", dispute.stripe_id, ", ".join(written))
 
 
 # -- freezes --------------------------------------------------------------------------------

@@ -424,3 +424,124 @@ def test_staff_unfreeze_from_the_back_office(client, shopper, user, staff, produ
     staff_account_unfreeze_cards(account=user.account, actor=staff)
     assert prepare_status(shopper, product) == 201
     assert StaffAction.objects.filter(action="account.unfreeze_cards").count() == 1
+
+
+# -- the books of a lost dispute (docs/books.md) ----------------------------------------------
+
+
+def dispute_books() -> dict[str, dict[str, tuple[Decimal, str, str]]]:
+    from books.models import Entry
+
+    found: dict[str, dict[str, tuple[Decimal, str, str]]] = {}
+    for line in Entry.objects.filter(kind__in=("dispute", "dispute_fee")):
+        found.setdefault(line.journal, {})[line.ledger] = (
+            line.amount,
+            line.currency,
+            line.reference,
+        )
+    return found
+
+
+@pytest.mark.parametrize(
+    "arrivals",
+    [
+        ["created+fee", "lost"],
+        ["lost", "created+fee"],
+        ["created", "lost+fee"],
+        ["lost+fee", "created", "lost"],
+        ["lost", "lost+fee"],
+    ],
+)
+def test_a_lost_dispute_books_its_amount_and_fee_once_in_any_order(
+    arrivals, client, shopper, product, stripe_local
+):
+    payment = card_payment(shopper, product, stripe_local, quantity=2)
+    pi = payment.payment_intent_id
+
+    def sent(name: str) -> dict:
+        status = "lost" if name.startswith("lost") else "needs_response"
+        fee = 1500 if name.endswith("+fee") else None
+        kind = CLOSED if status == "lost" else CREATED
+        return event(kind, dispute(pi, status=status, amount=1000, dispute_id="dp_b", fee=fee))
+
+    events = [sent(name) for name in arrivals]
+    for each in events + events:  # each twice
+        assert post_event(client, each).status_code == 200
+    key = CardDispute.objects.get(stripe_id="dp_b").pk
+    assert dispute_books() == {
+        f"dispute:{key}": {
+            "disputes_lost": (Decimal("10.00"), "EUR", payment.public_id),
+            "bank": (Decimal("-10.00"), "EUR", payment.public_id),
+        },
+        f"dispute_fee:{key}": {
+            "stripe_fees": (Decimal("15.00"), "EUR", payment.public_id),
+            "bank": (Decimal("-15.00"), "EUR", payment.public_id),
+        },
+    }
+    assert_ledger_balanced()
+    from checkout.books_check import books_check
+
+    assert books_check() == []
+    out = __import__("io").StringIO()
+    call_command("check_books", stdout=out)
+    assert out.getvalue().strip() == "books ok"
+
+
+def test_a_won_dispute_or_a_warning_books_nothing(client, shopper, product, stripe_local):
+    payment = card_payment(shopper, product, stripe_local, quantity=1)
+    pi = payment.payment_intent_id
+    post_event(client, event(WARNED, early_fraud_warning(pi)))
+    post_event(client, event(CREATED, dispute(pi, status="needs_response", amount=500, fee=1500)))
+    post_event(client, event(CLOSED, dispute(pi, status="won", amount=500)))
+    # A late "lost" of a dispute already won does not turn it round.
+    post_event(client, event(CLOSED, dispute(pi, status="lost", amount=500)))
+    assert CardDispute.objects.get(stripe_id="dp_1").status == "won"
+    assert dispute_books() == {}
+    assert_ledger_balanced()
+
+
+def test_the_books_of_a_lost_dispute_of_a_spent_card_topup(client, shopper, user, product,
+                                                           stripe_local):  # fmt: skip
+    topup = card_topup(shopper, stripe_local, "25.00")
+    assert wallet_order(shopper, product, 4).status_code == 201
+    pi = topup.external_reference
+    post_event(
+        client, event(CLOSED, dispute(pi, status="lost", amount=2500, dispute_id="dp_s", fee=1500))
+    )
+    key = CardDispute.objects.get(stripe_id="dp_s").pk
+    books = dispute_books()
+    assert books[f"dispute:{key}"]["disputes_lost"] == (Decimal("25.00"), "EUR", topup.public_id)
+    assert books[f"dispute_fee:{key}"]["stripe_fees"] == (Decimal("15.00"), "EUR", topup.public_id)
+    assert Wallet.objects.get(account=user.account, kind="live").balance == Decimal("-20.00")
+    assert_ledger_balanced()
+
+
+def test_check_books_finds_a_lost_dispute_not_booked_and_a_stray_dispute_journal(
+    client, shopper, product, stripe_local
+):
+    from books.models import Entry
+    from checkout.books_check import books_check
+
+    payment = card_payment(shopper, product, stripe_local, quantity=1)
+    pi = payment.payment_intent_id
+    post_event(client, event(CLOSED, dispute(pi, status="lost", amount=500, fee=1500)))
+    row = CardDispute.objects.get(stripe_id="dp_1")
+    assert books_check() == []
+    # The fee journal lost, the amount's tampered with, and a journal of no dispute.
+    Entry.objects.filter(journal=f"dispute_fee:{row.pk}").delete()
+    Entry.objects.filter(journal=f"dispute:{row.pk}", ledger="disputes_lost").update(
+        amount=Decimal("4.00")
+    )
+    Entry.objects.create(journal="dispute:999999", kind="dispute", ledger="disputes_lost",
+                         amount=Decimal("1"), currency="EUR", reporting_amount=Decimal("1"),
+                         reporting_currency="EUR")  # fmt: skip
+    Entry.objects.create(journal="dispute:999999", kind="dispute", ledger="bank",
+                         amount=Decimal("-1"), currency="EUR", reporting_amount=Decimal("-1"),
+                         reporting_currency="EUR")  # fmt: skip
+    problems = books_check()
+    assert any(f"dispute_fee:{row.pk}: a lost dispute" in p for p in problems), problems
+    assert any(f"dispute:{row.pk}: disputes_lost is 4.00" in p for p in problems), problems
+    assert any(f"dispute:{row.pk}" in p and "does not balance" in p for p in problems), problems
+    assert "dispute:999999: booked, but not a lost dispute" in problems
+    with pytest.raises(CommandError):
+        call_command("check_books")
