@@ -1,10 +1,11 @@
 """Card purchase limits (docs/fraud.md, decisions section 16): read and locked; the one
 write is checkout's record that a payment counts (``limits_reserve``).
 
-What counts against a limit is a card payment of an order whose charge is in flight or
-captured: its ``CardCheckout.limit_counted_at`` is set (by ``checkout.services``) when the
-PaymentIntent is about to be created, cleared again when that attempt fails, and kept once the
-money is taken. A payment prepared and never confirmed never counts.
+What counts against a limit is a card payment of an order, or a card top-up of the wallet,
+whose charge is in flight or captured: its ``CardCheckout.limit_counted_at`` is set (by
+``limits_reserve``) when the PaymentIntent is about to be created, cleared again when that
+attempt fails, and kept once the money is taken.
+A payment prepared and never confirmed never counts.
 
 - new account (younger than ``CARD_LIMIT_NEW_ACCOUNT_DAYS``): at most
   ``CARD_LIMIT_NEW_ACCOUNT_PER_DAY`` card payments and ``CARD_LIMIT_NEW_ACCOUNT_AMOUNT_PER_DAY``
@@ -106,7 +107,8 @@ def purchase_lock(purchase: Purchase) -> None:
 
 
 def _counted(*, since: datetime, exclude_pk: int | None):
-    rows = CardCheckout.objects.filter(payment__isnull=False, limit_counted_at__gte=since)
+    """Card payments and card top-ups counted since ``since``."""
+    rows = CardCheckout.objects.filter(limit_counted_at__gte=since)
     return rows.exclude(pk=exclude_pk) if exclude_pk else rows
 
 
@@ -174,8 +176,8 @@ def caps_for(account: Account) -> Caps:
 
 
 def _first_purchase(account: Account, *, exclude_pk: int | None) -> bool:
-    """Has the account no card payment counted or taken yet (this one aside)?"""
-    earlier = CardCheckout.objects.filter(account=account, payment__isnull=False).filter(
+    """Has the account no card payment or top-up counted or taken yet (this one aside)?"""
+    earlier = CardCheckout.objects.filter(account=account).filter(
         Q(limit_counted_at__isnull=False) | Q(completed_at__isnull=False)
     )
     if exclude_pk:
@@ -379,6 +381,11 @@ def purchase_check(
         raise CardLimitReached(detail, retry_after=math.ceil(seconds))
 
 
+def three_d_secure_required(checkout: CardCheckout) -> bool:
+    """Must the bank authenticate the cardholder (3-D Secure)? Above ``CARD_3DS_ABOVE_EUR``."""
+    return amount_in_eur(checkout.amount, checkout.currency) > Decimal(settings.CARD_3DS_ABOVE_EUR)
+
+
 def limits_reserve(checkout: CardCheckout, *, payment_method: str, address: str = "") -> None:
     """Before the PaymentIntent is created (no transaction open): read the card's fingerprint
     from Stripe, then under the limits' advisory locks count every limit again and either
@@ -390,12 +397,11 @@ def limits_reserve(checkout: CardCheckout, *, payment_method: str, address: str 
     except ApplicationError:
         CardCheckout.objects.filter(pk=checkout.pk).update(attempt_started_at=None)
         raise
-    payment = checkout.payment
-    assert payment is not None
+    payment = checkout.payment  # None for a card top-up: it sends to no number
     purchase = Purchase(
         account=checkout.account,
         amount_eur=amount_in_eur(checkout.amount, checkout.currency),
-        numbers=numbers_of(order_lines(order_id=payment.order_id)),
+        numbers=numbers_of(order_lines(order_id=payment.order_id)) if payment else {},
         fingerprint=fingerprint,
         address=address,
     )

@@ -225,8 +225,18 @@ def _payment_checkout_create(
 def card_topup_prepare(
     *, account: Account, user: User | None, amount: Decimal, client_address: str = ""
 ) -> Prepared:
-    """A pending card top-up of the live wallet with its SetupIntent."""
+    """A pending card top-up of the live wallet with its SetupIntent; the card limits count
+    it as they count a payment (docs/fraud.md)."""
     disputes.card_purchases_check(account=account)
+    limits.purchase_check(
+        limits.Purchase(
+            account=account,
+            amount_eur=limits.amount_in_eur(
+                quantize(amount), wallet_get_or_create(account=account).currency
+            ),
+            address=client_address,
+        )
+    )
     with transaction.atomic():
         topup = topup_request(
             account=account, amount=quantize(amount), method=TopUp.Method.CARD, by=user
@@ -388,8 +398,7 @@ def _confirm_on_stripe(
         CardCheckout.objects.filter(pk=checkout.pk).update(attempt_started_at=None)
         raise PaymentMethodRequired()
     payment_method, customer = card
-    if checkout.payment_id:
-        limits.limits_reserve(checkout, payment_method=payment_method, address=client_address)
+    limits.limits_reserve(checkout, payment_method=payment_method, address=client_address)
     try:
         return gateway.payment_intent_confirm(
             amount=checkout.amount,
@@ -399,6 +408,7 @@ def _confirm_on_stripe(
             # The attempt's SetupIntent: a late event of an earlier attempt is told apart.
             metadata={_metadata_key(checkout): checkout.public_id, "setupIntent": setup_intent_id},
             idempotency_key=f"checkout:{checkout.public_id}:{setup_intent_id}",
+            three_d_secure=limits.three_d_secure_required(checkout),
         )
     except (CardDeclined, CardAuthenticationFailed) as exc:
         return exc
@@ -475,7 +485,7 @@ def _complete(checkout: CardCheckout, intent: gateway.IntentResult) -> None:
     checkout.failure_code = ""
     checkout.updated_at = now
     fields = ["completed_at", "payment_intent_id", "failure_code", "updated_at"]
-    if checkout.payment_id and checkout.limit_counted_at is None:
+    if checkout.limit_counted_at is None:
         # Captured after its attempt was given up (a late success): it counts from now.
         checkout.limit_counted_at = now
         checkout.limit_amount_eur = limits.amount_in_eur(checkout.amount, checkout.currency)

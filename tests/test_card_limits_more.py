@@ -232,3 +232,96 @@ def test_the_new_limits_are_environment_variables_with_their_defaults():
         )  # fmt: skip
         assert result.returncode == 0, result.stderr
         assert [int(v) for v in result.stdout.split()] == expected
+
+
+# -- card top-ups of the wallet count as card purchases --------------------------------------
+
+TOPUP_PREPARE = "/api/v1/wallet/topups/prepare"
+TOPUP_CHECKOUT = "/api/v1/wallet/topups/checkout"
+
+
+def topup_prepare(client, amount: str):
+    return client.post(TOPUP_PREPARE, {"amount": amount}, format="json")
+
+
+def topup(client, server, amount: str, card=None):
+    from tests.card_support import VISA
+
+    prepared = topup_prepare(client, amount)
+    assert prepared.status_code == 201, prepared.content
+    body = prepared.json()
+    server.browser_confirm_setup(body["setupClientSecret"], card or VISA)
+    response = client.post(TOPUP_CHECKOUT, {"topupId": body["topupId"]}, format="json")
+    response.topup_id = body["topupId"]
+    return response
+
+
+@pytest.mark.django_db
+def test_card_topups_and_payments_share_a_new_accounts_limits(product, stripe_local):
+    from wallet.models import TopUp
+
+    client = shopper()
+    assert topup(client, stripe_local, "10.00").status_code == 200
+    assert pay(client, product, stripe_local).status_code == 200
+    assert topup(client, stripe_local, "10.00", card=MASTERCARD).status_code == 200
+    # Three card purchases: neither a fourth top-up nor a payment.
+    body = assert_refused(topup_prepare(client, "5.00"))
+    assert "3" in body["detail"]
+    assert_refused(prepare(client, product, "+525512345670"))
+    assert TopUp.objects.count() == 2  # nothing written for the refused one
+    assert_ledger_balanced()
+
+
+@pytest.mark.django_db
+def test_a_card_topup_is_held_to_the_amount_and_first_purchase_caps(product, stripe_local):
+    client = shopper()
+    body = assert_refused(topup_prepare(client, "45.00"))
+    assert "first card payment" in body["detail"]
+    assert topup(client, stripe_local, "30.00").status_code == 200
+    assert_refused(topup_prepare(client, "25.00"))  # 30 + 25 > 50 EUR in 24 h
+    assert topup(client, stripe_local, "20.00").status_code == 200
+
+
+@pytest.mark.django_db
+def test_a_declined_card_topup_gives_its_place_back(product, stripe_local, settings):
+    from tests.card_support import DECLINED
+
+    settings.CARD_LIMIT_NEW_ACCOUNT_PER_DAY = 1
+    client = shopper()
+    assert topup(client, stripe_local, "10.00", card=DECLINED).status_code == 402
+    assert topup(client, stripe_local, "10.00").status_code == 200
+    assert_refused(topup_prepare(client, "10.00"))
+
+
+@pytest.mark.django_db
+def test_the_card_limit_counts_topups_across_accounts(product, stripe_local, settings):
+    settings.CARD_LIMIT_PER_CARD_PER_DAY = 2
+    for _n in range(2):
+        assert topup(shopper(), stripe_local, "10.00").status_code == 200
+    refused = topup(shopper(), stripe_local, "10.00")  # the same card, a third account
+    body = assert_refused(refused)
+    assert "card" in body["detail"]
+    from wallet.models import TopUp
+
+    assert TopUp.objects.get(public_id=refused.topup_id).status == "pending"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_racing_card_topups_of_one_new_account_let_exactly_the_cap_through(localstripe, settings):
+    from wallet.models import TopUp
+
+    stripe_settings(settings, localstripe)
+    client = shopper()
+    ids = []
+    for _n in range(6):
+        body = topup_prepare(client, "5.00").json()
+        localstripe.browser_confirm_setup(body["setupClientSecret"], MASTERCARD)
+        ids.append(body["topupId"])
+
+    def call(topup_id):
+        return lambda: client.post(TOPUP_CHECKOUT, {"topupId": topup_id}, format="json").status_code
+
+    statuses = race([call(topup_id) for topup_id in ids])
+    assert sorted(statuses) == [200] * 3 + [429] * 3
+    assert TopUp.objects.filter(status="approved").count() == 3
+    assert_ledger_balanced()

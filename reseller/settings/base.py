@@ -214,6 +214,8 @@ CARD_LIMIT_PER_ACCOUNT_PER_HOUR = env.int("CARD_LIMIT_PER_ACCOUNT_PER_HOUR", def
 CARD_LIMIT_PER_ADDRESS_PER_DAY = env.int("CARD_LIMIT_PER_ADDRESS_PER_DAY", default=20)
 CARD_LIMIT_PER_ADDRESS_PER_HOUR = env.int("CARD_LIMIT_PER_ADDRESS_PER_HOUR", default=10)
 CARD_LIMIT_FIRST_PURCHASE_AMOUNT = env.int("CARD_LIMIT_FIRST_PURCHASE_AMOUNT", default=40)
+# A card payment or top-up above this many EUR asks for 3-D Secure (request_three_d_secure "any").
+CARD_3DS_ABOVE_EUR = env.int("CARD_3DS_ABOVE_EUR", default=30)
 
 # Content Security Policy (Django's own middleware): only our origin, plus the Stripe origin
 # that Stripe.js needs.
