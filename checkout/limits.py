@@ -42,7 +42,8 @@ from django.utils.translation import ngettext
 from accounts.models import Account, User
 from catalog.errors import FxRateNotFound
 from catalog.selectors import fx_convert
-from checkout.errors import CardLimitReached
+from checkout.disputes import card_keys_check
+from checkout.errors import CardLimitReached, CardPurchasesFrozen
 from checkout.models import CARD_LIMITS, CardCheckout, CardLimitOverride
 from orders.models import OrderLine
 from payments import gateway
@@ -194,6 +195,7 @@ def purchase_check(
 ) -> None:
     """Refuse the purchase (``CardLimitReached``) if it would pass any limit. ``exclude_pk``:
     the checkout being paid, whose own earlier attempt must not count against it."""
+    card_keys_check(numbers=purchase.numbers, fingerprint=purchase.fingerprint)
     now = now or timezone.now()
     since = now - WINDOW
     refusals: list[tuple[float, str]] = []
@@ -405,13 +407,13 @@ def limits_reserve(checkout: CardCheckout, *, payment_method: str, address: str 
         fingerprint=fingerprint,
         address=address,
     )
-    refused: CardLimitReached | None = None
+    refused: CardLimitReached | CardPurchasesFrozen | None = None
     with transaction.atomic():
         purchase_lock(purchase)
         now = timezone.now()
         try:
             purchase_check(purchase, now=now, exclude_pk=checkout.pk)
-        except CardLimitReached as exc:
+        except (CardLimitReached, CardPurchasesFrozen) as exc:
             refused = exc
             CardCheckout.objects.filter(pk=checkout.pk).update(
                 attempt_started_at=None,

@@ -131,6 +131,11 @@ class CardDispute(models.Model):
     reason = models.CharField(max_length=64, blank=True)
     # Stripe's dispute fee (its balance transactions), in the dispute's currency, when given.
     fee = models.DecimalField(**MONEY, null=True, blank=True)
+    # When staff sent the prefilled evidence to Stripe (checkout.review), and by whom.
+    evidence_submitted_at = models.DateTimeField(null=True, blank=True)
+    evidence_submitted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     updated_at = models.DateTimeField(default=timezone.now)
 
@@ -156,6 +161,8 @@ class CardFreeze(models.Model):
     unfrozen_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
+    # Staff reviewed it and blocked the account's card purchases for good (still frozen).
+    blocked_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         db_table = "checkout_cardfreeze"
@@ -219,3 +226,47 @@ class CardLimitOverride(models.Model):
 
     def __str__(self) -> str:
         return f"card limits of {self.account_id}"
+
+
+class CardKeyFreeze(models.Model):
+    """A card (its Stripe fingerprint) or a recipient number frozen for card purchases by a
+    dispute or an early fraud warning on a payment that used it, across all accounts, until
+    staff review it (docs/fraud.md): unfrozen, or blocked for good. One row per card or
+    number, kept after review and frozen again by the next dispute (unless blocked)."""
+
+    class Kind(models.TextChoices):
+        CARD = "card", _("Card")
+        NUMBER = "number", _("Recipient number")
+
+    class Status(models.TextChoices):
+        FROZEN = "frozen", _("Frozen, to review")
+        UNFROZEN = "unfrozen", _("Unfrozen")
+        BLOCKED = "blocked", _("Blocked for good")
+
+    kind = models.CharField(max_length=8, choices=Kind.choices)
+    value = models.CharField(max_length=64)  # the card's fingerprint or the E.164 number
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.FROZEN)
+    reason = models.CharField(max_length=16)  # ``dispute`` or ``warning``
+    cause = models.CharField(max_length=128, blank=True)  # the Stripe object that froze it
+    account = models.ForeignKey(
+        "accounts.Account", on_delete=models.PROTECT, related_name="+"
+    )  # the account of the disputed payment
+    checkout = models.ForeignKey(
+        CardCheckout, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )  # the disputed payment
+    frozen_at = models.DateTimeField(default=timezone.now)
+    reviewed_at = models.DateTimeField(null=True, blank=True)
+    reviewed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+
+    class Meta:
+        db_table = "checkout_cardkeyfreeze"
+        verbose_name = _("frozen card or number")
+        verbose_name_plural = _("frozen cards and numbers")
+        constraints = [
+            models.UniqueConstraint(fields=["kind", "value"], name="card_key_freeze_once"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.value} {self.status}"

@@ -202,6 +202,16 @@ def payment_intent_confirm(
     return intent_result(pi)
 
 
+def dispute_evidence_submit(*, dispute_id: str, evidence: dict[str, str]) -> None:
+    """Send a dispute's evidence to Stripe and submit it (``stripe.Dispute.modify``); never
+    called under a row lock (docs/fraud.md)."""
+    try:
+        params: dict[str, Any] = {"evidence": evidence, "submit": True}
+        client().v1.disputes.update(dispute_id, params=params)  # type: ignore[arg-type]
+    except stripe.StripeError as exc:
+        raise _unavailable(exc) from exc
+
+
 def payment_intent_get(*, payment_intent_id: str) -> IntentResult:
     try:
         return intent_result(client().v1.payment_intents.retrieve(payment_intent_id))
