@@ -11,8 +11,8 @@ import stripe
 
 from tests.card_support import THREE_D_SECURE
 from tests.factories import ProductFactory
+from tests.fraud_support import CHECKOUT, age, pay, prepare, shopper
 from tests.helpers import assert_ledger_balanced
-from tests.test_card_limits import CHECKOUT, age, pay, prepare, shopper
 
 ASKED = {"card": {"request_three_d_secure": "any"}}
 

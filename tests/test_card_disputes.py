@@ -7,13 +7,9 @@ arrive in every order and each twice.
 
 from __future__ import annotations
 
-import itertools
-import json
-import time
 from decimal import Decimal
 
 import pytest
-import stripe
 from django.core.management import CommandError, call_command
 from rest_framework.test import APIClient
 
@@ -21,67 +17,27 @@ from checkout.models import CardDispute, StripeEvent
 from emails.models import Email
 from payments.models import Payment
 from recharges.models import Recharge
-from tests.card_support import WEBHOOK_SECRET
+from tests.fraud_support import (
+    CLOSED,
+    CREATED,
+    MX_NUMBER,
+    WARNED,
+    card_payment,
+    dispute,
+    early_fraud_warning,
+    event,
+    post_event,
+)
 from tests.helpers import assert_ledger_balanced, assert_problem, bearer
 from wallet.models import LedgerEntry, TopUp, Wallet
 
 pytestmark = pytest.mark.django_db
 
-WEBHOOK = "/webhooks/stripe"
 PREPARE = "/api/v1/payments/prepare"
 CHECKOUT = "/api/v1/payments/checkout"
-MX_NUMBER = "+525512345678"
-_ids = itertools.count(1)
 
 
 # -- signed events ---------------------------------------------------------------------------
-
-
-def post_event(client, event: dict):
-    payload = json.dumps(event)
-    header = stripe.WebhookSignature.generate_signature_header(
-        payload, WEBHOOK_SECRET, timestamp=int(time.time())
-    )
-    return client.post(
-        WEBHOOK, payload.encode(), content_type="application/json", HTTP_STRIPE_SIGNATURE=header
-    )
-
-
-def event(kind: str, obj: dict) -> dict:
-    return {
-        "id": f"evt_dispute_{next(_ids)}",
-        "object": "event",
-        "type": kind,
-        "data": {"object": obj},
-    }
-
-
-def dispute(pi: str, *, status: str, amount: int, dispute_id: str = "dp_1", fee: int | None = None):
-    obj = {
-        "id": dispute_id,
-        "object": "dispute",
-        "amount": amount,
-        "currency": "eur",
-        "charge": "ch_of_" + pi,
-        "payment_intent": pi,
-        "reason": "fraudulent",
-        "status": status,
-        "metadata": {},
-    }
-    if fee is not None:
-        obj["balance_transactions"] = [{"id": "txn_dp", "amount": -amount, "fee": fee}]
-    return obj
-
-
-def early_fraud_warning(pi: str, warning_id: str = "issfr_1") -> dict:
-    return {
-        "id": warning_id,
-        "object": "radar.early_fraud_warning",
-        "actionable": True,
-        "charge": "ch_of_" + pi,
-        "payment_intent": pi,
-        "fraud_type": "made_with_stolen_card",
-    }
 
 
 # -- a card payment with queued recharges ---------------------------------------------------
@@ -93,28 +49,6 @@ def shopper(user):
     client.credentials(**bearer(user))
     client.user = user
     return client
-
-
-def card_payment(shopper, product, stripe_local, *, quantity=2) -> Payment:
-    """A captured card payment whose recharges wait in the queue (no worker runs here)."""
-    body = shopper.post(
-        PREPARE,
-        {
-            "items": [
-                {"productId": product.public_id, "recipientNumber": MX_NUMBER, "quantity": quantity}
-            ],
-            "baseCurrency": "EUR",
-        },
-        format="json",
-    ).json()
-    stripe_local.browser_confirm_setup(body["setupClientSecret"])
-    assert (
-        shopper.post(CHECKOUT, {"paymentId": body["paymentId"]}, format="json").status_code == 200
-    )
-    payment = Payment.objects.get(public_id=body["paymentId"])
-    assert payment.status == "captured"
-    assert set(payment.recharges.values_list("status", flat=True)) == {"queued"}
-    return payment
 
 
 def prepare_status(shopper, product) -> int:
@@ -129,10 +63,6 @@ def prepare_status(shopper, product) -> int:
         format="json",
     ).status_code
 
-
-CREATED = "charge.dispute.created"
-CLOSED = "charge.dispute.closed"
-WARNED = "radar.early_fraud_warning.created"
 
 # (events in the order they arrive, what the payment shows in the end)
 ORDERS = {

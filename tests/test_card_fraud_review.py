@@ -15,19 +15,22 @@ from checkout.models import CardDispute, CardKeyFreeze
 from payments.models import Payment
 from recharges.models import Recharge
 from tests.card_support import VISA
-from tests.helpers import assert_ledger_balanced, assert_problem, second_factor_login
-from tests.test_card_disputes import (
+from tests.fraud_support import (
     CREATED,
+    MASTERCARD,
     MX_NUMBER,
     WARNED,
     card_payment,
     dispute,
     early_fraud_warning,
     event,
+    intents_of,
+    pay,
     post_event,
+    prepare,
 )
-from tests.test_card_limits import MASTERCARD, intents_of, pay, prepare
-from tests.test_card_limits import shopper as new_shopper
+from tests.fraud_support import shopper as new_shopper
+from tests.helpers import assert_ledger_balanced, assert_problem, second_factor_login
 
 pytestmark = pytest.mark.django_db
 

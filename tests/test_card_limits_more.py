@@ -19,8 +19,7 @@ from checkout.models import CardCheckout, CardLimitOverride
 from payments.models import Payment
 from tests.card_support import stripe_settings
 from tests.factories import ProductFactory
-from tests.helpers import assert_ledger_balanced, second_factor_login
-from tests.test_card_limits import (
+from tests.fraud_support import (
     MASTERCARD,
     age,
     assert_refused,
@@ -31,6 +30,7 @@ from tests.test_card_limits import (
     race,
     shopper,
 )
+from tests.helpers import assert_ledger_balanced, second_factor_login
 
 HOUR = 3600
 
