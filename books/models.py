@@ -29,12 +29,17 @@ class Entry(models.Model):
         # What we prepaid a provider and have not spent yet (per provider and currency).
         PROVIDER_FLOAT = "provider_float", _("Provider float")
         BANK = "bank", _("Bank")
+        # What lost card disputes took back (an expense), and Stripe's dispute fees.
+        DISPUTES_LOST = "disputes_lost", _("Disputes lost")
+        STRIPE_FEES = "stripe_fees", _("Stripe fees")
 
     class Kind(models.TextChoices):
         SALE = "sale", _("Sale")
         COST = "cost", _("Cost")
         REVERSAL = "reversal", _("Reversal")
         FLOAT = "float", _("Provider float funded")
+        DISPUTE = "dispute", _("Dispute lost")
+        DISPUTE_FEE = "dispute_fee", _("Dispute fee")
 
     journal = models.CharField(max_length=64)
     kind = models.CharField(max_length=12, choices=Kind.choices)
@@ -43,8 +48,9 @@ class Entry(models.Model):
     currency = models.CharField(max_length=3)
     reporting_amount = models.DecimalField(**AMOUNT)
     reporting_currency = models.CharField(max_length=3)
-    # What the line is about (blank or null when it is not about a sale).
-    reference = models.CharField(max_length=40, blank=True, db_index=True)  # the recharge's id
+    # What the line is about (blank or null when it is not about a sale): the recharge's id; for
+    # a dispute's lines, the disputed payment's or card top-up's id.
+    reference = models.CharField(max_length=40, blank=True, db_index=True)
     provider = models.CharField(max_length=32, blank=True)
     customer_id = models.BigIntegerField(null=True, blank=True)  # the reseller's account
     operator_id = models.BigIntegerField(null=True, blank=True)

@@ -92,14 +92,32 @@ def journals_unbalanced() -> list[tuple[str, str, Decimal]]:
     ]
 
 
+# The kinds of lines that are about a recharge (a sale, its cost, its reversal).
+SALE_KINDS = (K.SALE, K.COST, K.REVERSAL)
+DISPUTE_KINDS = (K.DISPUTE, K.DISPUTE_FEE)
+
+
 def books_of_sales(references: list[str]) -> dict[str, dict[tuple[str, str], Entry]]:
     """For each recharge reference, its lines by (kind, ledger)."""
     found: dict[str, dict[tuple[str, str], Entry]] = defaultdict(dict)
-    for line in Entry.objects.filter(reference__in=references).exclude(kind=K.FLOAT):
+    for line in Entry.objects.filter(reference__in=references, kind__in=SALE_KINDS):
         found[line.reference][(line.kind, line.ledger)] = line
     return dict(found)
 
 
 def references_booked() -> set[str]:
-    """Every recharge reference that has lines in the books."""
-    return set(Entry.objects.exclude(reference="").values_list("reference", flat=True).distinct())
+    """Every recharge reference that has lines in the books (sales, costs, reversals)."""
+    return set(
+        Entry.objects.filter(kind__in=SALE_KINDS)
+        .exclude(reference="")
+        .values_list("reference", flat=True)
+        .distinct()
+    )
+
+
+def dispute_lines() -> dict[str, dict[str, Entry]]:
+    """Every dispute journal (``dispute:…``, ``dispute_fee:…``): its lines by ledger."""
+    found: dict[str, dict[str, Entry]] = defaultdict(dict)
+    for line in Entry.objects.filter(kind__in=DISPUTE_KINDS).order_by("pk"):
+        found[line.journal][line.ledger] = line
+    return dict(found)

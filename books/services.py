@@ -5,6 +5,9 @@
   provider's float credit, in the provider account's currency).
 - A reversal: ``reversal:<recharge>``, the sale's and the cost's lines with their signs turned.
 - Funding a provider: ``float:<id>`` (the provider's float debit, the bank credit).
+- A lost card dispute: ``dispute:<dispute>`` (disputes lost debit, the bank credit: the
+  disputed amount the bank took back) and, when Stripe's fee is known,
+  ``dispute_fee:<dispute>`` (Stripe fees debit, the bank credit).
 
 Each is written in the transaction of the move it books (the recharge's, under its lock), so
 the books and the recharges never disagree after a crash; a second write of one journal fails
@@ -135,3 +138,53 @@ def books_float_fund(*, provider: str, amount: Decimal, currency: str, memo: str
         ]
     )  # fmt: skip
     return journal
+
+
+@dataclass(frozen=True)
+class LostDispute:
+    """A lost card dispute as the books see it (plain values)."""
+
+    key: str  # the dispute's own id in the journal names (``dispute:<key>``)
+    reference: str  # the disputed payment's or card top-up's public id
+    customer_id: int  # the account that paid by card
+    amount: Decimal  # what the bank took back, in ``currency``
+    currency: str
+    fee: Decimal | None  # Stripe's dispute fee, in ``currency``; None while unknown
+    memo: str = ""
+
+
+def dispute_journals(key: str) -> tuple[str, str]:
+    """The journal names of a lost dispute: (its amount's, its fee's)."""
+    return f"dispute:{key}", f"dispute_fee:{key}"
+
+
+def books_dispute_record(*, dispute: LostDispute) -> list[str]:
+    """Book a lost dispute's amount and, once known, Stripe's fee, each once: a journal
+    already written is left alone, so every event of the dispute may call this. In the
+    caller's transaction (the dispute's, under its checkout's lock). The journals written."""
+    amount_journal, fee_journal = dispute_journals(dispute.key)
+    wanted = [(amount_journal, K.DISPUTE, L.DISPUTES_LOST, dispute.amount)]
+    if dispute.fee is not None and dispute.fee > 0:
+        wanted.append((fee_journal, K.DISPUTE_FEE, L.STRIPE_FEES, dispute.fee))
+    done = set(
+        Entry.objects.filter(journal__in=[journal for journal, *_ in wanted]).values_list(
+            "journal", flat=True
+        )
+    )
+    now = timezone.now()
+    lines: list[Entry] = []
+    written: list[str] = []
+    for journal, kind, ledger, amount in wanted:
+        if journal in done:
+            continue
+        written.append(journal)
+        lines += [
+            Entry(journal=journal, kind=kind, ledger=side, amount=value,
+                  currency=dispute.currency, reporting_amount=value,
+                  reporting_currency=dispute.currency, reference=dispute.reference,
+                  customer_id=dispute.customer_id, memo=dispute.memo[:255], booked_at=now)
+            for side, value in ((ledger, amount), (L.BANK, -amount))
+        ]  # fmt: skip
+    if lines:
+        Entry.objects.bulk_create(lines)
+    return written

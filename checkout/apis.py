@@ -30,6 +30,7 @@ from orders.serializers import (
 from payments import gateway
 from reseller.api import Problem, StrictSerializer, problems
 from reseller.errors import ApplicationError, problem_response
+from reseller.net import client_ip
 from wallet.services import TOPUP_MAX, TOPUP_MIN
 
 CARD_PROBLEMS = {  # type: ignore[misc]
@@ -227,6 +228,7 @@ class PaymentPrepareApi(APIView):
             cart=cart,
             currency=values.get("base_currency"),
             promotion_wait=values["when_promotion_scheduled"] == WAIT,
+            client_address=client_ip(request),
         )
         return Response(PrepareOut(_prepared(prepared, id_field="payment_id")).data, 201)
 
@@ -251,7 +253,7 @@ class PaymentCheckoutApi(APIView):
         checkout = card.card_checkout_for_payment(
             account=request.user.account, payment_id=data.validated_data["payment_id"]
         )
-        outcome = card.card_checkout(checkout=checkout)
+        outcome = card.card_checkout(checkout=checkout, client_address=client_ip(request))
         if outcome.status == "succeeded":
             return Response(_payment_body(outcome.checkout))
         return Response(_pending_body(outcome, id_field="payment_id"), status=202)
@@ -277,7 +279,10 @@ class TopUpPrepareApi(APIView):
             prepared = card.card_checkout_renew_setup(checkout=checkout)
         else:
             prepared = card.card_topup_prepare(
-                account=account, user=request.user, amount=data.validated_data["amount"]
+                account=account,
+                user=request.user,
+                amount=data.validated_data["amount"],
+                client_address=client_ip(request),
             )
         body = _prepared(prepared, id_field="topup_id")
         body.pop("livemode")
@@ -301,7 +306,7 @@ class TopUpCheckoutApi(APIView):
         checkout = card.card_checkout_for_topup(
             account=request.user.account, topup_id=data.validated_data["topup_id"]
         )
-        outcome = card.card_checkout(checkout=checkout)
+        outcome = card.card_checkout(checkout=checkout, client_address=client_ip(request))
         if outcome.status == "succeeded":
             return Response(TopUpOut(outcome.checkout.topup).data)
         return Response(_pending_body(outcome, id_field="topup_id"), status=202)

@@ -17,18 +17,22 @@ debt posted once).
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import Decimal
 
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from accounts.models import Account, User
 from accounts.services import email_queue_to_account
+from books.services import LostDispute, books_dispute_record
 from checkout.errors import CardPurchasesFrozen
-from checkout.models import CardCheckout, CardDispute, CardFreeze
+from checkout.models import CardCheckout, CardDispute, CardFreeze, CardKeyFreeze
 from emails.models import Email
+from orders.models import OrderLine
 from payments.errors import WebhookEventMalformed
 from payments.services import payment_dispute_set
 from recharges.processor import recharges_cancel_for_payment
@@ -47,6 +51,7 @@ EVENTS = frozenset({DISPUTE_CREATED, DISPUTE_CLOSED, WARNING_CREATED, CHARGE_REF
 WARNING = "warning"  # the status a payment shows for an early fraud warning
 # Stripe's dispute statuses that end it; any other is an open dispute.
 DISPUTE_FINAL = frozenset({"won", "lost", "warning_closed", "prevented"})
+LOST = "lost"
 DISPUTED = "payment_disputed"  # the failure code of the recharges a dispute cancels
 
 
@@ -225,6 +230,8 @@ def stripe_dispute_apply(*, event_id: str, obj: StripeObject, checkout: CardChec
         )
     elif checkout.topup_id and dispute.kind == CardDispute.Kind.DISPUTE:
         _topup_dispute(dispute, checkout)
+    if dispute.kind == CardDispute.Kind.DISPUTE and dispute.status == LOST:
+        _books_lost(dispute, checkout)
     if first:
         card_purchases_freeze(
             account_id=checkout.account_id,
@@ -232,6 +239,7 @@ def stripe_dispute_apply(*, event_id: str, obj: StripeObject, checkout: CardChec
             cause=dispute.stripe_id,
             reference=checkout.public_id,
         )
+        card_keys_freeze(checkout=checkout, reason=dispute.kind, cause=dispute.stripe_id)
 
 
 def _dispute_record(obj: StripeObject, checkout: CardCheckout) -> tuple[CardDispute, bool]:
@@ -255,7 +263,10 @@ def _dispute_record(obj: StripeObject, checkout: CardCheckout) -> tuple[CardDisp
         )
         return row, True
     fields: dict = {"updated_at": now}
-    if _rank(row.kind, obj.status) >= _rank(row.kind, row.status):
+    # Forward only; a closed dispute keeps its outcome (its books may be written already).
+    if row.status not in DISPUTE_FINAL and _rank(row.kind, obj.status) >= _rank(
+        row.kind, row.status
+    ):
         fields["status"] = obj.status
     if obj.amount_minor is not None:
         fields["amount"] = _major(obj.amount_minor)
@@ -298,6 +309,33 @@ def _topup_dispute(dispute: CardDispute, checkout: CardCheckout) -> None:
         )
 
 
+def dispute_amount(dispute: CardDispute) -> Decimal:
+    """What a lost dispute took back: its amount, else (not told) the whole charge."""
+    return dispute.amount if dispute.amount is not None else dispute.checkout.amount
+
+
+def dispute_currency(dispute: CardDispute) -> str:
+    return (dispute.currency or dispute.checkout.currency).upper()
+
+
+def _books_lost(dispute: CardDispute, checkout: CardCheckout) -> None:
+    """A lost dispute in the books (docs/books.md): the amount the bank took back, and
+    Stripe's fee once an event told it; each journal once, whichever event comes last."""
+    written = books_dispute_record(
+        dispute=LostDispute(
+            key=str(dispute.pk),
+            reference=checkout.public_id,
+            customer_id=checkout.account_id,
+            amount=dispute_amount(dispute),
+            currency=dispute_currency(dispute),
+            fee=dispute.fee,
+            memo=f"dispute {dispute.stripe_id} lost ({dispute.reason or 'no reason given'})",
+        )
+    )
+    if written:
+        logger.warning("dispute %s lost: booked %s", dispute.stripe_id, ", ".join(written))
+
+
 # -- freezes --------------------------------------------------------------------------------
 
 
@@ -336,10 +374,119 @@ def card_purchases_freeze(*, account_id: int, reason: str, cause: str, reference
 
 @transaction.atomic
 def card_purchases_unfreeze(*, account: Account, by: User | None = None) -> bool:
-    """Staff reviewed the account: card purchases are allowed again. False when they were not
-    frozen."""
+    """Staff reviewed the account: card purchases are allowed again (even when it had been
+    blocked), and so are the cards and numbers its disputes and warnings froze, unless blocked
+    for good. False when the account was not frozen."""
+    now = timezone.now()
+    CardKeyFreeze.objects.filter(account=account, status=CardKeyFreeze.Status.FROZEN).update(
+        status=CardKeyFreeze.Status.UNFROZEN, reviewed_at=now, reviewed_by=by
+    )
     return bool(
         CardFreeze.objects.filter(account=account, unfrozen_at__isnull=True).update(
-            unfrozen_at=timezone.now(), unfrozen_by=by
+            unfrozen_at=now, unfrozen_by=by, blocked_at=None
         )
     )
+
+
+@transaction.atomic
+def card_purchases_block(*, account: Account, by: User | None = None) -> bool:
+    """Staff reviewed the account and block its card purchases for good (frozen, and off the
+    review queue). False when they were blocked already."""
+    now = timezone.now()
+    freeze, _created = CardFreeze.objects.get_or_create(
+        account=account, defaults={"reason": "staff", "frozen_at": now}
+    )
+    return bool(
+        CardFreeze.objects.filter(pk=freeze.pk, blocked_at__isnull=True).update(
+            blocked_at=now, unfrozen_at=None, unfrozen_by=by
+        )
+    )
+
+
+# -- cards and numbers ----------------------------------------------------------------------
+
+
+def _numbers_of(checkout: CardCheckout) -> list[str]:
+    if not checkout.payment_id:
+        return []
+    return sorted(
+        set(
+            OrderLine.objects.filter(order__payment__pk=checkout.payment_id).values_list(
+                "recipient_number", flat=True
+            )
+        )
+    )
+
+
+def card_keys_freeze(*, checkout: CardCheckout, reason: str, cause: str) -> list[CardKeyFreeze]:
+    """Freeze the disputed payment's card and its recipient numbers for card purchases of every
+    account, until staff review them; a card or number blocked for good or frozen already
+    stays as it is. The rows frozen now."""
+    keys = [(CardKeyFreeze.Kind.NUMBER, number) for number in _numbers_of(checkout)]
+    if checkout.card_fingerprint:
+        keys.insert(0, (CardKeyFreeze.Kind.CARD, checkout.card_fingerprint))
+    now = timezone.now()
+    frozen = []
+    for kind, value in keys:
+        fields = {
+            "status": CardKeyFreeze.Status.FROZEN,
+            "reason": reason,
+            "cause": cause,
+            "account_id": checkout.account_id,
+            "checkout": checkout,
+            "frozen_at": now,
+            "reviewed_at": None,
+            "reviewed_by": None,
+        }
+        row, created = CardKeyFreeze.objects.get_or_create(kind=kind, value=value, defaults=fields)
+        if not created:
+            updated = CardKeyFreeze.objects.filter(
+                pk=row.pk, status=CardKeyFreeze.Status.UNFROZEN
+            ).update(**fields)
+            if not updated:
+                continue
+        frozen.append(row)
+        logger.warning("card purchases with %s %s frozen: %s %s", kind, value, reason, cause)
+    return frozen
+
+
+def card_keys_check(*, numbers: Iterable[str] = (), fingerprint: str = "") -> None:
+    """Refuse (403 ``card_purchases_frozen``) a card purchase with a frozen or blocked card, or
+    to a frozen or blocked recipient number, whichever account buys."""
+    wanted = Q(kind=CardKeyFreeze.Kind.NUMBER, value__in=list(numbers))
+    if fingerprint:
+        wanted |= Q(kind=CardKeyFreeze.Kind.CARD, value=fingerprint)
+    found = (
+        CardKeyFreeze.objects.filter(wanted)
+        .exclude(status=CardKeyFreeze.Status.UNFROZEN)
+        .order_by("kind", "value")
+        .first()
+    )
+    if found is None:
+        return
+    if found.kind == CardKeyFreeze.Kind.CARD:
+        raise CardPurchasesFrozen(
+            _(
+                "This card cannot pay here after a dispute or a fraud warning on a payment made "
+                "with it. Nothing was charged; use another payment method or contact us."
+            )
+        )
+    raise CardPurchasesFrozen(
+        _(
+            "Card purchases of top-ups to %(number)s are frozen after a dispute or a fraud "
+            "warning on one. Nothing was charged; contact us if this is your number."
+        )
+        % {"number": found.value}
+    )
+
+
+@transaction.atomic
+def card_key_review(*, freeze_id: int, block: bool, by: User | None = None) -> CardKeyFreeze:
+    """Staff reviewed a frozen card or number: unfrozen, or blocked for good."""
+    row = CardKeyFreeze.objects.select_for_update().get(pk=freeze_id)
+    status = CardKeyFreeze.Status.BLOCKED if block else CardKeyFreeze.Status.UNFROZEN
+    CardKeyFreeze.objects.filter(pk=row.pk).update(
+        status=status, reviewed_at=timezone.now(), reviewed_by=by
+    )
+    row.refresh_from_db()
+    return row

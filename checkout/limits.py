@@ -1,9 +1,11 @@
-"""Card purchase limits (docs/fraud.md, decisions section 16): read and locked, never written.
+"""Card purchase limits (docs/fraud.md, decisions section 16): read and locked; the one
+write is checkout's record that a payment counts (``limits_reserve``).
 
-What counts against a limit is a card payment of an order whose charge is in flight or
-captured: its ``CardCheckout.limit_counted_at`` is set (by ``checkout.services``) when the
-PaymentIntent is about to be created, cleared again when that attempt fails, and kept once the
-money is taken. A payment prepared and never confirmed never counts.
+What counts against a limit is a card payment of an order, or a card top-up of the wallet,
+whose charge is in flight or captured: its ``CardCheckout.limit_counted_at`` is set (by
+``limits_reserve``) when the PaymentIntent is about to be created, cleared again when that
+attempt fails, and kept once the money is taken.
+A payment prepared and never confirmed never counts.
 
 - new account (younger than ``CARD_LIMIT_NEW_ACCOUNT_DAYS``): at most
   ``CARD_LIMIT_NEW_ACCOUNT_PER_DAY`` card payments and ``CARD_LIMIT_NEW_ACCOUNT_AMOUNT_PER_DAY``
@@ -23,6 +25,7 @@ concurrent checkouts at a limit let exactly the allowed number through.
 from __future__ import annotations
 
 import hashlib
+import logging
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -30,19 +33,27 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 from django.conf import settings
+from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
-from accounts.models import Account
+from accounts.models import Account, User
 from catalog.errors import FxRateNotFound
 from catalog.selectors import fx_convert
-from checkout.errors import CardLimitReached
-from checkout.models import CardCheckout
+from checkout.disputes import card_keys_check
+from checkout.errors import CardLimitReached, CardPurchasesFrozen
+from checkout.models import CARD_LIMITS, CardCheckout, CardLimitOverride
 from orders.models import OrderLine
+from payments import gateway
 from reseller.db import advisory_xact_lock
+from reseller.errors import ApplicationError
+
+logger = logging.getLogger(__name__)
 
 WINDOW = timedelta(hours=24)
+HOUR = timedelta(hours=1)
 LIMIT_CURRENCY = "EUR"
 
 
@@ -54,6 +65,7 @@ class Purchase:
     amount_eur: Decimal
     numbers: dict[str, int] = field(default_factory=dict)  # recipient number -> units
     fingerprint: str = ""
+    address: str = ""  # the client's network address (per-address limits)
 
 
 def amount_in_eur(amount: Decimal, currency: str) -> Decimal:
@@ -89,17 +101,25 @@ def purchase_lock(purchase: Purchase) -> None:
     keys |= {_lock_id("number", number) for number in purchase.numbers}
     if purchase.fingerprint:
         keys.add(_lock_id("card", purchase.fingerprint))
+    if purchase.address:
+        keys.add(_lock_id("address", purchase.address))
     for key in sorted(keys):
         advisory_xact_lock(key, wait=True)
 
 
 def _counted(*, since: datetime, exclude_pk: int | None):
-    rows = CardCheckout.objects.filter(payment__isnull=False, limit_counted_at__gte=since)
+    """Card payments and card top-ups counted since ``since``."""
+    rows = CardCheckout.objects.filter(limit_counted_at__gte=since)
     return rows.exclude(pk=exclude_pk) if exclude_pk else rows
 
 
 def _refusal_wait(
-    entries: list[tuple[datetime, Decimal]], *, cap: Decimal, adding: Decimal, now
+    entries: list[tuple[datetime, Decimal]],
+    *,
+    cap: Decimal,
+    adding: Decimal,
+    now,
+    window: timedelta = WINDOW,
 ) -> float | None:
     """None when ``adding`` fits now; else the seconds to wait (``math.inf``: never)."""
     total = sum((weight for _at, weight in entries), Decimal(0))
@@ -110,7 +130,7 @@ def _refusal_wait(
     for at, weight in sorted(entries, key=lambda entry: entry[0]):
         total -= weight
         if total + adding <= cap:
-            return max(1.0, (at + WINDOW - now).total_seconds())
+            return max(1.0, (at + window - now).total_seconds())
     return math.inf  # not reached: the loop empties the window
 
 
@@ -131,16 +151,57 @@ def _when(seconds: float, *, now) -> str:
     }
 
 
+@dataclass(frozen=True)
+class Caps:
+    """The limits one account's card purchases are held to: each setting, or the account's
+    own value staff set (``CardLimitOverride``)."""
+
+    new_account_days: int
+    new_account_per_day: int
+    new_account_amount_per_day: int
+    per_number_per_day: int
+    per_card_per_day: int
+    per_account_per_hour: int
+    per_address_per_day: int
+    per_address_per_hour: int
+    first_purchase_amount: int
+
+
+def caps_for(account: Account) -> Caps:
+    override = CardLimitOverride.objects.filter(account_id=account.pk).first()
+    values = {}
+    for name, setting in CARD_LIMITS:
+        own = getattr(override, name) if override is not None else None
+        values[name] = own if own is not None else getattr(settings, setting)
+    return Caps(**values)
+
+
+def _first_purchase(account: Account, *, exclude_pk: int | None) -> bool:
+    """Has the account no card payment or top-up counted or taken yet (this one aside)?"""
+    earlier = CardCheckout.objects.filter(account=account).filter(
+        Q(limit_counted_at__isnull=False) | Q(completed_at__isnull=False)
+    )
+    if exclude_pk:
+        earlier = earlier.exclude(pk=exclude_pk)
+    return not earlier.exists()
+
+
+def _times(rows) -> list[tuple[datetime, Decimal]]:
+    return [(at, Decimal(1)) for at in rows if at is not None]
+
+
 def purchase_check(
     purchase: Purchase, *, now: datetime | None = None, exclude_pk: int | None = None
 ) -> None:
     """Refuse the purchase (``CardLimitReached``) if it would pass any limit. ``exclude_pk``:
     the checkout being paid, whose own earlier attempt must not count against it."""
+    card_keys_check(numbers=purchase.numbers, fingerprint=purchase.fingerprint)
     now = now or timezone.now()
     since = now - WINDOW
     refusals: list[tuple[float, str]] = []
     account = purchase.account
-    new_until = account.created_at + timedelta(days=settings.CARD_LIMIT_NEW_ACCOUNT_DAYS)
+    caps = caps_for(account)
+    new_until = account.created_at + timedelta(days=caps.new_account_days)
     if new_until > now:
         rows = list(
             _counted(since=since, exclude_pk=exclude_pk)
@@ -148,7 +209,7 @@ def purchase_check(
             .values_list("limit_counted_at", "limit_amount_eur")
         )
         grown_up = (new_until - now).total_seconds()
-        cap = settings.CARD_LIMIT_NEW_ACCOUNT_PER_DAY
+        cap = caps.new_account_per_day
         wait = _refusal_wait(
             [(at, Decimal(1)) for at, _amount in rows], cap=Decimal(cap), adding=Decimal(1), now=now
         )
@@ -167,7 +228,7 @@ def purchase_check(
                     % {"count": cap, "when": _when(wait, now=now)},
                 )
             )
-        cap_amount = Decimal(settings.CARD_LIMIT_NEW_ACCOUNT_AMOUNT_PER_DAY)
+        cap_amount = Decimal(caps.new_account_amount_per_day)
         wait = _refusal_wait(
             [(at, amount or Decimal(0)) for at, amount in rows],
             cap=cap_amount,
@@ -191,7 +252,72 @@ def purchase_check(
                     },
                 )
             )
-    cap = settings.CARD_LIMIT_PER_NUMBER_PER_DAY
+    first_cap = Decimal(caps.first_purchase_amount)
+    if purchase.amount_eur > first_cap and _first_purchase(account, exclude_pk=exclude_pk):
+        refusals.append(
+            (
+                math.inf,
+                _(
+                    "A first card payment can be at most %(amount)s EUR, and this one is "
+                    "%(this)s EUR. Nothing was charged; pay a smaller amount first."
+                )
+                % {"amount": first_cap, "this": purchase.amount_eur},
+            )
+        )
+    hour_ago = now - HOUR
+    cap = caps.per_account_per_hour
+    entries = _times(
+        _counted(since=hour_ago, exclude_pk=exclude_pk)
+        .filter(account=account)
+        .values_list("limit_counted_at", flat=True)
+    )
+    wait = _refusal_wait(entries, cap=Decimal(cap), adding=Decimal(1), now=now, window=HOUR)
+    if wait is not None:
+        refusals.append(
+            (
+                wait,
+                ngettext(
+                    "This account can pay by card at most %(count)d time in one hour. "
+                    "Nothing was charged; you can pay by card again %(when)s.",
+                    "This account can pay by card at most %(count)d times in one hour. "
+                    "Nothing was charged; you can pay by card again %(when)s.",
+                    cap,
+                )
+                % {"count": cap, "when": _when(wait, now=now)},
+            )
+        )
+    if purchase.address:
+        rows_at = list(
+            _counted(since=since, exclude_pk=exclude_pk)
+            .filter(client_address=purchase.address)
+            .values_list("limit_counted_at", flat=True)
+        )
+        for window, cap in ((WINDOW, caps.per_address_per_day), (HOUR, caps.per_address_per_hour)):
+            entries = _times(at for at in rows_at if at is not None and at >= now - window)
+            wait = _refusal_wait(
+                entries, cap=Decimal(cap), adding=Decimal(1), now=now, window=window
+            )
+            if wait is None:
+                continue
+            message = (
+                ngettext(
+                    "At most %(count)d card payment can be made from one network address in 24 "
+                    "hours. Nothing was charged; you can pay by card again %(when)s.",
+                    "At most %(count)d card payments can be made from one network address in 24 "
+                    "hours. Nothing was charged; you can pay by card again %(when)s.",
+                    cap,
+                )
+                if window == WINDOW
+                else ngettext(
+                    "At most %(count)d card payment can be made from one network address in one "
+                    "hour. Nothing was charged; you can pay by card again %(when)s.",
+                    "At most %(count)d card payments can be made from one network address in one "
+                    "hour. Nothing was charged; you can pay by card again %(when)s.",
+                    cap,
+                )
+            )
+            refusals.append((wait, message % {"count": cap, "when": _when(wait, now=now)}))
+    cap = caps.per_number_per_day
     for number, units in sorted(purchase.numbers.items()):
         lines = OrderLine.objects.filter(
             recipient_number=number,
@@ -228,7 +354,7 @@ def purchase_check(
                 )
             )
     if purchase.fingerprint:
-        cap = settings.CARD_LIMIT_PER_CARD_PER_DAY
+        cap = caps.per_card_per_day
         entries = [
             (at, Decimal(1))
             for at in _counted(since=since, exclude_pk=exclude_pk)
@@ -255,3 +381,89 @@ def purchase_check(
         wait, detail = max(refusals, key=lambda refusal: refusal[0])
         seconds = WINDOW.total_seconds() if wait == math.inf else wait
         raise CardLimitReached(detail, retry_after=math.ceil(seconds))
+
+
+def three_d_secure_required(checkout: CardCheckout) -> bool:
+    """Must the bank authenticate the cardholder (3-D Secure)? Above ``CARD_3DS_ABOVE_EUR``."""
+    return amount_in_eur(checkout.amount, checkout.currency) > Decimal(settings.CARD_3DS_ABOVE_EUR)
+
+
+def limits_reserve(checkout: CardCheckout, *, payment_method: str, address: str = "") -> None:
+    """Before the PaymentIntent is created (no transaction open): read the card's fingerprint
+    from Stripe, then under the limits' advisory locks count every limit again and either
+    refuse (``CardLimitReached``, nothing charged, the attempt cleared) or record the payment
+    as counted, and commit, so the next checkout at the limit sees it. The lock is released
+    before Stripe is asked to charge; a failed attempt gives its place back."""
+    try:
+        fingerprint = gateway.card_fingerprint(payment_method=payment_method)
+    except ApplicationError:
+        CardCheckout.objects.filter(pk=checkout.pk).update(attempt_started_at=None)
+        raise
+    payment = checkout.payment  # None for a card top-up: it sends to no number
+    purchase = Purchase(
+        account=checkout.account,
+        amount_eur=amount_in_eur(checkout.amount, checkout.currency),
+        numbers=numbers_of(order_lines(order_id=payment.order_id)) if payment else {},
+        fingerprint=fingerprint,
+        address=address,
+    )
+    refused: CardLimitReached | CardPurchasesFrozen | None = None
+    with transaction.atomic():
+        purchase_lock(purchase)
+        now = timezone.now()
+        try:
+            purchase_check(purchase, now=now, exclude_pk=checkout.pk)
+        except (CardLimitReached, CardPurchasesFrozen) as exc:
+            refused = exc
+            CardCheckout.objects.filter(pk=checkout.pk).update(
+                attempt_started_at=None,
+                card_fingerprint=fingerprint,
+                failure_code=exc.code,
+                updated_at=now,
+            )
+        else:
+            CardCheckout.objects.filter(pk=checkout.pk).update(
+                card_fingerprint=fingerprint,
+                client_address=address or None,
+                limit_counted_at=now,
+                limit_amount_eur=purchase.amount_eur,
+                updated_at=now,
+            )
+    if refused is not None:
+        logger.info("card checkout %s refused: %s", checkout.public_id, refused.detail)
+        raise refused
+
+
+# -- an account's own limits (staff) --------------------------------------------------------
+
+
+def card_limits_of(account: Account) -> CardLimitOverride | None:
+    return CardLimitOverride.objects.filter(account_id=account.pk).first()
+
+
+@transaction.atomic
+def card_limits_set(
+    *, account: Account, values: dict[str, int | None], note: str = "", by: User | None = None
+) -> CardLimitOverride | None:
+    """Set the account's own card limits: each of ``values`` (a field of ``CARD_LIMITS``) an
+    integer of at least 0, or None for the setting again; fields not named keep their value.
+    With nothing left of its own, the account's row goes (None)."""
+    names = {name for name, _setting in CARD_LIMITS}
+    unknown = sorted(set(values) - names)
+    if unknown:
+        raise ValueError(f"unknown card limits: {', '.join(unknown)}")
+    for name, value in values.items():
+        if value is not None and (isinstance(value, bool) or not 0 <= value <= 1_000_000):
+            raise ValueError(f"{name}: a whole number from 0 to 1000000, or none")
+    current = CardLimitOverride.objects.select_for_update().filter(account_id=account.pk).first()
+    merged = {name: getattr(current, name) if current else None for name in names}
+    merged.update(values)
+    note = note[:255] if note else (current.note if current else "")
+    if all(value is None for value in merged.values()):
+        CardLimitOverride.objects.filter(account_id=account.pk).delete()
+        return None
+    row, _created = CardLimitOverride.objects.update_or_create(
+        account_id=account.pk,
+        defaults={**merged, "note": note, "updated_at": timezone.now(), "updated_by": by},
+    )
+    return row

@@ -4,9 +4,12 @@ Both models moved here from the orders app with their tables (``Meta.db_table``)
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from reseller.money import MONEY
 
@@ -51,6 +54,8 @@ class CardCheckout(models.Model):
     card_fingerprint = models.CharField(max_length=64, blank=True)
     limit_counted_at = models.DateTimeField(null=True, blank=True)
     limit_amount_eur = models.DecimalField(**MONEY, null=True, blank=True)
+    # The client address of the checkout that charged it (per-address limits).
+    client_address = models.GenericIPAddressField(null=True, blank=True)
     expires_at = models.DateTimeField()
     completed_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
@@ -74,6 +79,11 @@ class CardCheckout(models.Model):
             models.Index(
                 fields=["card_fingerprint", "limit_counted_at"],
                 name="cardcheckout_limit_card",
+                condition=models.Q(limit_counted_at__isnull=False),
+            ),
+            models.Index(
+                fields=["client_address", "limit_counted_at"],
+                name="cardcheckout_limit_address",
                 condition=models.Q(limit_counted_at__isnull=False),
             ),
         ]
@@ -121,6 +131,11 @@ class CardDispute(models.Model):
     reason = models.CharField(max_length=64, blank=True)
     # Stripe's dispute fee (its balance transactions), in the dispute's currency, when given.
     fee = models.DecimalField(**MONEY, null=True, blank=True)
+    # When staff sent the prefilled evidence to Stripe (checkout.review), and by whom.
+    evidence_submitted_at = models.DateTimeField(null=True, blank=True)
+    evidence_submitted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     updated_at = models.DateTimeField(default=timezone.now)
 
@@ -146,6 +161,8 @@ class CardFreeze(models.Model):
     unfrozen_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
+    # Staff reviewed it and blocked the account's card purchases for good (still frozen).
+    blocked_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         db_table = "checkout_cardfreeze"
@@ -157,3 +174,99 @@ class CardFreeze(models.Model):
     @property
     def frozen(self) -> bool:
         return self.unfrozen_at is None
+
+
+# The card limits staff can set per account, each with the setting it overrides
+# (docs/fraud.md): (field, setting).
+CARD_LIMITS = (
+    ("new_account_days", "CARD_LIMIT_NEW_ACCOUNT_DAYS"),
+    ("new_account_per_day", "CARD_LIMIT_NEW_ACCOUNT_PER_DAY"),
+    ("new_account_amount_per_day", "CARD_LIMIT_NEW_ACCOUNT_AMOUNT_PER_DAY"),
+    ("per_number_per_day", "CARD_LIMIT_PER_NUMBER_PER_DAY"),
+    ("per_card_per_day", "CARD_LIMIT_PER_CARD_PER_DAY"),
+    ("per_account_per_hour", "CARD_LIMIT_PER_ACCOUNT_PER_HOUR"),
+    ("per_address_per_day", "CARD_LIMIT_PER_ADDRESS_PER_DAY"),
+    ("per_address_per_hour", "CARD_LIMIT_PER_ADDRESS_PER_HOUR"),
+    ("first_purchase_amount", "CARD_LIMIT_FIRST_PURCHASE_AMOUNT"),
+)
+
+
+def _limit_field(help_text: Any) -> models.PositiveIntegerField:
+    return models.PositiveIntegerField(null=True, blank=True, help_text=help_text)
+
+
+class CardLimitOverride(models.Model):
+    """An account's own card limits, set by staff (back office, ``set_card_limits``): each
+    field set replaces its setting for this account's card purchases; blank keeps the
+    setting. The per-number, per-card and per-address counts stay across all accounts: the
+    account's own value is the cap its purchases are held to."""
+
+    account = models.OneToOneField(
+        "accounts.Account", on_delete=models.CASCADE, related_name="card_limits"
+    )
+    new_account_days = _limit_field(_("Days an account is new (CARD_LIMIT_NEW_ACCOUNT_DAYS)."))
+    new_account_per_day = _limit_field(_("Card payments of a new account in 24 h."))
+    new_account_amount_per_day = _limit_field(_("EUR paid by card by a new account in 24 h."))
+    per_number_per_day = _limit_field(_("Card-paid recharges to one number in 24 h."))
+    per_card_per_day = _limit_field(_("Payments with one card in 24 h."))
+    per_account_per_hour = _limit_field(_("Card payments of the account in one hour."))
+    per_address_per_day = _limit_field(_("Card payments from one client address in 24 h."))
+    per_address_per_hour = _limit_field(_("Card payments from one client address in one hour."))
+    first_purchase_amount = _limit_field(_("EUR of the account's first card payment."))
+    note = models.CharField(max_length=255, blank=True)
+    updated_at = models.DateTimeField(default=timezone.now)
+    updated_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+
+    class Meta:
+        db_table = "checkout_cardlimitoverride"
+        verbose_name = _("card limits of an account")
+        verbose_name_plural = _("card limits of accounts")
+
+    def __str__(self) -> str:
+        return f"card limits of {self.account_id}"
+
+
+class CardKeyFreeze(models.Model):
+    """A card (its Stripe fingerprint) or a recipient number frozen for card purchases by a
+    dispute or an early fraud warning on a payment that used it, across all accounts, until
+    staff review it (docs/fraud.md): unfrozen, or blocked for good. One row per card or
+    number, kept after review and frozen again by the next dispute (unless blocked)."""
+
+    class Kind(models.TextChoices):
+        CARD = "card", _("Card")
+        NUMBER = "number", _("Recipient number")
+
+    class Status(models.TextChoices):
+        FROZEN = "frozen", _("Frozen, to review")
+        UNFROZEN = "unfrozen", _("Unfrozen")
+        BLOCKED = "blocked", _("Blocked for good")
+
+    kind = models.CharField(max_length=8, choices=Kind.choices)
+    value = models.CharField(max_length=64)  # the card's fingerprint or the E.164 number
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.FROZEN)
+    reason = models.CharField(max_length=16)  # ``dispute`` or ``warning``
+    cause = models.CharField(max_length=128, blank=True)  # the Stripe object that froze it
+    account = models.ForeignKey(
+        "accounts.Account", on_delete=models.PROTECT, related_name="+"
+    )  # the account of the disputed payment
+    checkout = models.ForeignKey(
+        CardCheckout, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )  # the disputed payment
+    frozen_at = models.DateTimeField(default=timezone.now)
+    reviewed_at = models.DateTimeField(null=True, blank=True)
+    reviewed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+
+    class Meta:
+        db_table = "checkout_cardkeyfreeze"
+        verbose_name = _("frozen card or number")
+        verbose_name_plural = _("frozen cards and numbers")
+        constraints = [
+            models.UniqueConstraint(fields=["kind", "value"], name="card_key_freeze_once"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.value} {self.status}"

@@ -31,7 +31,6 @@ from django.utils.translation import gettext as _
 from accounts.models import Account, User
 from checkout import disputes, limits
 from checkout.errors import (
-    CardLimitReached,
     CartEmpty,
     PaymentMethodRequired,
     PaymentNotPayable,
@@ -143,10 +142,12 @@ def card_payment_prepare(
     cart: Cart | None = None,
     currency: str | None = None,
     promotion_wait: bool = True,
+    client_address: str = "",
 ) -> Prepared:
     """Price an order (given lines, or a cart's items) in the wallet currency and open a
     pending card payment with its SetupIntent. A Stripe failure leaves nothing behind.
-    ``promotion_wait``: the order's ``whenPromotionScheduled`` ("wait": True)."""
+    ``promotion_wait``: the order's ``whenPromotionScheduled`` ("wait": True);
+    ``client_address``: the client's, for the per-address card limits."""
     with transaction.atomic():
         checkout = _payment_checkout_create(
             account=account,
@@ -155,6 +156,7 @@ def card_payment_prepare(
             cart=cart,
             currency=currency,
             promotion_wait=promotion_wait,
+            client_address=client_address,
         )
     return _attach_setup_intent(checkout, discard_on_failure=True)
 
@@ -167,6 +169,7 @@ def _payment_checkout_create(
     cart: Cart | None,
     currency: str | None,
     promotion_wait: bool = True,
+    client_address: str = "",
 ) -> CardCheckout:
     disputes.card_purchases_check(account=account)
     wallet = wallet_get_or_create(account=account)
@@ -191,6 +194,7 @@ def _payment_checkout_create(
             account=account,
             amount_eur=limits.amount_in_eur(priced.total, priced.currency),
             numbers=limits.numbers_of(priced.lines),
+            address=client_address,
         )
     )
     _order, payment, _lines = order_create(
@@ -218,9 +222,21 @@ def _payment_checkout_create(
     )
 
 
-def card_topup_prepare(*, account: Account, user: User | None, amount: Decimal) -> Prepared:
-    """A pending card top-up of the live wallet with its SetupIntent."""
+def card_topup_prepare(
+    *, account: Account, user: User | None, amount: Decimal, client_address: str = ""
+) -> Prepared:
+    """A pending card top-up of the live wallet with its SetupIntent; the card limits count
+    it as they count a payment (docs/fraud.md)."""
     disputes.card_purchases_check(account=account)
+    limits.purchase_check(
+        limits.Purchase(
+            account=account,
+            amount_eur=limits.amount_in_eur(
+                quantize(amount), wallet_get_or_create(account=account).currency
+            ),
+            address=client_address,
+        )
+    )
     with transaction.atomic():
         topup = topup_request(
             account=account, amount=quantize(amount), method=TopUp.Method.CARD, by=user
@@ -296,7 +312,7 @@ class _Step:
     setup_intent_id: str = ""
 
 
-def card_checkout(*, checkout: CardCheckout) -> Outcome:
+def card_checkout(*, checkout: CardCheckout, client_address: str = "") -> Outcome:
     """Take the money with the card the browser confirmed; safe to call any number of times.
 
     Three steps, so Stripe is never called under a row lock: decide and record the attempt
@@ -312,7 +328,9 @@ def card_checkout(*, checkout: CardCheckout) -> Outcome:
     if step.kind == "follow":
         intent = gateway.payment_intent_get(payment_intent_id=step.payment_intent_id)
     else:
-        intent_or_error = _confirm_on_stripe(checkout, setup_intent_id=step.setup_intent_id)
+        intent_or_error = _confirm_on_stripe(
+            checkout, setup_intent_id=step.setup_intent_id, client_address=client_address
+        )
         if isinstance(intent_or_error, ApplicationError):
             with transaction.atomic():
                 locked = _lock(checkout.pk)
@@ -371,7 +389,7 @@ def _checkout_decide(checkout: CardCheckout) -> _Step:
 
 
 def _confirm_on_stripe(
-    checkout: CardCheckout, *, setup_intent_id: str
+    checkout: CardCheckout, *, setup_intent_id: str, client_address: str = ""
 ) -> gateway.IntentResult | ApplicationError:
     """Create and confirm the PaymentIntent (no transaction open): the intent, or the error
     of a refused card (declined, 3-D Secure failed) for the caller to record."""
@@ -380,8 +398,7 @@ def _confirm_on_stripe(
         CardCheckout.objects.filter(pk=checkout.pk).update(attempt_started_at=None)
         raise PaymentMethodRequired()
     payment_method, customer = card
-    if checkout.payment_id:
-        _limits_reserve(checkout, payment_method=payment_method, setup_intent_id=setup_intent_id)
+    limits.limits_reserve(checkout, payment_method=payment_method, address=client_address)
     try:
         return gateway.payment_intent_confirm(
             amount=checkout.amount,
@@ -391,6 +408,7 @@ def _confirm_on_stripe(
             # The attempt's SetupIntent: a late event of an earlier attempt is told apart.
             metadata={_metadata_key(checkout): checkout.public_id, "setupIntent": setup_intent_id},
             idempotency_key=f"checkout:{checkout.public_id}:{setup_intent_id}",
+            three_d_secure=limits.three_d_secure_required(checkout),
         )
     except (CardDeclined, CardAuthenticationFailed) as exc:
         return exc
@@ -400,51 +418,6 @@ def _confirm_on_stripe(
             attempt_started_at=None, limit_counted_at=None
         )
         raise
-
-
-def _limits_reserve(checkout: CardCheckout, *, payment_method: str, setup_intent_id: str) -> None:
-    """Before the PaymentIntent is created (no transaction open): read the card's fingerprint
-    from Stripe, then under the limits' advisory locks count every limit again and either
-    refuse (``CardLimitReached``, nothing charged, the attempt cleared) or record the payment
-    as counted, and commit, so the next checkout at the limit sees it. The lock is released
-    before Stripe is asked to charge; a failed attempt gives its place back."""
-    try:
-        fingerprint = gateway.card_fingerprint(payment_method=payment_method)
-    except ApplicationError:
-        CardCheckout.objects.filter(pk=checkout.pk).update(attempt_started_at=None)
-        raise
-    payment = checkout.payment
-    assert payment is not None
-    purchase = limits.Purchase(
-        account=checkout.account,
-        amount_eur=limits.amount_in_eur(checkout.amount, checkout.currency),
-        numbers=limits.numbers_of(limits.order_lines(order_id=payment.order_id)),
-        fingerprint=fingerprint,
-    )
-    refused: CardLimitReached | None = None
-    with transaction.atomic():
-        limits.purchase_lock(purchase)
-        now = timezone.now()
-        try:
-            limits.purchase_check(purchase, now=now, exclude_pk=checkout.pk)
-        except CardLimitReached as exc:
-            refused = exc
-            CardCheckout.objects.filter(pk=checkout.pk).update(
-                attempt_started_at=None,
-                card_fingerprint=fingerprint,
-                failure_code=exc.code,
-                updated_at=now,
-            )
-        else:
-            CardCheckout.objects.filter(pk=checkout.pk).update(
-                card_fingerprint=fingerprint,
-                limit_counted_at=now,
-                limit_amount_eur=purchase.amount_eur,
-                updated_at=now,
-            )
-    if refused is not None:
-        logger.info("card checkout %s refused: %s", checkout.public_id, refused.detail)
-        raise refused
 
 
 def _follow(checkout: CardCheckout, intent: gateway.IntentResult) -> Outcome:
@@ -512,7 +485,7 @@ def _complete(checkout: CardCheckout, intent: gateway.IntentResult) -> None:
     checkout.failure_code = ""
     checkout.updated_at = now
     fields = ["completed_at", "payment_intent_id", "failure_code", "updated_at"]
-    if checkout.payment_id and checkout.limit_counted_at is None:
+    if checkout.limit_counted_at is None:
         # Captured after its attempt was given up (a late success): it counts from now.
         checkout.limit_counted_at = now
         checkout.limit_amount_eur = limits.amount_in_eur(checkout.amount, checkout.currency)

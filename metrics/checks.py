@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from recharges.books_check import books_check
+from checkout.books_check import books_check
 from reseller.metrics import ledger_check_recorded
 from wallet.selectors import ledger_mismatches
 

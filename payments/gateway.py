@@ -167,10 +167,13 @@ def payment_intent_confirm(
     customer: str,
     metadata: dict[str, str],
     idempotency_key: str,
+    three_d_secure: bool = False,
 ) -> IntentResult:
     """Create and confirm a PaymentIntent in one call (localstripe cannot confirm later).
 
     A decline raises ``CardDeclined``; 3-D Secure comes back as ``requires_action``.
+    ``three_d_secure``: ask the bank to authenticate the cardholder whenever the card supports
+    it (``payment_method_options.card.request_three_d_secure = "any"``; docs/fraud.md).
     """
     params: dict[str, Any] = {
         "amount": to_minor_units(amount),
@@ -182,6 +185,8 @@ def payment_intent_confirm(
     }
     if customer:
         params["customer"] = customer
+    if three_d_secure:
+        params["payment_method_options"] = {"card": {"request_three_d_secure": "any"}}
     try:
         pi = client().v1.payment_intents.create(
             params=params,  # type: ignore[arg-type]
@@ -195,6 +200,16 @@ def payment_intent_confirm(
     except stripe.StripeError as exc:
         raise _unavailable(exc) from exc
     return intent_result(pi)
+
+
+def dispute_evidence_submit(*, dispute_id: str, evidence: dict[str, str]) -> None:
+    """Send a dispute's evidence to Stripe and submit it (``stripe.Dispute.modify``); never
+    called under a row lock (docs/fraud.md)."""
+    try:
+        params: dict[str, Any] = {"evidence": evidence, "submit": True}
+        client().v1.disputes.update(dispute_id, params=params)  # type: ignore[arg-type]
+    except stripe.StripeError as exc:
+        raise _unavailable(exc) from exc
 
 
 def payment_intent_get(*, payment_intent_id: str) -> IntentResult:

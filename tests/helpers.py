@@ -60,7 +60,7 @@ def second_factor_login(client, user):
 def assert_ledger_balanced():
     """Every test that moves money ends with this: cached balances equal their entries, and
     the books of the business agree with the recharges (docs/books.md)."""
-    from recharges.books_check import books_check
+    from checkout.books_check import books_check
     from wallet.selectors import ledger_mismatches
 
     assert ledger_mismatches() == []

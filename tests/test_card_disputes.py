@@ -7,13 +7,9 @@ arrive in every order and each twice.
 
 from __future__ import annotations
 
-import itertools
-import json
-import time
 from decimal import Decimal
 
 import pytest
-import stripe
 from django.core.management import CommandError, call_command
 from rest_framework.test import APIClient
 
@@ -21,67 +17,27 @@ from checkout.models import CardDispute, StripeEvent
 from emails.models import Email
 from payments.models import Payment
 from recharges.models import Recharge
-from tests.card_support import WEBHOOK_SECRET
+from tests.fraud_support import (
+    CLOSED,
+    CREATED,
+    MX_NUMBER,
+    WARNED,
+    card_payment,
+    dispute,
+    early_fraud_warning,
+    event,
+    post_event,
+)
 from tests.helpers import assert_ledger_balanced, assert_problem, bearer
 from wallet.models import LedgerEntry, TopUp, Wallet
 
 pytestmark = pytest.mark.django_db
 
-WEBHOOK = "/webhooks/stripe"
 PREPARE = "/api/v1/payments/prepare"
 CHECKOUT = "/api/v1/payments/checkout"
-MX_NUMBER = "+525512345678"
-_ids = itertools.count(1)
 
 
 # -- signed events ---------------------------------------------------------------------------
-
-
-def post_event(client, event: dict):
-    payload = json.dumps(event)
-    header = stripe.WebhookSignature.generate_signature_header(
-        payload, WEBHOOK_SECRET, timestamp=int(time.time())
-    )
-    return client.post(
-        WEBHOOK, payload.encode(), content_type="application/json", HTTP_STRIPE_SIGNATURE=header
-    )
-
-
-def event(kind: str, obj: dict) -> dict:
-    return {
-        "id": f"evt_dispute_{next(_ids)}",
-        "object": "event",
-        "type": kind,
-        "data": {"object": obj},
-    }
-
-
-def dispute(pi: str, *, status: str, amount: int, dispute_id: str = "dp_1", fee: int | None = None):
-    obj = {
-        "id": dispute_id,
-        "object": "dispute",
-        "amount": amount,
-        "currency": "eur",
-        "charge": "ch_of_" + pi,
-        "payment_intent": pi,
-        "reason": "fraudulent",
-        "status": status,
-        "metadata": {},
-    }
-    if fee is not None:
-        obj["balance_transactions"] = [{"id": "txn_dp", "amount": -amount, "fee": fee}]
-    return obj
-
-
-def early_fraud_warning(pi: str, warning_id: str = "issfr_1") -> dict:
-    return {
-        "id": warning_id,
-        "object": "radar.early_fraud_warning",
-        "actionable": True,
-        "charge": "ch_of_" + pi,
-        "payment_intent": pi,
-        "fraud_type": "made_with_stolen_card",
-    }
 
 
 # -- a card payment with queued recharges ---------------------------------------------------
@@ -93,28 +49,6 @@ def shopper(user):
     client.credentials(**bearer(user))
     client.user = user
     return client
-
-
-def card_payment(shopper, product, stripe_local, *, quantity=2) -> Payment:
-    """A captured card payment whose recharges wait in the queue (no worker runs here)."""
-    body = shopper.post(
-        PREPARE,
-        {
-            "items": [
-                {"productId": product.public_id, "recipientNumber": MX_NUMBER, "quantity": quantity}
-            ],
-            "baseCurrency": "EUR",
-        },
-        format="json",
-    ).json()
-    stripe_local.browser_confirm_setup(body["setupClientSecret"])
-    assert (
-        shopper.post(CHECKOUT, {"paymentId": body["paymentId"]}, format="json").status_code == 200
-    )
-    payment = Payment.objects.get(public_id=body["paymentId"])
-    assert payment.status == "captured"
-    assert set(payment.recharges.values_list("status", flat=True)) == {"queued"}
-    return payment
 
 
 def prepare_status(shopper, product) -> int:
@@ -129,10 +63,6 @@ def prepare_status(shopper, product) -> int:
         format="json",
     ).status_code
 
-
-CREATED = "charge.dispute.created"
-CLOSED = "charge.dispute.closed"
-WARNED = "radar.early_fraud_warning.created"
 
 # (events in the order they arrive, what the payment shows in the end)
 ORDERS = {
@@ -424,3 +354,124 @@ def test_staff_unfreeze_from_the_back_office(client, shopper, user, staff, produ
     staff_account_unfreeze_cards(account=user.account, actor=staff)
     assert prepare_status(shopper, product) == 201
     assert StaffAction.objects.filter(action="account.unfreeze_cards").count() == 1
+
+
+# -- the books of a lost dispute (docs/books.md) ----------------------------------------------
+
+
+def dispute_books() -> dict[str, dict[str, tuple[Decimal, str, str]]]:
+    from books.models import Entry
+
+    found: dict[str, dict[str, tuple[Decimal, str, str]]] = {}
+    for line in Entry.objects.filter(kind__in=("dispute", "dispute_fee")):
+        found.setdefault(line.journal, {})[line.ledger] = (
+            line.amount,
+            line.currency,
+            line.reference,
+        )
+    return found
+
+
+@pytest.mark.parametrize(
+    "arrivals",
+    [
+        ["created+fee", "lost"],
+        ["lost", "created+fee"],
+        ["created", "lost+fee"],
+        ["lost+fee", "created", "lost"],
+        ["lost", "lost+fee"],
+    ],
+)
+def test_a_lost_dispute_books_its_amount_and_fee_once_in_any_order(
+    arrivals, client, shopper, product, stripe_local
+):
+    payment = card_payment(shopper, product, stripe_local, quantity=2)
+    pi = payment.payment_intent_id
+
+    def sent(name: str) -> dict:
+        status = "lost" if name.startswith("lost") else "needs_response"
+        fee = 1500 if name.endswith("+fee") else None
+        kind = CLOSED if status == "lost" else CREATED
+        return event(kind, dispute(pi, status=status, amount=1000, dispute_id="dp_b", fee=fee))
+
+    events = [sent(name) for name in arrivals]
+    for each in events + events:  # each twice
+        assert post_event(client, each).status_code == 200
+    key = CardDispute.objects.get(stripe_id="dp_b").pk
+    assert dispute_books() == {
+        f"dispute:{key}": {
+            "disputes_lost": (Decimal("10.00"), "EUR", payment.public_id),
+            "bank": (Decimal("-10.00"), "EUR", payment.public_id),
+        },
+        f"dispute_fee:{key}": {
+            "stripe_fees": (Decimal("15.00"), "EUR", payment.public_id),
+            "bank": (Decimal("-15.00"), "EUR", payment.public_id),
+        },
+    }
+    assert_ledger_balanced()
+    from checkout.books_check import books_check
+
+    assert books_check() == []
+    out = __import__("io").StringIO()
+    call_command("check_books", stdout=out)
+    assert out.getvalue().strip() == "books ok"
+
+
+def test_a_won_dispute_or_a_warning_books_nothing(client, shopper, product, stripe_local):
+    payment = card_payment(shopper, product, stripe_local, quantity=1)
+    pi = payment.payment_intent_id
+    post_event(client, event(WARNED, early_fraud_warning(pi)))
+    post_event(client, event(CREATED, dispute(pi, status="needs_response", amount=500, fee=1500)))
+    post_event(client, event(CLOSED, dispute(pi, status="won", amount=500)))
+    # A late "lost" of a dispute already won does not turn it round.
+    post_event(client, event(CLOSED, dispute(pi, status="lost", amount=500)))
+    assert CardDispute.objects.get(stripe_id="dp_1").status == "won"
+    assert dispute_books() == {}
+    assert_ledger_balanced()
+
+
+def test_the_books_of_a_lost_dispute_of_a_spent_card_topup(client, shopper, user, product,
+                                                           stripe_local):  # fmt: skip
+    topup = card_topup(shopper, stripe_local, "25.00")
+    assert wallet_order(shopper, product, 4).status_code == 201
+    pi = topup.external_reference
+    post_event(
+        client, event(CLOSED, dispute(pi, status="lost", amount=2500, dispute_id="dp_s", fee=1500))
+    )
+    key = CardDispute.objects.get(stripe_id="dp_s").pk
+    books = dispute_books()
+    assert books[f"dispute:{key}"]["disputes_lost"] == (Decimal("25.00"), "EUR", topup.public_id)
+    assert books[f"dispute_fee:{key}"]["stripe_fees"] == (Decimal("15.00"), "EUR", topup.public_id)
+    assert Wallet.objects.get(account=user.account, kind="live").balance == Decimal("-20.00")
+    assert_ledger_balanced()
+
+
+def test_check_books_finds_a_lost_dispute_not_booked_and_a_stray_dispute_journal(
+    client, shopper, product, stripe_local
+):
+    from books.models import Entry
+    from checkout.books_check import books_check
+
+    payment = card_payment(shopper, product, stripe_local, quantity=1)
+    pi = payment.payment_intent_id
+    post_event(client, event(CLOSED, dispute(pi, status="lost", amount=500, fee=1500)))
+    row = CardDispute.objects.get(stripe_id="dp_1")
+    assert books_check() == []
+    # The fee journal lost, the amount's tampered with, and a journal of no dispute.
+    Entry.objects.filter(journal=f"dispute_fee:{row.pk}").delete()
+    Entry.objects.filter(journal=f"dispute:{row.pk}", ledger="disputes_lost").update(
+        amount=Decimal("4.00")
+    )
+    Entry.objects.create(journal="dispute:999999", kind="dispute", ledger="disputes_lost",
+                         amount=Decimal("1"), currency="EUR", reporting_amount=Decimal("1"),
+                         reporting_currency="EUR")  # fmt: skip
+    Entry.objects.create(journal="dispute:999999", kind="dispute", ledger="bank",
+                         amount=Decimal("-1"), currency="EUR", reporting_amount=Decimal("-1"),
+                         reporting_currency="EUR")  # fmt: skip
+    problems = books_check()
+    assert any(f"dispute_fee:{row.pk}: a lost dispute" in p for p in problems), problems
+    assert any(f"dispute:{row.pk}: disputes_lost is 4.00" in p for p in problems), problems
+    assert any(f"dispute:{row.pk}" in p and "does not balance" in p for p in problems), problems
+    assert "dispute:999999: booked, but not a lost dispute" in problems
+    with pytest.raises(CommandError):
+        call_command("check_books")

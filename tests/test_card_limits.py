@@ -7,94 +7,39 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import threading
 from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
-import requests
-from django.db import connection
 from django.utils import timezone
-from rest_framework.test import APIClient
 
-from accounts.models import Account
 from checkout.models import CardCheckout
 from payments.models import Payment
 from recharges.models import Recharge
-from tests.card_support import DECLINED, SECRET_KEY, VISA, stripe_settings
-from tests.factories import ProductFactory, UserFactory
-from tests.helpers import assert_problem, bearer
-
-PREPARE = "/api/v1/payments/prepare"
-CHECKOUT = "/api/v1/payments/checkout"
-NUMBER = "+525512345678"
-MASTERCARD = "5555555555554444"
-DAY = 24 * 3600
+from tests.card_support import DECLINED, VISA, stripe_settings
+from tests.factories import ProductFactory
+from tests.fraud_support import (
+    CHECKOUT,
+    MASTERCARD,
+    NUMBER,
+    PREPARE,
+    age,
+    assert_refused,
+    checkout_call,
+    confirmed,
+    intents_of,
+    pay,
+    prepare,
+    race,
+    shopper,
+)
+from tests.helpers import assert_problem
 
 
 @pytest.fixture
 def product(db):
     return ProductFactory(retail_price=Decimal("5.00"))
-
-
-def shopper(user=None):
-    user = user or UserFactory()
-    client = APIClient()
-    client.credentials(**bearer(user))
-    client.user = user
-    return client
-
-
-def items(product, number=NUMBER, quantity=1):
-    return {
-        "items": [
-            {"productId": product.public_id, "recipientNumber": number, "quantity": quantity}
-        ],
-        "baseCurrency": "EUR",
-    }
-
-
-def prepare(client, product, number=NUMBER, quantity=1):
-    return client.post(PREPARE, items(product, number, quantity), format="json")
-
-
-def pay(client, product, server, *, number=NUMBER, card=VISA, quantity=1):
-    """prepare → the browser's confirmCardSetup → checkout; the checkout's response."""
-    prepared = prepare(client, product, number, quantity)
-    assert prepared.status_code == 201, prepared.content
-    body = prepared.json()
-    assert server.browser_confirm_setup(body["setupClientSecret"], card)["status"] == "succeeded"
-    response = client.post(CHECKOUT, {"paymentId": body["paymentId"]}, format="json")
-    response.payment_id = body["paymentId"]
-    return response
-
-
-def intents_of(server, payment_id: str) -> list[dict]:
-    """Every PaymentIntent localstripe holds for our payment (the session's server is shared)."""
-    found, after = [], None
-    while True:
-        params = {"limit": 100, **({"starting_after": after} if after else {})}
-        page = requests.get(
-            f"{server.url}/v1/payment_intents", params=params, auth=(SECRET_KEY, ""), timeout=5
-        ).json()
-        found += [pi for pi in page["data"] if pi["metadata"].get("paymentId") == payment_id]
-        if not page.get("has_more") or not page["data"]:
-            return found
-        after = page["data"][-1]["id"]
-
-
-def assert_refused(response, *, at_most: int = DAY) -> dict:
-    body = assert_problem(response, 429, "card_limit_reached")
-    assert 0 < int(response["Retry-After"]) <= at_most
-    return body
-
-
-def age(user, days: int) -> None:
-    Account.objects.filter(pk=user.account_id).update(
-        created_at=timezone.now() - timedelta(days=days)
-    )
-    user.account.refresh_from_db()
 
 
 # -- new accounts -------------------------------------------------------------------------
@@ -203,35 +148,6 @@ def test_per_card_limit_is_refused_at_checkout_before_any_charge(product, stripe
 
 
 # -- concurrency: exact under racing checkouts --------------------------------------------
-
-
-def race(calls) -> list:
-    results: list = [None] * len(calls)
-    barrier = threading.Barrier(len(calls))
-
-    def worker(n):
-        try:
-            barrier.wait()
-            results[n] = calls[n]()
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=worker, args=(n,)) for n in range(len(calls))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
-    return results
-
-
-def confirmed(client, product, server, number, card=VISA) -> str:
-    body = prepare(client, product, number).json()
-    assert server.browser_confirm_setup(body["setupClientSecret"], card)["status"] == "succeeded"
-    return body["paymentId"]
-
-
-def checkout_call(client, payment_id):
-    return lambda: client.post(CHECKOUT, {"paymentId": payment_id}, format="json").status_code
 
 
 @pytest.mark.django_db(transaction=True)

@@ -211,6 +211,14 @@ CARD_LIMIT_NEW_ACCOUNT_PER_DAY = env.int("CARD_LIMIT_NEW_ACCOUNT_PER_DAY", defau
 CARD_LIMIT_NEW_ACCOUNT_AMOUNT_PER_DAY = env.int("CARD_LIMIT_NEW_ACCOUNT_AMOUNT_PER_DAY", default=50)
 CARD_LIMIT_PER_NUMBER_PER_DAY = env.int("CARD_LIMIT_PER_NUMBER_PER_DAY", default=5)
 CARD_LIMIT_PER_CARD_PER_DAY = env.int("CARD_LIMIT_PER_CARD_PER_DAY", default=5)
+# Beyond the contract's five (docs/fraud.md): any account per hour, one client address per day
+# and per hour (all accounts together), and the amount of an account's first card payment (EUR).
+CARD_LIMIT_PER_ACCOUNT_PER_HOUR = env.int("CARD_LIMIT_PER_ACCOUNT_PER_HOUR", default=10)
+CARD_LIMIT_PER_ADDRESS_PER_DAY = env.int("CARD_LIMIT_PER_ADDRESS_PER_DAY", default=20)
+CARD_LIMIT_PER_ADDRESS_PER_HOUR = env.int("CARD_LIMIT_PER_ADDRESS_PER_HOUR", default=10)
+CARD_LIMIT_FIRST_PURCHASE_AMOUNT = env.int("CARD_LIMIT_FIRST_PURCHASE_AMOUNT", default=40)
+# A card payment or top-up above this many EUR asks for 3-D Secure (request_three_d_secure "any").
+CARD_3DS_ABOVE_EUR = env.int("CARD_3DS_ABOVE_EUR", default=30)
 
 # Content Security Policy (Django's own middleware): only our origin, plus the Stripe origin
 # that Stripe.js needs.

@@ -1,13 +1,14 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from recharges.books_check import books_check
+from checkout.books_check import books_check
 from reseller.metrics import ledger_check_recorded
 
 
 class Command(BaseCommand):
     help = (
         "Prove the books of the business: every journal balances, every delivered recharge "
-        "has its price, cost and margin entries, every reversal its own. Exit non-zero if not."
+        "has its price, cost and margin entries, every reversal its own, every lost dispute its "
+        "amount and fee. Exit non-zero if not."
     )
 
     def handle(self, *args, **opts):
