@@ -7,6 +7,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from reseller.money import MONEY
 
@@ -57,6 +58,8 @@ class CardCheckout(models.Model):
     updated_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
+        verbose_name = _("card checkout")
+        verbose_name_plural = _("card checkouts")
         db_table = "orders_cardcheckout"  # moved from the orders app with its table
         constraints = [
             models.CheckConstraint(
@@ -95,6 +98,8 @@ class StripeEvent(models.Model):
     received_at = models.DateTimeField(default=timezone.now, editable=False)
 
     class Meta:
+        verbose_name = _("Stripe event")
+        verbose_name_plural = _("Stripe events")
         db_table = "orders_stripeevent"  # moved from the orders app with its table
 
     def __str__(self) -> str:
@@ -125,6 +130,8 @@ class CardDispute(models.Model):
     updated_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
+        verbose_name = _("card dispute")
+        verbose_name_plural = _("card disputes")
         db_table = "checkout_carddispute"
 
     def __str__(self) -> str:
@@ -148,6 +155,8 @@ class CardFreeze(models.Model):
     )
 
     class Meta:
+        verbose_name = _("card freeze")
+        verbose_name_plural = _("card freezes")
         db_table = "checkout_cardfreeze"
 
     def __str__(self) -> str:
