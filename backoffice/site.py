@@ -38,6 +38,7 @@ class BackofficeAdminSite(OTPAdminSite):
     site_title = format_lazy("reseller · {}", _("Back office"))
     index_title = _("Back office")
     login_form = AdminLoginForm
+    login_template = "backoffice/login.html"
 
     def __init__(self, name: str = "admin") -> None:
         super().__init__(name)
