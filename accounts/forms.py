@@ -101,8 +101,8 @@ class AdminLoginForm(RateLimitedLogin, OTPAdminAuthenticationForm):
             "That code is not right. Enter the code your authenticator app shows now, or a "
             "recovery code."
         ),
-        "n_failed_attempts": _("Too many wrong codes. Wait a minute, then try again."),
-        "verification_not_allowed": _("Too many wrong codes. Wait a minute, then try again."),
+        "n_failed_attempts": _("Too many wrong codes. Wait a moment, then try again."),
+        "verification_not_allowed": _("Too many wrong codes. Wait a moment, then try again."),
     }
 
     def _verify_token(self, user, token, device=None):
@@ -114,7 +114,11 @@ class AdminLoginForm(RateLimitedLogin, OTPAdminAuthenticationForm):
         return super()._verify_token(user, token.strip(), device)
 
     def _update_form(self, user):
-        """django-otp fills a device dropdown and echoes the password here: neither."""
+        """django-otp fills a device dropdown and echoes the password here: neither; the
+        wrong code is cleared for the next one."""
+        if self.is_bound and self.data.get("otp_token"):
+            self.data = self.data.copy()
+            self.data["otp_token"] = ""
 
 
 class ProfileForm(forms.ModelForm):

@@ -80,6 +80,7 @@ def test_a_wrong_or_missing_code_gets_a_plain_message_and_no_device_list(code, m
     assert 'name="otp_device"' not in html and "otp_challenge" not in html
     assert "Invalid token" not in html and "select a device" not in html.lower()
     assert STAFF_PASSWORD not in html  # the password is not written back into the page
+    assert not code or f'value="{code}"' not in html  # nor the wrong code
     assert 'name="otp_token"' in html and 'autocomplete="one-time-code"' in html
 
 
