@@ -8,6 +8,8 @@ PORT ?= 8000
 setup:
 	@scripts/setup.sh
 
+# make run PORT=8080 HOST=0.0.0.0; make run WEBHOOK_ALLOW_PRIVATE_TARGETS=true lets webhooks reach
+# a receiver on this machine (read once at start: set it here, not later in another shell).
 run: setup
 	@PROVIDERS=$(PROVIDERS) scripts/run.sh $(HOST) $(PORT)
 

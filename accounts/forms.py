@@ -76,14 +76,49 @@ class EmailLoginForm(RateLimitedLogin, AuthenticationForm):
 
 class AdminLoginForm(RateLimitedLogin, OTPAdminAuthenticationForm):
     """The admin's login: limited like the site's, and staff give their second factor (the
-    authenticator's code, or a recovery code, in ``otp_token``)."""
+    authenticator's code, or a recovery code, in ``otp_token``).
+
+    One code field and plain messages: no device list to choose from (the code's shape says
+    which device it is for), no "challenge" button, and the password is never written back
+    into the page after a wrong code.
+    """
+
+    otp_device = None
+    otp_challenge = None
+    otp_token = forms.CharField(
+        label=_("Authentication code"),
+        required=False,
+        max_length=32,
+        help_text=_("The 6-digit code of your authenticator app, or one of your recovery codes."),
+        widget=forms.TextInput(attrs={"autocomplete": "one-time-code", "spellcheck": "false"}),
+    )
+    otp_error_messages = {
+        **OTPAdminAuthenticationForm.otp_error_messages,
+        "token_required": _(
+            "Enter the 6-digit code of your authenticator app (or a recovery code)."
+        ),
+        "invalid_token": _(
+            "That code is not right. Enter the code your authenticator app shows now, or a "
+            "recovery code."
+        ),
+        "n_failed_attempts": _("Too many wrong codes. Wait a moment, then try again."),
+        "verification_not_allowed": _("Too many wrong codes. Wait a moment, then try again."),
+    }
 
     def _verify_token(self, user, token, device=None):
-        # No device list to choose from: the code's shape says which device it is for.
-        device = device or second_factor_device(user=user, code=token)
+        device = second_factor_device(user=user, code=token)
         if device is None:
-            raise forms.ValidationError(self.otp_error_messages["invalid_token"])
-        return super()._verify_token(user, token, device)
+            raise forms.ValidationError(
+                self.otp_error_messages["invalid_token"], code="invalid_token"
+            )
+        return super()._verify_token(user, token.strip(), device)
+
+    def _update_form(self, user):
+        """django-otp fills a device dropdown and echoes the password here: neither; the
+        wrong code is cleared for the next one."""
+        if self.is_bound and self.data.get("otp_token"):
+            self.data = self.data.copy()
+            self.data["otp_token"] = ""
 
 
 class ProfileForm(forms.ModelForm):

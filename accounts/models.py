@@ -43,6 +43,8 @@ class Account(models.Model):
     created_at = models.DateTimeField(default=timezone.now, editable=False)
 
     class Meta:
+        verbose_name = _("account")
+        verbose_name_plural = _("accounts")
         constraints = [
             models.CheckConstraint(
                 condition=models.Q(discount_percent__gte=0) & models.Q(discount_percent__lte=100),
@@ -65,6 +67,10 @@ class BillingProfile(models.Model):
     city = models.CharField(_("city"), max_length=100, blank=True)
     postal_code = models.CharField(_("postal code"), max_length=20, blank=True)
     country = CountryField(_("country"), blank=True, help_text="ISO 3166-1 alpha-2")
+
+    class Meta:
+        verbose_name = _("billing profile")
+        verbose_name_plural = _("billing profiles")
 
     def __str__(self) -> str:
         return f"Billing of {self.account}"
@@ -133,6 +139,8 @@ class User(AbstractBaseUser, PermissionsMixin):
     REQUIRED_FIELDS: list[str] = []  # type: ignore[misc]
 
     class Meta:
+        verbose_name = _("user")
+        verbose_name_plural = _("users")
         constraints = [models.UniqueConstraint(Lower("email"), name="user_email_ci_unique")]
 
     def __str__(self) -> str:
@@ -272,6 +280,10 @@ class SignupRequest(models.Model):
     token_hash = models.CharField(max_length=64, unique=True)
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
 
+    class Meta:
+        verbose_name = _("sign-up request")
+        verbose_name_plural = _("sign-up requests")
+
     def __str__(self) -> str:
         return self.email
 
@@ -289,6 +301,10 @@ class Invitation(models.Model):
     )
     created_at = models.DateTimeField(default=timezone.now)
     accepted_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name = _("invitation")
+        verbose_name_plural = _("invitations")
 
     def __str__(self) -> str:
         return f"{self.email} ({self.role})"

@@ -202,6 +202,16 @@ def totp_device_enrol(*, user: User) -> TOTPDevice:
 
 
 @transaction.atomic
+def totp_device_ensure(*, user: User) -> tuple[TOTPDevice, bool]:
+    """A staff user's confirmed authenticator, enrolled if there is none (True when new): the
+    demo admin keeps the device its authenticator app already holds across ``seed_demo`` runs."""
+    device = TOTPDevice.objects.filter(user=user, confirmed=True).order_by("pk").first()
+    if device is not None:
+        return device, False
+    return totp_device_enrol(user=user), True
+
+
+@transaction.atomic
 def recovery_codes_create(*, user: User, count: int = 10) -> list[str]:
     """Replace a staff user's recovery codes: ``count`` one-use codes, shown once."""
     StaticDevice.objects.filter(user=user).delete()

@@ -1,9 +1,11 @@
 from django.apps import AppConfig
 from django.contrib.admin import apps as admin_apps
+from django.utils.translation import gettext_lazy as _
 
 
 class BackofficeConfig(AppConfig):
     name = "backoffice"
+    verbose_name = _("Back office")
 
 
 class BackofficeAdminConfig(admin_apps.AdminConfig):

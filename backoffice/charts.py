@@ -36,17 +36,31 @@ class Series:
     color: str
 
 
-def nice_max(value: float, ticks: int = 4) -> tuple[float, float]:
-    """A round axis maximum at or above ``value`` and its tick step (1, 2, 2.5 or 5 x 10^n)."""
+def nice_max(value: float, ticks: int = 5, *, integer: bool = False) -> tuple[float, float]:
+    """A round axis maximum at or above ``value`` and its tick step: the smallest step of
+    1, 2 or 5 x 10^n that reaches ``value`` in at most ``ticks`` steps (0-2-4-6-8-10, never
+    the 2.5 steps that print as 2 and 8 once rounded). ``integer``: counts, so the step is
+    a whole number (1 at least)."""
     if value <= 0:
-        return 1.0, 0.25
-    raw = value / ticks
-    magnitude = 10 ** math.floor(math.log10(raw))
-    for factor in (1, 2, 2.5, 5, 10):
-        step = factor * magnitude
-        if step * ticks >= value:
-            return step * ticks, step
-    return 10 * magnitude * ticks, 10 * magnitude  # pragma: no cover
+        return (1.0, 1.0) if integer else (1.0, 0.25)
+    exponent = math.floor(math.log10(value / ticks))
+    while True:
+        for factor in (1, 2, 5):
+            step = factor * 10.0**exponent
+            if integer and step < 1:
+                continue
+            count = math.ceil(round(value / step, 9))
+            if count <= ticks:
+                return round(count * step, 10), round(step, 10)
+        exponent += 1
+
+
+def tick_decimals(step: float) -> int:
+    """How many decimals show a tick of ``step`` exactly (0.25 → 2, 0.5 → 1, 20 → 0)."""
+    decimals = 0
+    while decimals < 6 and abs(step * 10**decimals - round(step * 10**decimals)) > 1e-9:
+        decimals += 1
+    return decimals
 
 
 def _fmt(value: float | Decimal, decimals: int = 0) -> str:
@@ -93,17 +107,18 @@ def column_chart(
         return _empty(width, height, label, empty)
     left, right, top, bottom = 56, 8, 10, 34
     plot_w, plot_h = width - left - right, height - top - bottom
-    top_value, step = nice_max(max(totals))
+    top_value, step = nice_max(max(totals), integer=decimals == 0)
+    tick_places = max(decimals, tick_decimals(step)) if step < 1 else 0
     body: list[str] = []
     ticks = round(top_value / step)
     for i in range(ticks + 1):
-        tick = step * i
+        tick = round(step * i, 10)
         y = top + plot_h - plot_h * tick / top_value
         body.append(
             f'<line x1="{left}" x2="{width - right}" y1="{y:.1f}" y2="{y:.1f}" '
             f'stroke="{PALETTE["grid"]}"/>'
             f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end" fill="{PALETTE["text"]}">'
-            f"{escape(_fmt(tick, decimals if step < 1 else 0))}</text>"
+            f"{escape(_fmt(tick, tick_places))}</text>"
         )
     slot = plot_w / len(labels)
     bar = max(slot * 0.72, 1)

@@ -32,8 +32,9 @@ class StaffAction(models.Model):
     created_at = models.DateTimeField(_("when"), default=timezone.now, editable=False)
 
     class Meta:
-        ordering = ["-id"]
         verbose_name = _("staff action")
+        verbose_name_plural = _("staff actions")
+        ordering = ["-id"]
         indexes = [
             models.Index(fields=["-created_at"], name="staffaction_recent"),
             models.Index(fields=["target_type", "target_id"], name="staffaction_target"),

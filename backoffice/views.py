@@ -83,7 +83,8 @@ def dashboard(request, *, admin_site):
                 charts.Bar(
                     label=f"{row['name']} ({row['country']})",
                     value=row["rate"],
-                    text=f"{row['rate']:.0%} of {row['delivered'] + row['failed']}",
+                    text=_("%(rate)s of %(count)d")
+                    % {"rate": f"{row['rate']:.0%}", "count": row["delivered"] + row["failed"]},
                     color=charts.PALETTE["delivered"]
                     if row["rate"] >= 0.9
                     else charts.PALETTE["waitlisted"]

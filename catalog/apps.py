@@ -1,8 +1,10 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class CatalogConfig(AppConfig):
     name = "catalog"
+    verbose_name = _("Catalog")
 
     def ready(self) -> None:
         from django.db.models.signals import m2m_changed, post_delete, post_save

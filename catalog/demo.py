@@ -22,7 +22,7 @@ from django.utils import timezone, translation
 from django.utils.formats import number_format
 
 from accounts.models import User
-from accounts.services import user_create
+from accounts.services import totp_device_ensure, user_create
 from catalog import services
 from catalog.demo_data import (
     COUNTRIES,
@@ -151,6 +151,8 @@ def _window_still_shows(promotion: Promotion, kind: str, now: datetime) -> bool:
 class SeedReport:
     counts: dict[str, Counter] = field(default_factory=dict)
     users: list[tuple[str, str, str, bool]] = field(default_factory=list)  # role, email, pw, new
+    # The demo admin's authenticator (otpauth:// URI), so the back office can be signed in to.
+    staff_otpauth: str = ""
 
     def add(self, kind: str, outcome: str) -> None:
         self.counts.setdefault(kind, Counter())[outcome] += 1
@@ -229,6 +231,13 @@ def seed_demo(*, now: datetime | None = None) -> SeedReport:
             ),
         )
     )
+    staff = User.objects.get(email__iexact=STAFF_EMAIL)
+    if staff.is_staff:
+        device, new = totp_device_ensure(user=staff)
+        report.add(
+            "staff authenticators", services.Outcome.CREATED if new else services.Outcome.UNCHANGED
+        )
+        report.staff_otpauth = device.config_url
     report.users.append(
         (
             "B2B reseller",

@@ -62,6 +62,8 @@ class CardCheckout(models.Model):
     updated_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
+        verbose_name = _("card checkout")
+        verbose_name_plural = _("card checkouts")
         db_table = "orders_cardcheckout"  # moved from the orders app with its table
         constraints = [
             models.CheckConstraint(
@@ -105,6 +107,8 @@ class StripeEvent(models.Model):
     received_at = models.DateTimeField(default=timezone.now, editable=False)
 
     class Meta:
+        verbose_name = _("Stripe event")
+        verbose_name_plural = _("Stripe events")
         db_table = "orders_stripeevent"  # moved from the orders app with its table
 
     def __str__(self) -> str:
@@ -140,6 +144,8 @@ class CardDispute(models.Model):
     updated_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
+        verbose_name = _("card dispute")
+        verbose_name_plural = _("card disputes")
         db_table = "checkout_carddispute"
 
     def __str__(self) -> str:
@@ -165,6 +171,8 @@ class CardFreeze(models.Model):
     blocked_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        verbose_name = _("card freeze")
+        verbose_name_plural = _("card freezes")
         db_table = "checkout_cardfreeze"
 
     def __str__(self) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 
 class Email(models.Model):
@@ -33,6 +34,8 @@ class Email(models.Model):
     last_error = models.CharField(max_length=255, blank=True)
 
     class Meta:
+        verbose_name = _("outgoing email")
+        verbose_name_plural = _("outgoing emails")
         indexes = [
             models.Index(
                 fields=["next_attempt_at"], condition=Q(sent_at__isnull=True), name="email_due"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from django.db import models
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from reseller.ids import make_id
 from reseller.money import MONEY
@@ -26,6 +27,8 @@ class IdempotencyRecord(models.Model):
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
 
     class Meta:
+        verbose_name = _("idempotency record")
+        verbose_name_plural = _("idempotency records")
         constraints = [
             models.UniqueConstraint(
                 fields=["account", "livemode", "key"], name="one_idempotency_key_per_scope"
@@ -72,6 +75,8 @@ class Cart(models.Model):
     updated_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
+        verbose_name = _("cart")
+        verbose_name_plural = _("carts")
         constraints = [
             models.UniqueConstraint(
                 fields=["account", "livemode", "session_id"], name="one_cart_per_session"
@@ -91,6 +96,8 @@ class CartItem(models.Model):
     created_at = models.DateTimeField(default=timezone.now, editable=False)
 
     class Meta:
+        verbose_name = _("cart item")
+        verbose_name_plural = _("cart items")
         ordering = ["id"]
         constraints = [
             models.CheckConstraint(
@@ -127,6 +134,10 @@ class Order(models.Model):
     promotion_wait = models.BooleanField(default=True)
     created_at = models.DateTimeField(default=timezone.now, editable=False, db_index=True)
 
+    class Meta:
+        verbose_name = _("order")
+        verbose_name_plural = _("orders")
+
     def __str__(self) -> str:
         return self.public_id
 
@@ -141,6 +152,8 @@ class OrderLine(models.Model):
     promotion_name = models.CharField(max_length=200, blank=True)
 
     class Meta:
+        verbose_name = _("order line")
+        verbose_name_plural = _("order lines")
         ordering = ["id"]
 
     def __str__(self) -> str:
@@ -167,6 +180,8 @@ class Batch(models.Model):
     completed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        verbose_name = _("batch")
+        verbose_name_plural = _("batches")
         indexes = [
             models.Index(fields=["account", "livemode", "-id"], name="batch_recent"),
             models.Index(

@@ -59,6 +59,8 @@ class Payment(models.Model):
     updated_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
+        verbose_name = _("payment")
+        verbose_name_plural = _("payments")
         db_table = "orders_payment"  # the table it had in the orders app: no data moved
         constraints = [
             models.CheckConstraint(

@@ -87,6 +87,8 @@ class Recharge(models.Model):
     updated_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
+        verbose_name = _("recharge")
+        verbose_name_plural = _("recharges")
         db_table = "orders_recharge"  # the table it had in the orders app: no data moved
         ordering = ["id"]
         indexes = [
@@ -137,6 +139,8 @@ class RechargeEvent(models.Model):
     created_at = models.DateTimeField(default=timezone.now, editable=False)
 
     class Meta:
+        verbose_name = _("recharge event")
+        verbose_name_plural = _("recharge events")
         db_table = "orders_rechargeevent"  # as in the orders app: no data moved
         ordering = ["id"]
 
@@ -167,6 +171,8 @@ class RechargeAttempt(models.Model):
     created_at = models.DateTimeField(default=timezone.now, editable=False)
 
     class Meta:
+        verbose_name = _("recharge attempt")
+        verbose_name_plural = _("recharge attempts")
         ordering = ["id"]
         indexes = [models.Index(fields=["recharge", "provider"], name="attempt_by_recharge")]
 

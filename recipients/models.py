@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.db import models
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from reseller.ids import make_id
 
@@ -27,6 +28,8 @@ class SavedRecipient(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
+        verbose_name = _("saved recipient")
+        verbose_name_plural = _("saved recipients")
         constraints = [
             models.UniqueConstraint(fields=["account", "phone_number"], name="recipient_once")
         ]

@@ -12,7 +12,7 @@ PORT=${2:-8000}
 PY=.venv/bin/python
 $PY manage.py migrate --noinput -v0
 if $PY manage.py help seed_demo >/dev/null 2>&1; then
-  $PY manage.py seed_demo
+  $PY manage.py seed_demo --qr  # the demo users, and the staff user's authenticator (2FA)
 fi
 if [ -z "${STRIPE_SECRET_KEY:-}" ]; then
   eval "$(scripts/localstripe.sh start "$HOST" "$PORT")"
@@ -54,5 +54,9 @@ else
     $PY manage.py set_provider --name "$name" --enabled false >/dev/null 2>&1 || true
   done
 fi
+case "${WEBHOOK_ALLOW_PRIVATE_TARGETS:-}" in true|True|TRUE|1|yes|on)
+    echo "webhooks: private and http:// targets allowed (WEBHOOK_ALLOW_PRIVATE_TARGETS; never in production)" ;;
+esac
 echo "reseller: http://$HOST:$PORT/  (API docs: http://$HOST:$PORT/api/v1/docs/)"
+echo "back office: http://$HOST:$PORT/admin/  (the staff user above, with a code from the authenticator of its otpauth:// line)"
 $PY manage.py runserver "$HOST:$PORT"

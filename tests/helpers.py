@@ -4,14 +4,20 @@ another test module."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
 import json
 import os
 import re
+import struct
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from decimal import Decimal
+from urllib.parse import parse_qs, urlparse
 
 import psycopg
 from django.db import connection, transaction
@@ -55,6 +61,21 @@ def second_factor_login(client, user):
     session[DEVICE_ID_SESSION_KEY] = device.persistent_id
     session.save()
     return client
+
+
+def rfc6238(secret_b32: str, at: float | None = None) -> str:
+    """An independent TOTP (SHA-1, 6 digits, 30 s): what an authenticator app computes."""
+    key = base64.b32decode(secret_b32 + "=" * (-len(secret_b32) % 8))
+    counter = int((time.time() if at is None else at) // 30)
+    digest = hmac.new(key, struct.pack(">Q", counter), hashlib.sha1).digest()
+    offset = digest[-1] & 0x0F
+    code = (struct.unpack(">I", digest[offset : offset + 4])[0] & 0x7FFFFFFF) % 1_000_000
+    return f"{code:06d}"
+
+
+def secret_of(uri: str) -> str:
+    """The base32 secret of an ``otpauth://totp/…`` URI."""
+    return parse_qs(urlparse(uri).query)["secret"][0]
 
 
 def assert_ledger_balanced():

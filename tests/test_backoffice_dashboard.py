@@ -106,7 +106,7 @@ def test_the_dashboard_runs_a_fixed_number_of_queries(client, django_assert_max_
 
 
 @pytest.mark.parametrize(
-    ("value", "top", "step"), [(0, 1.0, 0.25), (7, 8, 2), (95, 100, 25), (1234.5, 2000, 500)]
+    ("value", "top", "step"), [(0, 1.0, 0.25), (7, 8, 2), (95, 100, 20), (1234.5, 1500, 500)]
 )
 def test_chart_axes_round_up_to_nice_numbers(value, top, step):
     assert charts.nice_max(value) == (top, step)

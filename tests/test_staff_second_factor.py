@@ -3,11 +3,6 @@ one-use recovery code, on the admin and for staff JWTs; staff keys may need a wh
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import hmac
-import struct
-import time
 from io import StringIO
 from urllib.parse import parse_qs, urlparse
 
@@ -17,7 +12,7 @@ from django.test import Client
 from rest_framework_simplejwt.tokens import RefreshToken
 
 from tests.factories import PASSWORD, UserFactory, make_key
-from tests.helpers import assert_problem, client_for
+from tests.helpers import assert_problem, client_for, rfc6238, secret_of
 
 pytestmark = pytest.mark.django_db
 
@@ -25,24 +20,10 @@ LOGIN = "/api/v1/auth/login"
 SUMMARY = "/api/v1/admin/summary"
 
 
-def rfc6238(secret_b32: str, at: float | None = None) -> str:
-    """An independent TOTP (SHA-1, 6 digits, 30 s): what an authenticator app computes."""
-    key = base64.b32decode(secret_b32 + "=" * (-len(secret_b32) % 8))
-    counter = int((time.time() if at is None else at) // 30)
-    digest = hmac.new(key, struct.pack(">Q", counter), hashlib.sha1).digest()
-    offset = digest[-1] & 0x0F
-    code = (struct.unpack(">I", digest[offset : offset + 4])[0] & 0x7FFFFFFF) % 1_000_000
-    return f"{code:06d}"
-
-
 def enrol(staff) -> str:
     out = StringIO()
     call_command("create_totp_device", "--email", staff.email, stdout=out)
     return out.getvalue()
-
-
-def secret_of(uri: str) -> str:
-    return parse_qs(urlparse(uri).query)["secret"][0]
 
 
 def test_create_totp_device_prints_only_an_rfc6238_otpauth_uri(staff):

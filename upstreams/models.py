@@ -69,6 +69,8 @@ class Provider(models.Model):
     updated_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
+        verbose_name = _("provider")
+        verbose_name_plural = _("providers")
         ordering = ["priority", "name"]
 
     def __str__(self) -> str:
@@ -93,6 +95,8 @@ class ProviderOperator(models.Model):
     updated_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
+        verbose_name = _("provider operator")
+        verbose_name_plural = _("provider operators")
         ordering = ["provider", "country", "name"]
         constraints = [
             models.UniqueConstraint(
@@ -122,6 +126,8 @@ class Route(models.Model):
     updated_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
+        verbose_name = _("route")
+        verbose_name_plural = _("routes")
         ordering = ["product", "cost"]
         constraints = [models.UniqueConstraint(fields=["provider", "product"], name="route_unique")]
         indexes = [models.Index(fields=["product", "active"], name="route_by_product")]

@@ -56,6 +56,8 @@ class Wallet(models.Model):
     updated_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
+        verbose_name = _("wallet")
+        verbose_name_plural = _("wallets")
         constraints = [
             # Below zero only by what a lost dispute left owing (``dispute_owed``).
             models.CheckConstraint(
@@ -112,7 +114,8 @@ class LedgerEntry(models.Model):
     created_at = models.DateTimeField(default=timezone.now, editable=False, db_index=True)
 
     class Meta:
-        verbose_name_plural = "ledger entries"
+        verbose_name = _("ledger entry")
+        verbose_name_plural = _("ledger entries")
         ordering = ["-id"]
         constraints = [
             models.UniqueConstraint(
@@ -170,6 +173,8 @@ class TopUp(models.Model):
     created_at = models.DateTimeField(default=timezone.now, editable=False)
 
     class Meta:
+        verbose_name = _("top-up")
+        verbose_name_plural = _("top-ups")
         ordering = ["-id"]
         constraints = [
             models.CheckConstraint(condition=models.Q(amount__gt=0), name="topup_amount_positive"),

@@ -65,6 +65,8 @@ class WebhookEndpoint(models.Model):
     updated_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
+        verbose_name = _("webhook endpoint")
+        verbose_name_plural = _("webhook endpoints")
         ordering = ["id"]
         indexes = [
             models.Index(fields=["account", "livemode", "status"], name="webhook_endpoint_emit")
@@ -98,6 +100,8 @@ class Event(models.Model):
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
 
     class Meta:
+        verbose_name = _("webhook event")
+        verbose_name_plural = _("webhook events")
         ordering = ["-id"]
         # A constraint rather than unique=True: no second (LIKE) index to write for every event.
         constraints = [
@@ -134,6 +138,8 @@ class Delivery(models.Model):
     updated_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
+        verbose_name = _("webhook delivery")
+        verbose_name_plural = _("webhook deliveries")
         ordering = ["-id"]
         constraints = [
             models.UniqueConstraint(fields=["event", "endpoint"], name="one_delivery_per_endpoint"),
@@ -165,6 +171,8 @@ class DeliveryAttempt(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
+        verbose_name = _("delivery attempt")
+        verbose_name_plural = _("delivery attempts")
         ordering = ["-id"]
 
     def __str__(self) -> str:

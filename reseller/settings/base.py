@@ -39,8 +39,9 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework_simplejwt.token_blacklist",
     "django_otp",
-    "django_otp.plugins.otp_totp",
-    "django_otp.plugins.otp_static",
+    # Two third-party apps under our names for them in the back office (translated).
+    "backoffice.third_party_apps.OtpTotpConfig",
+    "backoffice.third_party_apps.OtpStaticConfig",
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
