@@ -7,6 +7,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -19,12 +20,16 @@ import yaml
 from django.core.exceptions import ImproperlyConfigured
 from django.db import connection
 
+from accounts.services import account_set_b2b
 from reseller.celery import _request_id_publish
 from reseller.dbconfig import THREADS_WITHOUT_POOL, database_for_worker, is_threaded, pool_size_for
 from reseller.logs import JsonFormatter, RequestIdLogFilter, request_id_bound
 from tests.factories import ProductFactory, UserFactory, make_key
-from tests.helpers import assert_ledger_balanced, client_for, fund
+from tests.fakes.receiver import Receiver
+from tests.helpers import assert_ledger_balanced, client_for, fund, place, process
 from tests.servers import free_port
+from webhooks.delivery import endpoint_drain
+from webhooks.services import endpoint_create
 
 ROOT = Path(__file__).resolve().parent.parent
 PG = {"ENGINE": "django.db.backends.postgresql", "NAME": "x", "OPTIONS": {}}
@@ -205,8 +210,6 @@ def pgbouncer():
     while time.monotonic() < deadline:
         assert proc.poll() is None, (folder / "pgbouncer.log").read_text()
         try:
-            import socket
-
             socket.create_connection(("127.0.0.1", port), timeout=1).close()
             break
         except OSError:
@@ -341,8 +344,6 @@ def test_an_order_placed_through_the_api_logs_its_request_id_in_the_task_too(
     """In-process (tests: tasks inline) the recharge task logs under the request's id; across
     processes the id travels in the task's headers (tests/test_observability.py)."""
     user = UserFactory()
-    from accounts.services import account_set_b2b
-
     account_set_b2b(account=user.account, is_b2b=True)
     fund(user, "10")
     _key, plaintext = make_key(user, mode="live")
@@ -375,3 +376,28 @@ def test_an_order_placed_through_the_api_logs_its_request_id_in_the_task_too(
         or "success" in lines["recharges.tasks"]["message"]
     )
     assert_ledger_balanced()
+
+
+@pytest.mark.django_db
+def test_a_webhook_delivery_logs_its_event_with_the_request_id_of_its_drain(
+    reseller, product, caplog, settings
+):
+    settings.WEBHOOK_ALLOW_PRIVATE_TARGETS = True
+    receiver = Receiver().start()
+    try:
+        endpoint = endpoint_create(
+            account=reseller.account, url=receiver.url, livemode=True, events=["recharge.delivered"]
+        )
+        fund(reseller, "20.00")
+        process(place(reseller, product))
+        caplog.set_level(logging.INFO, logger="webhooks.delivery")
+        caplog.handler.addFilter(RequestIdLogFilter())
+        with request_id_bound("req-hook-1"):
+            assert endpoint_drain(endpoint.pk) == 1
+    finally:
+        receiver.stop()
+    (record,) = [r for r in caplog.records if r.name == "webhooks.delivery"]
+    line = json.loads(JsonFormatter().format(record))
+    assert line["request_id"] == "req-hook-1"
+    assert line["status_code"] == 200 and line["webhook_endpoint"] == endpoint.pk
+    assert line["webhook_event"].startswith("evt_") and line["webhook_delivery"]
