@@ -401,3 +401,33 @@ def test_a_webhook_delivery_logs_its_event_with_the_request_id_of_its_drain(
     assert line["request_id"] == "req-hook-1"
     assert line["status_code"] == 200 and line["webhook_endpoint"] == endpoint.pk
     assert line["webhook_event"].startswith("evt_") and line["webhook_delivery"]
+
+
+# -- traces: off costs nothing -----------------------------------------------------------------
+
+
+def test_without_an_otlp_endpoint_nothing_of_opentelemetry_is_loaded():
+    code = (
+        "import sys, reseller.wsgi, reseller.celery; "
+        "print(sorted(m for m in sys.modules if m.startswith('opentelemetry')))"
+    )
+    result = run(
+        code,
+        {
+            "DJANGO_SETTINGS_MODULE": "reseller.settings.production",
+            "SECRET_KEY": "x7Hq2-very-long-random-production-secret-value-0123456789-abcdef",
+        },
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
+    # Set, the same import instruments Django (its middleware comes first).
+    on = run(
+        "import reseller.wsgi; from django.conf import settings; print(settings.MIDDLEWARE[0])",
+        {
+            "DJANGO_SETTINGS_MODULE": "reseller.settings.production",
+            "SECRET_KEY": "x7Hq2-very-long-random-production-secret-value-0123456789-abcdef",
+            "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9",
+        },
+    )
+    assert on.returncode == 0, on.stderr
+    assert on.stdout.strip().startswith("opentelemetry.instrumentation.django"), on.stdout
