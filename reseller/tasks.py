@@ -51,7 +51,9 @@ def enqueue(task, *args, countdown: float | None = None) -> None:
         task.apply(args=args)
         return
     if countdown:
-        timer = threading.Timer(countdown, _run_in_thread, args=(task, args))
+        # The timer's thread starts with an empty context: it runs in the caller's.
+        caller = contextvars.copy_context()
+        timer = threading.Timer(countdown, caller.run, args=(_run_in_thread, task, args))
         timer.daemon = True
         timer.start()
     else:

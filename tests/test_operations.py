@@ -17,13 +17,15 @@ from pathlib import Path
 
 import pytest
 import yaml
+from celery import shared_task
 from django.core.exceptions import ImproperlyConfigured
 from django.db import connection
 
 from accounts.services import account_set_b2b
 from reseller.celery import _request_id_publish
 from reseller.dbconfig import THREADS_WITHOUT_POOL, database_for_worker, is_threaded, pool_size_for
-from reseller.logs import JsonFormatter, RequestIdLogFilter, request_id_bound
+from reseller.logs import JsonFormatter, RequestIdLogFilter, current_request_id, request_id_bound
+from reseller.tasks import enqueue
 from tests.factories import ProductFactory, UserFactory, make_key
 from tests.fakes.receiver import Receiver
 from tests.helpers import assert_ledger_balanced, client_for, fund, place, process
@@ -436,3 +438,26 @@ def test_without_an_otlp_endpoint_nothing_of_opentelemetry_is_loaded():
     )
     assert on.returncode == 0, on.stderr
     assert on.stdout.strip().startswith("opentelemetry.instrumentation.django"), on.stdout
+
+
+_SEEN: list[str] = []
+
+
+@shared_task
+def _request_id_probe_task() -> None:
+    _SEEN.append(current_request_id())
+
+
+def test_an_in_process_task_on_a_thread_keeps_its_callers_request_id(settings):
+    """Without a broker (make run) tasks run on a thread pool or a timer: in the caller's
+    context, so their lines carry the request's id as a worker's would."""
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    settings.TASKS_IN_PROCESS_THREADED = True
+    _SEEN.clear()
+    with request_id_bound("req-thread"):
+        enqueue(_request_id_probe_task)
+        enqueue(_request_id_probe_task, countdown=0.05)
+    deadline = time.monotonic() + 10
+    while len(_SEEN) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _SEEN == ["req-thread", "req-thread"]
