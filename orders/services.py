@@ -313,6 +313,11 @@ def order_place(
         )
         if items:
             CartItem.objects.filter(pk__in=[item.pk for item in items]).delete()
+        logger.info(
+            "order %s placed",
+            order.public_id,
+            extra={"order": order.public_id, "account": account.pk},
+        )
         return 201, render(order)
 
     return run_idempotent(

@@ -77,6 +77,7 @@ def _recharge_process(
     if outcome.retry_in is not None:
         again = (recharge_id, outcome.attempt, None, *([lane] if lane is not None else []))
         enqueue(recharge_process_task, *again, countdown=outcome.retry_in)
+    logger.info("recharge %s: %s", recharge_id, outcome.status, extra={"recharge": recharge_id})
     return outcome.status
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextvars
 import functools
 import logging
 import re
@@ -19,22 +18,12 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from reseller.errors import PROBLEM_CONTENT_TYPE, STATUS_CODES, problem_response
+from reseller.logs import request_id_reset, request_id_set
 
 logger = logging.getLogger(__name__)
 
-_request_id: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="-")
 # A caller's id is echoed only if it is short and printable, so it cannot forge log lines.
 _SAFE_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
-
-
-def current_request_id() -> str:
-    return _request_id.get()
-
-
-class RequestIdLogFilter(logging.Filter):
-    def filter(self, record: logging.LogRecord) -> bool:
-        record.request_id = _request_id.get()
-        return True
 
 
 class RequestIdMiddleware:
@@ -47,11 +36,11 @@ class RequestIdMiddleware:
         given = request.headers.get("X-Request-Id", "")
         request_id = given if _SAFE_REQUEST_ID.match(given) else f"req_{uuid.uuid4().hex}"
         request.request_id = request_id  # type: ignore[attr-defined]
-        token = _request_id.set(request_id)
+        token = request_id_set(request_id)
         try:
             response = self.get_response(request)
         finally:
-            _request_id.reset(token)
+            request_id_reset(token)
         response["X-Request-Id"] = request_id
         return response
 

@@ -8,6 +8,7 @@ and still delivers recharges in the background.
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -37,7 +38,8 @@ def _run_in_thread(task, args: tuple) -> None:
         finally:
             close_old_connections()
 
-    _pool().submit(run)
+    # In the context of the caller (its request id, its trace), as a worker's task would be.
+    _pool().submit(contextvars.copy_context().run, run)
 
 
 def enqueue(task, *args, countdown: float | None = None) -> None:
@@ -49,7 +51,9 @@ def enqueue(task, *args, countdown: float | None = None) -> None:
         task.apply(args=args)
         return
     if countdown:
-        timer = threading.Timer(countdown, _run_in_thread, args=(task, args))
+        # The timer's thread starts with an empty context: it runs in the caller's.
+        caller = contextvars.copy_context()
+        timer = threading.Timer(countdown, caller.run, args=(_run_in_thread, task, args))
         timer.daemon = True
         timer.start()
     else:

@@ -62,6 +62,20 @@ if [ "${1:-}" = "--browser" ] && ! command -v ip >/dev/null 2>&1 && [ ! -x /usr/
     echo "setup: iproute2 is missing; the several-hosts drill is skipped without it" >&2
   fi
 fi
+# The PgBouncer test (tests/test_operations.py) runs Debian's pgbouncer in transaction mode;
+# it is skipped where the binary is missing. Installed without starting its service.
+if [ "${1:-}" = "--browser" ] && ! command -v pgbouncer >/dev/null 2>&1 && [ ! -x /usr/sbin/pgbouncer ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "setup: installing pgbouncer (the transaction-pooling test)"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends pgbouncer >/dev/null || true
+    # Debian's package starts its own service on 6432 where it can; the test starts its own.
+    if command -v service >/dev/null 2>&1; then service pgbouncer stop >/dev/null 2>&1 || true; fi
+  else
+    echo "setup: pgbouncer is missing; its test is skipped (apt-get install pgbouncer)" >&2
+  fi
+fi
 if [ "${1:-}" = "--browser" ] && [ ! -x /usr/bin/chromium ] && ! command -v chromium >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "setup: installing chromium and chromium-driver (browser tests)"

@@ -5,12 +5,7 @@ recharge must end delivered exactly once (the fake counts calls per reference) a
 ledger must balance. A broker that is down when an order commits only delays delivery.
 """
 
-import os
-import signal
-import subprocess
-import sys
 import time
-import uuid
 from decimal import Decimal
 from pathlib import Path
 
@@ -26,7 +21,8 @@ from reseller.celery import app as celery_app
 from tests.broker_support import BROKER, reset_pools
 from tests.factories import ProductFactory, UserFactory
 from tests.fakes.reloadly import FakeReloadly
-from tests.helpers import assert_ledger_balanced, database_url
+from tests.helpers import assert_ledger_balanced
+from tests.worker_support import Worker, wait_for
 from wallet.models import Wallet
 from wallet.services import wallet_get_or_create, wallet_topup_manual
 
@@ -40,74 +36,6 @@ def fake():
     server = FakeReloadly().start()
     yield server
     server.stop()
-
-
-class Worker:
-    def __init__(self, fake, queue, *, pool="prefork", concurrency=2, extra_env=None):
-        env = {
-            **os.environ,
-            "DJANGO_SETTINGS_MODULE": "reseller.settings.test",
-            "DATABASE_URL": database_url(),
-            "CELERY_BROKER_URL": BROKER,
-            "CELERY_QUEUE": queue,
-            "AIRTIME_PROVIDER": "reloadly",
-            "RELOADLY_BASE_URL": fake.url,
-            "RELOADLY_AUTH_URL": fake.url,
-            "RELOADLY_CLIENT_ID": "test",
-            "RELOADLY_CLIENT_SECRET": "test",
-            "RELOADLY_TIMEOUT_SECONDS": "5",
-            **(extra_env or {}),
-        }
-        self.log = open(ROOT / "test-artifacts" / f"worker-{uuid.uuid4().hex[:6]}.log", "w")  # noqa: SIM115 (closed in stop)
-        self.process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "reseller",
-                "worker",
-                f"--pool={pool}",
-                f"--concurrency={concurrency}",
-                "-Q",
-                queue,
-                "--loglevel=INFO",
-                "--without-gossip",
-                "--without-mingle",
-                "--without-heartbeat",
-                "-n",
-                f"{queue}-{uuid.uuid4().hex[:4]}",
-            ],
-            cwd=ROOT,
-            env=env,
-            stdout=self.log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        self._wait_ready()
-
-    def _wait_ready(self, timeout=60):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"worker exited: {Path(self.log.name).read_text()[-2000:]}")
-            if "ready." in Path(self.log.name).read_text():
-                return
-            time.sleep(0.2)
-        raise TimeoutError("worker did not start")
-
-    def kill(self):
-        os.killpg(self.process.pid, signal.SIGKILL)
-        self.process.wait(timeout=10)
-
-    def stop(self):
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.kill()
-        self.log.close()
 
 
 @pytest.fixture
@@ -142,15 +70,6 @@ def place_order(quantity: int, price="2.00"):
             ],
         )
     return user, order
-
-
-def wait_for(predicate, timeout=60, interval=0.2):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(interval)
-    return False
 
 
 def statuses(order) -> dict[str, int]:
@@ -293,6 +212,30 @@ def test_a_hundred_calls_in_flight_share_the_pools_few_connections(fake, workers
     assert wait_for(sample, timeout=90, interval=0.05), statuses(order)
     assert fake.max_concurrent_topups >= 50  # really in flight together
     assert most <= 4, most
+    assert sorted(fake.calls.values()) == [1] * 100
+    assert_ledger_balanced()
+
+
+def test_a_hundred_threads_without_a_pool_size_share_a_pool_sized_from_them(
+    fake, workers, publishing
+):
+    """No DATABASE_POOL_SIZE: a worker of 100 threads does not open 100 connections (with the
+    web tier, past PostgreSQL's default max_connections); it sizes its pool from its
+    concurrency, 10 (reseller/dbconfig.py), and still has the calls in flight together."""
+    fake.delay = 2.5
+    worker = workers(pool="threads", concurrency=100, extra_env={"DATABASE_POOL_SIZE": ""})
+    _user, order = place_order(quantity=100, price="1.00")
+    most = 0
+
+    def sample() -> bool:
+        nonlocal most
+        most = max(most, worker_connections())
+        return statuses(order) == {"delivered": 100}
+
+    assert wait_for(sample, timeout=90, interval=0.05), statuses(order)
+    assert fake.max_concurrent_topups >= 50
+    assert most <= 10, most
+    assert "100 threads share a pool of 10 connections" in Path(worker.log.name).read_text()
     assert sorted(fake.calls.values()) == [1] * 100
     assert_ledger_balanced()
 

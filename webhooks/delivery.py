@@ -318,6 +318,20 @@ def _record(endpoint: WebhookEndpoint, answers: list[tuple[_Due, Answer]]) -> No
         WEBHOOK_DELIVERY_SECONDS.labels("ok" if answer.ok else "error").observe(
             answer.latency_ms / 1000
         )
+        # With the drain task's request id: that of the request whose event woke it.
+        logger.info(
+            "webhook %s of event %s: %s",
+            due.public_id,
+            due.event_id,
+            answer.status_code or answer.error[:80],
+            extra={
+                "webhook_delivery": due.public_id,
+                "webhook_event": due.event_id,
+                "webhook_endpoint": endpoint.pk,
+                "status_code": answer.status_code,
+                "latency_ms": answer.latency_ms,
+            },
+        )
         error = answer.error[:255]
         if answer.ok:
             state = Delivery.State.SUCCEEDED

@@ -7,6 +7,7 @@ from urllib.parse import unquote, urlsplit
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.translation import gettext_lazy as _
 
+from reseller.dbconfig import database_pool_enable
 from reseller.env import BASE_DIR, INSECURE_SECRET_KEY, env
 
 # The site's templates, static files and translations live inside the reseller package, so an
@@ -120,26 +121,37 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     )
 else:
     DATABASE_OPTIONS = DATABASES["default"].setdefault("OPTIONS", {})
+    # Behind PgBouncer in transaction mode (docker-compose's pgbouncer, docs/operations.md):
+    # no server-side cursors, no statements prepared on the server.
+    DATABASE_PGBOUNCER = env.bool("DATABASE_PGBOUNCER", default=False)
     # Statements prepared on the server: bound there, and prepared by psycopg from their
     # second use on a connection, so PostgreSQL parses and plans the hot paths' statements
-    # once per connection instead of at every request (docs/performance.md). Not behind a
-    # pooler in transaction mode (PgBouncer): DATABASE_PREPARED_STATEMENTS=false there.
-    if env.bool("DATABASE_PREPARED_STATEMENTS", default=True):
+    # once per connection instead of at every request (docs/performance.md). Off by default
+    # behind PgBouncer (on again only with its max_prepared_statements, PgBouncer 1.21+).
+    if env.bool("DATABASE_PREPARED_STATEMENTS", default=not DATABASE_PGBOUNCER):
         DATABASE_OPTIONS.setdefault("server_side_binding", True)
         DATABASE_OPTIONS.setdefault("prepare_threshold", 1)
-    if DATABASE_POOL_SIZE := env.int("DATABASE_POOL_SIZE", default=0):
+    # Unset: no pool, except in a Celery worker of more than 20 threads, which sizes one from
+    # its concurrency before connecting (reseller/dbconfig.py); 0: no pool, on purpose.
+    _POOL_SIZE = env.str("DATABASE_POOL_SIZE", default="").strip()  # empty: unset
+    DATABASE_POOL_SIZE: int | None = int(_POOL_SIZE) if _POOL_SIZE else None
+    DATABASE_POOL_TIMEOUT_SECONDS = env.float("DATABASE_POOL_TIMEOUT_SECONDS", default=30.0)
+    if DATABASE_POOL_SIZE:
         # A process with many threads (the processor's worker) shares a few connections: a
         # thread borrows one for a transaction and gives it back before a provider call
-        # (reseller/db.py). Django's pool and persistent connections exclude each other.
-        DATABASES["default"]["CONN_MAX_AGE"] = 0
-        DATABASE_OPTIONS["pool"] = {
-            "min_size": min(2, DATABASE_POOL_SIZE),
-            "max_size": DATABASE_POOL_SIZE,
-            "timeout": env.float("DATABASE_POOL_TIMEOUT_SECONDS", default=30.0),
-        }
+        # (reseller/db.py).
+        database_pool_enable(
+            DATABASES["default"], DATABASE_POOL_SIZE, timeout=DATABASE_POOL_TIMEOUT_SECONDS
+        )
     else:
         DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
         DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+    if DATABASE_PGBOUNCER:
+        # A server-side cursor lives in its server connection, which the next transaction may
+        # not have (QuerySet.iterator() outside a transaction). Advisory locks are taken per
+        # transaction only (reseller/db.py): a session-level one would stay with the server
+        # connection, held for whichever client it serves next.
+        DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = True
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 AUTH_USER_MODEL = "accounts.User"
@@ -583,17 +595,24 @@ API_KEY_UNITS_PER_REQUEST_TEST = 20
 API_KEY_LAST_USED_RESOLUTION_SECONDS = 60
 
 LOG_LEVEL = env.str("LOG_LEVEL", default="INFO")
-LOGGING = {
+# human: one readable line; json: one JSON object per line (reseller/logs.py), the production
+# default. Every line carries the request id, a task's the id of the request that caused it.
+LOG_FORMAT = env.str("LOG_FORMAT", default="human")
+LOG_FORMATS = {"human": "plain", "json": "json"}
+if LOG_FORMAT not in LOG_FORMATS:
+    raise ImproperlyConfigured(f"LOG_FORMAT must be one of {', '.join(LOG_FORMATS)}.")
+LOGGING: dict[str, Any] = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"request_id": {"()": "reseller.middleware.RequestIdLogFilter"}},
+    "filters": {"request_id": {"()": "reseller.logs.RequestIdLogFilter"}},
     "formatters": {
-        "plain": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"}
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"},
+        "json": {"()": "reseller.logs.JsonFormatter"},
     },
     "handlers": {
         "console": {
             "class": "logging.StreamHandler",
-            "formatter": "plain",
+            "formatter": LOG_FORMATS[LOG_FORMAT],
             "filters": ["request_id"],
         }
     },

@@ -3,7 +3,7 @@
 from reseller.env import env
 
 from .base import *  # noqa: F403
-from .base import mailers_from_env, refuse_insecure_production
+from .base import LOG_FORMATS, LOGGING, mailers_from_env, refuse_insecure_production
 
 DEBUG = env.bool("DEBUG", default=False)
 refuse_insecure_production(DEBUG, SECRET_KEY)  # noqa: F405
@@ -19,3 +19,7 @@ SECURE_HSTS_INCLUDE_SUBDOMAINS = True
 SECURE_HSTS_PRELOAD = True
 SESSION_COOKIE_SECURE = True
 CSRF_COOKIE_SECURE = True
+
+# Logs: one JSON object per line unless LOG_FORMAT=human (docs/operations.md, "Logs").
+LOG_FORMAT = env.str("LOG_FORMAT", default="json")
+LOGGING["handlers"]["console"]["formatter"] = LOG_FORMATS.get(LOG_FORMAT, "json")
