@@ -54,6 +54,14 @@ class Purchase:
     amount_eur: Decimal
     numbers: dict[str, int] = field(default_factory=dict)  # recipient number -> units
     fingerprint: str = ""
+    # A guest's purchase (no account of its own): counted per email, client address and card
+    # against the guest caps instead of the house account's new-account caps.
+    guest_email: str = ""
+    client_address: str = ""
+
+    @property
+    def guest(self) -> bool:
+        return bool(self.guest_email)
 
 
 def amount_in_eur(amount: Decimal, currency: str) -> Decimal:
@@ -89,6 +97,10 @@ def purchase_lock(purchase: Purchase) -> None:
     keys |= {_lock_id("number", number) for number in purchase.numbers}
     if purchase.fingerprint:
         keys.add(_lock_id("card", purchase.fingerprint))
+    if purchase.guest:
+        keys.add(_lock_id("guest-email", purchase.guest_email.lower()))
+        if purchase.client_address:
+            keys.add(_lock_id("guest-address", purchase.client_address))
     for key in sorted(keys):
         advisory_xact_lock(key, wait=True)
 
@@ -141,7 +153,9 @@ def purchase_check(
     refusals: list[tuple[float, str]] = []
     account = purchase.account
     new_until = account.created_at + timedelta(days=settings.CARD_LIMIT_NEW_ACCOUNT_DAYS)
-    if new_until > now:
+    if purchase.guest:
+        refusals += _guest_refusals(purchase, since=since, now=now, exclude_pk=exclude_pk)
+    elif new_until > now:
         rows = list(
             _counted(since=since, exclude_pk=exclude_pk)
             .filter(account=account)
@@ -255,3 +269,65 @@ def purchase_check(
         wait, detail = max(refusals, key=lambda refusal: refusal[0])
         seconds = WINDOW.total_seconds() if wait == math.inf else wait
         raise CardLimitReached(detail, retry_after=math.ceil(seconds))
+
+
+def _guest_refusals(
+    purchase: Purchase, *, since: datetime, now: datetime, exclude_pk: int | None
+) -> list[tuple[float, str]]:
+    """A guest's caps (``CARD_LIMIT_GUEST_*``), lower than a new account's: guest payments in
+    24 h, and their amount, per email, per client address and per card. Any one of the three
+    reached refuses, so a new email, a new address or a new card alone does not get around
+    them (the per-number and per-card limits of every buyer apply as well)."""
+    cap = settings.CARD_LIMIT_GUEST_PER_DAY
+    cap_amount = Decimal(settings.CARD_LIMIT_GUEST_AMOUNT_PER_DAY)
+    guests = _counted(since=since, exclude_pk=exclude_pk).exclude(guest_email="")
+    keys = [guests.filter(guest_email__iexact=purchase.guest_email)]
+    if purchase.client_address:
+        keys.append(guests.filter(client_address=purchase.client_address))
+    if purchase.fingerprint:
+        keys.append(guests.filter(card_fingerprint=purchase.fingerprint))
+    refusals: list[tuple[float, str]] = []
+    for rows in keys:
+        entries = [
+            (at, amount or Decimal(0))
+            for at, amount in rows.values_list("limit_counted_at", "limit_amount_eur")
+            if at is not None
+        ]
+        wait = _refusal_wait(
+            [(at, Decimal(1)) for at, _amount in entries],
+            cap=Decimal(cap),
+            adding=Decimal(1),
+            now=now,
+        )
+        if wait is not None:
+            refusals.append(
+                (
+                    wait,
+                    ngettext(
+                        "Without an account you can pay by card at most %(count)d time in 24 "
+                        "hours. Nothing was charged; log in or sign up, or try again %(when)s.",
+                        "Without an account you can pay by card at most %(count)d times in 24 "
+                        "hours. Nothing was charged; log in or sign up, or try again %(when)s.",
+                        cap,
+                    )
+                    % {"count": cap, "when": _when(wait, now=now)},
+                )
+            )
+        wait = _refusal_wait(entries, cap=cap_amount, adding=purchase.amount_eur, now=now)
+        if wait is not None:
+            refusals.append(
+                (
+                    wait,
+                    _(
+                        "Without an account you can pay at most %(amount)s EUR by card in 24 "
+                        "hours, and this payment is %(this)s EUR. Nothing was charged; log in "
+                        "or sign up, or try again %(when)s."
+                    )
+                    % {
+                        "amount": cap_amount,
+                        "this": purchase.amount_eur,
+                        "when": _when(wait, now=now),
+                    },
+                )
+            )
+    return refusals

@@ -208,6 +208,9 @@ CARD_LIMIT_NEW_ACCOUNT_PER_DAY = env.int("CARD_LIMIT_NEW_ACCOUNT_PER_DAY", defau
 CARD_LIMIT_NEW_ACCOUNT_AMOUNT_PER_DAY = env.int("CARD_LIMIT_NEW_ACCOUNT_AMOUNT_PER_DAY", default=50)
 CARD_LIMIT_PER_NUMBER_PER_DAY = env.int("CARD_LIMIT_PER_NUMBER_PER_DAY", default=5)
 CARD_LIMIT_PER_CARD_PER_DAY = env.int("CARD_LIMIT_PER_CARD_PER_DAY", default=5)
+# A guest's card purchases (no account: docs/fraud.md), per email, client address and card.
+CARD_LIMIT_GUEST_PER_DAY = env.int("CARD_LIMIT_GUEST_PER_DAY", default=2)
+CARD_LIMIT_GUEST_AMOUNT_PER_DAY = env.int("CARD_LIMIT_GUEST_AMOUNT_PER_DAY", default=30)
 
 # Content Security Policy (Django's own middleware): only our origin, plus the Stripe origin
 # that Stripe.js needs.
