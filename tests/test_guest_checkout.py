@@ -13,6 +13,7 @@ from django.core import mail
 from django.test import Client
 
 from accounts.services import GUEST_ACCOUNT_ID, guest_account
+from books.models import Entry
 from checkout.models import CardCheckout
 from emails.models import Email
 from orders.models import CartItem
@@ -20,6 +21,7 @@ from payments.models import Payment
 from recharges.models import Recharge
 from tests.factories import PASSWORD, ProductFactory, UserFactory
 from tests.helpers import assert_ledger_balanced, assert_problem, link_in, sign_up
+from wallet.models import LedgerEntry
 
 pytestmark = pytest.mark.django_db
 
@@ -151,7 +153,12 @@ def test_a_guest_pays_by_card_with_an_email_and_gets_the_receipt_in_spanish(
     assert checkout.guest_email.lower() == "invitado@example.com"
     assert checkout.guest_language == "es" and checkout.client_address == "127.0.0.1"
     (recharge,) = Recharge.objects.filter(payment=payment)
-    assert recharge.recipient_number == NUMBER
+    assert recharge.recipient_number == NUMBER and recharge.status == "delivered"
+    # The books: the guest's card charge is a sale like any other (docs/books.md), and no
+    # wallet moved (the guest account's wallet is untouched).
+    sale = {e.ledger: e.amount for e in Entry.objects.filter(journal=f"sale:{recharge.public_id}")}
+    assert sale == {"customers": Decimal("5.00"), "revenue": Decimal("-5.00")}
+    assert not LedgerEntry.objects.filter(wallet__account=payment.account).exists()
     email = Email.objects.get(kind=Email.Kind.RECEIPT)
     assert email.to.lower() == "invitado@example.com" and email.language == "es"
     assert email.context["receipt_path"] == receipt_url
