@@ -156,9 +156,15 @@ def test_a_guest_pays_by_card_and_gets_the_receipt_page_and_email_in_their_langu
         page.fill("#guest-email", "not-an-email")
         page.click("#pay-button")
         assert page.evaluate("document.getElementById('guest-email').validity.valid") is False
+        # One the browser lets through is refused by the server, in words, before the card.
+        page.fill("#guest-email", "guest@example")
+        pay_with_card(page)
+        page.wait_for_selector("[data-testid=payment-error]:not([hidden])")
+        said = page.inner_text("[data-testid=payment-error]")
+        assert ("válid" if language == "es" else "valid email") in said, said
         assert not CardCheckout.objects.exists()
         page.fill("#guest-email", address)
-        pay_with_card(page)
+        page.click("#pay-button")
         page.wait_for_url(re.compile(r"/receipts/pay_\w+:[\w-]+/$"))
         page.wait_for_function(
             "() => [...document.querySelectorAll('[data-testid=recharge-status]')]"
