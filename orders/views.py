@@ -15,6 +15,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme, urlencode
 from django.utils.translation import gettext as _
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 from rest_framework.exceptions import ValidationError
 
@@ -395,6 +396,7 @@ def _guest_payment(token: str) -> Payment:
     return payment
 
 
+@never_cache  # a link that is its own key: kept by no shared cache
 @require_GET
 def guest_receipt(request: HttpRequest, token: str) -> HttpResponse:
     """A guest's receipt, reached by its link only (it is also in the receipt email)."""
@@ -413,6 +415,7 @@ def guest_receipt(request: HttpRequest, token: str) -> HttpResponse:
     )
 
 
+@never_cache
 @require_GET
 def guest_receipt_status(request: HttpRequest, token: str) -> JsonResponse:
     return _status_body(_guest_payment(token))

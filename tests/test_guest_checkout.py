@@ -16,11 +16,19 @@ from accounts.services import GUEST_ACCOUNT_ID, guest_account
 from books.models import Entry
 from checkout.models import CardCheckout
 from emails.models import Email
+from orders.guest import receipt_token
 from orders.models import CartItem
 from payments.models import Payment
 from recharges.models import Recharge
 from tests.factories import PASSWORD, ProductFactory, UserFactory
-from tests.helpers import assert_ledger_balanced, assert_problem, link_in, sign_up
+from tests.helpers import (
+    assert_ledger_balanced,
+    assert_problem,
+    fund,
+    link_in,
+    place,
+    sign_up,
+)
 from wallet.models import LedgerEntry
 
 pytestmark = pytest.mark.django_db
@@ -215,8 +223,12 @@ def test_a_guest_cannot_see_or_pay_another_guests_payment(
         CHECKOUT, {"paymentId": other_body["paymentId"]}, content_type="application/json"
     )
     assert_problem(response, 404, "not_found")
-    # A member's own receipt is no guest link either.
     assert anyone.get(f"/receipts/{body['paymentId']}:x/").status_code == 404
+    # A member's payment does not open by link, even with a valid signature.
+    fund(member, "10.00")
+    members = place(member, product).payment.public_id
+    assert anyone.get(f"/receipts/{receipt_token(members)}/").status_code == 404
+    assert "no-store" in anyone.get(body["receiptUrl"])["Cache-Control"]
     assert_ledger_balanced()
 
 
