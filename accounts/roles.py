@@ -81,6 +81,8 @@ ANY_ROLE: tuple[tuple[str, str], ...] = (
     ("accounts:email-confirm", "the link mailed to the person changing their address"),
     ("accounts:password-reset*", "public: a forgotten password"),
     ("checkout:stripe-webhook", "Stripe's signed events: no person, no session"),
+    ("orders:guest-*", "public: a guest's checkout and receipt link (no account's money)"),
+    ("guest-payments-*", "public: a guest's card checkout (the house guest account's order)"),
     ("recharges:provider-callback", "a provider's callback: no person; only triggers a look-up"),
     # one's own person, not the account's keys or money
     ("auth-me", "one's own user, account name and billing details"),

@@ -407,3 +407,16 @@ def email_queue_to_account(*, account_id: int, kind: str, context: dict[str, Any
     if contact is None:
         return None
     return email_queue_to_user(user=contact, kind=kind, context=context)
+
+
+GUEST_ACCOUNT_ID = "acc_guests"
+
+
+def guest_account() -> Account:
+    """The house account that owns every guest purchase (a card payment with an email and no
+    account, docs/site.md). It has no user, so nobody logs in to it; each purchase keeps its
+    buyer's email on its card checkout."""
+    account, _created = Account.objects.get_or_create(
+        public_id=GUEST_ACCOUNT_ID, defaults={"name": "Guest purchases"}
+    )
+    return account

@@ -16,6 +16,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse_lazy
 from django.utils import translation
 from django.utils.cache import add_never_cache_headers
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext as _
 from django.views import i18n as i18n_views
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -54,7 +55,10 @@ def signup(request: HttpRequest) -> HttpResponse:
     if request.user.is_authenticated:
         return redirect("accounts:profile")
     form = SignupForm(request.POST or None)
+    after = _safe_next(request, request.POST.get("next") or request.GET.get("next", ""))
     if request.method == "POST" and form.is_valid():
+        if after:  # the page to land on once the link (opened in this browser) logs in
+            request.session[SIGNUP_NEXT] = after
         email = form.cleaned_data["email"]
         if addresses.emails_allowed(scope="signup", address=client_ip(request), email=email):
             addresses.signup_request(
@@ -68,7 +72,19 @@ def signup(request: HttpRequest) -> HttpResponse:
             )
         request.session["signup_email"] = email
         return redirect("accounts:signup-sent")
-    return render(request, "accounts/signup.html", {"form": form})
+    return render(request, "accounts/signup.html", {"form": form, "next": after})
+
+
+SIGNUP_NEXT = "signup_next"
+
+
+def _safe_next(request: HttpRequest, target: str) -> str:
+    """``target`` when it is a page of this site (Django's own check of a login's ``next``),
+    else ""."""
+    allowed = url_has_allowed_host_and_scheme(
+        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    )
+    return target if target and allowed else ""
 
 
 @require_GET
@@ -91,7 +107,10 @@ def signup_confirm(request: HttpRequest, token: str) -> HttpResponse:
         if user is not None:
             login(request, user, backend="django.contrib.auth.backends.ModelBackend")
             messages.success(request, _("Your email is confirmed. Welcome! Your account is ready."))
-            return _remember_language(redirect("accounts:profile"), user.language)
+            # Where the visitor was going when they signed up (a "Buy now" checkout), checked
+            # again; the session survives the login.
+            after = _safe_next(request, request.session.pop(SIGNUP_NEXT, ""))
+            return _remember_language(redirect(after or "accounts:profile"), user.language)
     pending = addresses.signup_pending(token=token)
     return render(request, "accounts/signup_confirm.html", {"pending": pending})
 

@@ -7,16 +7,21 @@ from decimal import Decimal
 
 from django.conf import settings
 from django.http import JsonResponse
+from django.utils import translation
 from django.utils.decorators import method_decorator
 from django.views import View
 from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers
+from rest_framework.authentication import SessionAuthentication
+from rest_framework.permissions import BasePermission
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.permissions import WebSessionRequired
 from checkout import services as card
+from checkout.errors import CartEmpty
+from orders import guest as guest_choice
 from orders import selectors, services
 from orders.serializers import (
     MAX_LINES,
@@ -29,7 +34,7 @@ from orders.serializers import (
 )
 from payments import gateway
 from reseller.api import Problem, StrictSerializer, problems
-from reseller.errors import ApplicationError, problem_response
+from reseller.errors import ApplicationError, NotFound, problem_response
 from reseller.net import client_ip
 from wallet.services import TOPUP_MAX, TOPUP_MIN
 
@@ -310,6 +315,113 @@ class TopUpCheckoutApi(APIView):
         if outcome.status == "succeeded":
             return Response(TopUpOut(outcome.checkout.topup).data)
         return Response(_pending_body(outcome, id_field="topup_id"), status=202)
+
+
+# -- a guest's card checkout (no account; docs/site.md) --------------------------------------
+
+
+class SameSiteBrowser(BasePermission):
+    """A guest's checkout is a browser's, with no credential: its CSRF token is checked here
+    (DRF checks it only for a logged-in session), so another site cannot drive it."""
+
+    def has_permission(self, request, view) -> bool:
+        SessionAuthentication().enforce_csrf(request)
+        return True
+
+
+class GuestPrepareIn(StrictSerializer):
+    email = serializers.EmailField(
+        max_length=254, help_text="Where the receipt goes (and its link). No account is made."
+    )
+    payment_id = serializers.CharField(max_length=40, required=False)
+    when_promotion_scheduled = promotion_choice_field()
+
+
+class GuestPrepareOut(PrepareOut):
+    receipt_url = serializers.CharField(
+        help_text="The receipt page of this payment (also emailed once it is paid)."
+    )
+
+
+class GuestCheckoutOut(serializers.Serializer):
+    status = serializers.ChoiceField(choices=["succeeded", "requires_action", "processing"])
+    payment_id = serializers.CharField()
+    client_secret = serializers.CharField(required=False)
+    receipt_url = serializers.CharField()
+
+
+class GuestPaymentPrepareApi(APIView):
+    authentication_classes: list = []  # a visitor without an account: no credential is read
+    permission_classes = [SameSiteBrowser]
+
+    @extend_schema(
+        tags=["payments"],
+        summary="Start a guest's card checkout (the site's, no account)",
+        description="The site's checkout for a visitor who is not logged in: pays the item "
+        'this browser chose with "Buy now" (kept in its session) by card, with an `email` for '
+        "the receipt. Same flow as prepare/checkout; the order belongs to the house guest "
+        "account and the guest limits apply (docs/fraud.md). `{paymentId, email}` renews the "
+        "SetupIntent after a failed attempt. Needs the site's CSRF token.",
+        request=GuestPrepareIn,
+        responses={201: GuestPrepareOut, **CARD_PROBLEMS},
+    )
+    def post(self, request):
+        data = GuestPrepareIn(data=request.data)
+        data.is_valid(raise_exception=True)
+        values = data.validated_data
+        session = request._request.session
+        if "payment_id" in values:
+            if not guest_choice.guest_payment_allowed(session, values["payment_id"]):
+                raise NotFound()
+            checkout = card.card_checkout_for_guest(payment_id=values["payment_id"])
+            prepared = card.card_checkout_renew_setup(checkout=checkout)
+        else:
+            line = guest_choice.pending_line(session)
+            if line is None:
+                raise CartEmpty()
+            prepared = card.card_guest_prepare(
+                guest=card.Guest(
+                    email=values["email"],
+                    language=translation.get_language() or "en",
+                    client_address=client_ip(request._request),
+                ),
+                lines=[line],
+                promotion_wait=values["when_promotion_scheduled"] == WAIT,
+            )
+            guest_choice.guest_payment_allow(session, prepared.checkout.public_id)
+        body = _prepared(prepared, id_field="payment_id")
+        body["receipt_url"] = card.guest_receipt_path(prepared.checkout.public_id)
+        return Response(GuestPrepareOut(body).data, status=201)
+
+
+class GuestPaymentCheckoutApi(APIView):
+    authentication_classes: list = []
+    permission_classes = [SameSiteBrowser]
+
+    @extend_schema(
+        tags=["payments"],
+        summary="Pay a guest's prepared card payment (the site's, no account)",
+        description="As checkout, for a payment this browser prepared as a guest. `200` "
+        "`{status: succeeded, paymentId, receiptUrl}`: the receipt is emailed to the guest, in "
+        "the language of the page; `202` for 3-D Secure. Another browser's payment is 404.",
+        request=CheckoutIn,
+        responses={200: GuestCheckoutOut, 202: GuestCheckoutOut, **CARD_PROBLEMS},
+    )
+    def post(self, request):
+        data = CheckoutIn(data=request.data)
+        data.is_valid(raise_exception=True)
+        payment_id = data.validated_data["payment_id"]
+        session = request._request.session
+        if not guest_choice.guest_payment_allowed(session, payment_id):
+            raise NotFound()
+        checkout = card.card_checkout_for_guest(payment_id=payment_id)
+        outcome = card.card_checkout(checkout=checkout)
+        body = _pending_body(outcome, id_field="payment_id")
+        body["receipt_url"] = card.guest_receipt_path(payment_id)
+        if outcome.status == "succeeded":
+            guest_choice.pending_drop(session)  # bought: "Buy now" starts afresh
+            return Response(GuestCheckoutOut(body).data)
+        return Response(GuestCheckoutOut(body).data, status=202)
 
 
 @method_decorator(csrf_exempt, name="dispatch")

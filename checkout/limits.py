@@ -66,6 +66,13 @@ class Purchase:
     numbers: dict[str, int] = field(default_factory=dict)  # recipient number -> units
     fingerprint: str = ""
     address: str = ""  # the client's network address (per-address limits)
+    # A guest's purchase (no account of its own): counted per email, client address and card
+    # against the guest caps instead of the house account's own limits.
+    guest_email: str = ""
+
+    @property
+    def guest(self) -> bool:
+        return bool(self.guest_email)
 
 
 def amount_in_eur(amount: Decimal, currency: str) -> Decimal:
@@ -103,6 +110,8 @@ def purchase_lock(purchase: Purchase) -> None:
         keys.add(_lock_id("card", purchase.fingerprint))
     if purchase.address:
         keys.add(_lock_id("address", purchase.address))
+    if purchase.guest:
+        keys.add(_lock_id("guest-email", purchase.guest_email.lower()))
     for key in sorted(keys):
         advisory_xact_lock(key, wait=True)
 
@@ -202,7 +211,9 @@ def purchase_check(
     account = purchase.account
     caps = caps_for(account)
     new_until = account.created_at + timedelta(days=caps.new_account_days)
-    if new_until > now:
+    if purchase.guest:
+        refusals += _guest_refusals(purchase, since=since, now=now, exclude_pk=exclude_pk)
+    elif new_until > now:
         rows = list(
             _counted(since=since, exclude_pk=exclude_pk)
             .filter(account=account)
@@ -252,40 +263,43 @@ def purchase_check(
                     },
                 )
             )
-    first_cap = Decimal(caps.first_purchase_amount)
-    if purchase.amount_eur > first_cap and _first_purchase(account, exclude_pk=exclude_pk):
-        refusals.append(
-            (
-                math.inf,
-                _(
-                    "A first card payment can be at most %(amount)s EUR, and this one is "
-                    "%(this)s EUR. Nothing was charged; pay a smaller amount first."
+    # The house guest account's first payment and hour are every guest's: a guest has the
+    # caps above instead.
+    if not purchase.guest:
+        first_cap = Decimal(caps.first_purchase_amount)
+        if purchase.amount_eur > first_cap and _first_purchase(account, exclude_pk=exclude_pk):
+            refusals.append(
+                (
+                    math.inf,
+                    _(
+                        "A first card payment can be at most %(amount)s EUR, and this one is "
+                        "%(this)s EUR. Nothing was charged; pay a smaller amount first."
+                    )
+                    % {"amount": first_cap, "this": purchase.amount_eur},
                 )
-                % {"amount": first_cap, "this": purchase.amount_eur},
             )
+        hour_ago = now - HOUR
+        cap = caps.per_account_per_hour
+        entries = _times(
+            _counted(since=hour_ago, exclude_pk=exclude_pk)
+            .filter(account=account)
+            .values_list("limit_counted_at", flat=True)
         )
-    hour_ago = now - HOUR
-    cap = caps.per_account_per_hour
-    entries = _times(
-        _counted(since=hour_ago, exclude_pk=exclude_pk)
-        .filter(account=account)
-        .values_list("limit_counted_at", flat=True)
-    )
-    wait = _refusal_wait(entries, cap=Decimal(cap), adding=Decimal(1), now=now, window=HOUR)
-    if wait is not None:
-        refusals.append(
-            (
-                wait,
-                ngettext(
-                    "This account can pay by card at most %(count)d time in one hour. "
-                    "Nothing was charged; you can pay by card again %(when)s.",
-                    "This account can pay by card at most %(count)d times in one hour. "
-                    "Nothing was charged; you can pay by card again %(when)s.",
-                    cap,
+        wait = _refusal_wait(entries, cap=Decimal(cap), adding=Decimal(1), now=now, window=HOUR)
+        if wait is not None:
+            refusals.append(
+                (
+                    wait,
+                    ngettext(
+                        "This account can pay by card at most %(count)d time in one hour. "
+                        "Nothing was charged; you can pay by card again %(when)s.",
+                        "This account can pay by card at most %(count)d times in one hour. "
+                        "Nothing was charged; you can pay by card again %(when)s.",
+                        cap,
+                    )
+                    % {"count": cap, "when": _when(wait, now=now)},
                 )
-                % {"count": cap, "when": _when(wait, now=now)},
             )
-        )
     if purchase.address:
         rows_at = list(
             _counted(since=since, exclude_pk=exclude_pk)
@@ -405,7 +419,8 @@ def limits_reserve(checkout: CardCheckout, *, payment_method: str, address: str 
         amount_eur=amount_in_eur(checkout.amount, checkout.currency),
         numbers=numbers_of(order_lines(order_id=payment.order_id)) if payment else {},
         fingerprint=fingerprint,
-        address=address,
+        address=address or checkout.client_address or "",
+        guest_email=checkout.guest_email,
     )
     refused: CardLimitReached | CardPurchasesFrozen | None = None
     with transaction.atomic():
@@ -424,7 +439,7 @@ def limits_reserve(checkout: CardCheckout, *, payment_method: str, address: str 
         else:
             CardCheckout.objects.filter(pk=checkout.pk).update(
                 card_fingerprint=fingerprint,
-                client_address=address or None,
+                client_address=purchase.address or None,
                 limit_counted_at=now,
                 limit_amount_eur=purchase.amount_eur,
                 updated_at=now,
@@ -467,3 +482,65 @@ def card_limits_set(
         defaults={**merged, "note": note, "updated_at": timezone.now(), "updated_by": by},
     )
     return row
+
+
+def _guest_refusals(
+    purchase: Purchase, *, since: datetime, now: datetime, exclude_pk: int | None
+) -> list[tuple[float, str]]:
+    """A guest's caps (``CARD_LIMIT_GUEST_*``), lower than a new account's: guest payments in
+    24 h, and their amount, per email, per client address and per card. Any one of the three
+    reached refuses, so a new email, a new address or a new card alone does not get around
+    them (the per-number and per-card limits of every buyer apply as well)."""
+    cap = settings.CARD_LIMIT_GUEST_PER_DAY
+    cap_amount = Decimal(settings.CARD_LIMIT_GUEST_AMOUNT_PER_DAY)
+    guests = _counted(since=since, exclude_pk=exclude_pk).exclude(guest_email="")
+    keys = [guests.filter(guest_email__iexact=purchase.guest_email)]
+    if purchase.address:
+        keys.append(guests.filter(client_address=purchase.address))
+    if purchase.fingerprint:
+        keys.append(guests.filter(card_fingerprint=purchase.fingerprint))
+    refusals: list[tuple[float, str]] = []
+    for rows in keys:
+        entries = [
+            (at, amount or Decimal(0))
+            for at, amount in rows.values_list("limit_counted_at", "limit_amount_eur")
+            if at is not None
+        ]
+        wait = _refusal_wait(
+            [(at, Decimal(1)) for at, _amount in entries],
+            cap=Decimal(cap),
+            adding=Decimal(1),
+            now=now,
+        )
+        if wait is not None:
+            refusals.append(
+                (
+                    wait,
+                    ngettext(
+                        "Without an account you can pay by card at most %(count)d time in 24 "
+                        "hours. Nothing was charged; log in or sign up, or try again %(when)s.",
+                        "Without an account you can pay by card at most %(count)d times in 24 "
+                        "hours. Nothing was charged; log in or sign up, or try again %(when)s.",
+                        cap,
+                    )
+                    % {"count": cap, "when": _when(wait, now=now)},
+                )
+            )
+        wait = _refusal_wait(entries, cap=cap_amount, adding=purchase.amount_eur, now=now)
+        if wait is not None:
+            refusals.append(
+                (
+                    wait,
+                    _(
+                        "Without an account you can pay at most %(amount)s EUR by card in 24 "
+                        "hours, and this payment is %(this)s EUR. Nothing was charged; log in "
+                        "or sign up, or try again %(when)s."
+                    )
+                    % {
+                        "amount": cap_amount,
+                        "this": purchase.amount_eur,
+                        "when": _when(wait, now=now),
+                    },
+                )
+            )
+    return refusals

@@ -54,8 +54,12 @@ class CardCheckout(models.Model):
     card_fingerprint = models.CharField(max_length=64, blank=True)
     limit_counted_at = models.DateTimeField(null=True, blank=True)
     limit_amount_eur = models.DecimalField(**MONEY, null=True, blank=True)
-    # The client address of the checkout that charged it (per-address limits).
+    # The client address of the checkout that charged it (per-address limits, a guest's too).
     client_address = models.GenericIPAddressField(null=True, blank=True)
+    # A guest's purchase (no account; owned by the house guest account, docs/site.md): where
+    # the receipt goes and in which language.
+    guest_email = models.EmailField(max_length=254, blank=True)
+    guest_language = models.CharField(max_length=5, blank=True)
     expires_at = models.DateTimeField()
     completed_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now, editable=False)

@@ -25,10 +25,12 @@ from decimal import Decimal
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from accounts.models import Account, User
+from accounts.services import guest_account
 from checkout import disputes, limits
 from checkout.errors import (
     CartEmpty,
@@ -38,6 +40,7 @@ from checkout.errors import (
 )
 from checkout.models import CardCheckout, StripeEvent
 from orders.errors import CurrencyMismatch
+from orders.guest import receipt_token
 from orders.models import Cart, Order
 from orders.pricing import LineRequest, line_requests, price_order
 from orders.selectors import cart_items
@@ -161,6 +164,40 @@ def card_payment_prepare(
     return _attach_setup_intent(checkout, discard_on_failure=True)
 
 
+@dataclass
+class Guest:
+    """A buyer without an account: the receipt's address and language, and the client
+    address the guest limits count (docs/fraud.md)."""
+
+    email: str
+    language: str
+    client_address: str = ""
+
+
+def card_guest_prepare(
+    *, guest: Guest, lines: list[LineRequest], promotion_wait: bool = True
+) -> Prepared:
+    """A guest's card payment of ``lines`` (docs/site.md): an order of the house guest
+    account, priced as any visitor sees it, with the guest's email on its checkout. The guest
+    caps (docs/fraud.md) are checked here and again, with the card, at checkout."""
+    with transaction.atomic():
+        checkout = _payment_checkout_create(
+            account=guest_account(),
+            user=None,
+            lines=lines,
+            cart=None,
+            currency=None,
+            promotion_wait=promotion_wait,
+            guest=guest,
+        )
+    return _attach_setup_intent(checkout, discard_on_failure=True)
+
+
+def guest_receipt_path(payment_id: str) -> str:
+    """The guest's receipt page: its link is the only way to it (orders.guest)."""
+    return reverse("orders:guest-receipt", args=[receipt_token(payment_id)])
+
+
 def _payment_checkout_create(
     *,
     account: Account,
@@ -170,6 +207,7 @@ def _payment_checkout_create(
     currency: str | None,
     promotion_wait: bool = True,
     client_address: str = "",
+    guest: Guest | None = None,
 ) -> CardCheckout:
     disputes.card_purchases_check(account=account)
     wallet = wallet_get_or_create(account=account)
@@ -194,7 +232,8 @@ def _payment_checkout_create(
             account=account,
             amount_eur=limits.amount_in_eur(priced.total, priced.currency),
             numbers=limits.numbers_of(priced.lines),
-            address=client_address,
+            address=client_address or (guest.client_address if guest else ""),
+            guest_email=guest.email if guest else "",
         )
     )
     _order, payment, _lines = order_create(
@@ -219,6 +258,9 @@ def _payment_checkout_create(
         amount=payment.amount,
         currency=payment.currency,
         expires_at=expires_at,
+        guest_email=guest.email if guest else "",
+        guest_language=guest.language if guest else "",
+        client_address=(guest.client_address or None) if guest else None,
     )
 
 
@@ -269,6 +311,19 @@ def card_checkout_for_payment(*, account: Account, payment_id: str) -> CardCheck
     checkout = (
         CardCheckout.objects.select_related("payment", "topup")
         .filter(account=account, payment__public_id=payment_id)
+        .first()
+    )
+    if checkout is None:
+        raise NotFound()
+    return checkout
+
+
+def card_checkout_for_guest(*, payment_id: str) -> CardCheckout:
+    """A guest's checkout (the caller checked that this browser prepared it)."""
+    checkout = (
+        CardCheckout.objects.select_related("payment", "topup")
+        .filter(payment__public_id=payment_id)
+        .exclude(guest_email="")
         .first()
     )
     if checkout is None:
@@ -495,7 +550,15 @@ def _complete(checkout: CardCheckout, intent: gateway.IntentResult) -> None:
         payment = payment_capture(
             payment_id=checkout.payment_id, payment_intent_id=intent.id, now=now
         )
-        order_recharges_start(order=payment.order, payment=payment)
+        if checkout.guest_email:  # a guest's: the receipt goes to their email and link
+            order_recharges_start(
+                order=payment.order,
+                payment=payment,
+                receipt_to=Guest(email=checkout.guest_email, language=checkout.guest_language),
+                receipt_path=guest_receipt_path(payment.public_id),
+            )
+        else:
+            order_recharges_start(order=payment.order, payment=payment)
         if checkout.cart_id and checkout.cart_item_ids:  # exactly the lines it paid for
             cart_items_remove(cart_id=checkout.cart_id, item_ids=checkout.cart_item_ids)
         checkout.payment = payment

@@ -9,6 +9,17 @@ from checkout import apis
 urlpatterns = [
     path("payments/prepare", apis.PaymentPrepareApi.as_view(), name="payments-prepare"),
     path("payments/checkout", apis.PaymentCheckoutApi.as_view(), name="payments-checkout"),
+    # A guest's card checkout on the site (no account, docs/site.md).
+    path(
+        "guest/payments/prepare",
+        apis.GuestPaymentPrepareApi.as_view(),
+        name="guest-payments-prepare",
+    ),
+    path(
+        "guest/payments/checkout",
+        apis.GuestPaymentCheckoutApi.as_view(),
+        name="guest-payments-checkout",
+    ),
     # Card top-ups of the wallet: the card flow paying a wallet top-up.
     path("wallet/topups/prepare", apis.TopUpPrepareApi.as_view(), name="topups-prepare"),
     path("wallet/topups/checkout", apis.TopUpCheckoutApi.as_view(), name="topups-checkout"),

@@ -21,7 +21,7 @@ from accounts.models import Account, User
 from accounts.selectors import account_contact
 from catalog.phone import number_display
 from emails.models import Email
-from emails.outbox import email_queue_to_user
+from emails.outbox import Person, email_queue_to_user
 from orders.errors import CartAlreadyPaid, CurrencyMismatch
 from orders.idempotency import Outcome, run_idempotent
 from orders.models import Cart, CartItem, Order, OrderLine
@@ -163,14 +163,23 @@ def order_recharges_start(
     payment: Payment,
     lines: list[OrderLine] | None = None,
     references: list[str] | None = None,
+    receipt_to: Person | None = None,
+    receipt_path: str = "",
 ) -> list[Recharge]:
     """A paid order's recharges (``recharges.services.recharges_create``) and, for a live
-    site order, its receipt."""
+    site order, its receipt. ``receipt_to`` and ``receipt_path``: a guest's (their email and
+    language, and their receipt link), instead of the buyer's account and receipt page."""
     if lines is None:
         lines = list(order.lines.select_related("product"))
     recharges = recharges_create(order=order, payment=payment, lines=lines, references=references)
     if order.livemode and order.channel in (Order.Channel.WALLET, Order.Channel.CARD):
-        _receipt_queue(order=order, payment=payment, lines=lines)
+        _receipt_queue(
+            order=order,
+            payment=payment,
+            lines=lines,
+            receipt_to=receipt_to,
+            receipt_path=receipt_path,
+        )
     return recharges
 
 
@@ -179,22 +188,29 @@ def order_discard(*, order_id: int) -> None:
     Order.objects.filter(pk=order_id).delete()
 
 
-def _receipt_queue(*, order: Order, payment: Payment, lines: list[OrderLine]) -> None:
+def _receipt_queue(
+    *,
+    order: Order,
+    payment: Payment,
+    lines: list[OrderLine],
+    receipt_to: Person | None = None,
+    receipt_path: str = "",
+) -> None:
     """The receipt of a paid site order (card or wallet; docs/contract.md §12), by email, in
     the transaction that took the money. API orders are followed by webhooks and statements."""
-    user = order.created_by or account_contact(account_id=order.account_id)
+    user = receipt_to or order.created_by or account_contact(account_id=order.account_id)
     if user is None:
         return
     email_queue_to_user(
         user=user,
         kind=Email.Kind.RECEIPT,
         context={
-            "name": user.first_name,
+            "name": getattr(user, "first_name", ""),
             "reference": payment.public_id,
             "method": payment.method,
             "total": f"{order.total:.2f}",
             "currency": order.currency,
-            "receipt_path": reverse("orders:receipt", args=[payment.public_id]),
+            "receipt_path": receipt_path or reverse("orders:receipt", args=[payment.public_id]),
             "lines": [
                 {
                     "product": line.product.name,

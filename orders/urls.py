@@ -13,6 +13,12 @@ urlpatterns = [
     path("cart/items/<id:item_id>/remove/", views.cart_item_remove, name="cart-item-remove"),
     path("checkout/", views.checkout, name="checkout"),
     path("checkout/wallet/", views.checkout_wallet, name="checkout-wallet"),
+    path("checkout/resume/", views.checkout_resume, name="checkout-resume"),
+    path("checkout/guest/", views.guest_checkout, name="guest-checkout"),
+    path("receipts/<str:token>/", views.guest_receipt, name="guest-receipt"),
+    path(
+        "receipts/<str:token>/status.json", views.guest_receipt_status, name="guest-receipt-status"
+    ),
     path("payments/", views.history, name="history"),
     path("payments/<id:payment_id>/", views.receipt, name="receipt"),
     path("payments/<id:payment_id>/status.json", views.receipt_status, name="receipt-status"),

@@ -15,12 +15,14 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme, urlencode
 from django.utils.translation import gettext as _
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 from rest_framework.exceptions import ValidationError
 
 from accounts.http import AuthenticatedRequest
+from accounts.services import guest_account
 from catalog.selectors import promotion_is_waitlisting
-from orders import selectors, services
+from orders import guest, selectors, services
 from orders.errors import CartAlreadyPaid
 from orders.models import Order
 from orders.pricing import line_requests, price_order
@@ -105,6 +107,8 @@ def _messages_of(exc: ValidationError) -> list[str]:
 @require_POST
 def cart_add(request: HttpRequest) -> HttpResponse:
     back = _back(request, reverse("catalog:index"))
+    if not request.user.is_authenticated and request.POST.get("then") == "checkout":
+        return _buy_now_logged_out(request, back)
     if not request.user.is_authenticated:
         messages.info(request, _("Log in or sign up to add top-ups to your cart."))
         # Encoded, so the page comes back as it was: "?phone=%2B234…" must not turn its "+"
@@ -140,6 +144,86 @@ def cart_add(request: HttpRequest) -> HttpResponse:
     )
     messages.success(request, _("Added to your cart."))
     return redirect("orders:cart")
+
+
+def _buy_now_logged_out(request: HttpRequest, back: str) -> HttpResponse:
+    """A logged-out "Buy now": the choice is kept in the session (orders.guest) and the
+    visitor pays it as a guest, or logs in or signs up and lands on its checkout."""
+    form = CartItemIn(
+        data={
+            "session_id": SITE_BUY_NOW,
+            "product_id": request.POST.get("product", ""),
+            "recipient_number": request.POST.get("recipient_number", "").strip(),
+            "quantity": _form_int(request.POST.get("quantity", "1")),
+        }
+    )
+    try:
+        form.is_valid(raise_exception=True)
+    except ValidationError as exc:
+        for message in _messages_of(exc):
+            messages.error(request, message)
+        return redirect(back)
+    line = form.validated_data["line"]
+    guest.pending_keep(
+        request.session,
+        product_id=line.product.public_id,
+        recipient_number=line.recipient_number,
+        quantity=line.quantity,
+    )
+    return redirect("orders:guest-checkout")
+
+
+RESUME_URL = "orders:checkout-resume"
+
+
+@require_GET
+def guest_checkout(request: HttpRequest) -> HttpResponse:
+    """The item of a logged-out "Buy now", priced: pay it as a guest (an email for the
+    receipt, a card), or log in or sign up and come back to its checkout."""
+    if request.user.is_authenticated:
+        return redirect(RESUME_URL)
+    line = guest.pending_line(request.session)
+    if line is None:
+        messages.info(request, _("Choose a top-up first."))
+        return redirect("home")
+    account = guest_account()
+    priced = price_order(
+        account=account,
+        currency=wallet_get_or_create(account=account).currency,
+        lines=[line],
+        for_sale=False,
+    )
+    resume = urlencode({"next": reverse(RESUME_URL)})
+    return render(
+        request,
+        "orders/guest_checkout.html",
+        {
+            "rows": list(zip([line], priced.lines, strict=True)),
+            "quote": priced,
+            "cards_enabled": gateway.configured(),
+            "test_mode": gateway.test_mode(),
+            "stripe_js_url": settings.STRIPE_JS_URL,
+            "publishable_key": gateway.publishable_key(),
+            "scheduled": _scheduled(priced),
+            "login_url": f"{reverse('accounts:login')}?{resume}",
+            "signup_url": f"{reverse('accounts:signup')}?{resume}",
+        },
+    )
+
+
+@login_required
+@require_GET
+def checkout_resume(request: AuthenticatedRequest) -> HttpResponse:
+    """After a login or a sign-up: the item chosen before it, alone in the "Buy now" cart,
+    and its checkout. With nothing pending (or a product gone since), the cart."""
+    line = guest.pending_line(request.session)
+    guest.pending_drop(request.session)
+    if line is None:
+        return redirect("orders:cart")
+    services.cart_set_only(
+        account=request.user.account, livemode=True, session_id=SITE_BUY_NOW, line=line
+    )
+    return redirect(f"{reverse('orders:checkout')}?{urlencode({'cart': SITE_BUY_NOW})}")
 
 
 @login_required
@@ -291,8 +375,50 @@ def receipt(request: AuthenticatedRequest, payment_id: str) -> HttpResponse:
             "lines": lines,
             "numbers": _numbers_of(request, lines),
             "final": bool(recharges) and all(r.status in FINAL for r in recharges),
+            "status_url": reverse("orders:receipt-status", args=[payment.public_id]),
         },
     )
+
+
+def _guest_payment(token: str) -> Payment:
+    """The guest payment a receipt link names (orders.guest); any other link is 404."""
+    payment_id = guest.receipt_payment_id(token)
+    payment = (
+        selectors.payment_history(account=guest_account(), livemode=True)
+        .filter(public_id=payment_id)
+        .prefetch_related("order__lines__product__operator")
+        .first()
+        if payment_id
+        else None
+    )
+    if payment is None:
+        raise Http404
+    return payment
+
+
+@never_cache  # a link that is its own key: kept by no shared cache
+@require_GET
+def guest_receipt(request: HttpRequest, token: str) -> HttpResponse:
+    """A guest's receipt, reached by its link only (it is also in the receipt email)."""
+    payment = _guest_payment(token)
+    recharges = list(payment.recharges.all())
+    return render(
+        request,
+        "orders/receipt.html",
+        {
+            "payment": payment,
+            "recharges": recharges,
+            "guest": True,
+            "final": bool(recharges) and all(r.status in FINAL for r in recharges),
+            "status_url": reverse("orders:guest-receipt-status", args=[token]),
+        },
+    )
+
+
+@never_cache
+@require_GET
+def guest_receipt_status(request: HttpRequest, token: str) -> JsonResponse:
+    return _status_body(_guest_payment(token))
 
 
 def _numbers_of(request: AuthenticatedRequest, lines) -> list[dict]:
@@ -322,7 +448,10 @@ def _numbers_of(request: AuthenticatedRequest, lines) -> list[dict]:
 @require_GET
 def receipt_status(request: AuthenticatedRequest, payment_id: str) -> JsonResponse:
     """What receipt.js polls: the payment's and each recharge's current status."""
-    payment = _own_payment(request, payment_id)
+    return _status_body(_own_payment(request, payment_id))
+
+
+def _status_body(payment: Payment) -> JsonResponse:
     recharges = list(payment.recharges.all())
     return JsonResponse(
         {

@@ -200,6 +200,29 @@ def _cart_item_and_payment(user, operator):
     return item, order.payment
 
 
+def _guest_receipt_token(product) -> str:
+    """The receipt link of a guest's card payment (docs/site.md), pending: its page and status."""
+    from accounts.services import guest_account
+    from orders.guest import receipt_token
+    from orders.pricing import LineRequest, price_order
+    from orders.services import order_create
+
+    account = guest_account()
+    line = LineRequest(product=product, recipient_number="+525512345678", quantity=1)
+    _order, payment, _lines = order_create(
+        account=account,
+        livemode=True,
+        channel="card",
+        priced=price_order(account=account, lines=[line], currency="EUR"),
+        user=None,
+        api_key=None,
+        payment_status="pending",
+        method="card",
+        wallet=None,
+    )
+    return receipt_token(payment.public_id)
+
+
 @pytest.fixture
 def site_pages(db):
     """Every site page rendered with GET: reverse() each named route, with arguments for
@@ -258,6 +281,8 @@ def site_pages(db):
         "orders:cart-item-remove": [item.public_id],
         "orders:receipt": [payment.public_id],
         "orders:receipt-status": [payment.public_id],
+        "orders:guest-receipt": [_guest_receipt_token(product)],
+        "orders:guest-receipt-status": [_guest_receipt_token(product)],
         "accounts:password-reset-confirm": ["MQ", "not-a-token"],  # the expired-link page
         "accounts:signup-confirm": ["not-a-token"],
         "recipients:delete": ["rcp_unknown"],

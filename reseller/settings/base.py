@@ -232,6 +232,9 @@ CARD_LIMIT_PER_ADDRESS_PER_HOUR = env.int("CARD_LIMIT_PER_ADDRESS_PER_HOUR", def
 CARD_LIMIT_FIRST_PURCHASE_AMOUNT = env.int("CARD_LIMIT_FIRST_PURCHASE_AMOUNT", default=40)
 # A card payment or top-up above this many EUR asks for 3-D Secure (request_three_d_secure "any").
 CARD_3DS_ABOVE_EUR = env.int("CARD_3DS_ABOVE_EUR", default=30)
+# A guest's card purchases (no account: docs/fraud.md), per email, client address and card.
+CARD_LIMIT_GUEST_PER_DAY = env.int("CARD_LIMIT_GUEST_PER_DAY", default=2)
+CARD_LIMIT_GUEST_AMOUNT_PER_DAY = env.int("CARD_LIMIT_GUEST_AMOUNT_PER_DAY", default=30)
 
 # Content Security Policy (Django's own middleware): only our origin, plus the Stripe origin
 # that Stripe.js needs.

@@ -19,6 +19,7 @@
   let currentId = null; // our payment (or top-up) id once prepared
   let needsSetup = true; // a SetupIntent takes one card: a new attempt needs a new one
   let setupSecret = null;
+  let receiptUrl = null; // a guest's receipt link (the prepare and checkout answers carry it)
 
   function csrfToken() {
     const match = document.cookie.match(/(?:^|;\s*)csrftoken=([^;]+)/);
@@ -67,13 +68,14 @@
   }
 
   function prepareBody() {
+    const guest = d.kind === "guest" ? { email: form.elements.email.value } : {};
     if (currentId) {
-      return { [idField]: currentId };
+      return Object.assign({ [idField]: currentId }, guest);
     }
     if (d.kind === "topup") {
       return { amount: apiAmount(form.elements.amount) };
     }
-    const body = { sessionId: d.sessionId };
+    const body = d.kind === "guest" ? guest : { sessionId: d.sessionId };
     const choice = form.elements.when_promotion_scheduled;
     if (choice && choice.value) {
       body.whenPromotionScheduled = choice.value; // "wait" or "sendNow" (contract §5)
@@ -94,10 +96,16 @@
     if (result.body && result.body.code === "payment_method_required") {
       return d.msgFailed; // the API's wording is for integrators: enter the card again
     }
+    if (result.body && result.body.code === "validation_error" && result.body.errors) {
+      return result.body.errors.map(function (e) { return e.message; }).join(" ");
+    }
     return (result.body && result.body.detail) || d.msgFailed;
   }
 
   function done() {
+    if (receiptUrl) {
+      return window.location.assign(receiptUrl);
+    }
     window.location.assign(d.successUrl.replace("PAYMENT_ID", currentId));
   }
 
@@ -111,6 +119,7 @@
       }
       currentId = prepared.body[idField];
       setupSecret = prepared.body.setupClientSecret;
+      receiptUrl = prepared.body.receiptUrl || null;
       needsSetup = false;
     }
     const setup = await stripe.confirmCardSetup(setupSecret, { payment_method: { card: card } });

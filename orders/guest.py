@@ -1,0 +1,84 @@
+"""A visitor's choice kept through login and sign-up, and a guest's receipt link
+(docs/site.md, "Buying without logging in").
+
+- **The pending choice.** A logged-out "Buy now" keeps the product, the number and the
+  quantity in the visitor's session. The guest checkout page pays it without an account; after
+  a login or a sign-up (whose confirmation link logs in, in the same browser) the checkout's
+  resume page puts it in the "Buy now" cart and opens the checkout of exactly that item. Only a
+  POST with its CSRF token sets it; nothing in a URL can.
+- **The guest's receipt.** A guest purchase belongs to the house guest account, which nobody
+  logs in to. Its receipt page is reached by a link that names the payment and carries an HMAC
+  of it (Django's signing, keyed by SECRET_KEY): a link cannot be guessed, and one receipt's
+  link opens no other.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.sessions.backends.base import SessionBase
+from django.core import signing
+from rest_framework.exceptions import ValidationError
+
+from orders.pricing import LineRequest
+from orders.serializers import CartItemIn
+
+PENDING_KEY = "buy_now_pending"
+GUEST_PAYMENTS_KEY = "guest_payments"
+RECEIPT_SALT = "orders.guest-receipt"
+GUEST_PAYMENTS_KEPT = 20
+
+
+def pending_keep(
+    session: SessionBase, *, product_id: str, recipient_number: str, quantity: int
+) -> None:
+    session[PENDING_KEY] = {
+        "product_id": product_id,
+        "recipient_number": recipient_number,
+        "quantity": quantity,
+    }
+
+
+def pending_of(session: SessionBase) -> dict[str, Any] | None:
+    found = session.get(PENDING_KEY)
+    return found if isinstance(found, dict) else None
+
+
+def pending_drop(session: SessionBase) -> None:
+    session.pop(PENDING_KEY, None)
+
+
+def pending_line(session: SessionBase) -> LineRequest | None:
+    """The pending choice, checked again as when it was chosen (the product may have gone
+    since): None when there is none or it no longer holds."""
+    found = pending_of(session)
+    if found is None:
+        return None
+    form = CartItemIn(data={**found, "session_id": "buy-now"})
+    try:
+        form.is_valid(raise_exception=True)
+    except ValidationError:
+        return None
+    return form.validated_data["line"]
+
+
+def guest_payment_allow(session: SessionBase, payment_id: str) -> None:
+    """The guest payments this browser prepared: only they can be paid from it."""
+    kept = [p for p in session.get(GUEST_PAYMENTS_KEY, []) if p != payment_id]
+    session[GUEST_PAYMENTS_KEY] = [*kept, payment_id][-GUEST_PAYMENTS_KEPT:]
+
+
+def guest_payment_allowed(session: SessionBase, payment_id: str) -> bool:
+    return payment_id in session.get(GUEST_PAYMENTS_KEY, [])
+
+
+def receipt_token(payment_id: str) -> str:
+    return signing.Signer(salt=RECEIPT_SALT).sign(payment_id)
+
+
+def receipt_payment_id(token: str) -> str | None:
+    """The payment a receipt link names, or None for a link that was not ours."""
+    try:
+        return signing.Signer(salt=RECEIPT_SALT).unsign(token)
+    except signing.BadSignature:
+        return None
