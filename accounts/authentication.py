@@ -10,10 +10,11 @@ from rest_framework.authentication import BaseAuthentication
 from rest_framework.request import Request
 from rest_framework_simplejwt.authentication import JWTAuthentication
 
-from accounts import services
+from accounts import roles, services
 from accounts.errors import AmbiguousCredentials, CredentialRefused, IpNotAllowed
 from accounts.models import ApiKey, User
 from accounts.selectors import api_key_verify
+from reseller.errors import PermissionDenied
 from reseller.net import client_ip
 
 API_KEY_HEADER = "x-api-key"
@@ -25,7 +26,9 @@ class ApiKeyAuthentication(BaseAuthentication):
     - no header: not this class's business (JWT or the site session may follow);
     - a key together with an ``Authorization`` header: 400 ``ambiguous_credentials``;
     - malformed, unknown or wrong key: 401 ``invalid_api_key``; revoked: 401 ``api_key_revoked``;
-    - client address (reseller.net.client_ip) outside a non-empty whitelist: 403 ``ip_not_allowed``.
+    - client address (reseller.net.client_ip) outside a non-empty whitelist: 403 ``ip_not_allowed``;
+    - a live key on a route its creator's role may not use (accounts/roles.py): 403
+      ``permission_denied``.
 
     Listed first in DEFAULT_AUTHENTICATION_CLASSES: DRF takes the WWW-Authenticate challenge
     of the first class, and without one it would turn every 401 into a 403.
@@ -46,6 +49,16 @@ class ApiKeyAuthentication(BaseAuthentication):
         if key.ip_whitelist and client_ip(request) not in key.ip_whitelist:
             _note_refused(request, key)
             raise IpNotAllowed()
+        match = request._request.resolver_match
+        refusal = roles.key_refusal(
+            user=key.user,
+            livemode=key.livemode,
+            view_name=match.view_name if match is not None else None,
+            method=request.method or "",
+        )
+        if refusal is not None:  # a live key may do what its creator's role may
+            _note_refused(request, key)
+            raise PermissionDenied(refusal)
         services.api_key_mark_used(key=key)
         return key.user, key
 
@@ -57,7 +70,8 @@ class ApiKeyAuthentication(BaseAuthentication):
 
 def _note_refused(request: Request, key: ApiKey | None) -> None:
     """Remember a key whose secret was proved but which is refused (revoked, or outside its
-    IP whitelist) on the underlying request, for its request log (``refused_api_key``)."""
+    IP whitelist, or its creator's role) on the underlying request, for its request log
+    (``refused_api_key``)."""
     if key is not None:
         request._request.refused_api_key = key  # type: ignore[attr-defined]
 

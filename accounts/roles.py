@@ -6,9 +6,11 @@ export by one policy, by route.
   batches, carts);
 - finance: the wallet, statements, payments and batches; no keys, webhooks or logs.
 
-The policy applies to people: web sessions on the site and on the API (session or JWT). An
-API key acts for the whole account, as the owner who created it decided, so key requests are
-not checked here (a key's own limits apply).
+The policy applies to people: web sessions on the site and on the API (session or JWT), and
+to live API keys, which carry the role their creator has now (``key_refusal``, checked when the
+key authenticates): a developer's live key cannot move or read the account's money any more
+than the developer can. Test keys act on their own sandbox balance, never the account's money,
+so every role's test key may use them.
 
 Every route has a decision: an area in ``ROUTES``, or a place in ``ANY_ROLE`` with the reason
 it is open to every role. A route in neither is the owners' only (fail closed): a new view
@@ -102,6 +104,12 @@ ANY_ROLE: tuple[tuple[str, str], ...] = (
 UNDECIDED = "undecided"
 
 
+# Routes open to every role for reading whose unsafe methods spend the wallet: placing
+# recharges with a key is moving money.
+SPENDING = ("b2b-recharges",)
+SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
+
+
 def _matches(view_name: str, name: str) -> bool:
     return view_name.startswith(name[:-1]) if name.endswith("*") else view_name == name
 
@@ -117,6 +125,36 @@ def area_of(view_name: str) -> str | None:
     return UNDECIDED
 
 
+def area_of_request(view_name: str, method: str) -> str | None:
+    """``area_of``, where placing recharges (an unsafe method of ``SPENDING``) is money."""
+    if view_name in SPENDING and method.upper() not in SAFE_METHODS:
+        return MONEY
+    return area_of(view_name)
+
+
+def refusal_message(area: str) -> str:
+    """What a person (or a key) refused an area is told."""
+    return {
+        MONEY: _("Your role in this account does not include its money."),
+        KEYS: _("Your role in this account does not include API keys, webhooks or logs."),
+        TEAM: _("Only the account's owners manage its team."),
+        # DRF's own message, translated by its catalogs.
+        UNDECIDED: str(PermissionDenied.default_detail),
+    }[area]
+
+
+def key_refusal(*, user, livemode: bool, view_name: str | None, method: str) -> str | None:
+    """Why a key may not be used on this route, or None. A live key acts with the role its
+    creator has now (promoted, demoted or made staff, the key follows); a test key acts on its
+    sandbox balance, so no role is checked."""
+    if not livemode or view_name is None:
+        return None
+    area = area_of_request(view_name, method)
+    if area is None or may(user, area):
+        return None
+    return refusal_message(area)
+
+
 def may(user, area: str | None) -> bool:
     """Whether a signed-in person may use an area (None: anyone of the account)."""
     if area is None or user.is_staff:
@@ -126,8 +164,9 @@ def may(user, area: str | None) -> bool:
 
 
 def _person(request: HttpRequest):
-    """Who is asking: the session's user, or the JWT's on the API; None for API keys (they act
-    for the account) and for anyone not signed in (the view answers 401 or the login page)."""
+    """Who is asking: the session's user, or the JWT's on the API; None for API keys (checked
+    when they authenticate: ``key_refusal``) and for anyone not signed in (the view answers 401
+    or the login page)."""
     if is_api_path(request.path):
         if request.headers.get("x-api-key"):
             return None
@@ -150,19 +189,13 @@ class RolePolicyMiddleware:
 
     def process_view(self, request: HttpRequest, view_func, view_args, view_kwargs):
         match = request.resolver_match
-        area = area_of(match.view_name) if match is not None else None
+        area = area_of_request(match.view_name, request.method or "") if match else None
         if area is None:
             return None
         person = _person(request)
         if person is None or may(person, area):
             return None
-        message = {
-            MONEY: _("Your role in this account does not include its money."),
-            KEYS: _("Your role in this account does not include API keys, webhooks or logs."),
-            TEAM: _("Only the account's owners manage its team."),
-            # DRF's own message, translated by its catalogs.
-            UNDECIDED: str(PermissionDenied.default_detail),
-        }[area]
+        message = refusal_message(area)
         if is_api_path(request.path):
             return problem_response(request, status=403, code="permission_denied", detail=message)
         return render(request, "403.html", {"message": message}, status=403)

@@ -160,19 +160,21 @@ class LogoutView(auth_views.LogoutView):
 
 
 class PasswordResetView(auth_views.PasswordResetView):
-    """``/accounts/password-reset/``: the same answer whether or not the email has an account
-    (docs/contract.md §12); the email holds a link that works once, for an hour."""
+    """``/accounts/password-reset/``: the same answer, and the same path, whether or not the
+    email has an account (docs/contract.md §12): one message is queued either way
+    (``addresses.password_reset_request``); the link works once, for an hour."""
 
     template_name = "accounts/password_reset.html"
-    email_template_name = "accounts/email/password_reset.txt"
-    html_email_template_name = "accounts/email/password_reset.html"
-    subject_template_name = "accounts/email/password_reset_subject.txt"
     success_url = reverse_lazy("accounts:password-reset-sent")
 
     def form_valid(self, form):
         address, email = client_ip(self.request), form.cleaned_data["email"]
         if services.password_reset_allowed(address=address, email=email):
-            return super().form_valid(form)
+            addresses.password_reset_request(
+                email=email,
+                language=translation.get_language() or "en",
+                site_url=self.request.build_absolute_uri("/"),
+            )
         return redirect(self.success_url)  # the same answer: nothing tells what happened
 
 

@@ -24,6 +24,9 @@ from emails.models import Email
 
 logger = logging.getLogger(__name__)
 
+# Context keys that carry a one-time link (a sign-up's, a password reset's): the row needs them
+# until the message is sent, then forgets them; staff never see them (backoffice admin).
+LINK_KEYS = frozenset({"confirm_path", "new_password_path"})
 LEASE = timedelta(minutes=5)
 MAX_ATTEMPTS = 12  # about a day and a half of retries (1, 2, 4 … minutes, at most 6 hours)
 KEEP_SENT = timedelta(days=30)
@@ -97,9 +100,17 @@ def email_send(email_id: int) -> bool:
         logger.warning("email %s (%s) not sent, attempt %s", email.pk, email.kind, attempts)
         return False
     Email.objects.filter(pk=email.pk).update(
-        attempts=email.attempts + 1, sent_at=timezone.now(), last_error=""
+        attempts=email.attempts + 1,
+        sent_at=timezone.now(),
+        last_error="",
+        context=context_without_links(email.context),
     )
     return True
+
+
+def context_without_links(context: dict[str, Any]) -> dict[str, Any]:
+    """The context with its one-time links replaced by a placeholder."""
+    return {key: "(link)" if key in LINK_KEYS else value for key, value in context.items()}
 
 
 def emails_due(limit: int = 200) -> list[int]:

@@ -5,13 +5,16 @@ Columns (a header row, names in any case, spaces or underscores ignored):
 (the operator's id ``opr_…`` or ``CC/slug``, and the airtime's face value in local currency);
 ``quantity`` (default 1) and ``reference`` are optional. Rows become the API's batch items, so
 a file is checked exactly as ``POST /api-access/b2b/batches`` checks a request, and errors are
-given by line (the header is line 1) and column.
+given by line (the header is line 1) and column. A file past one of the caps of
+``orders/batch_limits.py`` (checked before and while it is read) is refused whole, the cap named.
 """
 
 from __future__ import annotations
 
+import codecs
 import csv
 import io
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -19,10 +22,11 @@ from typing import Any
 from django.utils.translation import gettext as _
 
 from catalog.models import Product
+from orders import batch_limits
+from orders.batch_limits import MAX_BYTES, FileRefused
 from orders.serializers import BATCH_MAX_LINES, BatchIn
 from reseller.errors import flatten_validation_errors
 
-MAX_BYTES = 5 * 1024 * 1024
 UNRESOLVED = "-"  # no product for the row's operator and amount (already said of the row)
 COLUMNS = {
     "recipientnumber": "recipientNumber",
@@ -41,6 +45,7 @@ class FileError:
     line: int | None
     column: str
     message: str
+    code: str = ""  # a file refused whole: the cap or reason (orders/batch_limits.py)
 
 
 @dataclass
@@ -60,45 +65,108 @@ def _cell(value: Any) -> str:
     return str(value).strip()
 
 
+def _not_csv() -> FileRefused:
+    return FileRefused("not_csv", _("This is not a CSV file we can read."))
+
+
+def _text(data: bytes) -> str:
+    """The file as text: UTF-16 with its byte order mark (Excel's "Unicode text"), else UTF-8,
+    else Latin-1. Text has no NUL character: a file with one is binary (an image, a PDF...)."""
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        try:
+            text = data.decode("utf-16")
+        except UnicodeDecodeError as exc:
+            raise _not_csv() from exc
+    else:
+        try:
+            text = data.decode("utf-8-sig")
+        except UnicodeDecodeError:
+            text = data.decode("latin-1")
+    if "\x00" in text:
+        raise _not_csv()
+    return text
+
+
+def _lines(text: str) -> Iterator[str]:
+    """The text's lines, each checked before the csv module turns it into cells."""
+    for line in io.StringIO(text, newline=""):
+        if len(line) > batch_limits.MAX_LINE_CHARS:
+            raise FileRefused(
+                "line_too_long",
+                _("A line is longer than %(max)d characters.")
+                % {"max": batch_limits.MAX_LINE_CHARS},
+            )
+        yield line
+
+
+def _kept(rows: Iterable[Iterable[Any]]) -> list[list[str]]:
+    """The rows that hold something, as text cells without the empty ones at their end,
+    within the caps on columns, cells, a cell's length and rows."""
+    kept: list[list[str]] = []
+    cells = 0
+    for row in rows:
+        texts = [_cell(cell) for cell in row]
+        while texts and not texts[-1]:
+            texts.pop()
+        if not texts:
+            continue
+        if len(texts) > batch_limits.MAX_COLUMNS:
+            raise batch_limits.too_many_columns()
+        if any(len(text) > batch_limits.MAX_CELL_CHARS for text in texts):
+            raise batch_limits.cell_too_long()
+        cells += len(texts)
+        if cells > batch_limits.MAX_CELLS:
+            raise batch_limits.too_many_cells()
+        kept.append(texts)
+        if len(kept) > batch_limits.MAX_ROWS:
+            raise batch_limits.too_many_rows()
+    return kept
+
+
 def _rows_csv(data: bytes) -> list[list[str]]:
+    text = _text(data)
     try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        text = data.decode("latin-1")
-    sample = text[:4096]
-    try:
-        dialect = csv.Sniffer().sniff(sample, delimiters=",;\t")
+        dialect = csv.Sniffer().sniff(text[:4096], delimiters=",;\t")
     except csv.Error:
         dialect = csv.excel
-    return [[_cell(cell) for cell in row] for row in csv.reader(io.StringIO(text), dialect)]
+    try:
+        return _kept(csv.reader(_lines(text), dialect))
+    except csv.Error as exc:
+        if "field larger than field limit" in str(exc):  # a quote left open over many lines
+            raise batch_limits.cell_too_long() from exc
+        raise _not_csv() from exc
 
 
 def _rows_xlsx(data: bytes) -> list[list[str]]:
+    """Inspected first (orders/batch_limits.py), so openpyxl only opens a file within caps."""
     from openpyxl import load_workbook
 
-    book = load_workbook(io.BytesIO(data), read_only=True, data_only=True)
+    sheet = batch_limits.xlsx_inspect(data)
     try:
-        sheet = book.worksheets[0]
-        return [
-            [_cell(cell) for cell in row]
-            for row in sheet.iter_rows(values_only=True, max_row=BATCH_MAX_LINES + 2)
-        ]
-    finally:
-        book.close()
+        book = load_workbook(io.BytesIO(data), read_only=True, data_only=True)
+        try:
+            rows = book.worksheets[0].iter_rows(
+                values_only=True, max_row=max(sheet.rows, 1), max_col=max(sheet.columns, 1)
+            )
+            return _kept(rows)
+        finally:
+            book.close()
+    except FileRefused:
+        raise
+    except Exception as exc:  # a broken or foreign file: say so, never a 500
+        raise batch_limits.not_xlsx() from exc
 
 
 def read_rows(*, name: str, data: bytes) -> list[list[str]]:
-    """The file's rows as text cells; ``ValueError`` with a message for what cannot be read."""
+    """The file's rows that hold something, as text cells; ``FileRefused`` (a ``ValueError``)
+    naming what cannot be read or which cap the file passes."""
     if len(data) > MAX_BYTES:
-        raise ValueError(_("The file is larger than 5 MB."))
+        raise FileRefused("too_large", _("The file is larger than 5 MB."))
     if name.lower().endswith(".xlsx"):
-        try:
-            return _rows_xlsx(data)
-        except Exception as exc:  # a broken or foreign file: say so, never a 500
-            raise ValueError(_("This is not an XLSX file we can read.")) from exc
+        return _rows_xlsx(data)
     if name.lower().endswith((".csv", ".txt")):
         return _rows_csv(data)
-    raise ValueError(_("Upload a .csv or .xlsx file."))
+    raise FileRefused("unsupported_type", _("Upload a .csv or .xlsx file."))
 
 
 def _products_by_face(operators: set[str]) -> dict[tuple[str, str], Product]:
@@ -123,10 +191,9 @@ def parse(*, name: str, data: bytes, currency: str) -> ParsedFile:
     parsed = ParsedFile()
     try:
         rows = read_rows(name=name, data=data)
-    except ValueError as exc:
-        parsed.errors.append(FileError(None, "", str(exc)))
+    except FileRefused as exc:
+        parsed.errors.append(FileError(None, "", str(exc), code=exc.code))
         return parsed
-    rows = [row for row in rows if any(row)]
     if not rows:
         parsed.errors.append(FileError(None, "", _("The file is empty.")))
         return parsed

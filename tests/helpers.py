@@ -21,6 +21,7 @@ from urllib.parse import parse_qs, urlparse
 
 import psycopg
 from django.db import connection, transaction
+from django.test import TestCase
 from rest_framework.test import APIClient
 
 from orders.models import Order
@@ -192,10 +193,11 @@ def sign_up(client, email: str, password: str = "a-long-passphrase-42", **fields
     from django.core import mail
 
     sent = len(mail.outbox)
-    response = client.post(
-        "/accounts/signup/",
-        {"email": email, "password1": password, "password2": password, **fields},
-    )
+    with TestCase.captureOnCommitCallbacks(execute=True):  # the outbox sends after the commit
+        response = client.post(
+            "/accounts/signup/",
+            {"email": email, "password1": password, "password2": password, **fields},
+        )
     assert response.status_code == 302, response.content
     link = link_in(mail.outbox[sent], "/accounts/signup/confirm/")
     assert client.post(link).status_code == 302

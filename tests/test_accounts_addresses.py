@@ -21,12 +21,23 @@ SIGNUP = "/accounts/signup/"
 CONFIRM = "/accounts/signup/confirm/"
 
 
+@pytest.fixture
+def post(client, django_capture_on_commit_callbacks):
+    """``client.post`` that runs what its commit enqueues: the outbox's mail is sent."""
+
+    def send(*args, **kwargs):
+        with django_capture_on_commit_callbacks(execute=True):
+            return client.post(*args, **kwargs)
+
+    return send
+
+
 def signup_form(email, password="a-long-passphrase-42", **extra):
     return {"email": email, "password1": password, "password2": password, **extra}
 
 
-def test_sign_up_creates_nothing_until_the_link_is_opened_once(client):
-    response = client.post(SIGNUP, signup_form("nia@example.com", first_name="Nia"))
+def test_sign_up_creates_nothing_until_the_link_is_opened_once(client, post):
+    response = post(SIGNUP, signup_form("nia@example.com", first_name="Nia"))
     assert response["Location"] == "/accounts/signup/sent/"
     sent = client.get(response["Location"]).content.decode()
     assert "nia@example.com" in sent and "Check your email" in sent
@@ -52,10 +63,10 @@ def test_sign_up_creates_nothing_until_the_link_is_opened_once(client):
     assert User.objects.count() == 1
 
 
-def test_a_taken_address_gets_the_same_answer_and_its_owner_a_note(client):
+def test_a_taken_address_gets_the_same_answer_and_its_owner_a_note(client, post):
     owner = UserFactory(email="taken@example.com")
-    taken = client.post(SIGNUP, signup_form("Taken@Example.com"))
-    new = client.post(SIGNUP, signup_form("fresh@example.com"))
+    taken = post(SIGNUP, signup_form("Taken@Example.com"))
+    new = post(SIGNUP, signup_form("fresh@example.com"))
     assert taken.status_code == new.status_code == 302
     assert taken["Location"] == new["Location"]
     note, link = mail.outbox
@@ -67,9 +78,9 @@ def test_a_taken_address_gets_the_same_answer_and_its_owner_a_note(client):
     assert not SignupRequest.objects.filter(email="taken@example.com").exists()
 
 
-def test_two_links_for_one_address_make_one_account(client):
-    client.post(SIGNUP, signup_form("twice@example.com", password="first-passphrase-41"))
-    client.post(SIGNUP, signup_form("twice@example.com", password="second-passphrase-42"))
+def test_two_links_for_one_address_make_one_account(client, post):
+    post(SIGNUP, signup_form("twice@example.com", password="first-passphrase-41"))
+    post(SIGNUP, signup_form("twice@example.com", password="second-passphrase-42"))
     first, second = (link_in(m, CONFIRM) for m in mail.outbox)
     assert client.post(second)["Location"] == "/accounts/profile/"
     client.logout()
@@ -78,8 +89,8 @@ def test_two_links_for_one_address_make_one_account(client):
     assert user.check_password("second-passphrase-42")
 
 
-def test_a_link_expires_after_a_day(client):
-    client.post(SIGNUP, signup_form("late@example.com"))
+def test_a_link_expires_after_a_day(client, post):
+    post(SIGNUP, signup_form("late@example.com"))
     link = link_in(mail.outbox[0], CONFIRM)
     with time_machine.travel(timezone.now() + timedelta(hours=25), tick=False):
         response = client.post(link)
@@ -87,15 +98,15 @@ def test_a_link_expires_after_a_day(client):
     assert not User.objects.exists()
 
 
-def test_sign_up_emails_to_one_address_are_limited_and_the_answer_does_not_change(client):
+def test_sign_up_emails_to_one_address_are_limited_and_the_answer_does_not_change(client, post):
     for _ in range(5):
-        response = client.post(SIGNUP, signup_form("flood@example.com"))
+        response = post(SIGNUP, signup_form("flood@example.com"))
         assert response["Location"] == "/accounts/signup/sent/"
     assert len(mail.outbox) == 3  # PASSWORD_RESET_RATE_PER_EMAIL
 
 
-def test_the_confirmation_speaks_the_visitors_language(client):
-    client.post(SIGNUP, signup_form("es@example.com"), HTTP_ACCEPT_LANGUAGE="es")
+def test_the_confirmation_speaks_the_visitors_language(client, post):
+    post(SIGNUP, signup_form("es@example.com"), HTTP_ACCEPT_LANGUAGE="es")
     (message,) = mail.outbox
     assert "correo" in message.subject.lower()
     client.post(link_in(message, CONFIRM))

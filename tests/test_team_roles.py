@@ -4,6 +4,7 @@ what it must not do (403) on the pages, the API and the exports; an account keep
 from __future__ import annotations
 
 from datetime import timedelta
+from decimal import Decimal
 
 import pytest
 import time_machine
@@ -12,8 +13,12 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from accounts.models import Invitation, User
+from accounts.services import account_set_b2b
+from orders.models import Order
+from sandbox.balances import sandbox_topup
 from tests.factories import PASSWORD, UserFactory, make_key
-from tests.helpers import bearer, fund, link_in
+from tests.helpers import assert_ledger_balanced, assert_problem, bearer, client_for, fund, link_in
+from wallet.models import Wallet
 
 pytestmark = pytest.mark.django_db
 
@@ -166,9 +171,76 @@ def test_an_account_keeps_an_owner_and_a_removed_member_cannot_log_in(client, ow
     assert client.post(f"/accounts/team/{stranger.public_id}/remove/").status_code == 404
 
 
-def test_api_keys_act_for_the_account_whatever_the_role_of_their_creator(owner):
+B2B = "/api/v1/api-access/b2b/recharges"
+KEY_MONEY = ["/api/v1/wallet/balance", "/api/v1/wallet/statement", "/api/v1/payments/history",
+             "/api/v1/cart", "/api/v1/api-access/b2b/batches/bat_0000000000"]  # fmt: skip
+
+
+def b2b_order(product) -> dict:
+    items = [{"productId": product.public_id, "recipientNumber": "+525512345678", "quantity": 1}]
+    return {"items": items, "baseCurrency": "EUR"}
+
+
+def live_balance(user) -> Decimal:
+    return Wallet.objects.get(account=user.account, kind="live").balance
+
+
+def test_a_developers_live_key_can_neither_spend_nor_read_the_money(owner, product):
+    account_set_b2b(account=owner.account, is_b2b=True)
     dev = member(owner, "developer")
     _key, plaintext = make_key(dev, mode="live")
-    client = APIClient()
-    client.credentials(HTTP_X_API_KEY=plaintext)
-    assert client.get("/api/v1/wallet/balance").status_code == 200
+    api = client_for(plaintext)
+    for path in KEY_MONEY:
+        assert_problem(api.get(path), 403, "permission_denied")
+    spend = api.post(B2B, b2b_order(product), format="json", HTTP_IDEMPOTENCY_KEY="dev-1")
+    body = assert_problem(spend, 403, "permission_denied")
+    assert "money" in body["detail"]
+    checkout = api.post("/api/v1/wallet/checkout", b2b_order(product), format="json")
+    assert_problem(checkout, 403, "permission_denied")
+    assert not Order.objects.exists() and live_balance(owner) == Decimal("50.00")
+    # What the developer's own work needs still answers: the account and recharge lookups.
+    assert api.get("/api/v1/auth/me").status_code == 200
+    assert api.get(B2B).status_code == 200
+    assert_ledger_balanced()
+
+
+def test_an_owners_live_key_spends_and_reads_the_money(owner, product):
+    account_set_b2b(account=owner.account, is_b2b=True)
+    _key, plaintext = make_key(owner, mode="live")
+    api = client_for(plaintext)
+    assert api.get("/api/v1/wallet/balance").json()["available"] == "50.00"
+    assert api.get("/api/v1/wallet/statement", {"format": "csv"}).status_code == 200
+    spend = api.post(B2B, b2b_order(product), format="json", HTTP_IDEMPOTENCY_KEY="own-1")
+    assert spend.status_code == 201, spend.content
+    assert live_balance(owner) == Decimal("45.00")
+    assert_ledger_balanced()
+
+
+def test_a_live_key_follows_its_creators_role_when_it_changes(client, owner, product):
+    account_set_b2b(account=owner.account, is_b2b=True)
+    second = member(owner, "owner")
+    _key, plaintext = make_key(second, mode="live")
+    api = client_for(plaintext)
+    assert api.get("/api/v1/wallet/balance").status_code == 200
+    client.force_login(owner)
+    client.post(f"/accounts/team/{second.public_id}/role/", {"role": "developer"})
+    second.refresh_from_db()
+    assert second.role == "developer"
+    assert_problem(api.get("/api/v1/wallet/balance"), 403, "permission_denied")
+    spend = api.post(B2B, b2b_order(product), format="json", HTTP_IDEMPOTENCY_KEY="dem-1")
+    assert_problem(spend, 403, "permission_denied")
+    assert live_balance(owner) == Decimal("50.00")
+
+
+def test_a_developers_test_key_uses_its_sandbox_balance(owner, product):
+    account_set_b2b(account=owner.account, is_b2b=True)
+    dev = member(owner, "developer")
+    key, plaintext = make_key(dev, mode="test")
+    sandbox_topup(key=key, amount="50")
+    api = client_for(plaintext)
+    balance = api.get("/api/v1/wallet/balance").json()
+    assert balance == {"available": "50.00", "currency": "EUR", "livemode": False}
+    spend = api.post(B2B, b2b_order(product), format="json", HTTP_IDEMPOTENCY_KEY="sbx-1")
+    assert spend.status_code == 201, spend.content
+    assert live_balance(owner) == Decimal("50.00")  # the account's money is untouched
+    assert_ledger_balanced()

@@ -6,6 +6,7 @@ from django.contrib import admin
 from accounts.models import SignupRequest
 from backoffice.admin.tools import ReadOnlyAdmin
 from emails.models import Email
+from emails.services import context_without_links
 
 
 @admin.register(Email)
@@ -13,17 +14,23 @@ class EmailAdmin(ReadOnlyAdmin):
     list_display = ("kind", "to", "language", "created_at", "sent_at", "attempts", "last_error")
     list_filter = ("kind", "language")
     search_fields = ("to",)
+    readonly_fields = ("context_shown",)
     fields = (
         "kind",
         "to",
         "language",
-        "context",
+        "context_shown",
         "created_at",
         "next_attempt_at",
         "attempts",
         "sent_at",
         "last_error",
     )
+
+    @admin.display(description="context")
+    def context_shown(self, email: Email) -> dict:
+        """The context, without the one-time links a message carries until it is sent."""
+        return context_without_links(email.context)
 
 
 @admin.register(SignupRequest)
