@@ -97,22 +97,25 @@ def test_a_logged_out_buy_now_keeps_the_item_through_login_to_its_checkout(clien
     assert client.get("/checkout/resume/")["Location"] == "/cart/"  # used once
 
 
-def test_a_logged_out_buy_now_keeps_the_item_through_sign_up_and_its_confirmation(client, product):
+def test_a_logged_out_buy_now_keeps_the_item_through_sign_up_and_its_confirmation(
+    client, product, django_capture_on_commit_callbacks
+):
     buy_now(client, product)
     page = client.get("/checkout/guest/").content.decode()
     signup_url = re.search(r'href="(/accounts/signup/\?next=[^"]+)"', page).group(1)
     form = client.get(signup_url).content.decode()
     assert 'name="next" value="/checkout/resume/"' in form
     sent = len(mail.outbox)
-    response = client.post(
-        signup_url,
-        {
-            "email": "newcomer@example.com",
-            "password1": "a-long-passphrase-42",
-            "password2": "a-long-passphrase-42",
-            "next": "/checkout/resume/",
-        },
-    )
+    with django_capture_on_commit_callbacks(execute=True):  # the outbox sends after commit
+        response = client.post(
+            signup_url,
+            {
+                "email": "newcomer@example.com",
+                "password1": "a-long-passphrase-42",
+                "password2": "a-long-passphrase-42",
+                "next": "/checkout/resume/",
+            },
+        )
     assert response.status_code == 302
     link = link_in(mail.outbox[sent], "/accounts/signup/confirm/")
     confirmed = client.post(link)
@@ -122,19 +125,20 @@ def test_a_logged_out_buy_now_keeps_the_item_through_sign_up_and_its_confirmatio
     assert (item.product, item.recipient_number) == (product, NUMBER)
 
 
-def test_sign_up_refuses_a_next_page_of_another_site(client):
+def test_sign_up_refuses_a_next_page_of_another_site(client, django_capture_on_commit_callbacks):
     sign_up_page = client.get("/accounts/signup/?next=https://evil.example/steal").content
     assert b'value="https://evil.example' not in sign_up_page
     assert b"login/?next=https" not in sign_up_page
-    client.post(
-        "/accounts/signup/",
-        {
-            "email": "someone@example.com",
-            "password1": "a-long-passphrase-42",
-            "password2": "a-long-passphrase-42",
-            "next": "https://evil.example/steal",
-        },
-    )
+    with django_capture_on_commit_callbacks(execute=True):  # the outbox sends after commit
+        client.post(
+            "/accounts/signup/",
+            {
+                "email": "someone@example.com",
+                "password1": "a-long-passphrase-42",
+                "password2": "a-long-passphrase-42",
+                "next": "https://evil.example/steal",
+            },
+        )
     link = link_in(mail.outbox[-1], "/accounts/signup/confirm/")
     assert client.post(link)["Location"] == "/accounts/profile/"
 
