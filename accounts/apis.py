@@ -12,6 +12,7 @@ from rest_framework.views import APIView
 from accounts import selectors, services
 from accounts.authentication import request_api_key
 from accounts.serializers import ApiKeyOut, LoginIn, LoginOut, MeIn, MeOut, RefreshIn, RefreshOut
+from reseller import openapi_examples as ex
 from reseller.api import problems
 from reseller.errors import PermissionDenied
 from reseller.net import client_ip
@@ -38,6 +39,7 @@ class LoginApi(APIView):
         "Staff accounts also send `otp` (their authenticator's code or a recovery code); "
         "without it they get 401 `otp_required`.",
         request=LoginIn,
+        examples=ex.exchange("Log in", ex.LOGIN_REQUEST, ex.LOGIN),
         responses={200: LoginOut, **problems(400, 401, 429)},
     )
     def post(self, request):
@@ -68,6 +70,7 @@ class RefreshApi(APIView):
         description="The refresh token is rotated: the one sent is blacklisted and cannot be "
         "used again.",
         request=RefreshIn,
+        examples=ex.exchange("Refresh", {"refresh": ex.REFRESH_TOKEN}, ex.TOKENS),
         responses={200: RefreshOut, **problems(400, 401)},
     )
     def post(self, request):
@@ -85,6 +88,7 @@ class MeApi(APIView):
         summary="The authenticated user, account and billing data",
         description="Also validates a credential: any valid API key or web session answers 200. "
         "Called with an API key, the answer also carries the key's public data (`apiKey`).",
+        examples=[ex.response("With an API key", ex.me())],
         responses={200: MeOut, **problems(400, 401, 403, 429)},
     )
     def get(self, request):
@@ -96,6 +100,7 @@ class MeApi(APIView):
         description="Send only what changes, grouped as in the GET response. Fields that "
         "cannot be set (email, isStaff, isB2b, discountPercent, …) are refused with 400.",
         request=MeIn,
+        examples=ex.exchange("Update the profile", ex.ME_PATCH_REQUEST, ex.me()),
         responses={200: MeOut, **problems(400, 401, 403, 429)},
     )
     def patch(self, request):

@@ -74,6 +74,7 @@ ANY_ROLE: tuple[tuple[str, str], ...] = (
     ("set_language", "public: the language of the pages"),
     ("schema", "public: the OpenAPI schema"),
     ("api-docs", "public: the API's interactive documentation"),
+    ("api-error*", "public: the page of each error code, where a problem's type links"),
     ("auth-login", "public: logging in"),
     ("auth-refresh", "public: renewing one's own token"),
     ("accounts:login", "public: logging in"),

@@ -25,6 +25,7 @@ from backoffice.serializers import (
     selector_kwargs,
 )
 from reconciliation.selectors import runs_list
+from reseller import openapi_examples as ex
 from reseller.api import problems
 from upstreams.selectors import providers_overview
 
@@ -75,6 +76,7 @@ class SummaryApi(APIView):
         description="Users, B2B accounts, active keys; live payments and recharges (counts and "
         "sums per currency) for today, 7 and 30 days; recharges by status; success rate; wallet "
         "float; pending bank top-ups." + AUTH_NOTE,
+        examples=[ex.response("Summary", ex.ADMIN_SUMMARY)],
         responses={200: AdminSummaryOut, **problems(401, 403, 429)},
     )
     def get(self, request):
@@ -97,6 +99,7 @@ class UsersApi(StaffListApi):
             _param("isB2b", "Only users of B2B (true) or non-B2B (false) accounts.", type=bool),
             _param("isStaff", "Only staff (true) or non-staff (false).", type=bool),
         ],
+        examples=[ex.response("A B2B reseller", ex.ADMIN_USER)],
         responses={200: AdminUserOut(many=True), **STAFF_PROBLEMS},
     )
     def get(self, request, *args, **kwargs):
@@ -121,6 +124,7 @@ class RechargesApi(StaffListApi):
             _param("recipientNumber", "Exact recipient number (E.164)."),
             *DATE_PARAMS,
         ],
+        examples=[ex.response("Delivered", ex.ADMIN_RECHARGE)],
         responses={200: AdminRechargeOut(many=True), **STAFF_PROBLEMS},
     )
     def get(self, request, *args, **kwargs):
@@ -144,6 +148,7 @@ class PaymentsApi(StaffListApi):
             _param("currency", "ISO 4217 currency."),
             *DATE_PARAMS,
         ],
+        examples=[ex.response("Wallet payment", ex.ADMIN_PAYMENT)],
         responses={200: AdminPaymentOut(many=True), **STAFF_PROBLEMS},
     )
     def get(self, request, *args, **kwargs):
@@ -172,6 +177,7 @@ class ProductsApi(StaffListApi):
                 type=bool,
             ),
         ],
+        examples=[ex.response(ex.PRODUCT_NAME, ex.ADMIN_PRODUCT)],
         responses={200: AdminProductOut(many=True), **STAFF_PROBLEMS},
     )
     def get(self, request, *args, **kwargs):
@@ -190,6 +196,7 @@ class ProvidersApi(APIView):
             "p50/p95 latency over the last 15 minutes, and its calls in flight now "
             "(docs/providers.md). Never its secrets." + AUTH_NOTE
         ),
+        examples=[ex.response("DT One", ex.ADMIN_PROVIDER)],
         responses={200: AdminProviderOut(many=True), **STAFF_PROBLEMS},
     )
     def get(self, request):
@@ -219,6 +226,7 @@ class ReconciliationsApi(StaffListApi):
             _param("provider", "A provider's name."),
             _param("date", "The day reconciled (`2026-11-21`, UTC).", type=str),
         ],
+        examples=[ex.response("One status mismatch", ex.ADMIN_RECONCILIATION)],
         responses={200: AdminReconciliationOut(many=True), **STAFF_PROBLEMS},
     )
     def get(self, request, *args, **kwargs):

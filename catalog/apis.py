@@ -15,6 +15,7 @@ from rest_framework.views import APIView
 from catalog import selectors
 from catalog.filters import OperatorFilter, ProductFilter
 from catalog.serializers import CountryOut, OperatorOut, ProductOut
+from reseller import openapi_examples as ex
 from reseller.api import problems
 from reseller.errors import refuse_unknown_params
 
@@ -44,6 +45,7 @@ class CountryListApi(CatalogListApi):
         tags=["catalog"],
         summary="List the countries of the catalog",
         description="Countries with at least one operator, by English name." + LANGUAGE_NOTE,
+        examples=[ex.response("Mexico", ex.COUNTRY_MX)],
         responses={200: CountryOut, **problems(400, 401, 403)},
     )
     def get(self, request, *args, **kwargs):
@@ -66,6 +68,7 @@ class OperatorListApi(CatalogListApi):
         "some countries (e.g. Mexico): then no operator is detected. Errors: an invalid "
         "number is 400 with the field error code `invalid_phone_number`; a number of "
         "another country than `country` is `phone_country_mismatch`." + LANGUAGE_NOTE,
+        examples=[ex.response("Telcel", ex.OPERATOR_TELCEL)],
         responses={200: OperatorOut, **problems(400, 401, 403)},
     )
     def get(self, request, *args, **kwargs):
@@ -87,6 +90,7 @@ class ProductListApi(CatalogListApi):
         "(name, description, terms, startsAt, endsAt, status); otherwise `promotion` is null. "
         "An unknown `country` or `operator`, a malformed price or an unknown parameter is "
         "400 `validation_error` naming the parameter." + LANGUAGE_NOTE,
+        examples=[ex.response(ex.PRODUCT_NAME, ex.product())],
         responses={200: ProductOut, **problems(400, 401, 403)},
     )
     def get(self, request, *args, **kwargs):
@@ -109,6 +113,7 @@ class ProductDetailApi(APIView):
         description="An active product by id; an unknown or withdrawn id is 404 `not_found`."
         + LANGUAGE_NOTE,
         parameters=[OpenApiParameter("product_id", str, OpenApiParameter.PATH)],
+        examples=[ex.response(ex.PRODUCT_NAME, ex.product())],
         responses={200: ProductOut, **problems(401, 403, 404)},
     )
     def get(self, request, product_id: str):

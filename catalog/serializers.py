@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -43,7 +42,7 @@ class OperatorOut(serializers.Serializer):
     logo_url = serializers.SerializerMethodField()
     detected = serializers.SerializerMethodField()
 
-    @extend_schema_field(OpenApiTypes.URI)
+    @extend_schema_field({"type": ["string", "null"], "format": "uri"})  # null without a logo
     def get_logo_url(self, operator) -> str | None:
         return operator.logo_url or None
 

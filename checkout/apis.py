@@ -11,7 +11,7 @@ from django.utils import translation
 from django.utils.decorators import method_decorator
 from django.views import View
 from django.views.decorators.csrf import csrf_exempt
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.authentication import SessionAuthentication
 from rest_framework.permissions import BasePermission
@@ -33,37 +33,46 @@ from orders.serializers import (
     validate_units,
 )
 from payments import gateway
-from reseller.api import Problem, StrictSerializer, problems
+from reseller import openapi_examples as ex
+from reseller.api import StrictSerializer, problem, problems
 from reseller.errors import ApplicationError, NotFound, problem_response
 from reseller.net import client_ip
 from wallet.services import TOPUP_MAX, TOPUP_MIN
 
-CARD_PROBLEMS = {  # type: ignore[misc]
-    **problems(400, 401, 404, 503),
-    (403, "application/problem+json"): OpenApiResponse(
-        response=Problem,
-        description="`web_session_required`: an API key called a web-only endpoint; "
+CARD_PROBLEMS = {
+    **problems(400, 401, 404, 503, extra=("payment_method_required", "cart_empty")),
+    **problem(
+        "`web_session_required`: an API key called a web-only endpoint; "
         "`card_purchases_frozen`: a dispute or an early fraud warning froze the account's card "
         "purchases until staff review it (docs/fraud.md). Nothing was charged.",
+        403,
+        "web_session_required",
+        "card_purchases_frozen",
     ),
-    402: OpenApiResponse(
-        response=Problem,
-        description="`card_declined` or `card_authentication_failed` (3-D Secure refused). "
+    **problem(
+        "`card_declined` or `card_authentication_failed` (3-D Secure refused). "
         "Nothing was charged and the payment stays payable: call prepare with its `paymentId` "
         "for a fresh `setupClientSecret` and try another card.",
+        402,
+        "card_declined",
+        "card_authentication_failed",
     ),
-    409: OpenApiResponse(
-        response=Problem,
-        description="`quote_expired`: the priced order is older than 15 minutes (prepare again); "
+    **problem(
+        "`quote_expired`: the priced order is older than 15 minutes (prepare again); "
         "`payment_not_payable`: the payment is settled; `product_unavailable`: a product is "
         "no longer offered (no provider sells it at a price over its cost).",
+        409,
+        "quote_expired",
+        "payment_not_payable",
+        "product_unavailable",
     ),
-    429: OpenApiResponse(
-        response=Problem,
-        description="`card_limit_reached`: a card purchase limit (docs/fraud.md) is reached; "
+    **problem(
+        "`card_limit_reached`: a card purchase limit (docs/fraud.md) is reached; "
         "nothing was charged. At prepare: the account's (new accounts) or a recipient number's; "
         "at checkout, before the card is charged: those again and the card's own. `Retry-After` "
         "gives the seconds until the oldest payment counted leaves the 24-hour window.",
+        429,
+        "card_limit_reached",
     ),
 }
 
@@ -125,6 +134,12 @@ class RequiresActionOut(serializers.Serializer):
     status = serializers.ChoiceField(choices=["requires_action", "processing"])
     client_secret = serializers.CharField(required=False)
     payment_id = serializers.CharField()
+
+
+class TopUpRequiresActionOut(serializers.Serializer):
+    status = serializers.ChoiceField(choices=["requires_action", "processing"])
+    client_secret = serializers.CharField(required=False)
+    topup_id = serializers.CharField()
 
 
 class TopUpPrepareIn(StrictSerializer):
@@ -208,6 +223,10 @@ class PaymentPrepareApi(APIView):
         "attempt to get a fresh `setupClientSecret` for the same payment. API keys get 403 "
         "`web_session_required`.",
         request=PrepareIn,
+        examples=[
+            *ex.exchange("Telcel 100 MXN", ex.PREPARE_REQUEST, ex.PREPARE, status=201),
+            ex.request("Retry after a decline", {"paymentId": ex.PAYMENT_ID}),
+        ],
         responses={201: PrepareOut, **CARD_PROBLEMS},
     )
     def post(self, request):
@@ -250,6 +269,10 @@ class PaymentCheckoutApi(APIView):
         "Stripe.js `confirmCardPayment(clientSecret)` and call checkout again. Calling again "
         "after success changes nothing and answers the same payment.",
         request=CheckoutIn,
+        examples=[
+            *ex.exchange("Paid", {"paymentId": ex.PAYMENT_ID}, ex.PAID),
+            ex.response("3-D Secure", ex.REQUIRES_ACTION, status=202),
+        ],
         responses={200: PaymentOut, 202: RequiresActionOut, **CARD_PROBLEMS},
     )
     def post(self, request):
@@ -273,6 +296,7 @@ class TopUpPrepareApi(APIView):
         description="Opens a pending card top-up of `amount` (wallet currency) and a SetupIntent; "
         "same flow as the card checkout. `{topupId}` renews the SetupIntent after a failure.",
         request=TopUpPrepareIn,
+        examples=ex.exchange("200 EUR", {"amount": "200.00"}, ex.TOPUP_PREPARE, status=201),
         responses={201: TopUpPrepareOut, **CARD_PROBLEMS},
     )
     def post(self, request):
@@ -303,7 +327,11 @@ class TopUpCheckoutApi(APIView):
         description="As payment checkout: `200` with the approved top-up (the wallet is "
         "credited once), `202` for 3-D Secure, `402` on a decline.",
         request=TopUpCheckoutIn,
-        responses={200: TopUpOut, 202: RequiresActionOut, **CARD_PROBLEMS},
+        examples=[
+            *ex.exchange("Approved", {"topupId": ex.TOPUP_ID}, ex.TOPUP),
+            ex.response("3-D Secure", ex.TOPUP_REQUIRES_ACTION, status=202),
+        ],
+        responses={200: TopUpOut, 202: TopUpRequiresActionOut, **CARD_PROBLEMS},
     )
     def post(self, request):
         data = TopUpCheckoutIn(data=request.data)

@@ -34,7 +34,8 @@ from orders.serializers import (
 from recharges.models import Recharge
 from recharges.sandbox import sandbox_present, sandbox_settled_event
 from recharges.serializers import FINAL_STATUSES_NOTE, RechargeDetailOut, recharge_detail
-from reseller.api import problems
+from reseller import openapi_examples as ex
+from reseller.api import B2B_ORDER_CODES, ORDER_STATUSES, problems
 from reseller.errors import PROBLEM_CONTENT_TYPE, ValidationFailed, refuse_unknown_params
 from reseller.money import ZERO
 from reseller.pagination import PagePagination
@@ -91,6 +92,7 @@ class CartApi(APIView):
         parameters=[
             OpenApiParameter("sessionId", str, description="Cart label; default `default`.")
         ],
+        examples=[ex.response("One line", ex.CART)],
         responses={200: CartOut, **problems(400, 401, 403)},
     )
     def get(self, request):
@@ -104,6 +106,7 @@ class CartItemsApi(APIView):
         tags=["cart"],
         summary="Add a recipient line to the cart",
         request=CartItemIn,
+        examples=ex.exchange("Telcel 100 MXN", ex.CART_ITEM_REQUEST, ex.CART_ITEM, status=201),
         responses={201: CartItemOut, **problems(400, 401, 403, 409)},
     )
     def post(self, request):
@@ -146,6 +149,7 @@ class QuoteApi(APIView):
         description='Send `{"sessionId"}` to price a cart or `{"items", "baseCurrency"}`. '
         "The quote converts to any currency of the FX table and shows the rate used.",
         request=QuoteIn,
+        examples=ex.exchange("Two units", ex.QUOTE_REQUEST, ex.QUOTE),
         responses={200: QuoteOut, **problems(400, 401, 403, 409)},
     )
     def post(self, request):
@@ -173,6 +177,7 @@ class PaymentHistoryApi(APIView):
     @extend_schema(
         tags=["payments"],
         summary="Payment history, newest first",
+        examples=[ex.response("A wallet payment", ex.PAID)],
         responses={200: PaymentOut(many=True), **problems(400, 401, 403)},
     )
     def get(self, request):
@@ -242,7 +247,8 @@ class WalletCheckoutApi(APIView):
         "recharge per unit. `baseCurrency` must be the wallet currency.",
         parameters=[IDEMPOTENCY_HEADER],
         request=OrderIn,
-        responses={201: OrderOut, **problems(400, 401, 402, 403, 409, 422, 429)},
+        examples=ex.exchange("Telcel 100 MXN", ex.order_request(), ex.order(), status=201),
+        responses={201: OrderOut, **problems(*ORDER_STATUSES, extra=("currency_mismatch",))},
     )
     def post(self, request):
         return place_wallet_order(request, channel=Order.Channel.WALLET, key_required=False)
@@ -257,6 +263,7 @@ class SandboxApi(APIView):
         description="Test keys only. Outcomes by the recipient number's last four digits: "
         "`0002` rejected (amount returned), `0003` processing for 10 s then success, `0004` "
         "timeout (amount returned), anything else success.",
+        examples=[ex.response("A recharge processing", ex.SANDBOX)],
         responses={200: SandboxOut, **problems(401, 403)},
     )
     def get(self, request):
@@ -282,6 +289,10 @@ class RechargeDetailApi(APIView):
         description="Any recharge of the caller's account in the key's mode (a test key sees "
         "test recharges). Another account's id, or the other mode's, is 404. "
         + FINAL_STATUSES_NOTE,
+        examples=[
+            ex.response("Delivered", ex.recharge_detail()),
+            ex.response("Failed", ex.recharge_failed()),
+        ],
         responses={200: RechargeDetailOut, **problems(401, 403, 404)},
     )
     def get(self, request, recharge_id: str):
@@ -328,6 +339,7 @@ class RechargeListApi(APIView):
             OpenApiParameter("page", int),
             OpenApiParameter("limit", int),
         ],
+        examples=[ex.response("Delivered", ex.recharge_detail())],
         responses={200: RechargeDetailOut(many=True), **problems(400, 401, 403)},
     )
     def get(self, request):
@@ -354,6 +366,7 @@ class PaymentDetailApi(APIView):
         tags=["payments"],
         summary="A payment by id, with its recharges",
         description="Any payment of the caller's account in the key's mode; others are 404.",
+        examples=[ex.response("Captured", ex.PAID)],
         responses={200: PaymentOut, **problems(401, 403, 404)},
     )
     def get(self, request, payment_id: str):
@@ -393,7 +406,8 @@ class B2BRechargeApi(RechargeListApi):
             )
         ],
         request=OrderIn,
-        responses={201: OrderOut, **problems(400, 401, 402, 403, 409, 422, 429)},
+        examples=ex.exchange("Telcel 100 MXN", ex.order_request(), ex.order(), status=201),
+        responses={201: OrderOut, **problems(*ORDER_STATUSES, extra=B2B_ORDER_CODES)},
     )
     def post(self, request):
         return place_wallet_order(request, channel=Order.Channel.B2B, key_required=True)

@@ -24,7 +24,8 @@ from orders.idempotency import fingerprint, read_key
 from orders.models import Batch
 from orders.serializers import WAIT, BatchIn, BatchOut
 from recharges.sandbox import sandbox_counts_present
-from reseller.api import problems
+from reseller import openapi_examples as ex
+from reseller.api import B2B_ORDER_CODES, ORDER_STATUSES, problems
 from reseller.errors import NotFound
 from reseller.exports import csv_response
 
@@ -81,7 +82,13 @@ class BatchesApi(APIView):
             )
         ],
         request=BatchIn,
-        responses={202: BatchOut, **problems(400, 401, 402, 403, 409, 422, 429)},
+        examples=ex.exchange(
+            "Two numbers",
+            ex.BATCH_REQUEST,
+            ex.batch(counts={"queued": 2}, progress=0.0),
+            status=202,
+        ),
+        responses={202: BatchOut, **problems(*ORDER_STATUSES, extra=B2B_ORDER_CODES)},
     )
     def post(self, request):
         key = read_key(request.headers.get("Idempotency-Key"), required=True)
@@ -113,6 +120,7 @@ class BatchApi(APIView):
         summary="A batch: counts by status and progress",
         description="`status` is `running` until every recharge is final, then `completed`. "
         "Another account's batch, or the other mode's, is 404.",
+        examples=[ex.response("Half done", ex.batch())],
         responses={200: BatchOut, **problems(401, 403, 404)},
     )
     def get(self, request, batch_id: str):
@@ -129,7 +137,11 @@ class BatchResultsApi(APIView):
         description="Columns: `reference, recharge_id, recipient_number, product_id, status, "
         "amount, currency`. Streamed.",
         responses={
-            (200, "text/csv"): OpenApiResponse(OpenApiTypes.STR, description="The CSV file."),
+            (200, "text/csv"): OpenApiResponse(
+                OpenApiTypes.STR,
+                description="The CSV file.",
+                examples=[ex.response("Two rows", ex.BATCH_RESULTS_CSV)],
+            ),
             **problems(401, 403, 404),
         },
     )

@@ -12,6 +12,9 @@ from drf_spectacular.utils import OpenApiResponse, inline_serializer
 from rest_framework import authentication, serializers
 from rest_framework.exceptions import ParseError
 
+from reseller.openapi_examples import PROBLEM_JSON, problem_examples
+from reseller.problem_types import PROBLEM_TYPES
+
 
 class SessionAuthentication(authentication.SessionAuthentication):
     """The site's Django session, with CSRF enforced (never exempted)."""
@@ -53,15 +56,54 @@ PROBLEM_DESCRIPTIONS = {
 }
 
 
-def problems(*statuses: int) -> dict[tuple[int, str], OpenApiResponse]:
+# The codes each status stands for by default (as PROBLEM_DESCRIPTIONS words them): one example
+# each. An operation adds its own with ``problems(..., extra=(...))``.
+PROBLEM_CODES = {
+    400: ("validation_error", "invalid_json", "ambiguous_credentials"),
+    401: ("not_authenticated", "invalid_api_key", "api_key_revoked", "token_invalid"),
+    402: ("insufficient_balance",),
+    403: (
+        "ip_not_allowed",
+        "web_session_required",
+        "api_key_required",
+        "b2b_not_enabled",
+        "test_key_required",
+        "permission_denied",
+    ),
+    404: ("not_found",),
+    409: ("idempotency_key_in_use", "product_unavailable"),
+    422: ("idempotency_key_reused",),
+    429: ("rate_limited",),
+    503: ("service_unavailable",),
+}
+
+
+# What placing an order can answer; a B2B order (or batch) needs an Idempotency-Key too.
+ORDER_STATUSES = (400, 401, 402, 403, 409, 422, 429)
+B2B_ORDER_CODES = ("currency_mismatch", "idempotency_key_required")
+
+
+def problems(*statuses: int, extra: tuple[str, ...] = ()) -> dict[tuple[int, str], OpenApiResponse]:
     """Schema entries for the problem responses an endpoint can return, documented with the
-    media type they are sent with (application/problem+json)."""
-    return {
-        (status, "application/problem+json"): OpenApiResponse(
-            response=Problem,
-            description=PROBLEM_DESCRIPTIONS.get(status, "Problem details."),
+    media type they are sent with (application/problem+json), each with an example per code:
+    the status's usual codes, and those of ``extra`` that have this status."""
+    responses: dict[tuple[int, str], OpenApiResponse] = {}
+    for status in statuses:
+        codes = PROBLEM_CODES.get(status, ()) + tuple(
+            code for code in extra if status in PROBLEM_TYPES[code].statuses
         )
-        for status in statuses
+        responses |= problem(PROBLEM_DESCRIPTIONS.get(status, "Problem details."), status, *codes)
+    return responses
+
+
+def problem(description: str, status: int, *codes: str) -> dict[tuple[int, str], OpenApiResponse]:
+    """One problem response: its description and an example per code."""
+    return {
+        (status, PROBLEM_JSON): OpenApiResponse(
+            response=Problem,
+            description=description,
+            examples=problem_examples(status, codes),
+        )
     }
 
 

@@ -19,13 +19,14 @@ from djangorestframework_camel_case.util import camelize_re, underscore_to_camel
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
 
+from reseller.problem_types import problem_type
+
 if TYPE_CHECKING:
     from django_stubs_ext import StrOrPromise
 
 logger = logging.getLogger(__name__)
 
 PROBLEM_CONTENT_TYPE = "application/problem+json"
-PROBLEM_TYPE_BASE = "https://docs.reseller.example/errors/"
 
 # Titles by status for errors that do not bring their own.
 STATUS_TITLES = {
@@ -172,7 +173,7 @@ def problem_body(
     fields: list[dict[str, str]] | None = None,
 ) -> dict[str, Any]:
     body: dict[str, Any] = {
-        "type": PROBLEM_TYPE_BASE + code,
+        "type": problem_type(code),  # a page of ours explaining the code
         "title": str(title),
         "status": status,
         "code": code,

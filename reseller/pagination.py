@@ -80,11 +80,13 @@ class PagePagination(PageNumberPagination):
             "required": ["results", "count", "page", "limit", "next", "previous"],
             "properties": {
                 "results": schema,
-                "count": {"type": "integer", "example": 123},
+                # The examples' envelope: their one result, on the only page.
+                "count": {"type": "integer", "example": 1},
                 "page": {"type": "integer", "example": 1},
                 "limit": {"type": "integer", "example": 20},
-                "next": {"type": "string", "nullable": True, "format": "uri"},
-                "previous": {"type": "string", "nullable": True, "format": "uri"},
+                # OpenAPI 3.1 (JSON Schema): a null is a type of its own.
+                "next": {"type": ["string", "null"], "format": "uri", "example": None},
+                "previous": {"type": ["string", "null"], "format": "uri", "example": None},
             },
         }
 

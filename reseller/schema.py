@@ -1,9 +1,20 @@
-"""drf-spectacular extensions: how our authentication classes appear in the OpenAPI schema."""
+"""drf-spectacular extensions: how our authentication classes appear in the OpenAPI schema,
+the order of its operations, and the problems every authenticated operation can answer."""
 
 from drf_spectacular.authentication import SessionScheme
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.plumbing import alpha_operation_sorter, build_examples_list
 
 from reseller.api import PROBLEM_DESCRIPTIONS
+from reseller.openapi_examples import PROBLEM_JSON, problem_examples
+
+ADMIN_PATHS = "/api/v1/admin/"
+
+
+def reseller_first(endpoint) -> tuple:
+    """SORT_OPERATIONS: the reseller's operations first (by path), the back office's last."""
+    path = endpoint[0]
+    return (path.startswith(ADMIN_PATHS), alpha_operation_sorter(endpoint))
 
 
 class SiteSessionScheme(SessionScheme):
@@ -37,10 +48,14 @@ def document_ambiguous_credentials(result, generator, request, public):
                 continue
             if not operation.get("security"):
                 continue
+            examples = problem_examples(400, ("ambiguous_credentials", "validation_error"))
             operation["responses"]["400"] = {
                 "description": PROBLEM_DESCRIPTIONS[400],
                 "content": {
-                    "application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}
+                    PROBLEM_JSON: {
+                        "schema": {"$ref": "#/components/schemas/Problem"},
+                        "examples": build_examples_list(examples),
+                    }
                 },
             }
     return result

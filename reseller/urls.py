@@ -21,6 +21,9 @@ api_v1: list[URLPattern | URLResolver] = [
     # Swagger UI's start-up script is served as its own file (?script): our CSP allows no
     # inline script, and the page must render in a browser, not just answer 200.
     path("docs/", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="api-docs"),
+    # Where a problem's ``type`` points: a page per error code (reseller.problem_types).
+    path("docs/errors/", views.error_codes, name="api-errors"),
+    path("docs/errors/<slug:code>", views.error_code, name="api-error"),
 ]
 if settings.BENCH_ENDPOINTS:  # the benchmark's floor (bench.floor); off by default
     api_v1.append(path("_bench/", include("bench.floor.apis")))

@@ -1,13 +1,25 @@
-"""Site-wide pages: health check, and the error pages (problem+json under /api/)."""
+"""Site-wide pages: health check, the error pages (problem+json under /api/), and the
+documentation of each error code (where a problem's ``type`` points)."""
+
+import json
 
 from django.db import connection
-from django.http import HttpRequest, HttpResponse, HttpResponsePermanentRedirect, JsonResponse
+from django.http import (
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    HttpResponsePermanentRedirect,
+    JsonResponse,
+)
 from django.shortcuts import render
 from django.templatetags.static import static
+from django.utils import translation
 from django.views.decorators.http import require_GET
 
 from reseller.errors import problem_response
 from reseller.middleware import is_api_path
+from reseller.openapi_examples import problem_value
+from reseller.problem_types import PROBLEM_TYPES
 
 
 @require_GET
@@ -34,3 +46,21 @@ def server_error(request: HttpRequest) -> HttpResponse:
     if is_api_path(request.path):
         return problem_response(request, status=500, code="internal_error")
     return render(request, "500.html", status=500)
+
+
+@require_GET
+def error_codes(request: HttpRequest) -> HttpResponse:
+    """Every error code, by status: what a problem's ``type`` links to."""
+    codes = sorted(PROBLEM_TYPES.items(), key=lambda item: (item[1].statuses, item[0]))
+    return render(request, "api_errors.html", {"codes": codes})
+
+
+@require_GET
+def error_code(request: HttpRequest, code: str) -> HttpResponse:
+    """One error code: when it happens, what to do, and a body as the API sends it."""
+    problem = PROBLEM_TYPES.get(code)
+    if problem is None:
+        raise Http404(code)
+    with translation.override("en"):  # as the example says: Accept-Language: en
+        example = json.dumps(problem_value(code), indent=2, ensure_ascii=False)
+    return render(request, "api_error.html", {"code": code, "problem": problem, "example": example})

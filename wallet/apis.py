@@ -8,6 +8,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.authentication import request_api_key
+from reseller import openapi_examples as ex
 from reseller.api import problems
 from reseller.errors import ValidationFailed
 from reseller.exports import XLSX, csv_response, csv_stream, xlsx_response
@@ -22,6 +23,7 @@ class BalanceApi(APIView):
         summary="Available balance",
         description="Approved top-ups minus captured wallet payments plus refunds. With a test "
         "key: that key's sandbox balance (`livemode: false`).",
+        examples=[ex.response("Live wallet", ex.balance())],
         responses={200: BalanceOut, **problems(401, 403)},
     )
     def get(self, request):
@@ -55,9 +57,15 @@ class StatementApi(APIView):
         ],
         responses={
             (200, "application/json"): OpenApiResponse(
-                OpenApiTypes.OBJECT, description="The totals and the entries."
+                OpenApiTypes.OBJECT,
+                description="The totals and the entries.",
+                examples=[ex.response("November so far", ex.STATEMENT)],
             ),
-            (200, "text/csv"): OpenApiResponse(OpenApiTypes.STR, description="format=csv"),
+            (200, "text/csv"): OpenApiResponse(
+                OpenApiTypes.STR,
+                description="format=csv",
+                examples=[ex.response("format=csv", ex.STATEMENT_CSV)],
+            ),
             (200, XLSX): OpenApiResponse(OpenApiTypes.BINARY, description="format=xlsx"),
             **problems(400, 401, 403),
         },

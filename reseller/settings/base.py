@@ -531,6 +531,21 @@ SPECTACULAR_SETTINGS: dict[str, Any] = {
         "returns the first answer with `Idempotent-Replayed: true` and never charges twice."
     ),
     "VERSION": "v1",
+    # 3.1: the events we POST to resellers' endpoints are the schema's ``webhooks``.
+    "OAS_VERSION": "3.1.0",
+    "WEBHOOKS": "orders.webhook_schema.WEBHOOKS",
+    # The reseller's operations first, the back office's last (reseller.schema).
+    "SORT_OPERATIONS": "reseller.schema.reseller_first",
+    "TAGS": [
+        {"name": "auth", "description": "Log in, and the caller's user, account and key."},
+        {"name": "catalog", "description": "Countries, operators and recharge products."},
+        {"name": "cart", "description": "A cart of recharges, paid later by card or wallet."},
+        {"name": "payments", "description": "Quotes, card checkout (web-only) and history."},
+        {"name": "wallet", "description": "Balance, statement, wallet checkout, card top-ups."},
+        {"name": "b2b", "description": "Recharges and batches for B2B keys, and lookups."},
+        {"name": "sandbox", "description": "A test key's balance and simulated recharges."},
+        {"name": "admin", "description": "The back office: staff only."},
+    ],
     "SERVE_INCLUDE_SCHEMA": False,
     "SCHEMA_PATH_PREFIX": "/api/v1",
     "SWAGGER_UI_DIST": "SIDECAR",
@@ -649,6 +664,7 @@ if BENCH_ENDPOINTS:
 SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"] = {
     "RechargeStatusEnum": "recharges.models.Recharge.Status",
     "ReconciliationItemKindEnum": "reconciliation.models.ReconciliationItem.Kind",
+    "RequiresActionStatusEnum": ["requires_action", "processing"],
 }
 SPECTACULAR_SETTINGS["POSTPROCESSING_HOOKS"].append(
     "reseller.schema.document_ambiguous_credentials"
