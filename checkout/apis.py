@@ -391,6 +391,9 @@ class GuestPaymentPrepareApi(APIView):
         "account and the guest limits apply (docs/fraud.md). `{paymentId, email}` renews the "
         "SetupIntent after a failed attempt. Needs the site's CSRF token.",
         request=GuestPrepareIn,
+        examples=ex.exchange(
+            "Telcel 100 MXN", ex.GUEST_PREPARE_REQUEST, ex.GUEST_PREPARE, status=201
+        ),
         responses={201: GuestPrepareOut, **CARD_PROBLEMS},
     )
     def post(self, request):
@@ -433,6 +436,10 @@ class GuestPaymentCheckoutApi(APIView):
         "`{status: succeeded, paymentId, receiptUrl}`: the receipt is emailed to the guest, in "
         "the language of the page; `202` for 3-D Secure. Another browser's payment is 404.",
         request=CheckoutIn,
+        examples=[
+            *ex.exchange("Paid", {"paymentId": ex.PAYMENT_ID}, ex.GUEST_PAID),
+            ex.response("3-D Secure", ex.GUEST_REQUIRES_ACTION, status=202),
+        ],
         responses={200: GuestCheckoutOut, 202: GuestCheckoutOut, **CARD_PROBLEMS},
     )
     def post(self, request):

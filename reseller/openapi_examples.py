@@ -488,6 +488,12 @@ REQUIRES_ACTION = {
     "clientSecret": PAYMENT_SECRET,
     "paymentId": PAYMENT_ID,
 }
+# A guest's card checkout (the site's "Buy now" without an account, docs/site.md).
+GUEST_RECEIPT_URL = f"/receipts/{PAYMENT_ID}:Xq3d9sJc0Kf2vB7mRt1Wn8yZ/"
+GUEST_PREPARE_REQUEST = {"email": "luis@correo-luis.example", "whenPromotionScheduled": "wait"}
+GUEST_PREPARE = {**PREPARE, "receiptUrl": GUEST_RECEIPT_URL}
+GUEST_PAID = {"status": "succeeded", "paymentId": PAYMENT_ID, "receiptUrl": GUEST_RECEIPT_URL}
+GUEST_REQUIRES_ACTION = {**REQUIRES_ACTION, "receiptUrl": GUEST_RECEIPT_URL}
 TOPUP_REQUIRES_ACTION = {
     "status": "requires_action",
     "clientSecret": PAYMENT_SECRET,
