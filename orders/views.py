@@ -114,44 +114,27 @@ def cart_add(request: HttpRequest) -> HttpResponse:
         # Encoded, so the page comes back as it was: "?phone=%2B234…" must not turn its "+"
         # into a space on the way through the login page.
         return redirect(f"{reverse('accounts:login')}?{urlencode({'next': back})}")
-    form = CartItemIn(
-        data={
-            "session_id": SITE_CART,
-            "product_id": request.POST.get("product", ""),
-            "recipient_number": request.POST.get("recipient_number", "").strip(),
-            "quantity": _form_int(request.POST.get("quantity", "1")),
-        }
-    )
-    try:
-        form.is_valid(raise_exception=True)
-    except ValidationError as exc:
-        for message in _messages_of(exc):
-            messages.error(request, message)
+    line = _posted_line(request, SITE_CART)
+    if line is None:
         return redirect(back)
     if request.POST.get("then") == "checkout":  # "Buy now": straight to paying that one item
         services.cart_set_only(
-            account=request.user.account,
-            livemode=True,
-            session_id=SITE_BUY_NOW,
-            line=form.validated_data["line"],
+            account=request.user.account, livemode=True, session_id=SITE_BUY_NOW, line=line
         )
         return redirect(f"{reverse('orders:checkout')}?{urlencode({'cart': SITE_BUY_NOW})}")
     services.cart_add_item(
-        account=request.user.account,
-        livemode=True,
-        session_id=SITE_CART,
-        line=form.validated_data["line"],
+        account=request.user.account, livemode=True, session_id=SITE_CART, line=line
     )
     messages.success(request, _("Added to your cart."))
     return redirect("orders:cart")
 
 
-def _buy_now_logged_out(request: HttpRequest, back: str) -> HttpResponse:
-    """A logged-out "Buy now": the choice is kept in the session (orders.guest) and the
-    visitor pays it as a guest, or logs in or signs up and lands on its checkout."""
+def _posted_line(request: HttpRequest, session_id: str):
+    """The line a product page posted (product, number, quantity), or None once what is
+    wrong with it is in the page's messages."""
     form = CartItemIn(
         data={
-            "session_id": SITE_BUY_NOW,
+            "session_id": session_id,
             "product_id": request.POST.get("product", ""),
             "recipient_number": request.POST.get("recipient_number", "").strip(),
             "quantity": _form_int(request.POST.get("quantity", "1")),
@@ -162,8 +145,16 @@ def _buy_now_logged_out(request: HttpRequest, back: str) -> HttpResponse:
     except ValidationError as exc:
         for message in _messages_of(exc):
             messages.error(request, message)
+        return None
+    return form.validated_data["line"]
+
+
+def _buy_now_logged_out(request: HttpRequest, back: str) -> HttpResponse:
+    """A logged-out "Buy now": the choice is kept in the session (orders.guest) and the
+    visitor pays it as a guest, or logs in or signs up and lands on its checkout."""
+    line = _posted_line(request, SITE_BUY_NOW)
+    if line is None:
         return redirect(back)
-    line = form.validated_data["line"]
     guest.pending_keep(
         request.session,
         product_id=line.product.public_id,
