@@ -205,7 +205,7 @@ def test_refused_connections_open_the_circuit_and_a_knock_closes_it_when_it_list
     routed, reloadly, dtone, ding
 ):
     """Nothing listening at Reloadly opens its circuit; while open it is knocked at (a TCP
-    connection, at most every 50 ms), so the first recharge after it listens again goes
+    connection, at most every KNOCK_EVERY), so the first recharge after it listens again goes
     there, well within the 30 s cool-down."""
     product = telcel_100(routed)
     reloadly.outage(True)
