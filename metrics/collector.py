@@ -33,7 +33,7 @@ from reseller.metrics import (
     RECHARGES,
     ledger_check_last,
 )
-from upstreams import health, throttle
+from upstreams import health, semaphore
 from upstreams.models import Provider
 from webhooks.models import Delivery
 
@@ -112,7 +112,7 @@ def _providers() -> Iterator[Metric]:
         labels=["provider"],
     )
     for name in _provider_names():
-        in_flight.add_metric([name], throttle.in_flight(name))
+        in_flight.add_metric([name], semaphore.in_flight(name))
         circuit.add_metric([name], 1 if health.figures(name).state == health.OPEN else 0)
     yield in_flight
     yield circuit

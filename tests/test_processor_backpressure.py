@@ -1,4 +1,4 @@
-"""Back-pressure towards the provider (recharges/throttle.py): a ceiling of calls in
+"""Back-pressure towards the provider (upstreams/semaphore.py): a ceiling of calls in
 flight shared by every thread and worker, and 429s that slow the processor down instead of
 failing recharges. Real HTTP calls to the local Reloadly fake; real threads."""
 
@@ -16,7 +16,7 @@ from recharges.tasks import recharge_process_task
 from tests.factories import ProductFactory, UserFactory
 from tests.fakes.reloadly import FakeReloadly
 from tests.helpers import assert_ledger_balanced
-from upstreams import throttle
+from upstreams import semaphore
 from wallet.services import wallet_get_or_create, wallet_topup_manual
 
 S = Recharge.Status
@@ -88,10 +88,11 @@ def test_a_429_pauses_every_caller_for_its_retry_after(reloadly_settings, fake):
     (recharge,) = place(quantity=1)
     outcome = processor.recharge_process(recharge_id=recharge.pk)
     assert outcome.status == S.DISPATCHED and outcome.retry_in >= 30
-    assert 25 < throttle.paused_for("reloadly") <= 30
-    # Another thread wanting a slot within the pause gets none: it requeues its recharge.
-    with throttle.provider_slot("reloadly", wait=0.2) as held:
-        assert held is False
+    assert 25 < semaphore.paused_for("reloadly") <= 30
+    # Another thread wanting a slot within the pause gets none at once, and is told how long
+    # the pause lasts: it hands its recharge back for then.
+    with semaphore.provider_slot("reloadly", limit=200, wait=10) as slot:
+        assert not slot and 25 < slot.paused_for <= 30
 
 
 @pytest.mark.django_db(transaction=True)
@@ -122,5 +123,5 @@ def test_calls_in_flight_never_pass_the_ceiling(reloadly_settings, fake):
     assert fake.max_concurrent_topups <= 3
     assert fake.max_concurrent_topups >= 2  # they did run side by side
     assert sorted(fake.calls.values()) == [1] * 12
-    assert throttle.in_flight("reloadly") == 0  # every slot given back
+    assert semaphore.in_flight("reloadly") == 0  # every slot given back
     assert_ledger_balanced()

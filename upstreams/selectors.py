@@ -7,7 +7,7 @@ from decimal import Decimal
 
 from django.db.models import Count, QuerySet
 
-from upstreams import health, throttle
+from upstreams import health, semaphore
 from upstreams.models import Provider, ProviderOperator, Route
 
 
@@ -51,7 +51,7 @@ def provider_view(provider: Provider, *, routes: int | None = None) -> ProviderV
         success_rate=figures.success_rate,
         latency_p50_ms=figures.p50_ms,
         latency_p95_ms=figures.p95_ms,
-        in_flight=throttle.in_flight(provider.name),
+        in_flight=semaphore.in_flight(provider.name),
         calls=figures.calls,
         routes=routes,
     )
