@@ -1,29 +1,36 @@
-"""The recharge processor (docs/contract.md §5): one recharge, moved forward safely.
+"""The recharge processor (docs/contract.md §5, docs/processor.md): one path for every live
+recharge, whatever the providers are.
 
-``recharge_process`` is idempotent and safe to run twice or concurrently for the same row:
+    recharge_process(id)
+      1. claim      under the row's lock: a ``queued`` row is given its target (the cheapest
+                    healthy route, or ``AIRTIME_PROVIDER`` when no provider row sells its
+                    product) and becomes ``dispatched``; committed before any call
+      2. slot       one of the target provider's slots of calls in flight (waits, woken)
+      3. call       outside any lock: look the reference up first when the row was in flight
+                    already, else send; every call recorded and counted towards the
+                    provider's health
+      4. answer     under the row's lock: ``delivered`` (cost, margin, books, event), or
+                    ``failed`` and refunded once, or retried later; after a definite refusal,
+                    the next route (back to 2)
 
-1. Under the row lock, only a ``queued`` (or an in-flight ``dispatched``) row moves on.
-   A product whose promotion is scheduled within the waitlist horizon is ``waitlisted``.
-   A ``dispatched`` row moves on only for the task its last attempt scheduled (``attempt``)
-   or once nothing has touched it since a cutoff (``quiet_since``: the sweeper's, or
-   RECHARGE_STUCK_DISPATCHED_SECONDS ago): any other copy of the task (a queued row the
-   sweeper re-enqueued while its message still waited, a redelivery) might otherwise call
-   the provider while the first call is still on its way.
-2. A ``dispatched`` row is first reconciled: the provider is asked for the outcome by our
-   reference, so an earlier attempt whose answer was lost is never sent twice.
-3. The provider is called outside any database lock, with the recharge id as reference.
-4. The answer is applied under the lock: ``delivered``; or, on a permanent refusal (or a
-   top-up the provider already took back), ``failed`` with the amount refunded exactly once;
-   transient errors and timeouts are retried with backoff until RECHARGE_MAX_ATTEMPTS, then
-   failed and refunded.
+Steps 1 and 4 are written in batches: each worker thread carries one recharge, and the
+threads of a process hand their claims and answers to a ``Batcher``, which writes every one
+waiting in one transaction (``claims_write``, ``answers_write``). A recharge alone is a batch
+of one. Everything is safe to run twice or concurrently for the same row:
 
-With provider rows (``upstreams``; docs/providers.md) a recharge goes by the cheapest healthy
-route of its product, recorded on the row before the call: the row always names the one
-provider that may hold it. It moves to the next route only after a definite refusal (a
-documented refusal, or a connection the provider never took); an unclear answer (timeout,
-5xx, a reference already used) is settled at that same provider by looking the reference up,
-and retried there, never sent elsewhere meanwhile. Every call is kept (``RechargeAttempt``)
-and counts towards the provider's health.
+- Under the row lock, only a ``queued`` (or an in-flight ``dispatched``) row moves on. A
+  product whose promotion is scheduled within the waitlist horizon is ``waitlisted``. A
+  ``dispatched`` row moves on only for the task its last attempt scheduled (``attempt``) or
+  once nothing has touched it since a cutoff (``quiet_since``: the sweeper's, or
+  RECHARGE_STUCK_DISPATCHED_SECONDS ago): any other copy of the task might otherwise call the
+  provider while the first call is still on its way.
+- A ``dispatched`` row taken over is first looked up at its provider by our reference, so an
+  earlier attempt whose answer was lost is never sent twice.
+- The row always names the one provider that may hold it, recorded before the call. It moves
+  to the next route only after a definite refusal (a documented refusal, or a connection the
+  provider never took); an unclear answer (timeout, 5xx, a reference already used) is settled
+  at that same provider by looking the reference up, and retried there, never sent elsewhere
+  meanwhile.
 """
 
 from __future__ import annotations
@@ -32,30 +39,33 @@ import logging
 import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from decimal import Decimal
+from functools import cache
 from urllib.parse import quote, urlsplit, urlunsplit
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
 from books.services import Sale, books_sales_record
 from catalog.errors import FxRateNotFound
-from catalog.selectors import fx_convert, product_waitlist_promotion
+from catalog.selectors import fx_rate, product_waitlist_promotion
 from payments.gateway import card_refund
 from payments.models import Payment
 from payments.services import payment_add_refunded, payment_lock
-from recharges.events import recharge_emit
+from recharges.events import recharge_emit, recharges_emit
 from recharges.models import Recharge, RechargeAttempt
-from recharges.state import IllegalTransition, transition
+from recharges.state import IllegalTransition, transition, transition_many
+from reseller.batching import Batcher
 from reseller.db import connection_release
 from reseller.errors import ApplicationError
 from reseller.metrics import PROVIDER_CALL_SECONDS, PROVIDER_CALLS
-from upstreams import health, throttle
+from reseller.money import quantize
+from upstreams import health, semaphore
 from upstreams.adapters import (
-    AirtimeProvider,
     PermanentError,
     ProviderError,
     ProviderResult,
@@ -64,52 +74,69 @@ from upstreams.adapters import (
     UpstreamTimeout,
     adapter_for,
     connection_refused,
-    get_provider,
 )
-from upstreams.models import Provider, Route
-from upstreams.routing import (
-    product_has_routes,
-    providers_knock,
-    route_choose,
-    routing_active,
-)
+from upstreams.models import Provider
+from upstreams.routing import Router, Target, providers_knock, settings_target
 from wallet.services import wallet_debit, wallet_lock, wallet_refund
 
 logger = logging.getLogger(__name__)
 S = Recharge.Status
+A = RechargeAttempt.Outcome
 
 
 @dataclass(frozen=True)
-class Outcome:
+class Progress:
+    """Where a recharge stands after a task: its status, and when the task should run again
+    (``retry_in`` seconds, carrying ``attempt`` to ``recharge_process``), if it should."""
+
     status: str
     retry_in: float | None = None
-    attempt: int | None = None  # the attempt a retry continues (``recharge_process(attempt=)``)
+    attempt: int | None = None
 
 
 # A staff retry starts a recharge's attempts at 0 again: the attempt a retry carries is set
 # apart per staff retry, so one scheduled before it never matches an attempt after it.
 ATTEMPTS_PER_RETRY = 10_000
+NO_ROUTE_WAIT = 30.0  # seconds a queued recharge waits when no route is usable now
+RATE_LIMITED = "upstream_rate_limited"
 
 
 def attempt_token(recharge: Recharge) -> int:
-    """What a retry of the recharge's current attempt carries (``Outcome.attempt``)."""
+    """What a retry of the recharge's current attempt carries (``Progress.attempt``)."""
     return recharge.retries * ATTEMPTS_PER_RETRY + recharge.attempts
 
 
-def recharge_lock(recharge_id: int) -> Recharge:
-    """The recharge, locked for this transaction (the one way the processor locks it)."""
-    return (
+def _locked(ids: list[int]) -> dict[int, Recharge]:
+    """The recharges, locked for this transaction in id order (the processor's one way)."""
+    rows = (
         Recharge.objects.select_for_update(of=("self",))
+        .filter(pk__in=ids)
         .select_related(
             "product__operator", "product__country", "route__provider", "route__upstream_operator"
         )
-        .get(pk=recharge_id)
+        .order_by("pk")
     )
+    return {recharge.pk: recharge for recharge in rows}
+
+
+def recharge_lock(recharge_id: int) -> Recharge:
+    """One recharge, locked for this transaction."""
+    found = _locked([recharge_id])
+    if recharge_id not in found:
+        raise Recharge.DoesNotExist(recharge_id)
+    return found[recharge_id]
 
 
 def backoff(attempt: int) -> float:
     """Seconds before retry number ``attempt``: 5, 10, 20, 40 … capped at 10 minutes."""
     return float(min(600, 5 * 2 ** max(0, attempt - 1)))
+
+
+def _later(recharge: Recharge) -> Progress:
+    """Still in flight: ask again after the backoff of its attempts."""
+    return Progress(
+        S.DISPATCHED, retry_in=backoff(recharge.attempts), attempt=attempt_token(recharge)
+    )
 
 
 def topup_request(recharge: Recharge) -> TopupRequest:
@@ -125,8 +152,13 @@ def topup_request(recharge: Recharge) -> TopupRequest:
     )
 
 
-def request_by(request: TopupRequest, route: Route) -> TopupRequest:
-    """The top-up in the route's terms: the provider's operator and product, what to send."""
+def request_for(recharge: Recharge, target: Target) -> TopupRequest:
+    """The top-up in the target's terms: by a route, the provider's operator and product and
+    what to send; to ``AIRTIME_PROVIDER``, our own."""
+    request = topup_request(recharge)
+    route = target.route
+    if route is None:
+        return request
     return replace(
         request,
         operator_id=route.upstream_operator.upstream_id,
@@ -147,6 +179,19 @@ def callback_url(provider: Provider) -> str:
     parts = urlsplit(url)
     userinfo = f"{quote(provider.name, safe='')}:{quote(provider.callback_secret, safe='')}@"
     return urlunsplit(parts._replace(netloc=userinfo + parts.netloc))
+
+
+def target_of(recharge: Recharge) -> Target:
+    """Where a dispatched recharge was sent: its route, or ``AIRTIME_PROVIDER`` when it has
+    none (no provider row sold its product then); settled there, whatever the routes are
+    now."""
+    if recharge.route is not None:
+        route = recharge.route
+        return Target(route.provider, route, route.cost, route.cost_currency)
+    return settings_target(recharge.product)
+
+
+# -- money back ------------------------------------------------------------------------------
 
 
 def recharge_refund(*, recharge: Recharge, actor=None) -> None:
@@ -193,7 +238,7 @@ def card_refund_send(*, recharge_id: int) -> str | None:
     return refund_id
 
 
-def _fail(recharge: Recharge, *, code: str, message: str, raw=None, actor=None) -> Outcome:
+def _fail(recharge: Recharge, *, code: str, message: str, raw=None, actor=None) -> Progress:
     transition(
         recharge,
         S.FAILED,
@@ -207,21 +252,33 @@ def _fail(recharge: Recharge, *, code: str, message: str, raw=None, actor=None) 
     )
     recharge_refund(recharge=recharge, actor=actor)
     recharge_emit(recharge)  # after the refund: the event says the money is back
-    return Outcome(S.FAILED)
+    return Progress(S.FAILED)
 
 
-def margin_of(recharge: Recharge, *, cost: Decimal | None, cost_currency: str) -> Decimal | None:
+# -- the books -------------------------------------------------------------------------------
+
+
+def margin_of(
+    recharge: Recharge,
+    *,
+    cost: Decimal | None,
+    cost_currency: str,
+    rate: Callable[[str, str], Decimal] | None = None,
+) -> Decimal | None:
     """What the sale earned: the price paid less the cost converted into the order's currency
-    (the FX table now); None when the cost or a rate is unknown."""
+    (the FX table now; ``rate`` a batch's memo of it); None when the cost or a rate is
+    unknown."""
     if cost is None or not cost_currency:
         return None
     try:
-        cost_here, _rate = fx_convert(
-            amount=cost, from_currency=cost_currency, to_currency=recharge.currency
-        )
+        converted = (rate or _fx)(cost_currency, recharge.currency)
     except FxRateNotFound:
         return None
-    return recharge.amount - cost_here
+    return recharge.amount - quantize(cost * converted)
+
+
+def _fx(from_currency: str, to_currency: str) -> Decimal:
+    return fx_rate(from_currency=from_currency, to_currency=to_currency).rate
 
 
 def sale_of(recharge: Recharge) -> Sale:
@@ -241,89 +298,33 @@ def sale_of(recharge: Recharge) -> Sale:
     )
 
 
-# What a provider's answer that leaves the recipient nothing does to a dispatched recharge:
-# it fails and is refunded once. A top-up taken back before we recorded it delivered is one
-# (the provider gave its cost back); taken back after, it is the reconciliation's.
-NOT_DELIVERED = {
-    ProviderResult.FAILED: ("upstream_failed", "The provider could not deliver the top-up."),
-    ProviderResult.REVERSED: ("upstream_reversed", "The provider took the top-up back."),
-}
+# -- 1. the claim ----------------------------------------------------------------------------
 
 
-def apply_result(recharge_id: int, result: ProviderResult, provider_name: str) -> Outcome:
-    with transaction.atomic():
-        recharge = recharge_lock(recharge_id)
-        if recharge.status != S.DISPATCHED:
-            return Outcome(recharge.status)
-        if result.status == ProviderResult.DELIVERED:
-            route = recharge.route
-            cost, cost_currency = result.cost, result.cost_currency
-            if cost is None and route is not None and route.provider.name == provider_name:
-                cost, cost_currency = route.cost, route.cost_currency
-            margin = margin_of(recharge, cost=cost, cost_currency=cost_currency)
-            transition(
-                recharge,
-                S.DELIVERED,
-                note=f"{provider_name} {result.transaction_id}",
-                extra_fields={
-                    "provider": provider_name,
-                    "provider_transaction_id": result.transaction_id,
-                    "provider_response": result.raw,
-                    "cost": cost,
-                    "cost_currency": cost_currency if cost is not None else "",
-                    "margin": margin,
-                    "margin_currency": recharge.currency if margin is not None else "",
-                },
-            )
-            books_sales_record(sales=[sale_of(recharge)])
-            recharge_emit(recharge)
-            return Outcome(S.DELIVERED)
-        if result.status in NOT_DELIVERED:
-            code, message = NOT_DELIVERED[result.status]
-            return _fail(
-                recharge,
-                code=result.code or code,
-                message=result.message or message,
-                raw=result.raw,
-            )
-        recharge.provider_response = result.raw
-        recharge.provider_transaction_id = result.transaction_id or recharge.provider_transaction_id
-        recharge.save(update_fields=["provider_response", "provider_transaction_id"])
-        return Outcome(
-            S.DISPATCHED, retry_in=backoff(recharge.attempts), attempt=attempt_token(recharge)
-        )
+@dataclass(frozen=True)
+class Claim:
+    """A task's request to move a recharge on (``recharge_process``'s arguments)."""
+
+    recharge_id: int
+    attempt: int | None = None
+    quiet_since: datetime | None = None
 
 
-def _give_up_or_retry(recharge_id: int, *, code: str, message: str) -> Outcome:
-    with transaction.atomic():
-        recharge = recharge_lock(recharge_id)
-        if recharge.status != S.DISPATCHED:
-            return Outcome(recharge.status)
-        if recharge.attempts >= settings.RECHARGE_MAX_ATTEMPTS:
-            return _fail(recharge, code=code, message=message)
-        return Outcome(
-            S.DISPATCHED, retry_in=backoff(recharge.attempts), attempt=attempt_token(recharge)
-        )
+@dataclass(frozen=True)
+class Ticket:
+    """A recharge in hand: where to send what. ``reconcile_first``: look the reference up
+    before sending (the row was in flight already); ``tried``: the providers this task sent
+    it to and that refused it (a failover goes on down the list)."""
 
-
-RATE_LIMITED = "upstream_rate_limited"
-
-
-def _not_counted(recharge_id: int, *, retry_in: float) -> Outcome:
-    """Retry later without spending an attempt: the call was refused before any work."""
-    with transaction.atomic():
-        recharge = recharge_lock(recharge_id)
-        if recharge.status != S.DISPATCHED:
-            return Outcome(recharge.status)
-        if recharge.attempts > 0:
-            recharge.attempts -= 1
-            recharge.save(update_fields=["attempts"])
-        jitter = random.uniform(0, min(retry_in, 5.0))  # noqa: S311 (spreading, not a secret)
-        return Outcome(S.DISPATCHED, retry_in=retry_in + jitter, attempt=attempt_token(recharge))
+    recharge_id: int
+    target: Target
+    request: TopupRequest
+    reconcile_first: bool = False
+    tried: frozenset[str] = frozenset()
 
 
 def _taken_over(recharge: Recharge, *, attempt: int | None, quiet_since: datetime | None) -> bool:
-    """May this task go on with a ``dispatched`` row (step 1 of the module docstring)?"""
+    """May this task go on with a ``dispatched`` row (see the module docstring)?"""
     if attempt is not None:
         return attempt == attempt_token(recharge)
     if quiet_since is None:
@@ -332,110 +333,18 @@ def _taken_over(recharge: Recharge, *, attempt: int | None, quiet_since: datetim
     return recharge.updated_at <= quiet_since
 
 
-def recharge_process(
-    *,
-    recharge_id: int,
-    provider=None,
-    attempt: int | None = None,
-    quiet_since: datetime | None = None,
-) -> Outcome:
-    """Move one recharge forward as far as it can go now; see the module docstring.
-    ``attempt``: the attempt whose retry this is (``Outcome.attempt``); ``quiet_since``: take
-    over a dispatched row that nothing has touched since then (the sweeper's cutoff)."""
-    routed = provider is None and routing_active()
-    if routed:
-        providers_knock()  # before the row lock: a knock is a TCP connection to a provider
-    route: Route | None = None
-    with transaction.atomic():
-        recharge = recharge_lock(recharge_id)
-        if recharge.status == S.QUEUED:
-            if not recharge.livemode:
-                return Outcome(recharge.status)  # test mode never reaches a provider
-            promotion = (
-                product_waitlist_promotion(product=recharge.product)
-                if recharge.promotion_wait
-                else None  # the buyer chose to send it now (``whenPromotionScheduled``)
-            )
-            if promotion is not None:
-                transition(
-                    recharge,
-                    S.WAITLISTED,
-                    note=f"waiting for promotion {promotion.public_id}",
-                    extra_fields={"waitlisted_until": promotion.starts_at},
-                )
-                recharge_emit(recharge)
-                return Outcome(S.WAITLISTED)
-            fields: dict = {"attempts": recharge.attempts + 1}
-            if routed:
-                route = route_choose(product_id=recharge.product_id, exclude=_refused_by(recharge))
-                if route is None and product_has_routes(product_id=recharge.product_id):
-                    # Every provider of it is down, open or out of balance: wait.
-                    return Outcome(S.QUEUED, retry_in=NO_ROUTE_WAIT + random.uniform(0, 5))  # noqa: S311
-            if route is not None:  # else no provider sells it: AIRTIME_PROVIDER, as before
-                fields.update(route=route, provider=route.provider.name)
-            transition(recharge, S.DISPATCHED, extra_fields=fields)
-            reconcile_first = False
-        elif recharge.status == S.DISPATCHED and recharge.livemode:
-            if not _taken_over(recharge, attempt=attempt, quiet_since=quiet_since):
-                return Outcome(recharge.status)  # another task has it in hand
-            last_dispatch = recharge.updated_at  # when its last send was about to start
-            recharge.attempts += 1
-            recharge.updated_at = timezone.now()
-            changed = ["attempts", "updated_at"]
-            reconcile_first = True
-            # A row dispatched without a route went to AIRTIME_PROVIDER (no provider rows then,
-            # or none selling it): it is settled there, whatever the routes are now.
-            if routed and recharge.route is not None:
-                route = recharge.route
-                if _definitely_not_held(recharge, since=last_dispatch):
-                    # Its provider refused it for sure: nobody holds it; the cheapest healthy
-                    # route now, without a look-up.
-                    route = route_choose(
-                        product_id=recharge.product_id, exclude=_refused_by(recharge)
-                    )
-                    reconcile_first = False
-                    if route is None:
-                        recharge.save(update_fields=changed)
-                        return Outcome(
-                            S.DISPATCHED,
-                            retry_in=backoff(recharge.attempts),
-                            attempt=attempt_token(recharge),
-                        )
-                    recharge.route, recharge.provider = route, route.provider.name
-                    changed += ["route", "provider"]
-            recharge.save(update_fields=changed)
-        else:
-            return Outcome(recharge.status)  # final, waitlisted, or a sandbox row in flight
-        request = topup_request(recharge)
-
-    connection_release()  # no connection held while the provider answers (with a pool)
-    if route is not None:
-        return recharge_call_routed(recharge_id, request, route, reconcile_first=reconcile_first)
-    if routing_active() and provider is None:
-        # Provider rows exist but none sells this product: AIRTIME_PROVIDER within its ceiling.
-        name = settings.AIRTIME_PROVIDER
-        with throttle.provider_slot(name, wait=settings.PROVIDER_SLOT_WAIT_SECONDS) as held:
-            if not held:
-                return _not_counted(recharge_id, retry_in=1.0 + random.uniform(0, 2.0))  # noqa: S311
-            return recharge_call(recharge_id, request, reconcile_first=reconcile_first)
-    return recharge_call(recharge_id, request, provider=provider, reconcile_first=reconcile_first)
-
-
-# -- routed: by the cheapest healthy route, failing over on definite refusals ----------------
-
-NO_ROUTE_WAIT = 30.0  # seconds a queued recharge waits when no route is usable now
-DEFINITE = (RechargeAttempt.Outcome.REFUSED, RechargeAttempt.Outcome.UNREACHABLE)
-
-
 def _refused_by(recharge: Recharge) -> set[str]:
-    """Providers that refused this recharge for good (a documented refusal)."""
-    if recharge.attempts == 0 and recharge.retries == 0:
-        return set()  # never sent: nobody refused it (no query)
-    return set(
-        RechargeAttempt.objects.filter(
-            recharge_id=recharge.pk, outcome=RechargeAttempt.Outcome.REFUSED
-        ).values_list("provider", flat=True)
-    )
+    """Providers that refused this recharge for good (a documented refusal) since it was last
+    queued: a staff retry asks every provider again."""
+    if recharge.attempts == 0:
+        return set()  # never sent since it was queued: nobody refused it (no query)
+    calls = RechargeAttempt.objects.filter(recharge_id=recharge.pk, outcome=A.REFUSED)
+    if recharge.queued_at is not None:
+        calls = calls.filter(created_at__gte=recharge.queued_at)
+    return set(calls.values_list("provider", flat=True))
+
+
+DEFINITE = (A.REFUSED, A.UNREACHABLE)
 
 
 def _definitely_not_held(recharge: Recharge, *, since) -> bool:
@@ -449,7 +358,7 @@ def _definitely_not_held(recharge: Recharge, *, since) -> bool:
         RechargeAttempt.objects.filter(
             recharge_id=recharge.pk, provider=recharge.provider, created_at__gte=since
         )
-        .exclude(action="status", outcome=RechargeAttempt.Outcome.UNREACHABLE)
+        .exclude(action="status", outcome=A.UNREACHABLE)
         .order_by("-id")
         .values_list("outcome", flat=True)
         .first()
@@ -457,43 +366,151 @@ def _definitely_not_held(recharge: Recharge, *, since) -> bool:
     return last in DEFINITE
 
 
+def claims_write(claims: list[Claim]) -> list[Ticket | Progress]:
+    """Step 1 for a batch of recharges, in one transaction (see the module docstring): each
+    ``queued`` live row gets its target and becomes ``dispatched``; a ``dispatched`` row is
+    taken over by the task allowed to; anything else says where it stands."""
+    providers_knock()  # before any lock: a knock is a TCP connection to a provider
+    with transaction.atomic():
+        rows = _locked([claim.recharge_id for claim in claims])
+        router = Router(recharge.product for recharge in rows.values())
+        dispatching: list[Recharge] = []
+        answers: list[Ticket | Progress] = []
+        seen: set[int] = set()
+        for claim in claims:
+            recharge = rows.get(claim.recharge_id)
+            if recharge is None or claim.recharge_id in seen:
+                # Gone, or a second copy of a task in this very batch: the first has it.
+                answers.append(Progress(recharge.status if recharge else ""))
+                continue
+            seen.add(claim.recharge_id)
+            if recharge.status == S.QUEUED and recharge.livemode:
+                answers.append(_claim_queued(recharge, router, dispatching))
+            elif recharge.status == S.DISPATCHED and recharge.livemode:
+                answers.append(_claim_in_flight(recharge, claim, router))
+            else:
+                answers.append(Progress(recharge.status))  # final, waitlisted, or test mode
+        transition_many(
+            dispatching,
+            S.DISPATCHED,
+            fields=("route", "provider"),
+            values={"attempts": F("attempts") + 1},
+        )
+    return answers
+
+
+def _claim_queued(
+    recharge: Recharge, router: Router, dispatching: list[Recharge]
+) -> Ticket | Progress:
+    promotion = (
+        product_waitlist_promotion(product=recharge.product)
+        if recharge.promotion_wait
+        else None  # the buyer chose to send it now (``whenPromotionScheduled``)
+    )
+    if promotion is not None:
+        transition(
+            recharge,
+            S.WAITLISTED,
+            note=f"waiting for promotion {promotion.public_id}",
+            extra_fields={"waitlisted_until": promotion.starts_at},
+        )
+        recharge_emit(recharge)
+        return Progress(S.WAITLISTED)
+    target = router.choose(recharge.product, exclude=_refused_by(recharge))
+    if target is None:
+        # Every provider selling it is down, open or out of balance: wait, still queued.
+        return Progress(S.QUEUED, retry_in=NO_ROUTE_WAIT + random.uniform(0, 5))  # noqa: S311
+    recharge.route, recharge.provider = target.route, target.name
+    recharge.attempts += 1  # as ``transition_many`` leaves it
+    dispatching.append(recharge)
+    return Ticket(recharge.pk, target, request_for(recharge, target))
+
+
+def _claim_in_flight(recharge: Recharge, claim: Claim, router: Router) -> Ticket | Progress:
+    if not _taken_over(recharge, attempt=claim.attempt, quiet_since=claim.quiet_since):
+        return Progress(recharge.status)  # another task has it in hand
+    last_dispatch = recharge.updated_at  # when its last send was about to start
+    recharge.attempts += 1
+    recharge.updated_at = timezone.now()
+    changed = ["attempts", "updated_at"]
+    target, reconcile_first = target_of(recharge), True
+    if recharge.route is not None and _definitely_not_held(recharge, since=last_dispatch):
+        # Its provider refused it for sure: nobody holds it; the cheapest healthy route now,
+        # without a look-up.
+        chosen = router.choose(recharge.product, exclude=_refused_by(recharge))
+        if chosen is None:
+            recharge.save(update_fields=changed)
+            return _later(recharge)
+        target, reconcile_first = chosen, False
+        recharge.route, recharge.provider = chosen.route, chosen.name
+        changed += ["route", "provider"]
+    recharge.save(update_fields=changed)
+    return Ticket(recharge.pk, target, request_for(recharge, target), reconcile_first)
+
+
+# -- 2 and 3. the call, outside any lock -----------------------------------------------------
+
+
+@dataclass
+class Call:
+    """What one task's calls to a provider came to: the calls made (``attempts``, saved with
+    the answer) and the ``verdict`` the answer step applies.
+
+    - ``result``: the provider said where the top-up stands (``ProviderResult``)
+    - ``refused``: it definitely did not and will not deliver: the next route
+    - ``unclear``: it may still deliver: retry there later, or give up after the last attempt
+    - ``not_counted``: nothing was sent (no slot, paused, rate limited): later, the attempt
+      given back
+    """
+
+    ticket: Ticket
+    verdict: str = "unclear"
+    result: ProviderResult | None = None
+    error: ProviderError | None = None
+    retry_in: float = 0.0
+    attempts: list[RechargeAttempt] = field(default_factory=list)
+
+
 def _outcome_of(result: ProviderResult | None) -> str:
     if result is None:
-        return RechargeAttempt.Outcome.NOT_FOUND
+        return A.NOT_FOUND
     return {
-        ProviderResult.DELIVERED: RechargeAttempt.Outcome.DELIVERED,
-        ProviderResult.FAILED: RechargeAttempt.Outcome.REFUSED,
-        ProviderResult.REVERSED: RechargeAttempt.Outcome.REVERSED,
-    }.get(result.status, RechargeAttempt.Outcome.PENDING)
+        ProviderResult.DELIVERED: A.DELIVERED,
+        ProviderResult.FAILED: A.REFUSED,
+        ProviderResult.REVERSED: A.REVERSED,
+    }.get(result.status, A.PENDING)
 
 
 def provider_call_recorded(
-    recharge_id: int, adapter: AirtimeProvider, action: str, request: TopupRequest
+    recharge_id: int,
+    adapter,
+    action: str,
+    request: TopupRequest,
+    kept: list[RechargeAttempt] | None = None,
 ) -> ProviderResult | None:
     """Send the top-up (``action`` "send") or look it up ("status") at a provider, keep the
-    call (``RechargeAttempt``) and count it towards the provider's health; its result or its
-    error, unchanged."""
-    # Whatever the ORM took since (a lazy load of the route, the last attempt's row, a
-    # failover's transaction) goes back to the pool: no connection held during the call.
-    connection_release()
+    call (a ``RechargeAttempt``: appended to ``kept`` for the caller to save with its answer,
+    else saved now) and count it towards the provider's health; its result or its error,
+    unchanged."""
+    connection_release()  # no pooled connection held while the provider answers
     started = time.monotonic()
-    outcome: str = RechargeAttempt.Outcome.PENDING
+    outcome: str = A.PENDING
     code, message, ok, refused = "", "", True, False
     try:
         result = adapter.send(request) if action == "send" else adapter.status(request.reference)
     except PermanentError as exc:
-        outcome, code, message = RechargeAttempt.Outcome.REFUSED, exc.code, str(exc)
+        outcome, code, message = A.REFUSED, exc.code, str(exc)
         raise
     except UpstreamTimeout as exc:
-        outcome, code, message, ok = RechargeAttempt.Outcome.UNCLEAR, exc.code, str(exc), False
+        outcome, code, message, ok = A.UNCLEAR, exc.code, str(exc), False
         raise
     except TransientError as exc:
-        outcome, code, message = RechargeAttempt.Outcome.UNREACHABLE, exc.code, str(exc)
+        outcome, code, message = A.UNREACHABLE, exc.code, str(exc)
         ok = exc.code == RATE_LIMITED  # it answered: "not now"
         refused = connection_refused(exc)
         raise
     except ProviderError as exc:
-        outcome, code, message, ok = RechargeAttempt.Outcome.UNCLEAR, exc.code, str(exc), False
+        outcome, code, message, ok = A.UNCLEAR, exc.code, str(exc), False
         raise
     else:
         outcome = _outcome_of(result)
@@ -508,7 +525,7 @@ def provider_call_recorded(
             health.record(adapter.name, ok=ok, seconds=seconds, refused=refused)
         except Exception:  # the call's answer matters more than its figures
             logger.warning("health of %s not recorded", adapter.name, exc_info=True)
-        RechargeAttempt.objects.create(
+        attempt = RechargeAttempt(
             recharge_id=recharge_id,
             provider=adapter.name,
             action=action,
@@ -517,150 +534,230 @@ def provider_call_recorded(
             message=message[:255],
             duration_ms=int(seconds * 1000),
         )
+        if kept is None:
+            attempt.save()
+        else:
+            kept.append(attempt)
 
 
-def _failover(
-    recharge_id: int, route: Route, refusal: ProviderError, tried: set[str]
-) -> Route | Outcome:
-    """After a definite refusal by ``route``'s provider: under the lock, the next route
-    (recorded on the row before it is called), or the end: failed and refunded when every
-    provider refused it, retried later when some were only unreachable."""
-    with transaction.atomic():
-        recharge = recharge_lock(recharge_id)
-        if recharge.status != S.DISPATCHED or recharge.route_id != route.pk:
-            return Outcome(recharge.status)  # moved on meanwhile (staff, another task)
-        refused = _refused_by(recharge)
-        following = route_choose(product_id=recharge.product_id, exclude=refused | tried)
-        if following is not None:
-            recharge.route, recharge.provider = following, following.provider.name
-            recharge.updated_at = timezone.now()
-            recharge.save(update_fields=["route", "provider", "updated_at"])
-            return following
-        if isinstance(refusal, PermanentError) and not (tried - refused):
-            return _fail(recharge, code=refusal.code, message=str(refusal), raw=refusal.raw)
-        if recharge.attempts >= settings.RECHARGE_MAX_ATTEMPTS:
-            return _fail(recharge, code=refusal.code, message=str(refusal), raw=refusal.raw)
-        return Outcome(
-            S.DISPATCHED, retry_in=backoff(recharge.attempts), attempt=attempt_token(recharge)
-        )
+def provider_call(ticket: Ticket) -> Call:
+    """Steps 2-3 for a recharge in hand: within the provider's ceiling of calls in flight,
+    look up first if asked, else send; a timeout is settled at once by a look-up."""
+    call = Call(ticket)
+    provider = ticket.target.provider
+    adapter = adapter_for(provider)
+    wait = settings.PROVIDER_SLOT_WAIT_SECONDS
+    connection_release()  # nothing held while waiting for a slot
+    with semaphore.provider_slot(provider.name, limit=provider.max_in_flight, wait=wait) as slot:
+        if not slot:
+            call.verdict = "not_counted"
+            call.retry_in = slot.paused_for or 1.0 + random.uniform(0, 2.0)  # noqa: S311
+            return call
+        _call(call, adapter)
+    return call
 
 
-def recharge_call_routed(
-    recharge_id: int, request: TopupRequest, route: Route, *, reconcile_first: bool
-) -> Outcome:
-    """Steps 2-4 by route (see the module docstring): within the provider's ceiling of calls
-    in flight, look up first if asked, send, apply; on a definite refusal, the next route."""
-    tried: set[str] = set()
-    while True:
-        provider: Provider = route.provider
-        adapter = adapter_for(provider)
-        sending = request_by(request, route)
-        wait = settings.PROVIDER_SLOT_WAIT_SECONDS
-        with throttle.provider_slot(provider.name, wait=wait, limit=provider.max_in_flight) as held:
-            if not held:
-                return _not_counted(recharge_id, retry_in=1.0 + random.uniform(0, 2.0))  # noqa: S311
-            refusal: ProviderError
-            try:
-                if reconcile_first:
-                    known = provider_call_recorded(recharge_id, adapter, "status", sending)
-                    if known is not None and known.status != ProviderResult.FAILED:
-                        return apply_result(recharge_id, known, provider.name)
-                    if known is not None:  # it refused it: the next route
-                        raise PermanentError(
-                            known.message or "refused", code=known.code, raw=known.raw
-                        )
-                result = provider_call_recorded(recharge_id, adapter, "send", sending)
-                assert result is not None  # a send always answers or raises
-                if result.status != ProviderResult.FAILED:
-                    return apply_result(recharge_id, result, provider.name)
-                refusal = PermanentError(
-                    result.message or "refused",
-                    code=result.code or "upstream_failed",
-                    raw=result.raw,
-                )
-            except PermanentError as exc:
-                refusal = exc
-            except UpstreamTimeout as exc:
-                # It may still deliver: settle it here, never elsewhere meanwhile.
-                try:
-                    known = provider_call_recorded(recharge_id, adapter, "status", sending)
-                except (TransientError, UpstreamTimeout):
-                    known = None
-                if known is not None and known.status != ProviderResult.PENDING:
-                    return apply_result(recharge_id, known, provider.name)
-                return _give_up_or_retry(
-                    recharge_id, code=exc.code or "upstream_timeout", message=str(exc)
-                )
-            except TransientError as exc:
-                if exc.code == RATE_LIMITED:
-                    wait_for = exc.retry_after or 1.0
-                    throttle.pause(provider.name, wait_for)
-                    return _not_counted(recharge_id, retry_in=wait_for)
-                if reconcile_first:  # the look-up did not get through: ask again later
-                    return _give_up_or_retry(recharge_id, code=exc.code, message=str(exc))
-                refusal = exc
-        tried.add(provider.name)
-        following = _failover(recharge_id, route, refusal, tried)
-        if isinstance(following, Outcome):
-            return following
-        route, reconcile_first = following, False
-
-
-Apply = Callable[[int, ProviderResult, str], Outcome]
-
-
-def recharge_call(
-    recharge_id: int,
-    request: TopupRequest,
-    *,
-    provider=None,
-    reconcile_first: bool = False,
-    apply: Apply | None = None,
-) -> Outcome:
-    """Steps 2-4 for a recharge this task has just made ``dispatched`` (step 1, committed):
-    reconcile if asked, call the provider outside any lock, apply its answer. ``apply``
-    writes an answer (default ``apply_result``; the group commit writes deliveries in bulk)."""
-    apply = apply or apply_result
-    provider = provider or get_provider()
-    if reconcile_first:
-        try:
-            with PROVIDER_CALL_SECONDS.labels(provider.name).time():
-                known = provider.status(request.reference)
-        except (TransientError, UpstreamTimeout) as exc:
-            return _give_up_or_retry(recharge_id, code=exc.code, message=str(exc))
-        if known is not None:
-            return apply(recharge_id, known, provider.name)
+def _call(call: Call, adapter) -> None:
+    ticket = call.ticket
+    request, kept = ticket.request, call.attempts
     try:
-        with PROVIDER_CALL_SECONDS.labels(provider.name).time():
-            result = provider.send(request)
+        if ticket.reconcile_first:
+            known = provider_call_recorded(ticket.recharge_id, adapter, "status", request, kept)
+            if known is not None and known.status != ProviderResult.FAILED:
+                call.verdict, call.result = "result", known
+                return
+            if known is not None:  # it refused it: the next route
+                call.verdict = "refused"
+                call.error = PermanentError(
+                    known.message or "refused", code=known.code or "upstream_failed", raw=known.raw
+                )
+                return
+        result = provider_call_recorded(ticket.recharge_id, adapter, "send", request, kept)
+        assert result is not None  # a send always answers or raises
+        if result.status != ProviderResult.FAILED:
+            call.verdict, call.result = "result", result
+            return
+        call.verdict = "refused"
+        call.error = PermanentError(
+            result.message or "refused", code=result.code or "upstream_failed", raw=result.raw
+        )
     except PermanentError as exc:
-        with transaction.atomic():
-            recharge = recharge_lock(recharge_id)
-            if recharge.status != S.DISPATCHED:
-                return Outcome(recharge.status)
-            return _fail(recharge, code=exc.code, message=str(exc), raw=exc.raw)
+        call.verdict, call.error = "refused", exc
     except UpstreamTimeout as exc:
+        # It may still deliver: settle it here, never elsewhere meanwhile.
         try:
-            with PROVIDER_CALL_SECONDS.labels(provider.name).time():
-                known = provider.status(request.reference)
+            known = provider_call_recorded(ticket.recharge_id, adapter, "status", request, kept)
         except (TransientError, UpstreamTimeout):
             known = None
-        if known is not None:
-            return apply(recharge_id, known, provider.name)
-        return _give_up_or_retry(recharge_id, code="upstream_timeout", message=str(exc))
+        if known is not None and known.status != ProviderResult.PENDING:
+            call.verdict, call.result = "result", known
+        else:
+            call.verdict = "unclear"
+            code = exc.code if exc.code not in ("", "upstream_error") else "upstream_timeout"
+            call.error = UpstreamTimeout(str(exc), code=code)
     except TransientError as exc:
         if exc.code == RATE_LIMITED:
-            # The provider asks us to slow down: every worker pauses its calls for the
-            # Retry-After, and this recharge waits its turn without losing an attempt.
-            wait = exc.retry_after or 1.0
-            throttle.pause(provider.name, wait)
-            return _not_counted(recharge_id, retry_in=wait)
-        outcome = _give_up_or_retry(recharge_id, code=exc.code, message=str(exc))
-        if outcome.retry_in is not None and exc.retry_after:
-            retry_in = max(outcome.retry_in, exc.retry_after)
-            return Outcome(outcome.status, retry_in=retry_in, attempt=outcome.attempt)
-        return outcome
-    return apply(recharge_id, result, provider.name)
+            wait_for = exc.retry_after or 1.0
+            semaphore.pause(adapter.name, wait_for)
+            call.verdict, call.retry_in = "not_counted", wait_for
+        elif ticket.reconcile_first:  # the look-up did not get through: ask again later
+            call.verdict, call.error = "unclear", exc
+        else:
+            call.verdict, call.error = "refused", exc
+
+
+# -- 4. the answer ---------------------------------------------------------------------------
+
+# What a provider's answer that leaves the recipient nothing does to a dispatched recharge:
+# it fails and is refunded once. A top-up taken back before we recorded it delivered is one
+# (the provider gave its cost back); taken back after, it is the reconciliation's.
+NOT_DELIVERED = {
+    ProviderResult.FAILED: ("upstream_failed", "The provider could not deliver the top-up."),
+    ProviderResult.REVERSED: ("upstream_reversed", "The provider took the top-up back."),
+}
+
+_TXID_LENGTH = Recharge._meta.get_field("provider_transaction_id").max_length or 0
+
+
+class _Deliveries:
+    """The deliveries of one answer batch, written together: one ``transition_many``, the
+    books' lines in one statement, the events in two."""
+
+    def __init__(self) -> None:
+        self.rows: list[Recharge] = []
+        self.notes: list[str] = []
+        self._rates: dict[tuple[str, str], Decimal] = {}
+
+    def rate(self, from_currency: str, to_currency: str) -> Decimal:
+        if (from_currency, to_currency) not in self._rates:
+            self._rates[(from_currency, to_currency)] = _fx(from_currency, to_currency)
+        return self._rates[(from_currency, to_currency)]
+
+    def add(self, recharge: Recharge, result: ProviderResult, target: Target) -> Progress:
+        cost, cost_currency = result.cost, result.cost_currency
+        if cost is None:  # what the route says one unit costs there
+            cost, cost_currency = target.cost, target.cost_currency
+        margin = margin_of(recharge, cost=cost, cost_currency=cost_currency, rate=self.rate)
+        recharge.provider = target.name
+        recharge.provider_transaction_id = result.transaction_id
+        recharge.provider_response = result.raw
+        recharge.cost, recharge.cost_currency = cost, cost_currency if cost is not None else ""
+        recharge.margin = margin
+        recharge.margin_currency = recharge.currency if margin is not None else ""
+        self.rows.append(recharge)
+        self.notes.append(f"{target.name} {result.transaction_id}")
+        return Progress(S.DELIVERED)
+
+    def write(self) -> None:
+        fields = [
+            *("provider", "provider_transaction_id", "provider_response"),
+            *("cost", "cost_currency", "margin", "margin_currency"),
+        ]
+        transition_many(self.rows, S.DELIVERED, notes=self.notes, fields=fields)
+        books_sales_record(sales=[sale_of(recharge) for recharge in self.rows])
+        recharges_emit(self.rows)
+
+
+def answers_write(calls: list[Call]) -> list[Ticket | Progress]:
+    """Step 4 for a batch of calls, in one transaction: their attempts saved, and each answer
+    applied to its row if the row is still ``dispatched`` (staff may have failed it
+    meanwhile): deliveries together; a refusal's next route (a ``Ticket``), or the end."""
+    with transaction.atomic():
+        RechargeAttempt.objects.bulk_create([a for call in calls for a in call.attempts])
+        rows = _locked([call.ticket.recharge_id for call in calls])
+        deliveries = _Deliveries()
+        answers = [_answer(rows[call.ticket.recharge_id], call, deliveries) for call in calls]
+        deliveries.write()
+    return answers
+
+
+def _answer(recharge: Recharge, call: Call, deliveries: _Deliveries) -> Ticket | Progress:
+    if recharge.status != S.DISPATCHED:
+        return Progress(recharge.status)
+    ticket, target = call.ticket, call.ticket.target
+    if call.verdict == "not_counted":
+        # Nothing was sent: later, without spending an attempt.
+        if recharge.attempts > 0:
+            recharge.attempts -= 1
+            recharge.save(update_fields=["attempts"])
+        jitter = random.uniform(0, min(call.retry_in, 5.0))  # noqa: S311 (spreading)
+        retry_in = call.retry_in + jitter
+        return Progress(S.DISPATCHED, retry_in=retry_in, attempt=attempt_token(recharge))
+    if call.verdict == "result":
+        assert call.result is not None
+        result = call.result
+        if result.status == ProviderResult.DELIVERED:
+            if len(result.transaction_id or "") > _TXID_LENGTH:
+                # Never cut silently: it stays in flight, staff see it (the sweeper asks again).
+                logger.error("%s: transaction id too long", recharge.public_id)
+                return Progress(S.DISPATCHED)
+            return deliveries.add(recharge, result, target)
+        if result.status in NOT_DELIVERED:
+            code, message = NOT_DELIVERED[result.status]
+            return _fail(
+                recharge,
+                code=result.code or code,
+                message=result.message or message,
+                raw=result.raw,
+            )
+        recharge.provider_response = result.raw
+        recharge.provider_transaction_id = result.transaction_id or recharge.provider_transaction_id
+        recharge.save(update_fields=["provider_response", "provider_transaction_id"])
+        return _later(recharge)
+    error = call.error or ProviderError("no answer", code="upstream_timeout")
+    if call.verdict == "refused":
+        if recharge.route_id != (target.route.pk if target.route else None):
+            return Progress(recharge.status)  # moved on meanwhile (another task)
+        return _failover(recharge, ticket, error)
+    # Unclear: retried at the same provider, failed after the last attempt.
+    if recharge.attempts >= settings.RECHARGE_MAX_ATTEMPTS:
+        return _fail(recharge, code=error.code or "upstream_timeout", message=str(error))
+    return _later(recharge)
+
+
+def _failover(recharge: Recharge, ticket: Ticket, refusal: ProviderError) -> Ticket | Progress:
+    """After a definite refusal by the ticket's provider: the next route (recorded on the
+    row before it is called), or the end: failed and refunded when every provider refused
+    it, retried later when some were only unreachable."""
+    tried = ticket.tried | {ticket.target.name}
+    refused = _refused_by(recharge)
+    following = Router([recharge.product]).choose(recharge.product, exclude=refused | tried)
+    if following is not None:
+        recharge.route, recharge.provider = following.route, following.name
+        recharge.updated_at = timezone.now()
+        recharge.save(update_fields=["route", "provider", "updated_at"])
+        request = request_for(recharge, following)
+        return Ticket(recharge.pk, following, request, reconcile_first=False, tried=tried)
+    if isinstance(refusal, PermanentError) and not (tried - refused):
+        return _fail(recharge, code=refusal.code, message=str(refusal), raw=refusal.raw)
+    if recharge.attempts >= settings.RECHARGE_MAX_ATTEMPTS:
+        return _fail(recharge, code=refusal.code, message=str(refusal), raw=refusal.raw)
+    return _later(recharge)
+
+
+# -- the one path ----------------------------------------------------------------------------
+
+
+@cache
+def _batchers() -> tuple[Batcher[Claim, Ticket | Progress], Batcher[Call, Ticket | Progress]]:
+    limit = settings.RECHARGE_BATCH_MAX
+    return Batcher(claims_write, limit=limit), Batcher(answers_write, limit=limit)
+
+
+def recharge_process(
+    *, recharge_id: int, attempt: int | None = None, quiet_since: datetime | None = None
+) -> Progress:
+    """Move one recharge forward as far as it can go now; see the module docstring.
+    ``attempt``: the attempt whose retry this is (``Progress.attempt``); ``quiet_since``: take
+    over a dispatched row that nothing has touched since then (the sweeper's cutoff)."""
+    claims, answers = _batchers()
+    step = claims.submit(Claim(recharge_id, attempt, quiet_since))
+    while isinstance(step, Ticket):
+        step = answers.submit(provider_call(step))
+    return step
+
+
+# -- the sweeper and staff -------------------------------------------------------------------
 
 
 def recharges_due(*, now: datetime | None = None) -> dict[str, list[int]]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 
+from django.conf import settings
 from django.db import transaction
 
 from books.services import books_reversal_record
@@ -29,8 +30,9 @@ from recharges.processor import (
     topup_request,
 )
 from recharges.state import transition
-from upstreams.adapters import ProviderError, ProviderResult, adapter_for, get_provider
+from upstreams.adapters import ProviderError, ProviderResult, adapter_for
 from upstreams.models import Provider
+from upstreams.routing import settings_provider
 
 logger = logging.getLogger(__name__)
 
@@ -72,11 +74,12 @@ def recharge_reversal_check(*, recharge_id: int, source: str = "look-up") -> boo
     )
     if recharge is None or not recharge.provider:
         return False
-    row = Provider.objects.filter(name=recharge.provider).first()
-    try:
-        adapter = adapter_for(row) if row is not None else get_provider(recharge.provider)
-    except ValueError:
+    provider = Provider.objects.filter(name=recharge.provider).first()
+    if provider is None and recharge.provider == settings.AIRTIME_PROVIDER:
+        provider = settings_provider()  # sent while no provider row sold its product
+    if provider is None:
         return False  # a provider that no longer exists: reconciliation has the last word
+    adapter = adapter_for(provider)
     try:
         result = provider_call_recorded(recharge.pk, adapter, "status", topup_request(recharge))
     except ProviderError as exc:

@@ -5,7 +5,6 @@ once) and ``recharges_feed`` (an account's lane, a share at a time: ``recharges.
 from __future__ import annotations
 
 import logging
-import random
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
@@ -14,11 +13,9 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from recharges import group_commit, lanes, processor, reversals
+from recharges import lanes, processor, reversals
 from recharges.sandbox import PROCESSING_TIME, sandbox_settle
 from reseller.tasks import enqueue
-from upstreams import throttle
-from upstreams.routing import routing_active
 
 logger = logging.getLogger(__name__)
 
@@ -30,55 +27,28 @@ def recharge_process_task(
     quiet_since: float | None = None,
     lane: int | None = None,
 ) -> str:
-    """One recharge, within the provider's ceiling of calls in flight: a thread waits a few
-    seconds for a slot, then hands the recharge back to the queue for a little later.
-    ``attempt``: set on a retry, the attempt it continues; ``quiet_since`` (a Unix time): set
-    by the sweeper, the cutoff under which it found the row stuck (processor, step 1);
-    ``lane``: the account whose lane published it (fair dispatch), topped up as this one is
-    taken and again once it is done, so the lane never waits for the sweeper."""
-    if lane is None:
-        return _recharge_process(recharge_id, attempt, quiet_since, lane)
-    lane_top_up(account_id=lane, taken=recharge_id)
+    """One recharge through the processor's one path (``processor.recharge_process``), run
+    again later when it says so. ``attempt``: set on a retry, the attempt it continues;
+    ``quiet_since`` (a Unix time): set by the sweeper or a provider's callback, the cutoff
+    under which it takes an in-flight row over; ``lane``: the account whose lane published
+    it (fair dispatch), topped up as this one is taken and again once it is done, so the
+    lane never waits for the sweeper."""
+    if lane is not None:
+        lane_top_up(account_id=lane, taken=recharge_id)
     try:
-        return _recharge_process(recharge_id, attempt, quiet_since, lane)
-    finally:
-        lane_top_up(account_id=lane)
-
-
-def _recharge_process(
-    recharge_id: int, attempt: int | None, quiet_since: float | None, lane: int | None
-) -> str:
-    outcome = None
-    if attempt is None and quiet_since is None:
-        # The common case, grouped with the process's other threads (it takes its own slot).
-        outcome = group_commit.recharge_process_grouped(recharge_id=recharge_id)
-    if outcome is None and routing_active():
-        # By route: the processor takes the chosen provider's slot around its calls.
-        outcome = processor.recharge_process(
+        progress = processor.recharge_process(
             recharge_id=recharge_id,
             attempt=attempt,
             quiet_since=None if quiet_since is None else datetime.fromtimestamp(quiet_since, UTC),
         )
-    if outcome is None:
-        provider = settings.AIRTIME_PROVIDER
-        with throttle.provider_slot(provider, wait=settings.PROVIDER_SLOT_WAIT_SECONDS) as held:
-            if not held:
-                later = 1.0 + random.uniform(0, 2.0)  # noqa: S311 (spreading, not a secret)
-                again = (recharge_id, attempt, quiet_since, *([lane] if lane is not None else []))
-                enqueue(recharge_process_task, *again, countdown=later)
-                return "throttled"
-            outcome = processor.recharge_process(
-                recharge_id=recharge_id,
-                attempt=attempt,
-                quiet_since=(
-                    None if quiet_since is None else datetime.fromtimestamp(quiet_since, UTC)
-                ),
-            )
-    if outcome.retry_in is not None:
-        again = (recharge_id, outcome.attempt, None, *([lane] if lane is not None else []))
-        enqueue(recharge_process_task, *again, countdown=outcome.retry_in)
-    logger.info("recharge %s: %s", recharge_id, outcome.status, extra={"recharge": recharge_id})
-    return outcome.status
+        if progress.retry_in is not None:
+            again = (recharge_id, progress.attempt, None, *([lane] if lane is not None else []))
+            enqueue(recharge_process_task, *again, countdown=progress.retry_in)
+    finally:
+        if lane is not None:
+            lane_top_up(account_id=lane)
+    logger.info("recharge %s: %s", recharge_id, progress.status, extra={"recharge": recharge_id})
+    return progress.status
 
 
 @shared_task(acks_late=True, ignore_result=True)

@@ -16,7 +16,6 @@ from tests.fakes.ding import FakeDing
 from tests.fakes.dtone import FakeDTOne
 from tests.fakes.reloadly import FakeReloadly
 from upstreams.models import Route
-from upstreams.routing import routing_forget
 
 NUMBER = "+525512345678"
 
@@ -71,9 +70,7 @@ def routed_fixture(reloadly, dtone, ding):
         name: _cli("sync_provider_catalog", "--provider", name, "--country", "MX")
         for name in ("reloadly-1", "dtone-1", "ding-1")
     }
-    routing_forget()
     yield {"telcel": telcel, "att": att, "lines": lines}
-    routing_forget()
 
 
 def telcel_100(routed):

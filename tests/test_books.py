@@ -27,7 +27,6 @@ from recharges.services import recharge_reverse
 from tests.factories import ProductFactory, UserFactory
 from tests.helpers import assert_ledger_balanced, funded_order, second_factor_login
 from upstreams.models import Provider
-from upstreams.routing import routing_forget
 from upstreams.services import catalog_sync
 
 pytestmark = pytest.mark.django_db
@@ -43,16 +42,13 @@ def cli(*args) -> str:
 
 @pytest.fixture
 def product():
-    routing_forget()
     product = ProductFactory(retail_price=Decimal("5.00"))
     cli("create_provider", "--name", "sim-a", "--kind", "simulator", "--currency", "EUR")
     cli("create_provider", "--name", "sim-b", "--kind", "simulator", "--currency", "EUR")
     for name, share in (("sim-a", 90), ("sim-b", 95)):
         with override_settings(AIRTIME_SIMULATOR_COST_PERCENT=share):
             catalog_sync(provider=Provider.objects.get(name=name))
-    routing_forget()
     yield product
-    routing_forget()
 
 
 def place(product, *, number="+525512345678", quantity=1, user=None):
@@ -154,17 +150,20 @@ def test_the_margin_report_groups_by_day_operator_country_and_reseller(product):
     assert margin_report(by="day", since=tomorrow) == []
 
 
-def test_a_delivery_through_airtime_provider_books_its_price_without_a_cost():
-    """No provider rows: the simulator of AIRTIME_PROVIDER, the group commit's batch path;
-    no cost is known, so the sale is booked and the check asks no more of it."""
-    routing_forget()
+def test_a_delivery_through_airtime_provider_books_the_simulators_cost():
+    """No provider row sells it: the simulator of AIRTIME_PROVIDER, by the same path, costs
+    AIRTIME_SIMULATOR_COST_PERCENT (92) of the price, booked like any provider's cost."""
     product = ProductFactory(retail_price=Decimal("5.00"))
     (recharge,) = place(product)
-    assert recharge.status == S.DELIVERED and recharge.cost is None
-    assert set(lines(recharge)) == {
-        (f"sale:{recharge.public_id}", L.CUSTOMERS),
-        (f"sale:{recharge.public_id}", L.REVENUE),
+    assert recharge.status == S.DELIVERED and recharge.provider == "simulator"
+    ref = recharge.public_id
+    assert lines(recharge) == {
+        (f"sale:{ref}", L.CUSTOMERS): (Decimal("5.0000"), "EUR"),
+        (f"sale:{ref}", L.REVENUE): (Decimal("-5.0000"), "EUR"),
+        (f"cost:{ref}", L.COST_OF_SALES): (Decimal("4.6000"), "EUR"),
+        (f"cost:{ref}", L.PROVIDER_FLOAT): (Decimal("-4.6000"), "EUR"),
     }
+    assert recharge.margin == Decimal("0.40")
     assert_books_right()
 
 

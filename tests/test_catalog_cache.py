@@ -30,7 +30,6 @@ from tests.helpers import (
     fund,
     place,
 )
-from upstreams.adapters.simulator import SimulatorProvider
 from wallet.services import wallet_topup_manual
 
 pytestmark = pytest.mark.django_db
@@ -205,10 +204,9 @@ def _two_recharges(reseller, product):
 
 def test_the_processor_reads_no_promotions_for_a_product_it_keeps(reseller, product):
     first, second = _two_recharges(reseller, product)
-    provider = SimulatorProvider(latency_ms=0)
-    assert processor.recharge_process(recharge_id=first.pk, provider=provider).status == "delivered"
+    assert processor.recharge_process(recharge_id=first.pk).status == "delivered"
     with CaptureQueriesContext(connection) as queries:
-        outcome = processor.recharge_process(recharge_id=second.pk, provider=provider)
+        outcome = processor.recharge_process(recharge_id=second.pk)
     assert outcome.status == "delivered"
     assert _catalog_reads(queries.captured_queries) == []
 
@@ -217,12 +215,9 @@ def test_a_promotion_scheduled_after_the_product_was_kept_holds_the_next_recharg
     reseller, product
 ):
     first, second = _two_recharges(reseller, product)
-    provider = SimulatorProvider(latency_ms=0)
-    assert processor.recharge_process(recharge_id=first.pk, provider=provider).status == "delivered"
+    assert processor.recharge_process(recharge_id=first.pk).status == "delivered"
     starts = timezone.now() + timedelta(hours=24)
     PromotionFactory(
         operator=product.operator, starts_at=starts, ends_at=starts + timedelta(days=1)
     )
-    assert processor.recharge_process(recharge_id=second.pk, provider=provider).status == (
-        "waitlisted"
-    )
+    assert processor.recharge_process(recharge_id=second.pk).status == ("waitlisted")

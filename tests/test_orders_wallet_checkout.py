@@ -12,7 +12,6 @@ from recharges import processor
 from recharges.models import Recharge
 from tests.factories import UserFactory, make_key
 from tests.helpers import assert_ledger_balanced, assert_problem, bearer, client_for, place
-from upstreams.adapters.simulator import SimulatorProvider
 from wallet.models import LedgerEntry, Wallet
 from wallet.services import wallet_topup_manual
 
@@ -309,8 +308,7 @@ def test_the_plain_order_body_equals_the_documented_serializer_for_every_shape(r
     fund(reseller, "20.00")
     placed = place(reseller, product, number="+525512349990", quantity=2)  # 9990: refused
     first = placed.recharges.order_by("id").first()
-    provider = SimulatorProvider(latency_ms=0)
-    assert processor.recharge_process(recharge_id=first.pk, provider=provider).status == "failed"
+    assert processor.recharge_process(recharge_id=first.pk).status == "failed"
     from orders.selectors import order_for_response
     from orders.serializers import OrderOut
 

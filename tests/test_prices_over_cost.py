@@ -29,7 +29,6 @@ from tests.helpers import assert_problem, bearer, client_for, fund, second_facto
 from upstreams import health
 from upstreams.models import PriceRule, Provider, Route
 from upstreams.pricing import margin_enough, price_over_cost, products_reprice
-from upstreams.routing import routing_forget
 from upstreams.services import catalog_sync
 
 pytestmark = pytest.mark.django_db
@@ -41,13 +40,6 @@ WALLET_CHECKOUT = "/api/v1/wallet/checkout"
 CART_ITEMS = "/api/v1/cart/items"
 PREPARE = "/api/v1/payments/prepare"
 NUMBER = "+525512345678"
-
-
-@pytest.fixture(autouse=True)
-def _routing_reread():
-    routing_forget()
-    yield
-    routing_forget()
 
 
 def cli(*args) -> str:

@@ -20,15 +20,11 @@ from recharges.tasks import recharges_sweep_task
 from tests.factories import ProductFactory, PromotionFactory, UserFactory
 from tests.fakes.reloadly import FakeReloadly
 from tests.helpers import assert_ledger_balanced
-from upstreams.adapters import TransientError
-from upstreams.adapters.reloadly import ReloadlyProvider
-from upstreams.adapters.simulator import SimulatorProvider
 from wallet.models import LedgerEntry, Wallet
 from wallet.services import wallet_get_or_create, wallet_topup_manual
 
 pytestmark = pytest.mark.django_db
 S = Recharge.Status
-SIM = SimulatorProvider(latency_ms=0)
 
 
 def place(number="+525512345678", quantity=1, product=None, funds="100.00"):
@@ -46,6 +42,18 @@ def place(number="+525512345678", quantity=1, product=None, funds="100.00"):
             lines=[LineRequest(product=product, recipient_number=number, quantity=quantity)],
         )
     return list(order.recharges.order_by("id"))
+
+
+def reloadly_settings(fake, *, timeout: float):
+    """AIRTIME_PROVIDER as the Reloadly account of the settings, at the fake."""
+    return override_settings(
+        AIRTIME_PROVIDER="reloadly",
+        RELOADLY_BASE_URL=fake.url,
+        RELOADLY_AUTH_URL=fake.url,
+        RELOADLY_CLIENT_ID="i",
+        RELOADLY_CLIENT_SECRET="s",
+        RELOADLY_TIMEOUT_SECONDS=timeout,
+    )
 
 
 def balance(recharge) -> Decimal:
@@ -102,11 +110,9 @@ def test_a_transition_stamps_its_time_and_records_history():
 def test_a_queued_recharge_is_dispatched_with_its_id_as_reference_and_delivered():
     fake = FakeReloadly().start()
     try:
-        provider = ReloadlyProvider(
-            client_id="i", client_secret="s", base_url=fake.url, auth_url=fake.url, timeout=2
-        )
-        (recharge,) = place()
-        outcome = processor.recharge_process(recharge_id=recharge.pk, provider=provider)
+        with reloadly_settings(fake, timeout=2):
+            (recharge,) = place()
+            outcome = processor.recharge_process(recharge_id=recharge.pk)
         assert outcome.status == S.DELIVERED
         recharge.refresh_from_db()
         assert recharge.status == S.DELIVERED and recharge.provider == "reloadly"
@@ -120,8 +126,8 @@ def test_a_queued_recharge_is_dispatched_with_its_id_as_reference_and_delivered(
 
 def test_processing_twice_sends_once():
     (recharge,) = place()
-    first = processor.recharge_process(recharge_id=recharge.pk, provider=SIM)
-    second = processor.recharge_process(recharge_id=recharge.pk, provider=SIM)
+    first = processor.recharge_process(recharge_id=recharge.pk)
+    second = processor.recharge_process(recharge_id=recharge.pk)
     assert first.status == second.status == S.DELIVERED
     assert recharge.events.filter(to_status=S.DISPATCHED).count() == 1
 
@@ -129,8 +135,8 @@ def test_processing_twice_sends_once():
 def test_a_permanent_rejection_fails_and_refunds_exactly_once_even_if_run_twice():
     (recharge,) = place(number="+525512349990")
     assert balance(recharge) == Decimal("95.00")
-    processor.recharge_process(recharge_id=recharge.pk, provider=SIM)
-    processor.recharge_process(recharge_id=recharge.pk, provider=SIM)
+    processor.recharge_process(recharge_id=recharge.pk)
+    processor.recharge_process(recharge_id=recharge.pk)
     recharge.refresh_from_db()
     assert recharge.status == S.FAILED and recharge.failure_code == "invalid_recipient"
     assert recharge.refunded
@@ -152,7 +158,7 @@ def test_one_failed_unit_of_three_partially_refunds_the_payment():
 
 def test_a_timeout_is_reconciled_by_reference_before_anything_is_retried():
     (recharge,) = place(number="+525512349992")  # made upstream, answer lost
-    outcome = processor.recharge_process(recharge_id=recharge.pk, provider=SIM)
+    outcome = processor.recharge_process(recharge_id=recharge.pk)
     assert outcome.status == S.DELIVERED
     recharge.refresh_from_db()
     assert recharge.status == S.DELIVERED and not recharge.refunded
@@ -162,12 +168,10 @@ def test_a_timeout_is_reconciled_by_reference_before_anything_is_retried():
 def test_a_timeout_with_nothing_upstream_is_retried_with_backoff_then_failed_and_refunded():
     (recharge,) = place(number="+525512349993")  # never reaches the provider
     with override_settings(RECHARGE_MAX_ATTEMPTS=3):
-        outcomes = [processor.recharge_process(recharge_id=recharge.pk, provider=SIM)]
+        outcomes = [processor.recharge_process(recharge_id=recharge.pk)]
         for _ in range(2):  # each retry as the task runs it: continuing the last attempt
             retry = outcomes[-1].attempt
-            outcomes.append(
-                processor.recharge_process(recharge_id=recharge.pk, provider=SIM, attempt=retry)
-            )
+            outcomes.append(processor.recharge_process(recharge_id=recharge.pk, attempt=retry))
     assert [o.status for o in outcomes] == [S.DISPATCHED, S.DISPATCHED, S.FAILED]
     assert [o.retry_in for o in outcomes] == [5.0, 10.0, None]
     recharge.refresh_from_db()
@@ -178,9 +182,9 @@ def test_a_timeout_with_nothing_upstream_is_retried_with_backoff_then_failed_and
 
 def test_a_transient_error_is_retried_and_then_delivered():
     (recharge,) = place(number="+525512349991")
-    first = processor.recharge_process(recharge_id=recharge.pk, provider=SIM)
+    first = processor.recharge_process(recharge_id=recharge.pk)
     assert first.status == S.DISPATCHED and first.retry_in == 5.0
-    again = processor.recharge_process(recharge_id=recharge.pk, provider=SIM, attempt=first.attempt)
+    again = processor.recharge_process(recharge_id=recharge.pk, attempt=first.attempt)
     assert again.status == S.DELIVERED
 
 
@@ -188,17 +192,13 @@ def test_a_dispatched_row_whose_answer_was_lost_is_not_sent_twice():
     """A worker died after the provider made the top-up: the retry asks first."""
     fake = FakeReloadly().start()
     try:
-        provider = ReloadlyProvider(
-            client_id="i", client_secret="s", base_url=fake.url, auth_url=fake.url, timeout=0.3
-        )
         (recharge,) = place()
         fake.slow_next(1.0)  # answer arrives after the client gave up
-        first = processor.recharge_process(recharge_id=recharge.pk, provider=provider)
-        recharge.refresh_from_db()
-        if recharge.status == S.DISPATCHED:  # status lookup also raced: the retry asks again
-            processor.recharge_process(
-                recharge_id=recharge.pk, provider=provider, attempt=first.attempt
-            )
+        with reloadly_settings(fake, timeout=0.3):
+            first = processor.recharge_process(recharge_id=recharge.pk)
+            recharge.refresh_from_db()
+            if recharge.status == S.DISPATCHED:  # status lookup also raced: the retry asks again
+                processor.recharge_process(recharge_id=recharge.pk, attempt=first.attempt)
         recharge.refresh_from_db()
         assert recharge.status == S.DELIVERED
         assert fake.calls[recharge.public_id] == 1
@@ -217,14 +217,12 @@ def test_two_copies_of_a_recharges_task_at_once_call_the_provider_once(publishin
     fake.delay = 1.0
     fake.list_after_answer = True
     try:
-        provider = ReloadlyProvider(
-            client_id="i", client_secret="s", base_url=fake.url, auth_url=fake.url, timeout=5
-        )
         (recharge,) = place()
-        outcomes: list[processor.Outcome] = []
+        outcomes: list[processor.Progress] = []
 
         def run() -> None:
-            outcomes.append(processor.recharge_process(recharge_id=recharge.pk, provider=provider))
+            with reloadly_settings(fake, timeout=5):
+                outcomes.append(processor.recharge_process(recharge_id=recharge.pk))
             connection.close()
 
         first = threading.Thread(target=run)
@@ -250,12 +248,12 @@ def test_a_task_for_an_earlier_attempt_leaves_the_recharge_to_the_later_one():
     """Each retry carries the attempt that scheduled it; a copy for an attempt that has since
     been overtaken does nothing, the current one goes on."""
     (recharge,) = place(number="+525512349991")  # transient once, then delivered
-    first = processor.recharge_process(recharge_id=recharge.pk, provider=SIM)
+    first = processor.recharge_process(recharge_id=recharge.pk)
     assert first.status == S.DISPATCHED and first.attempt == 1
-    stale = processor.recharge_process(recharge_id=recharge.pk, provider=SIM, attempt=0)
-    assert stale == processor.Outcome(S.DISPATCHED)
+    stale = processor.recharge_process(recharge_id=recharge.pk, attempt=0)
+    assert stale == processor.Progress(S.DISPATCHED)
     assert Recharge.objects.get(pk=recharge.pk).attempts == 1
-    current = processor.recharge_process(recharge_id=recharge.pk, provider=SIM, attempt=1)
+    current = processor.recharge_process(recharge_id=recharge.pk, attempt=1)
     assert current.status == S.DELIVERED
 
 
@@ -265,48 +263,21 @@ def test_a_retry_scheduled_before_a_staff_retry_never_takes_over_the_new_cycle()
     still be on its way."""
     staff = UserFactory(is_staff=True)
     (recharge,) = place(number="+525512349993")  # a timeout with nothing upstream: a retry
-    earlier = processor.recharge_process(recharge_id=recharge.pk, provider=SIM)
+    earlier = processor.recharge_process(recharge_id=recharge.pk)
     assert earlier.status == S.DISPATCHED and earlier.retry_in is not None
     processor.recharge_fail_by_staff(recharge_id=recharge.pk, actor=staff, reason="stuck")
     processor.recharge_retry(recharge_id=recharge.pk, actor=staff)
-    current = processor.recharge_process(recharge_id=recharge.pk, provider=SIM)
+    current = processor.recharge_process(recharge_id=recharge.pk)
     assert current.status == S.DISPATCHED
     assert Recharge.objects.get(pk=recharge.pk).attempts == 1 == earlier.attempt
 
-    stale = processor.recharge_process(
-        recharge_id=recharge.pk, provider=SIM, attempt=earlier.attempt
-    )
-    assert stale == processor.Outcome(S.DISPATCHED)
+    stale = processor.recharge_process(recharge_id=recharge.pk, attempt=earlier.attempt)
+    assert stale == processor.Progress(S.DISPATCHED)
     assert Recharge.objects.get(pk=recharge.pk).attempts == 1  # untouched: nothing was sent
-    going_on = processor.recharge_process(
-        recharge_id=recharge.pk, provider=SIM, attempt=current.attempt
-    )
+    going_on = processor.recharge_process(recharge_id=recharge.pk, attempt=current.attempt)
     assert going_on.status == S.DISPATCHED
     assert Recharge.objects.get(pk=recharge.pk).attempts == 2
     assert_ledger_balanced()
-
-
-class _BusyProvider:
-    """A provider that answers 503 with Retry-After: 30 (a third party's answer, faked)."""
-
-    name = "busy"
-
-    def send(self, request):
-        raise TransientError("busy", code="upstream_unavailable", retry_after=30.0)
-
-    def status(self, reference):
-        return None
-
-
-def test_a_transient_error_with_retry_after_keeps_the_attempt_its_retry_continues():
-    (recharge,) = place()
-    outcome = processor.recharge_process(recharge_id=recharge.pk, provider=_BusyProvider())
-    assert outcome.status == S.DISPATCHED and outcome.retry_in == 30.0
-    assert outcome.attempt == processor.attempt_token(Recharge.objects.get(pk=recharge.pk))
-    retried = processor.recharge_process(
-        recharge_id=recharge.pk, provider=SIM, attempt=outcome.attempt
-    )
-    assert retried.status == S.DELIVERED
 
 
 def test_a_dispatched_row_is_taken_over_only_once_quiet_past_the_sweepers_cutoff():
@@ -314,13 +285,13 @@ def test_a_dispatched_row_is_taken_over_only_once_quiet_past_the_sweepers_cutoff
     dispatched row only if nothing has touched it since the cutoff it carries: by default
     RECHARGE_STUCK_DISPATCHED_SECONDS ago, the sweeper's own when it sends one."""
     (recharge,) = place(number="+525512349991")
-    processor.recharge_process(recharge_id=recharge.pk, provider=SIM)
-    untouched = processor.recharge_process(recharge_id=recharge.pk, provider=SIM)
-    assert untouched == processor.Outcome(S.DISPATCHED)
+    processor.recharge_process(recharge_id=recharge.pk)
+    untouched = processor.recharge_process(recharge_id=recharge.pk)
+    assert untouched == processor.Progress(S.DISPATCHED)
     Recharge.objects.filter(pk=recharge.pk).update(
         updated_at=timezone.now() - timedelta(seconds=301)
     )
-    assert processor.recharge_process(recharge_id=recharge.pk, provider=SIM).status == S.DELIVERED
+    assert processor.recharge_process(recharge_id=recharge.pk).status == S.DELIVERED
 
 
 # -- waitlists and the sweeper ---------------------------------------------------------------
@@ -336,7 +307,7 @@ def test_a_scheduled_promotion_within_the_horizon_waitlists_then_the_window_rele
         operator=product.operator, starts_at=starts, ends_at=starts + timedelta(days=3)
     )
     (recharge,) = place(product=product)
-    assert processor.recharge_process(recharge_id=recharge.pk, provider=SIM).status == S.WAITLISTED
+    assert processor.recharge_process(recharge_id=recharge.pk).status == S.WAITLISTED
     recharge.refresh_from_db()
     assert recharge.waitlisted_until == starts
     assert recharges_sweep_task.apply().get()["waitlisted"] == 0  # not yet
@@ -354,14 +325,14 @@ def test_a_promotion_beyond_the_horizon_does_not_hold_the_recharge():
         operator=product.operator, starts_at=starts, ends_at=starts + timedelta(days=3)
     )
     (recharge,) = place(product=product)
-    assert processor.recharge_process(recharge_id=recharge.pk, provider=SIM).status == S.DELIVERED
+    assert processor.recharge_process(recharge_id=recharge.pk).status == S.DELIVERED
 
 
 def test_an_active_promotion_dispatches_now():
     product = ProductFactory(retail_price=Decimal("5.00"))
     PromotionFactory(operator=product.operator)
     (recharge,) = place(product=product)
-    assert processor.recharge_process(recharge_id=recharge.pk, provider=SIM).status == S.DELIVERED
+    assert processor.recharge_process(recharge_id=recharge.pk).status == S.DELIVERED
 
 
 @override_settings(RECHARGE_STUCK_QUEUED_SECONDS=0)
@@ -379,14 +350,15 @@ def test_the_sweeper_delivers_a_recharge_whose_message_was_lost():
 def test_staff_retry_of_a_failed_recharge_debits_again_and_delivers():
     staff = UserFactory(is_staff=True)
     (recharge,) = place(number="+525512349990")
-    processor.recharge_process(recharge_id=recharge.pk, provider=SIM)
+    processor.recharge_process(recharge_id=recharge.pk)
     assert balance(recharge) == Decimal("100.00")
     # the number was fixed upstream; staff retries
     processor.recharge_retry(recharge_id=recharge.pk, actor=staff)
     recharge.refresh_from_db()
     assert recharge.status == S.QUEUED and recharge.retries == 1 and not recharge.refunded
     assert balance(recharge) == Decimal("95.00")
-    processor.recharge_process(recharge_id=recharge.pk, provider=SimulatorProvider(rules={}))
+    with override_settings(AIRTIME_SIMULATOR_RULES={"0000": "reject"}):  # the number fixed
+        processor.recharge_process(recharge_id=recharge.pk)
     recharge.refresh_from_db()
     assert recharge.status == S.DELIVERED
     assert recharge.events.filter(actor=staff).exists()
@@ -396,9 +368,9 @@ def test_staff_retry_of_a_failed_recharge_debits_again_and_delivers():
 def test_staff_retry_that_fails_again_refunds_again():
     staff = UserFactory(is_staff=True)
     (recharge,) = place(number="+525512349990")
-    processor.recharge_process(recharge_id=recharge.pk, provider=SIM)
+    processor.recharge_process(recharge_id=recharge.pk)
     processor.recharge_retry(recharge_id=recharge.pk, actor=staff)
-    processor.recharge_process(recharge_id=recharge.pk, provider=SIM)
+    processor.recharge_process(recharge_id=recharge.pk)
     assert balance(recharge) == Decimal("100.00")
     assert LedgerEntry.objects.filter(kind="refund").count() == 2
     assert_ledger_balanced()
@@ -412,7 +384,7 @@ def test_only_failed_recharges_can_be_retried():
 
 def test_a_delivered_recharge_cannot_be_failed_by_staff():
     (recharge,) = place()
-    processor.recharge_process(recharge_id=recharge.pk, provider=SIM)
+    processor.recharge_process(recharge_id=recharge.pk)
     with pytest.raises(IllegalTransition):
         processor.recharge_fail_by_staff(recharge_id=recharge.pk, actor=None, reason="x")
     assert balance(recharge) == Decimal("95.00")

@@ -11,11 +11,13 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from django.test import override_settings
 
 from recharges import processor
 from recharges.models import Recharge
 from tests.fakes.reloadly import FakeReloadly, default_operators, operator
 from tests.helpers import assert_ledger_balanced, fund, place
+from upstreams.adapters import adapter_for
 from upstreams.adapters.base import (
     PermanentError,
     ProviderConfig,
@@ -25,6 +27,7 @@ from upstreams.adapters.base import (
     UpstreamTimeout,
 )
 from upstreams.adapters.reloadly import ReloadlyProvider
+from upstreams.routing import settings_provider
 from wallet.models import Wallet
 
 S = Recharge.Status
@@ -80,7 +83,8 @@ def test_a_provider_account_is_built_from_its_config_under_its_row_name(fake):
     provider = account(fake, name="reloadly-eu")
     assert (provider.name, provider.kind) == ("reloadly-eu", "reloadly")
     assert provider.base_url == fake.url
-    assert ReloadlyProvider.from_settings().name == "reloadly"
+    with override_settings(AIRTIME_PROVIDER="reloadly"):
+        assert adapter_for(settings_provider()).name == "reloadly"  # the RELOADLY_* account
 
 
 def test_one_token_serves_every_call_of_an_account_until_it_expires(fake, reloadly):
@@ -311,6 +315,16 @@ def test_a_days_transactions_are_read_page_by_page_in_utc(fake, reloadly):
 # -- the processor --------------------------------------------------------------------------
 
 
+@pytest.fixture
+def airtime_reloadly(settings, fake):
+    """AIRTIME_PROVIDER: the RELOADLY_* account of the settings, at the fake."""
+    settings.AIRTIME_PROVIDER = "reloadly"
+    settings.RELOADLY_BASE_URL = settings.RELOADLY_AUTH_URL = fake.url
+    settings.RELOADLY_CLIENT_ID, settings.RELOADLY_CLIENT_SECRET = "id", "secret"
+    settings.RELOADLY_TIMEOUT_SECONDS = 2.0
+    return settings
+
+
 def wallet_balance(recharge) -> Decimal:
     return Wallet.objects.get(account_id=recharge.account_id, kind="live").balance
 
@@ -318,17 +332,15 @@ def wallet_balance(recharge) -> Decimal:
 @pytest.mark.django_db
 @pytest.mark.parametrize("made", [True, False])
 def test_the_processor_settles_a_5xx_by_lookup_and_never_fails_it_meanwhile(
-    fake, reloadly, user, product, made
+    fake, airtime_reloadly, user, product, made
 ):
     fund(user, "100.00")
     (recharge,) = place(user, product).recharges.all()
     fake.fail_next(500, {"message": "Internal Server Error"}, made=made)
-    outcome = processor.recharge_process(recharge_id=recharge.pk, provider=reloadly)
+    outcome = processor.recharge_process(recharge_id=recharge.pk)
     if not made:  # nothing upstream: still ours to settle at Reloadly, later
         assert outcome.status == S.DISPATCHED and outcome.retry_in
-        outcome = processor.recharge_process(
-            recharge_id=recharge.pk, provider=reloadly, attempt=outcome.attempt
-        )
+        outcome = processor.recharge_process(recharge_id=recharge.pk, attempt=outcome.attempt)
     assert outcome.status == S.DELIVERED
     recharge.refresh_from_db()
     assert recharge.status == S.DELIVERED and not recharge.refunded
@@ -338,18 +350,16 @@ def test_the_processor_settles_a_5xx_by_lookup_and_never_fails_it_meanwhile(
 
 @pytest.mark.django_db
 def test_a_dispatched_recharge_whose_top_up_was_refunded_fails_and_is_refunded_once(
-    fake, reloadly, user, product
+    fake, airtime_reloadly, user, product
 ):
     fund(user, "100.00")
     (recharge,) = place(user, product).recharges.all()
     fake.fail_next(500, made=True)
     fake.fail_next_lookup(502)  # the answer and the lookup are both lost: still dispatched
-    first = processor.recharge_process(recharge_id=recharge.pk, provider=reloadly)
+    first = processor.recharge_process(recharge_id=recharge.pk)
     assert first.status == S.DISPATCHED
     fake.refund(recharge.public_id)
-    again = processor.recharge_process(
-        recharge_id=recharge.pk, provider=reloadly, attempt=first.attempt
-    )
+    again = processor.recharge_process(recharge_id=recharge.pk, attempt=first.attempt)
     assert again.status == S.FAILED
     recharge.refresh_from_db()
     assert recharge.failure_code == "upstream_reversed" and recharge.refunded

@@ -24,7 +24,6 @@ from tests.factories import UserFactory
 from tests.helpers import assert_ledger_balanced, bearer, funded_order, second_factor_login
 from tests.provider_support import NUMBER, telcel_100
 from upstreams.models import Provider
-from upstreams.routing import routing_forget
 from wallet.models import Wallet
 
 pytestmark = pytest.mark.django_db
@@ -47,7 +46,6 @@ def only(name: str) -> None:
     """Route everything to ``name``: the other providers are disabled."""
     for other in PROVIDERS:
         cli("set_provider", "--name", other, "--enabled", "true" if other == name else "false")
-    routing_forget()
 
 
 def deliver(product, count: int, number: str = NUMBER) -> list[Recharge]:

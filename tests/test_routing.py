@@ -15,19 +15,12 @@ from tests.factories import ProductFactory
 from tests.helpers import assert_ledger_balanced, bearer, funded_order
 from upstreams import health
 from upstreams.models import Provider, ProviderOperator, Route
-from upstreams.routing import route_choose, routing_forget
+from upstreams.routing import route_choose
 from upstreams.services import catalog_sync
 from wallet.models import Wallet
 
 pytestmark = pytest.mark.django_db
 S = Recharge.Status
-
-
-@pytest.fixture(autouse=True)
-def _routing_reread():
-    routing_forget()
-    yield
-    routing_forget()
 
 
 def cli(*args) -> str:
@@ -52,7 +45,6 @@ def two_simulators(product, *, cost_a="92", cost_b="92", priority_a=1, priority_
     for name, share in (("sim-a", cost_a), ("sim-b", cost_b)):
         with override_settings(AIRTIME_SIMULATOR_COST_PERCENT=int(share)):
             catalog_sync(provider=Provider.objects.get(name=name))
-    routing_forget()
     return Route.objects.filter(product=product)
 
 
@@ -127,7 +119,7 @@ def test_a_product_sold_by_two_providers_is_one_product_with_two_routes():
 def test_the_cheapest_route_wins_whatever_the_priority():
     product = ProductFactory(retail_price=Decimal("5.00"))
     two_simulators(product, cost_a="95", cost_b="90", priority_a=1, priority_b=2)
-    assert route_choose(product_id=product.pk).provider.name == "sim-b"
+    assert route_choose(product=product).provider.name == "sim-b"
     (recharge,) = place(product)
     assert processor.recharge_process(recharge_id=recharge.pk).status == S.DELIVERED
     recharge.refresh_from_db()
@@ -139,25 +131,41 @@ def test_the_cheapest_route_wins_whatever_the_priority():
 def test_equal_costs_go_by_priority_and_a_disabled_provider_is_skipped():
     product = ProductFactory(retail_price=Decimal("5.00"))
     two_simulators(product, priority_a=5, priority_b=1)
-    assert route_choose(product_id=product.pk).provider.name == "sim-b"
+    assert route_choose(product=product).provider.name == "sim-b"
     cli("set_provider", "--name", "sim-b", "--enabled", "false")
-    assert route_choose(product_id=product.pk).provider.name == "sim-a"
+    assert route_choose(product=product).provider.name == "sim-a"
 
 
 def test_a_provider_without_the_balance_for_it_is_skipped():
     product = ProductFactory(retail_price=Decimal("5.00"))
     two_simulators(product, cost_a="95", cost_b="90")
     Provider.objects.filter(name="sim-b").update(balance=Decimal("1.00"), balance_currency="EUR")
-    assert route_choose(product_id=product.pk).provider.name == "sim-a"
+    assert route_choose(product=product).provider.name == "sim-a"
 
 
-def test_without_provider_rows_airtime_provider_keeps_todays_path():
+def test_without_provider_rows_airtime_provider_is_a_target_like_any_other():
+    """No provider row: the recharge goes to AIRTIME_PROVIDER by the same path, its call
+    recorded, and the simulator costs AIRTIME_SIMULATOR_COST_PERCENT (92) of the price."""
     product = ProductFactory(retail_price=Decimal("5.00"))
     (recharge,) = place(product)
     assert processor.recharge_process(recharge_id=recharge.pk).status == S.DELIVERED
     recharge.refresh_from_db()
-    assert (recharge.provider, recharge.route, recharge.cost) == ("simulator", None, None)
-    assert not RechargeAttempt.objects.exists()
+    assert (recharge.provider, recharge.route) == ("simulator", None)
+    assert (recharge.cost, recharge.cost_currency) == (Decimal("4.6000"), "EUR")
+    assert (recharge.margin, recharge.margin_currency) == (Decimal("0.40"), "EUR")
+    attempt = RechargeAttempt.objects.get(recharge=recharge)
+    assert (attempt.provider, attempt.action, attempt.outcome) == ("simulator", "send", "delivered")
+    assert health.figures("simulator").calls == 1
+
+
+@override_settings(AIRTIME_SIMULATOR_COST_PERCENT=80)
+def test_the_simulator_without_rows_costs_its_setting_in_the_books():
+    product = ProductFactory(retail_price=Decimal("5.00"))
+    (recharge,) = place(product)
+    processor.recharge_process(recharge_id=recharge.pk)
+    recharge.refresh_from_db()
+    assert (recharge.cost, recharge.margin) == (Decimal("4.0000"), Decimal("1.00"))
+    assert cli("check_books") == "books ok"  # the sale and its cost are booked
 
 
 # -- failover ---------------------------------------------------------------------------------
@@ -346,4 +354,5 @@ def test_a_recharge_dispatched_before_any_provider_row_is_settled_where_it_went(
     recharge.refresh_from_db()
     assert recharge.status == S.DELIVERED
     assert (recharge.provider, recharge.route) == ("simulator", None)
-    assert not RechargeAttempt.objects.filter(recharge=recharge).exists()
+    calls = RechargeAttempt.objects.filter(recharge=recharge).values_list("provider", "action")
+    assert list(calls) == [("simulator", "status")]  # found there: never sent again

@@ -233,25 +233,25 @@ def test_refused_connections_open_the_circuit_and_a_knock_closes_it_when_it_list
 
 
 @override_settings(PROVIDER_CIRCUIT_FAILURES=1, PROVIDER_CIRCUIT_COOLDOWN_SECONDS=30)
-def test_a_provider_listening_again_is_closed_even_while_nothing_is_dispatched(
+def test_a_wave_after_a_quiet_moment_goes_to_the_provider_listening_again(
     routed, reloadly, dtone, ding
 ):
-    """The process's knocker keeps knocking between dispatches: recharges come in waves,
-    and the first ones after a quiet moment must find the circuit already closed."""
+    """Recharges come in waves: the claim of a wave's batch knocks before it chooses, so the
+    first recharges after the provider listens again go there, however long the quiet was."""
     product = telcel_100(routed)
     reloadly.outage(True)
     refused = place(product)
     processor.recharge_process(recharge_id=refused.pk)  # refused at Reloadly, sent to DT One
     assert health.figures("reloadly-1").state == "open"
-    skipped = place(product)
-    processor.recharge_process(recharge_id=skipped.pk)  # knocks (refused) and starts it
-    assert calls(skipped)[0][:2] == ("dtone-1", "send")
-    reloadly.outage(False)
-    deadline = time.monotonic() + 2
-    while health.figures("reloadly-1").state == "open" and time.monotonic() < deadline:
-        time.sleep(health.KNOCK_EVERY / 2)  # no dispatch meanwhile: only the knocker knocks
+    reloadly.outage(False)  # nothing is dispatched meanwhile: nobody knocks
+    assert health.figures("reloadly-1").state == "open"
+    wave = [place(product) for _ in range(3)]
+    for recharge in wave:
+        processor.recharge_process(recharge_id=recharge.pk)
+        recharge.refresh_from_db()
+        assert recharge.provider == "reloadly-1" and recharge.status == S.DELIVERED
     assert health.figures("reloadly-1").state == "healthy"
-    assert health.knocking() == []
+    assert health.knock_due() == []  # nothing left to knock at
 
 
 @override_settings(PROVIDER_TIMEOUT_SECONDS=0.3, PROVIDER_CIRCUIT_FAILURES=1)
@@ -358,7 +358,7 @@ def test_an_old_refusal_does_not_free_a_recharge_whose_later_send_was_cut_short(
     Recharge.objects.filter(pk=recharge.pk).update(updated_at=timezone.now())
     recharge.refresh_from_db()
     route = recharge.route
-    adapter_for(route.provider).send(processor.request_by(processor.topup_request(recharge), route))
+    adapter_for(route.provider).send(processor.request_for(recharge, processor.target_of(recharge)))
     assert reloadly.calls[recharge.public_id] == 1
     cli("set_provider", "--name", "dtone-1", "--enabled", "true")
     health.trip("reloadly-1")  # and Reloadly's circuit is open now

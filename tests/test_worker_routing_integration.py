@@ -36,7 +36,6 @@ from tests.fakes.ding import FakeDing
 from tests.fakes.dtone import FakeDTOne
 from tests.helpers import assert_ledger_balanced, database_url
 from upstreams.models import Route
-from upstreams.routing import routing_forget
 from wallet.models import Wallet
 from wallet.services import wallet_get_or_create, wallet_topup_manual
 
@@ -91,7 +90,6 @@ def telcel_100(dtone, ding):
     )  # fmt: skip
     for name in (DTONE, DING):
         cli("sync_provider_catalog", "--provider", name, "--country", "MX")
-    routing_forget()
     product = Route.objects.get(
         provider__name=DTONE, product__operator=telcel, product__local_amount=100
     ).product
@@ -100,7 +98,6 @@ def telcel_100(dtone, ding):
         DING,
     }
     yield product
-    routing_forget()
 
 
 class Worker:

@@ -10,8 +10,9 @@
   host is up, its service is not) need not wait for the cool-down to notice the service is
   back: a TCP connection is a free, instant and harmless probe. While it is open, at most one
   caller every ``KNOCK_EVERY`` seconds (across every process) knocks (``knock_due``,
-  ``knocked``; the connect itself is ``upstreams.routing.providers_knock``), and a provider
-  that listens again is closed at once. A knock that gets no answer at all (a connect
+  ``knocked``; the connect itself is ``upstreams.routing.providers_knock``, which the
+  processor calls before it chooses the targets of a batch), and a provider that listens
+  again is closed at once. A knock that gets no answer at all (a connect
   timeout) stops the knocking: that outage waits for the cool-down like any other.
 - **Figures.** Every call adds to per-minute counters (answers, failures, a latency
   histogram) kept 16 minutes: success rate and p50/p95 latency over the last 15 minutes.
@@ -98,11 +99,6 @@ def _knocking(provider: str, knock: bool) -> None:
         cache.set(KNOCKING, sorted(names ^ {provider}), 24 * 3600)
 
 
-def knocking() -> list[str]:
-    """The providers whose circuit refused connections opened and is still knocked at."""
-    return list(cache.get(KNOCKING) or ())
-
-
 def knock_due() -> list[str]:
     """The providers this caller should knock at now: those whose circuit refused
     connections opened, each at most once every ``KNOCK_EVERY`` s across every process. One
@@ -127,6 +123,17 @@ def is_open(provider: str) -> bool:
     """Is the provider's circuit open now (no new recharge goes there)? A read only: unlike
     ``allow`` it never takes a half-open circuit's probe."""
     return bool(cache.get(_key(provider, "open")))
+
+
+def circuit(provider: str) -> bool | None:
+    """The provider's circuit now, read once: True closed, False open, None half-open (a call
+    then needs ``allow``, which hands out the one probe)."""
+    found = cache.get_many([_key(provider, "open"), _key(provider, "tripped")])
+    if found.get(_key(provider, "open")):
+        return False
+    if found.get(_key(provider, "tripped")):
+        return None
+    return True
 
 
 def allow(provider: str) -> bool:

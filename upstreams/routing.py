@@ -1,165 +1,188 @@
-"""Which provider a recharge goes to (docs/providers.md, "Routing").
+"""Where a recharge goes (docs/providers.md, "Routing"): a ``Target``.
 
-The cheapest route of the product (its cost converted to EUR with the FX table) whose provider
-is enabled, healthy (its circuit lets a call through) and holds enough balance for it; equal
-costs by the provider's priority, then its name. A provider that definitely refused this
-recharge is left out (``exclude``), so a failover goes down the same list.
-
-While no ``Provider`` row exists, nothing here is used: the processor sends every recharge to
-``AIRTIME_PROVIDER`` as before. A product without any route goes there too.
+With provider rows, the cheapest route of the product (its cost converted to EUR with the FX
+table) whose provider is enabled, healthy (its circuit lets a call through) and holds enough
+balance for it; equal costs by the provider's priority, then its name. A provider that
+definitely refused this recharge is left out (``exclude``), so a failover goes down the same
+list. A product that no provider row sells (and every product while no row exists) goes to
+``AIRTIME_PROVIDER``: a provider built from the settings, not saved, with the ceiling
+``PROVIDER_MAX_IN_FLIGHT`` (contract section 14). Either way the processor does the same
+thing with the target it is given.
 """
 
 from __future__ import annotations
 
 import logging
 import socket
-import threading
-import time
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass
 from decimal import Decimal
 from urllib.parse import urlsplit
 
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+
 from catalog.errors import FxRateNotFound
+from catalog.models import Product
 from catalog.selectors import fx_rate
 from reseller.db import connection_release
 from upstreams import health
 from upstreams.models import Provider, Route
 
-_ACTIVE_FOR = 2.0  # seconds a process trusts its answer to "is there any provider row?"
 KNOCK_TIMEOUT = 0.5  # seconds a knock waits for a TCP connection to be accepted
-_active: tuple[float, bool] = (0.0, False)
 logger = logging.getLogger(__name__)
 
 
-def routing_active() -> bool:
-    """Does any provider row exist (the processor then routes)? Read again every 2 s."""
-    global _active
-    checked, answer = _active
-    now = time.monotonic()
-    if now - checked > _ACTIVE_FOR:
-        answer = Provider.objects.exists()
-        _active = (now, answer)
-        # Asked by a worker thread before it calls a provider: the pooled connection this
-        # took goes back at once, not after the call (outside a transaction; no pool: no-op).
-        connection_release()
-    return answer
+@dataclass(frozen=True)
+class Target:
+    """Where one recharge is sent: a provider (a row, or ``settings_provider()``), the route
+    recorded on the recharge (None for ``AIRTIME_PROVIDER``), and what one unit costs there
+    when known before the provider says (the route's cost; the simulator's share)."""
+
+    provider: Provider
+    route: Route | None
+    cost: Decimal | None
+    cost_currency: str
+
+    @property
+    def name(self) -> str:
+        return self.provider.name
 
 
-def routing_forget() -> None:
-    """Read the provider rows again at the next question (after creating one in-process)."""
-    global _active
-    _active = (0.0, False)
+def settings_provider() -> Provider:
+    """``AIRTIME_PROVIDER`` as a provider (never saved): the simulator, or the Reloadly account
+    of the ``RELOADLY_*`` settings, with the ceiling ``PROVIDER_MAX_IN_FLIGHT``."""
+    name = settings.AIRTIME_PROVIDER
+    ceiling = settings.PROVIDER_MAX_IN_FLIGHT
+    if name == Provider.Kind.SIMULATOR:
+        return Provider(name=name, kind=name, max_in_flight=ceiling)
+    if name == Provider.Kind.RELOADLY:
+        return Provider(
+            name=name,
+            kind=name,
+            base_url=settings.RELOADLY_BASE_URL,
+            auth_url=settings.RELOADLY_AUTH_URL,
+            client_id=settings.RELOADLY_CLIENT_ID,
+            client_secret=settings.RELOADLY_CLIENT_SECRET,
+            max_in_flight=ceiling,
+        )
+    raise ImproperlyConfigured(f"AIRTIME_PROVIDER is {name!r}: simulator or reloadly")
 
 
-def _eur(route: Route, rates: dict[str, Decimal | None]) -> Decimal | None:
-    currency = route.cost_currency
-    if currency not in rates:
-        try:
-            rates[currency] = fx_rate(from_currency=currency, to_currency="EUR").rate
-        except FxRateNotFound:
-            rates[currency] = None
-    rate = rates[currency]
-    return None if rate is None else route.cost * rate
+def settings_target(product: Product) -> Target:
+    """The target of a product no provider row sells: ``AIRTIME_PROVIDER``. The simulator
+    costs ``AIRTIME_SIMULATOR_COST_PERCENT`` of the retail price, as its rows do; Reloadly
+    says what it debited in its answer."""
+    provider = settings_provider()
+    if provider.kind != Provider.Kind.SIMULATOR:
+        return Target(provider, None, None, "")
+    share = Decimal(settings.AIRTIME_SIMULATOR_COST_PERCENT) / 100
+    cost = (product.retail_price * share).quantize(Decimal("0.0001"))
+    return Target(provider, None, cost, product.retail_currency)
 
 
-def routes_ranked(*, product_id: int, exclude: Collection[str] = ()) -> list[Route]:
-    """The product's usable routes, cheapest first (enabled providers with the balance for
-    it, ``exclude`` left out); health is asked by ``route_choose``."""
-    routes = list(
-        Route.objects.filter(product_id=product_id, active=True, provider__enabled=True)
-        .select_related("provider", "upstream_operator")
-        .order_by("provider__priority", "provider__name")
-    )
-    rates: dict[str, Decimal | None] = {}
-    usable = []
-    for route in routes:
-        provider = route.provider
-        if provider.name in exclude:
-            continue
-        if (
-            provider.balance is not None
-            and provider.balance_currency == route.cost_currency
-            and provider.balance < route.cost
-        ):
-            continue  # it cannot pay for this one
-        usable.append(route)
-
-    def rank(route: Route) -> tuple[bool, Decimal]:
-        eur = _eur(route, rates)
-        return eur is None, eur or Decimal(0)
-
-    # A cost with no EUR rate sorts last; Python's sort keeps the priority order of equals.
-    return sorted(usable, key=rank)
+def route_target(route: Route) -> Target:
+    return Target(route.provider, route, route.cost, route.cost_currency)
 
 
-def product_has_routes(*, product_id: int) -> bool:
-    return Route.objects.filter(product_id=product_id, active=True).exists()
+class Router:
+    """Chooses targets for a batch of recharges: each product's routes read once, each FX
+    rate and each closed or open circuit asked once (a half-open circuit is asked per
+    recharge: only one gets its probe)."""
+
+    def __init__(self, products: Iterable[Product]) -> None:
+        ids = {product.pk for product in products}
+        self._routes: dict[int, list[Route]] = {pk: [] for pk in ids}
+        rows = (
+            Route.objects.filter(product_id__in=ids, active=True)
+            .select_related("provider", "upstream_operator")
+            .order_by("provider__priority", "provider__name")
+        )
+        for route in rows:
+            self._routes[route.product_id].append(route)
+        self._eur: dict[str, Decimal | None] = {}
+        self._circuits: dict[str, bool | None] = {}  # True closed, False open, None half-open
+
+    def sold_by_rows(self, product: Product) -> bool:
+        """Does any provider row sell the product (an active route, usable or not)?"""
+        return bool(self._routes.get(product.pk))
+
+    def _in_eur(self, route: Route) -> Decimal | None:
+        currency = route.cost_currency
+        if currency not in self._eur:
+            try:
+                self._eur[currency] = fx_rate(from_currency=currency, to_currency="EUR").rate
+            except FxRateNotFound:
+                self._eur[currency] = None
+        rate = self._eur[currency]
+        return None if rate is None else route.cost * rate
+
+    def ranked(self, product: Product, *, exclude: Collection[str] = ()) -> list[Route]:
+        """The product's usable routes, cheapest first: enabled providers with the balance
+        for it, ``exclude`` left out; a cost with no EUR rate last; equals in priority order."""
+        usable = []
+        for route in self._routes.get(product.pk, []):
+            provider = route.provider
+            if not provider.enabled or provider.name in exclude:
+                continue
+            if (
+                provider.balance is not None
+                and provider.balance_currency == route.cost_currency
+                and provider.balance < route.cost
+            ):
+                continue  # it cannot pay for this one
+            usable.append(route)
+
+        def rank(route: Route) -> tuple[bool, Decimal]:
+            eur = self._in_eur(route)
+            return eur is None, eur or Decimal(0)
+
+        return sorted(usable, key=rank)  # a stable sort keeps the priority order of equals
+
+    def _allows(self, name: str) -> bool:
+        if name not in self._circuits:
+            self._circuits[name] = health.circuit(name)
+        closed = self._circuits[name]
+        return closed if closed is not None else health.allow(name)
+
+    def choose(self, product: Product, *, exclude: Collection[str] = ()) -> Target | None:
+        """The recharge's target: the first ranked route whose provider's circuit lets a call
+        through now (a half-open circuit lets one probe through, and that call is this
+        recharge's); ``AIRTIME_PROVIDER`` when no provider row sells the product; None when
+        none may be called now (every route down, or every provider excluded)."""
+        if not self.sold_by_rows(product):
+            target = settings_target(product)
+            return None if target.name in exclude else target
+        for route in self.ranked(product, exclude=exclude):
+            if self._allows(route.provider.name):
+                return route_target(route)
+        return None
 
 
-def route_choose(*, product_id: int, exclude: Collection[str] = ()) -> Route | None:
-    """The first ranked route whose provider's circuit lets a call through now (a half-open
-    circuit lets one probe through, and that call is this recharge's)."""
-    for route in routes_ranked(product_id=product_id, exclude=exclude):
-        if health.allow(route.provider.name):
-            return route
-    return None
+def route_choose(*, product: Product, exclude: Collection[str] = ()) -> Target | None:
+    """``Router.choose`` for one recharge."""
+    return Router([product]).choose(product, exclude=exclude)
+
+
+def routes_ranked(*, product: Product, exclude: Collection[str] = ()) -> list[Route]:
+    """``Router.ranked`` for one product (the back office, pricing)."""
+    return Router([product]).ranked(product, exclude=exclude)
 
 
 def providers_knock() -> None:
     """Knock at the providers whose circuit refused connections opened (``health``'s
     "Knocking"): a TCP connection to each one's API server; one that accepts is closed at
     once, so traffic returns to it within ``health.KNOCK_EVERY`` of it coming back rather than
-    after the cool-down. Called before a dispatch takes its row lock (a knock is a call to a
-    third party); one cache read when no circuit is knocking.
-
-    It also starts this process's knocker (``_knock_while_open``), which keeps knocking every
-    ``KNOCK_EVERY`` for as long as a circuit is knocking, between dispatches too: a worker
-    busy with a wave of answers dispatches nothing for a few hundred milliseconds, and the
-    first dispatches after it, all in one knock's turn, chose the other providers while that
-    one knock was on its way (the routing bench: 10 to 22 recharges sent elsewhere 0.3 s
-    after the provider listened again)."""
+    after the cool-down. The processor knocks before it chooses the targets of a batch of
+    recharges, outside any transaction (a knock is a call to a third party), so the whole
+    batch sees the answer; one cache read when no circuit is knocking."""
     names = health.knock_due()
     if not names:
         return
     urls = dict(Provider.objects.filter(name__in=names).values_list("name", "base_url"))
-    _knock_urls.update(urls)
     connection_release()
-    _knock(names, urls)
-    _knocker_start()
-
-
-# The knocker: one daemon thread per process, alive while some circuit is knocking. It reads
-# the cache only (the addresses come from the dispatches that knocked, never the database), so
-# it holds no database connection.
-_knock_urls: dict[str, str] = {}
-_knocker_lock = threading.Lock()
-_knocker: threading.Thread | None = None
-
-
-def _knock(names: list[str], urls: dict[str, str]) -> None:
     for name in names:
         health.knocked(name, listening=_listening(urls.get(name, "")))
-
-
-def _knocker_start() -> None:
-    global _knocker
-    with _knocker_lock:
-        if _knocker is None or not _knocker.is_alive():
-            _knocker = threading.Thread(
-                target=_knock_while_open, name="provider-knocker", daemon=True
-            )
-            _knocker.start()
-
-
-def _knock_while_open() -> None:
-    """Knock at the knocking providers whose address this process knows, at most every
-    ``KNOCK_EVERY`` across every process (``health.knock_due``), until none is knocking."""
-    try:
-        while health.knocking():
-            time.sleep(health.KNOCK_EVERY)
-            _knock([name for name in health.knock_due() if name in _knock_urls], _knock_urls)
-    except Exception:  # the cache unreachable: the dispatches knock, as without the knocker
-        logger.warning("provider knocker stopped", exc_info=True)
 
 
 def _listening(url: str) -> bool | None:

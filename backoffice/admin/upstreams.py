@@ -23,7 +23,6 @@ from recharges.models import RechargeAttempt
 from upstreams import health
 from upstreams.adapters import ProviderError
 from upstreams.models import PriceRule, Provider, ProviderOperator, Route
-from upstreams.routing import routing_forget
 from upstreams.selectors import ProviderView, provider_view
 from upstreams.services import (
     REQUIRED,
@@ -160,7 +159,6 @@ class ProviderAdmin(admin.ModelAdmin):
             )
         else:
             saved = provider_create(**{field: data[field] for field in ProviderAddForm.Meta.fields})
-            routing_forget()
         obj.pk, obj.updated_at = saved.pk, saved.updated_at
         obj._state.adding = False
 

@@ -276,8 +276,9 @@ RELOADLY_CLIENT_SECRET = env.str("RELOADLY_CLIENT_SECRET", default="")
 RELOADLY_BASE_URL = env.str("RELOADLY_BASE_URL", default="https://topups-sandbox.reloadly.com")
 RELOADLY_AUTH_URL = env.str("RELOADLY_AUTH_URL", default="https://auth.reloadly.com")
 RELOADLY_TIMEOUT_SECONDS = env.float("RELOADLY_TIMEOUT_SECONDS", default=10.0)
-# Back-pressure (recharges/throttle.py): calls in flight to the provider, all workers
-# together (0: no ceiling), and how long a worker thread waits for a slot before requeueing.
+# Back-pressure (upstreams/semaphore.py): calls in flight to AIRTIME_PROVIDER, all workers
+# together (0: no ceiling; a provider row has its own), and how long a worker thread waits
+# for a slot before handing its recharge back for later.
 PROVIDER_MAX_IN_FLIGHT = env.int("PROVIDER_MAX_IN_FLIGHT", default=200)
 PROVIDER_SLOT_WAIT_SECONDS = env.float("PROVIDER_SLOT_WAIT_SECONDS", default=5.0)
 # Upstream providers as rows (upstreams/, docs/providers.md; docs/contract.md §14): how long
@@ -307,11 +308,9 @@ RECHARGE_STUCK_QUEUED_SECONDS = env.int("RECHARGE_STUCK_QUEUED_SECONDS", default
 RECHARGE_STUCK_DISPATCHED_SECONDS = env.int("RECHARGE_STUCK_DISPATCHED_SECONDS", default=300)
 RECHARGE_MAX_ATTEMPTS = env.int("RECHARGE_MAX_ATTEMPTS", default=8)
 RECHARGE_SWEEP_INTERVAL_SECONDS = env.float("RECHARGE_SWEEP_INTERVAL_SECONDS", default=30.0)
-# Group commit (recharges/group_commit.py): at most this many recharges' claims, or
-# deliveries, written in one transaction by one thread of a worker process (1: one by one).
-RECHARGE_GROUP_COMMIT_MAX = env.int("RECHARGE_GROUP_COMMIT_MAX", default=100)
-# How long a writer waits for more recharges to join its batch before writing it.
-RECHARGE_GROUP_COMMIT_GATHER_MS = env.float("RECHARGE_GROUP_COMMIT_GATHER_MS", default=3.0)
+# The processor's batches (reseller/batching.py): at most this many recharges' claims, or
+# answers, written in one transaction by one thread of a worker process (1: one by one).
+RECHARGE_BATCH_MAX = env.int("RECHARGE_BATCH_MAX", default=100)
 # Fair dispatch (docs/processor.md): an order of at most DISPATCH_DIRECT_MAX recharges is
 # published at once (unless its account has a backlog); a larger one waits in its account's
 # lane, of which at most DISPATCH_ACCOUNT_SHARE messages are published and unclaimed at a time.

@@ -1,7 +1,7 @@
 """The upstream airtime providers' clients, one module per provider (docs/providers.md).
 
-``get_provider()`` is the provider of the ``AIRTIME_PROVIDER`` setting (the path used while no
-``Provider`` row exists); ``adapter_for(row)`` the client of one ``Provider`` row.
+``adapter_for(provider)`` is the one way to get a client: of a ``Provider`` row, or of
+``AIRTIME_PROVIDER`` (``upstreams.routing.settings_provider()``, a provider not saved).
 """
 
 from __future__ import annotations
@@ -46,17 +46,7 @@ __all__ = [
     "UpstreamTransaction",
     "adapter_for",
     "connection_refused",
-    "get_provider",
 ]
-
-
-def get_provider(name: str | None = None) -> AirtimeProvider:
-    name = name or settings.AIRTIME_PROVIDER
-    if name == "simulator":
-        return SimulatorProvider()
-    if name == "reloadly":
-        return ReloadlyProvider.from_settings()
-    raise ValueError(f"unknown AIRTIME_PROVIDER {name!r} (simulator, reloadly)")
 
 
 def _build(kind: str, config: ProviderConfig, name: str) -> CatalogProvider:
@@ -76,9 +66,21 @@ _built_lock = threading.Lock()
 
 
 def adapter_for(provider: Any) -> CatalogProvider:
-    """The client of a ``Provider`` row, kept per process while the row is unchanged (its
-    HTTP connections and tokens are reused)."""
-    key = (provider.pk, provider.updated_at, settings.PROVIDER_TIMEOUT_SECONDS)
+    """The client of a provider, kept per process while the row is unchanged (its HTTP
+    connections and tokens are reused). A provider not saved (``AIRTIME_PROVIDER``) is kept
+    by what it is made of: its settings."""
+    if provider.pk is None:
+        key: tuple[Any, ...] = (
+            provider.name,
+            provider.kind,
+            provider.base_url,
+            provider.auth_url,
+            provider.client_id,
+            provider.client_secret,
+        )
+    else:
+        key = (provider.pk, provider.updated_at)
+    key += (settings.PROVIDER_TIMEOUT_SECONDS, settings.RELOADLY_TIMEOUT_SECONDS)
     with _built_lock:
         adapter = _built.get(key)
         if adapter is None:
@@ -90,7 +92,11 @@ def adapter_for(provider: Any) -> CatalogProvider:
                 api_key=provider.api_key,
                 api_secret=provider.api_secret,
                 currency=provider.currency,
-                timeout=settings.PROVIDER_TIMEOUT_SECONDS,
+                timeout=(
+                    settings.RELOADLY_TIMEOUT_SECONDS  # the RELOADLY_* account of the settings
+                    if provider.pk is None and provider.kind == "reloadly"
+                    else settings.PROVIDER_TIMEOUT_SECONDS
+                ),
             )
             adapter = _built[key] = _build(provider.kind, config, provider.name)
         return adapter

@@ -62,7 +62,6 @@ from typing import Any
 
 import httpx
 import phonenumbers
-from django.conf import settings
 from django.core.cache import cache
 
 from reseller.money import quantize
@@ -133,18 +132,6 @@ class ReloadlyProvider:
         self.http = client or _shared_client(timeout)
         account = "\0".join((name, client_id, self.auth_url, self.base_url))
         self._token_key = f"reloadly-token:{hashlib.sha256(account.encode()).hexdigest()[:32]}"
-
-    @classmethod
-    def from_settings(cls) -> ReloadlyProvider:
-        """The account of the RELOADLY_* settings (AIRTIME_PROVIDER=reloadly)."""
-        config = ProviderConfig(
-            client_id=settings.RELOADLY_CLIENT_ID,
-            client_secret=settings.RELOADLY_CLIENT_SECRET,
-            base_url=settings.RELOADLY_BASE_URL,
-            auth_url=settings.RELOADLY_AUTH_URL,
-            timeout=settings.RELOADLY_TIMEOUT_SECONDS,
-        )
-        return cls.from_config(config, name="reloadly")
 
     @classmethod
     def from_config(

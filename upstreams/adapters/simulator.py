@@ -62,12 +62,21 @@ class SimulatorProvider:
         name: str = "simulator",
     ):
         self.name = name
-        self.latency_ms = (
-            settings.AIRTIME_SIMULATOR_LATENCY_MS if latency_ms is None else latency_ms
+        self._latency_ms = latency_ms
+        self._rules = rules
+
+    @property
+    def latency_ms(self) -> int:
+        """Given, else ``AIRTIME_SIMULATOR_LATENCY_MS`` now (a client is kept per process)."""
+        return (
+            settings.AIRTIME_SIMULATOR_LATENCY_MS if self._latency_ms is None else self._latency_ms
         )
-        self.rules = (
-            rules if rules is not None else (settings.AIRTIME_SIMULATOR_RULES or DEFAULT_RULES)
-        )
+
+    @property
+    def rules(self) -> dict[str, str]:
+        if self._rules is not None:
+            return self._rules
+        return settings.AIRTIME_SIMULATOR_RULES or DEFAULT_RULES
 
     def _key(self, reference: str) -> str:
         return f"airtime-sim:{reference}"

@@ -2,7 +2,6 @@ from django.core.management.base import BaseCommand, CommandError
 
 from reseller.errors import ApplicationError
 from upstreams.models import Provider
-from upstreams.routing import routing_forget
 from upstreams.services import provider_create
 
 
@@ -45,5 +44,4 @@ class Command(BaseCommand):
             )
         except ApplicationError as exc:
             raise CommandError(exc.detail) from exc
-        routing_forget()
         self.stdout.write(provider.name)
