@@ -2,21 +2,26 @@
 
 With CELERY_BROKER_URL set, ``enqueue`` publishes a message for the workers. Without one the
 task runs in this process: inline (tests, ``TASKS_IN_PROCESS_THREADED=false``) or on a small
-thread pool, with ``countdown`` honoured by a timer, so ``make run`` answers requests at once
-and still delivers recharges in the background.
+thread pool, with ``countdown`` and the periodic tasks kept by one clock thread, so ``make run``
+answers requests at once and still delivers recharges in the background.
 """
 
 from __future__ import annotations
 
 import contextvars
+import heapq
+import itertools
 import logging
 import threading
+import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 
 from celery import shared_task
 from django.conf import settings
 from django.db import close_old_connections
+from django.utils.module_loading import import_string
 
 logger = logging.getLogger(__name__)
 
@@ -42,6 +47,42 @@ def _run_in_thread(task, args: tuple) -> None:
     _pool().submit(contextvars.copy_context().run, run)
 
 
+class _Clock:
+    """``make run``'s stand-in for a broker's countdowns and for beat: one thread that sleeps
+    on a condition until the next task is due, or until a nearer one is added."""
+
+    def __init__(self) -> None:
+        self._due: list[tuple[float, int, Callable[[], None]]] = []
+        self._order = itertools.count()  # equal times keep their order
+        self._changed = threading.Condition()
+        self._thread: threading.Thread | None = None
+
+    def at(self, seconds: float, run: Callable[[], None]) -> None:
+        """Call ``run`` (on the clock's thread: hand real work to the pool) in ``seconds``."""
+        with self._changed:
+            heapq.heappush(self._due, (time.monotonic() + seconds, next(self._order), run))
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._loop, name="inprocess-clock")
+                self._thread.daemon = True
+                self._thread.start()
+            self._changed.notify()
+
+    def _loop(self) -> None:
+        while True:
+            with self._changed:
+                while not self._due or self._due[0][0] > time.monotonic():
+                    timeout = self._due[0][0] - time.monotonic() if self._due else None
+                    self._changed.wait(timeout)
+                _when, _order, run = heapq.heappop(self._due)
+            try:
+                run()
+            except Exception:
+                logger.exception("in-process clock: a scheduled call failed")
+
+
+_clock = _Clock()
+
+
 def enqueue(task, *args, countdown: float | None = None) -> None:
     if not settings.CELERY_TASK_ALWAYS_EAGER:
         # Give up quickly when the broker is down: the sweeper re-enqueues what is left.
@@ -51,11 +92,9 @@ def enqueue(task, *args, countdown: float | None = None) -> None:
         task.apply(args=args)
         return
     if countdown:
-        # The timer's thread starts with an empty context: it runs in the caller's.
+        # Run later in the caller's context (its request id), as a worker's task would be.
         caller = contextvars.copy_context()
-        timer = threading.Timer(countdown, caller.run, args=(_run_in_thread, task, args))
-        timer.daemon = True
-        timer.start()
+        _clock.at(countdown, lambda: caller.run(_run_in_thread, task, args))
     else:
         _run_in_thread(task, args)
 
@@ -64,31 +103,21 @@ _beat_started = False
 
 
 def start_in_process_beat() -> None:
-    """Without a broker there is no beat process: run the periodic tasks on a daemon thread."""
+    """Without a broker there is no beat process: the clock runs the periodic tasks."""
     global _beat_started
     if _beat_started:
         return
     _beat_started = True
-    from django.utils.module_loading import import_string
+    for entry in settings.CELERY_BEAT_SCHEDULE.values():
+        _beat(import_string(entry["task"]), float(entry["schedule"]), first=0.0)
 
-    schedule = [
-        (import_string(entry["task"]), float(entry["schedule"]))
-        for entry in settings.CELERY_BEAT_SCHEDULE.values()
-    ]
 
-    def loop():
-        import time
+def _beat(task, interval: float, *, first: float) -> None:
+    def tick() -> None:
+        _run_in_thread(task, ())
+        _clock.at(interval, tick)
 
-        due = {task.name: 0.0 for task, _interval in schedule}
-        while True:
-            now = time.monotonic()
-            for task, interval in schedule:
-                if now >= due[task.name]:
-                    due[task.name] = now + interval
-                    _run_in_thread(task, ())
-            time.sleep(1)
-
-    threading.Thread(target=loop, name="inprocess-beat", daemon=True).start()
+    _clock.at(first, tick)
 
 
 @shared_task(ignore_result=True)

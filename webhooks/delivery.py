@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+import redis
 from django.conf import settings
 from django.core.cache import cache
 from django.db import transaction
@@ -113,6 +114,30 @@ def wake_mark(endpoint_id: int) -> bool:
     return bool(cache.add(_wake_key(endpoint_id), 1, timeout=WAKE_MARK_SECONDS))
 
 
+def _poke_key(endpoint_id: int) -> str:
+    prefix = settings.CACHES["default"].get("KEY_PREFIX", "reseller")
+    return f"{prefix}:webhooks:poke:{endpoint_id}"
+
+
+@functools.cache
+def _redis():
+    # A read may block for a whole linger (BLPOP): the socket's timeout is longer than that.
+    return redis.Redis.from_url(
+        settings.REDIS_URL,
+        socket_connect_timeout=2,
+        socket_timeout=settings.WEBHOOK_DRAIN_LINGER_SECONDS + 5,
+    )
+
+
+def poke(endpoint_id: int) -> None:
+    """Tell a lingering drain of the endpoint that something was committed for it (the
+    wake-up its mark suppressed): it reads at once instead of at the end of its linger."""
+    if not settings.REDIS_URL or settings.WEBHOOK_DRAIN_LINGER_SECONDS <= 0:
+        return
+    key = _poke_key(endpoint_id)
+    _redis().pipeline(transaction=False).lpush(key, 1).ltrim(key, 0, 0).expire(key, 60).execute()
+
+
 BATCH = 25  # deliveries sent between two writes of their answers
 
 
@@ -165,7 +190,7 @@ def endpoint_drain(
                 elif lingered:
                     break  # waited once, and nothing came
                 # Nothing more was due when we read: wait once before reading again.
-                if stop or not _linger(linger, lease):
+                if stop or not _linger(linger, lease, endpoint_id):
                     break
                 lingered = True
         finally:
@@ -179,15 +204,20 @@ def endpoint_drain(
             return tried
 
 
-def _linger(seconds: float, lease: _Lease) -> bool:
-    """Wait ``seconds`` for more deliveries if a lingering slot is free; False if not."""
-    if seconds <= 0 or not lease.renew_if_needed():
+def _linger(seconds: float, lease: _Lease, endpoint_id: int) -> bool:
+    """Wait up to ``seconds`` for more deliveries, if a lingering slot of this process is free
+    (False if not): until an event for the endpoint is committed (``poke``), or the time is
+    up. Without Redis nothing can poke: no lingering."""
+    if seconds <= 0 or not settings.REDIS_URL or not lease.renew_if_needed():
         return False
     slots = _linger_slots()
     if not slots.acquire(blocking=False):
         return False
     try:
-        time.sleep(seconds)
+        key = _poke_key(endpoint_id)
+        client = _redis()
+        client.delete(key)  # pokes for what we have just read
+        client.blpop([key], timeout=seconds)
     finally:
         slots.release()
     return True

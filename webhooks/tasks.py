@@ -42,6 +42,7 @@ def endpoints_wake(*, endpoint_ids: list[int], force: bool = False) -> None:
     (``delivery.wake_pending``): a burst of events costs one task, not one each."""
     for endpoint_id in endpoint_ids:
         if not force and not delivery.wake_mark(endpoint_id):
+            delivery.poke(endpoint_id)  # a drain is on its way or running: it reads this too
             continue
         try:
             enqueue(endpoint_drain_task, endpoint_id)
