@@ -55,20 +55,37 @@ def _incr(key: str, ttl: int) -> int:
         return 1
 
 
+def _count(keys: list[str], ttl: int) -> None:
+    count_many = getattr(cache, "count_many", None)  # Redis: one round trip
+    if count_many is not None:
+        count_many(keys, ttl)
+        return
+    for key in keys:
+        _incr(key, ttl)
+
+
 def record(provider: str, *, ok: bool, seconds: float, refused: bool = False) -> None:
     """One call's answer: ``ok`` when the provider answered as it documents (a delivery, a
     pending top-up, a refusal), not when it failed to answer or answered with an error;
-    ``refused``: the connection was refused (nothing listened)."""
+    ``refused``: the connection was refused (nothing listened). Two cache round trips for a
+    good answer while the circuit is closed."""
     minute = int(time.time() // 60)
     keep = (WINDOW_MINUTES + 1) * 60
     milliseconds = seconds * 1000
-    _incr(_key(provider, "m", minute, "ok" if ok else "err"), keep)
-    _incr(_key(provider, "m", minute, "l", bisect_left(BOUNDS_MS, milliseconds)), keep)
+    _count(
+        [
+            _key(provider, "m", minute, "ok" if ok else "err"),
+            _key(provider, "m", minute, "l", bisect_left(BOUNDS_MS, milliseconds)),
+        ],
+        keep,
+    )
     slow = seconds > settings.PROVIDER_CIRCUIT_SLOW_SECONDS
     if ok and not slow:
-        if cache.get(_key(provider, "tripped")):  # the half-open probe came back well
+        found = cache.get_many([_key(provider, "tripped"), _key(provider, "fails")])
+        if found.get(_key(provider, "tripped")):  # the half-open probe came back well
             cache.delete_many([_key(provider, "tripped"), _key(provider, "probe")])
-        cache.delete(_key(provider, "fails"))
+        if found.get(_key(provider, "fails")):
+            cache.delete(_key(provider, "fails"))
         return
     fails = _incr(_key(provider, "fails"), 3600)
     if fails >= settings.PROVIDER_CIRCUIT_FAILURES or cache.get(_key(provider, "tripped")):

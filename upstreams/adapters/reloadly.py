@@ -55,6 +55,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import threading
+import time
 from collections.abc import Iterable, Iterator
 from datetime import UTC, date, datetime
 from decimal import Decimal, InvalidOperation
@@ -97,6 +98,7 @@ def _shared_client(timeout: float) -> httpx.Client:
     )
 
 
+TOKEN_KEPT_SECONDS = 60.0
 _token_locks: dict[str, threading.Lock] = {}
 _token_locks_guard = threading.Lock()
 
@@ -132,6 +134,7 @@ class ReloadlyProvider:
         self.http = client or _shared_client(timeout)
         account = "\0".join((name, client_id, self.auth_url, self.base_url))
         self._token_key = f"reloadly-token:{hashlib.sha256(account.encode()).hexdigest()[:32]}"
+        self._kept: tuple[str, float] = ("", 0.0)  # the token and until when it is kept here
 
     @classmethod
     def from_config(
@@ -152,15 +155,19 @@ class ReloadlyProvider:
     # -- authentication -------------------------------------------------------------------
     def _token(self, *, refused: str = "") -> str:
         """The cached token; a new one when there is none or when ``refused`` (the token the
-        API just answered 401 to) is still the cached one. One request at a time."""
-        token = cache.get(self._token_key)
-        if token and token != refused:
+        API just answered 401 to) is still the cached one. One request at a time. The shared
+        cache's token is kept in this process for up to a minute (no round trip per call)."""
+        token, until = self._kept
+        if token and token != refused and time.monotonic() < until:
             return token
-        with _token_lock(self._token_key):
-            token = cache.get(self._token_key)  # another thread may have fetched it meanwhile
-            if token and token != refused:
-                return token
-            return self._token_fetch()
+        token = cache.get(self._token_key)
+        if not token or token == refused:
+            with _token_lock(self._token_key):
+                token = cache.get(self._token_key)  # another thread may have fetched it
+                if not token or token == refused:
+                    token = self._token_fetch()
+        self._kept = (token, time.monotonic() + TOKEN_KEPT_SECONDS)
+        return token
 
     def _token_fetch(self) -> str:
         try:

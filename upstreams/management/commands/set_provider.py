@@ -7,13 +7,18 @@ TRUTH = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0":
 
 
 class Command(BaseCommand):
-    help = "Enable or disable an upstream provider, or change its priority. Prints its state."
+    help = (
+        "Enable or disable an upstream provider, or change its priority, ceiling or addresses. "
+        "Prints its state."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("--name", required=True)
         parser.add_argument("--enabled", choices=sorted(TRUTH), default=None)
         parser.add_argument("--priority", type=int, default=None, help="lower goes first")
         parser.add_argument("--max-in-flight", type=int, default=None, help="0: no ceiling")
+        parser.add_argument("--base-url", default=None, help="the provider's API server")
+        parser.add_argument("--auth-url", default=None, help="Reloadly's OAuth2 server")
         parser.add_argument(
             "--callback-secret",
             default=None,
@@ -33,6 +38,8 @@ class Command(BaseCommand):
                 priority=opts["priority"],
                 max_in_flight=opts["max_in_flight"],
                 secrets={"callback_secret": opts["callback_secret"] or ""},
+                base_url=opts["base_url"],
+                auth_url=opts["auth_url"],
             )
         except ApplicationError as exc:
             raise CommandError(exc.detail) from exc
