@@ -9,7 +9,7 @@ deliveries/s where Reloadly alone had carried 120/s; docs/performance.md, 2026-1
 ``FakeHost`` starts one fake (``tests/fakes``) in a spawned process and drives it through a
 pipe: its address and credentials, ``outage(down)``, and at the end ``deliveries()`` (the
 references it delivered, and how many references it was sent more than once), read from the
-fake's own records as before.
+fake's own records as before; ``delay(seconds)`` changes how long a top-up takes.
 """
 
 from __future__ import annotations
@@ -69,6 +69,9 @@ def _serve(conn: Connection, kind: str, balance: str, delay: float) -> None:
         if command == "outage":
             fake.outage(*args)
             conn.send(None)
+        elif command == "delay":
+            fake.delay = float(args[0])
+            conn.send(None)
         elif command == "deliveries":
             with fake.lock:
                 done = _delivered(kind, fake)
@@ -112,6 +115,10 @@ class FakeHost:
     def outage(self, down: bool = True) -> None:
         """Refuse connections (``down``) or listen again, as the fake's own switch does."""
         self._call("outage", down)
+
+    def delay(self, seconds: float) -> None:
+        """Answer every top-up from now on after ``seconds``."""
+        self._call("delay", seconds)
 
     def deliveries(self) -> tuple[set[str], int]:
         """(the references delivered, how many references were sent more than once)."""

@@ -32,6 +32,7 @@ import platform
 import secrets
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -54,7 +55,10 @@ PY = str(ROOT / ".venv" / "bin" / "python") if (ROOT / ".venv").exists() else sy
 BIN = Path(PY).parent
 
 
-FIGURES = ("http", "webhooks", "requestlog", "metrics", "worker", "fair", "profile", "routing")
+FIGURES = (
+    "http", "webhooks", "requestlog", "metrics", "routed", "pgbouncer", "fair", "profile",
+    "routing",
+)  # fmt: skip
 # The recharge worker as docker-compose.yml deploys it.
 PROCESSOR_PROCESSES = 2  # one per core, as docker-compose.yml runs replicas of the worker
 PROCESSOR_THREADS = 100
@@ -84,6 +88,25 @@ FAIR_TIMEOUT_S = 900.0
 # The products recharged, sold by all three (operator slug, MXN): Telcel 100 and 200, AT&T 100.
 ROUTING_PRODUCTS = (("telcel", 100), ("telcel", 200), ("att", 100))
 FINAL = ("delivered", "failed")
+# The routed figures (issue 39): production sends every recharge to a provider row. One
+# Reloadly fake in a process of its own, its ceiling above the load; the recharges are of
+# Telcel 100 MXN, which it sells. ROUTED_RECHARGES are placed through the API in B2B orders
+# of 20 while the worker consumes, the fake answering each top-up after ROUTED_DELAY_S.
+ROUTED_PROVIDER = "reloadly-one"
+ROUTED_DELAY_S = 0.5
+ROUTED_RECHARGES = 1200
+# PgBouncer as docker-compose.yml runs it (transaction pooling), on this port.
+PGBOUNCER_PORT = 18439
+PGBOUNCER_POOL = 20
+
+
+def deployed_database_path() -> str:
+    """How docker-compose.yml's web service reaches PostgreSQL: "pgbouncer" or "direct"."""
+    import yaml
+
+    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    url = compose["services"]["web"]["environment"]["DATABASE_URL"]
+    return "pgbouncer" if "@pgbouncer:" in url else "direct"
 
 
 class Bench:
@@ -115,6 +138,11 @@ class Bench:
             # As deployed: prometheus_client's multiprocess files (docker-compose.yml).
             "PROMETHEUS_MULTIPROC_DIR": tempfile.mkdtemp(prefix="bench-prometheus-"),
         }
+        # What the apps' processes (gunicorn, workers) get on top of ``env``: the database as
+        # docker-compose.yml reaches it (``use_database_path``). Migrations and the seeding
+        # go straight to PostgreSQL, as compose's migrate service does.
+        self.app_env: dict[str, str] = {}
+        self.pgbouncer: subprocess.Popen | None = None
         self.admin_url = f"{base}/postgres"
         self.procs: list[subprocess.Popen] = []
         self.names: dict[int, str] = {}
@@ -168,7 +196,7 @@ class Bench:
         self.logs.mkdir(parents=True, exist_ok=True)
         log = (self.logs / f"{log_name or name}.log").open("w")
         proc = subprocess.Popen(
-            argv, cwd=ROOT, env={**self.env, **(env or {})}, stdout=log,
+            argv, cwd=ROOT, env={**self.env, **self.app_env, **(env or {})}, stdout=log,
             stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
         self.procs.append(proc)
@@ -238,9 +266,75 @@ class Bench:
         self.seed = self.seed_cmd("init", "--clients", str(max(self.args.clients)))
         log(f"seeded: {self.seed['catalog']}, {len(self.seed['many_keys'])} B2B accounts")
 
+    def start_pgbouncer(self) -> None:
+        """PgBouncer as docker-compose.yml runs it: transaction pooling in front of the
+        bench's database, on 127.0.0.1:PGBOUNCER_PORT (trust, as the local PostgreSQL)."""
+        binary = shutil.which("pgbouncer") or "/usr/sbin/pgbouncer"
+        if not Path(binary).exists():
+            raise RuntimeError("pgbouncer is not installed: scripts/bench-deps.sh installs it")
+        folder = Path(tempfile.mkdtemp(prefix="bench-pgbouncer-"))
+        folder.chmod(0o755)  # read by the postgres user PgBouncer runs as
+        target = self.args.postgres.rstrip("/").split("://", 1)[1]
+        user, _, hostport = target.rpartition("@")
+        host, _, port = hostport.partition(":")
+        (folder / "users.txt").write_text(f'"{user or "postgres"}" ""\n')
+        (folder / "pgbouncer.ini").write_text(
+            "[databases]\n"
+            f"{self.db} = host={host} port={port or 5432} dbname={self.db}\n"
+            "[pgbouncer]\n"
+            f"listen_addr = {HOST}\nlisten_port = {PGBOUNCER_PORT}\nunix_socket_dir =\n"
+            f"auth_type = trust\nauth_file = {folder / 'users.txt'}\n"
+            f"pool_mode = transaction\ndefault_pool_size = {PGBOUNCER_POOL}\n"
+            "max_client_conn = 2000\nignore_startup_parameters = extra_float_digits,options\n"
+        )  # its log: bench/results/logs/pgbouncer.log
+        user_flag = ["-u", "postgres"] if os.geteuid() == 0 else []
+        self.pgbouncer = self.start(
+            "pgbouncer", [binary, *user_flag, str(folder / "pgbouncer.ini")]
+        )
+        deadline = time.monotonic() + 20
+        while True:
+            with contextlib.suppress(OSError), socket.create_connection((HOST, PGBOUNCER_PORT), 1):
+                return
+            if time.monotonic() > deadline or self.pgbouncer.poll() is not None:
+                raise RuntimeError("pgbouncer did not start: see bench/results/logs/")
+            time.sleep(0.1)
+
+    def use_database_path(self, via: str) -> None:
+        """The apps' processes started from now on reach PostgreSQL ``via`` "pgbouncer"
+        (transaction pooling, DATABASE_PGBOUNCER) or "direct" (their own connections: the web
+        server's persistent ones, the worker's psycopg pool)."""
+        if via == "pgbouncer":
+            if self.pgbouncer is None:
+                self.start_pgbouncer()
+            user = self.args.postgres.rstrip("/").split("://", 1)[1].rpartition("@")[0]
+            where = f"{HOST}:{PGBOUNCER_PORT}/{self.db}"
+            self.app_env = {
+                "DATABASE_URL": f"postgres://{user or 'postgres'}@{where}",
+                "DATABASE_PGBOUNCER": "true",
+            }
+        else:
+            self.app_env = {"DATABASE_PGBOUNCER": "false"}
+
+    def start_webhooks_worker(self) -> None:
+        """The webhooks worker as docker-compose.yml runs it (deliveries and email, at nice
+        10), whose figure also consumes the events the recharges emit."""
+        self.start(
+            "celery-webhooks",
+            [
+                "nice", "-n", "10",  # as docker-compose.yml runs it
+                str(BIN / "celery"), "-A", "reseller", "worker", "--pool", "threads",
+                "--concurrency", "16", "-Q", "celery-webhooks", "--loglevel", "WARNING",
+                "--hostname", "webhooks-bench@%h", "--without-gossip", "--without-mingle",
+            ],
+        )  # fmt: skip
+
     def serve(self) -> None:
+        self.deployed = deployed_database_path()
+        self.use_database_path(self.deployed)
+        log(f"database path as docker-compose.yml deploys it: {self.deployed}")
         self.start_gunicorn("gunicorn", self.args.port)
         self.start_processor("celery", "bench")
+        self.start_webhooks_worker()
         # The request log's drain, every second at nice 10 as the deployed webhooks worker
         # runs it (bench/drain.py): the figures pay for writing the log, as a deployment does.
         self.drainer = self.start("requestlog-drain", ["nice", "-n", "10", PY, "bench/drain.py"])
@@ -434,19 +528,6 @@ class Bench:
         receiver = BenchReceiver()
         clients = 8 if 8 in self.args.clients else max(self.args.clients)
         hooked = self.seed_cmd("webhooks", "--clients", str(clients), "--url", receiver.url)
-        self.start(
-            "celery-webhooks",
-            [
-                "nice", "-n", "10",  # as docker-compose.yml runs it
-                str(BIN / "celery"), "-A", "reseller", "worker", "--pool", "threads",
-                "--concurrency", "16", "-Q", "celery-webhooks", "--loglevel", "WARNING",
-                "--hostname", "bench-webhooks@%h", "--without-gossip", "--without-mingle",
-            ],
-        )  # fmt: skip
-        deadline = time.monotonic() + 60
-        while len(self.celery.control.ping(timeout=1.0)) < PROCESSOR_PROCESSES + 1:
-            if time.monotonic() > deadline:
-                raise RuntimeError("the webhooks worker did not answer: see bench/results/logs/")
         many = self.seed["many_keys"]
         runs: dict[str, list[dict]] = {"b2b-nohook": [], "b2b-hooked": []}
         # A first run settles the database after the seeding; then the two alternate in
@@ -691,10 +772,9 @@ class Bench:
         self.consume(False, workers)
         return elapsed
 
-    def process_queued(self, count: int, workers: list[str] | None = None) -> dict:
-        """Send ``count`` queued recharges to the processor; time until all are done."""
-        self.fill_queued(count)
-        ids = self.seed_cmd("queued", "--limit", str(count))["ids"]
+    def process_queued(self, ids: list[int], workers: list[str] | None = None) -> dict:
+        """Publish a task for each of these queued recharges with the consumer paused, resume
+        it, time until the queue is empty; the CPU and PostgreSQL commits per recharge."""
         before = self.seed_cmd("status")["recharges"]
         cpu_before, commits_before = self.cpu_seconds(), self.commits()
         processed = self.drain_seconds(
@@ -709,127 +789,225 @@ class Bench:
         delivered = after.get("delivered", 0) - before.get("delivered", 0)
         log(f"worker: {len(ids)} recharges in {processed:.2f} s ({delivered} delivered)")
         per = {name: round(seconds * 1000 / len(ids), 2) for name, seconds in cpu.items()}
-        time.sleep(0.6)  # PostgreSQL publishes its counters every 0.5 s
-        commits = (self.commits() - commits_before) / len(ids)
+        commits = (self.settled_commits() - commits_before) / len(ids)
         log(f"  CPU ms per recharge: {per}; PostgreSQL commits per recharge: {commits:.2f}")
+        self.notes.append(
+            f"routed at 0 ms: CPU ms per recharge {per}; {commits:.2f} PostgreSQL commits per "
+            "recharge"
+        )
         if delivered != len(ids):
-            self.notes.append(f"processor: {delivered} of {len(ids)} recharges delivered")
+            self.notes.append(f"routed at 0 ms: {delivered} of {len(ids)} recharges delivered")
         return {"rps": round(delivered / processed, 1), "requests": len(ids), "seconds": processed}
 
-    def run_worker(self) -> None:
-        self.celery.control.purge()  # the recharges the HTTP runs queued
-        count = self.args.tasks
-        cpu_before = self.cpu_seconds()
-        noop = self.drain_seconds(
-            lambda: [self.celery.send_task("reseller.tasks.noop_task") for _ in range(count)]
-        )
-        cpu = self.cpu_delta(cpu_before, self.cpu_seconds())
-        log(f"worker: {count} no-op tasks in {noop:.2f} s")
-        log(f"  CPU ms per task: { {k: round(v * 1000 / count, 2) for k, v in cpu.items()} }")
-        rate = self.process_queued(count)
-        floor = {"rps": round(count / noop, 1), "requests": count, "seconds": noop}
-        self.row(
-            f"processor: recharges/s, {PROCESSOR_PROCESSES} x {PROCESSOR_THREADS} threads, 0 ms",
-            rate, "no-op Celery task/s, same worker", floor,
-            aim=1 / 3, aim_text=">= 1/3 x no-op",
-        )  # fmt: skip
-        self.run_burst(rate)
+    def run_routed(self) -> None:
+        """Issue 39's figures, on the path production runs: every recharge to a provider row.
+        One Reloadly fake in a process of its own (bench/fake_hosts.py) sells Telcel 100 MXN,
+        its ceiling above the load, as the provider ROUTED_PROVIDER (created and synced with
+        the CLI). The worker, web server and database path are as deployed.
 
-        # The same worker configuration against a provider that answers in 500 ms.
-        self.start_processor(
-            "celery-500ms", "bench-500ms", env={"AIRTIME_SIMULATOR_LATENCY_MS": "500"}
-        )
-        slow = self.wait_for_workers("bench-500ms-")
-        self.consume(False, slow)
-        slow_rate = self.process_queued(count, slow)
-        in_flight = round(slow_rate["rps"] * 0.5, 1)
-        self.series["worker"] = [{"processor": rate, "noop": floor, "processor_500ms": slow_rate}]
-        self.notes.append(f"processor at 500 ms: {in_flight} recharges in flight on average")
-        self.row(
-            "processor: recharges/s, same worker, provider at 500 ms",
-            slow_rate, "the aim: 100 recharges/s (50 in flight)", {"rps": 100.0},
-            aim=1.0, aim_text=">= 100/s",
-        )  # fmt: skip
+        1. Routed at 0 ms: ``--tasks`` queued recharges (placed through the API with the
+           consumer paused), their tasks published, timed until done, beside the same
+           workers' rate on a no-op task.
+        2. Routed at 500 ms: ROUTED_RECHARGES placed through the API (B2B orders of 20, back
+           to back from one client) while the worker consumes; recharges/s from the first
+           request to the last delivery, and the calls in flight that makes (Little's law).
+        3. B2B at 8 clients while the worker delivers (the fake at 500 ms): the whole box,
+           beside ``GET /auth/me`` at 8 clients in the same run (alternated)."""
+        fake = FakeHost("reloadly", balance="100000000.00", delay=0.0)
+        self.names[fake.pid] = "provider fake"
+        try:
+            product = self.routed_setup(fake)
+            self.celery.control.purge()
+            count = self.args.tasks
+            cpu_before = self.cpu_seconds()
+            noop = self.drain_seconds(
+                lambda: [self.celery.send_task("reseller.tasks.noop_task") for _ in range(count)]
+            )
+            cpu = self.cpu_delta(cpu_before, self.cpu_seconds())
+            log(f"worker: {count} no-op tasks in {noop:.2f} s")
+            log(f"  CPU ms per task: { {k: round(v * 1000 / count, 2) for k, v in cpu.items()} }")
+            floor = {"rps": round(count / noop, 1), "requests": count, "seconds": noop}
+            self.fill_queued(count, product)
+            ids = self.seed_cmd("queued", "--limit", str(count), "--product", product)["ids"]
+            rate = self.process_queued(ids)
+            self.row(
+                f"routed at 0 ms: recharges/s, {PROCESSOR_PROCESSES} x {PROCESSOR_THREADS} "
+                "threads, provider fake in its own process",
+                rate, "no-op Celery task/s, same workers", floor,
+                aim=1 / 3, aim_text=">= 1/3 x no-op",
+            )  # fmt: skip
 
-    def run_burst(self, published: dict) -> None:
-        """A burst placed through the API: ``--burst-orders`` B2B orders of 20 units, back to
-        back from one client, the processor consuming as deployed; recharges/s from the first
-        request until every recharge of those orders is delivered, beside the rate of the same
-        processor on tasks published straight to the broker (``published``), and the
-        processor's PostgreSQL commits per recharge over the burst."""
-        orders, quantity = self.args.burst_orders, BURST_QUANTITY
-        total = orders * quantity
+            fake.delay(ROUTED_DELAY_S)
+            slow = self.routed_burst(product, ROUTED_RECHARGES)
+            in_flight = round(slow["rps"] * ROUTED_DELAY_S, 1)
+            self.series["routed"] = [{"noop": floor, "at_0ms": rate, "at_500ms": slow}]
+            self.row(
+                f"routed at 500 ms: calls in flight, {slow['requests']} recharges placed "
+                "through the API (req/s col: in flight)",
+                {"rps": in_flight}, "the aim: 100 in flight (200 recharges/s)", {"rps": 100.0},
+                aim=1.0, aim_text=">= 100 in flight",
+            )  # fmt: skip
+            me, b2b = self.b2b_while_delivering(product)
+            self.row(
+                "B2B recharge, 8 clients, while the worker delivers (routed, 500 ms)",
+                b2b, "GET /auth/me, 8 clients, same run (alternated)", me,
+                aim=0.3, aim_text=">= 0.3 x me",
+            )  # fmt: skip
+        finally:
+            fake.stop()
+            # Its routes would take Telcel from the routing figure's three providers.
+            self.manage("set_provider", "--name", ROUTED_PROVIDER, "--enabled", "false")
+
+    def routed_setup(self, fake: FakeHost) -> str:
+        """The provider row of the routed figures, created and synced as staff would: the
+        public id of its Telcel 100 MXN product."""
+        self.seed_cmd("routing-operators")
+        self.manage(
+            "create_provider", "--name", ROUTED_PROVIDER, "--kind", "reloadly",
+            "--base-url", fake.url, "--auth-url", fake.url,
+            "--client-id", "bench", "--client-secret", "bench",
+            "--max-in-flight", str(ROUTING_MAX_IN_FLIGHT),
+        )  # fmt: skip
+        line = self.manage(
+            "sync_provider_catalog", "--provider", ROUTED_PROVIDER, "--country", "MX"
+        )
+        log(f"routed: {ROUTED_PROVIDER} synced: {line.strip()}")
+        listed = self.seed_cmd("routes", "--providers", "1")["products"]
+        for found in listed:
+            if found["operator"] == "telcel" and float(found["local_amount"]) == 100:
+                return found["id"]
+        raise RuntimeError("routed: no Telcel 100 MXN product after the sync")
+
+    def routed_burst(self, product: str, total: int) -> dict:
+        """``total`` recharges placed through the API in B2B orders of BURST_QUANTITY, back to
+        back from one client, while the worker consumes: recharges/s from the first request
+        until every one is delivered."""
+        orders = -(-total // BURST_QUANTITY)
         key = self.seed["many_keys"][0]
-        # PostgreSQL counts every commit of the database: the API's own (the key, the
-        # idempotency record, the order, the request log) are measured first, the same orders
-        # with the processor paused, and taken off the burst's count.
-        self.consume(False)
-        before = self.settled_commits()
-        self.place_orders(key, orders, quantity)
-        self.celery.control.purge()  # their recharges stay queued, for the next figure
-        calibrated = self.settled_commits()
-        api_per_order = (calibrated - before) / orders
-
         self.consume(True)
         cpu_before = self.cpu_seconds()
         started = time.perf_counter()
-        order_ids, latencies = self.place_orders(key, orders, quantity)
+        order_ids, latencies = self.place_orders(key, orders, BURST_QUANTITY, [product])
         placed = time.perf_counter() - started
-        delivered = self.wait_delivered(order_ids, total, started)
+        delivered = self.wait_delivered(order_ids, orders * BURST_QUANTITY, started)
         elapsed = time.perf_counter() - started
         cpu = self.cpu_delta(cpu_before, self.cpu_seconds())
         self.consume(False)
-        burst_commits = self.settled_commits() - calibrated
-        processor_commits = (burst_commits - api_per_order * orders) / total
-        log(
-            f"burst via API: {orders} orders of {quantity} placed in {placed:.2f} s, "
-            f"{delivered} of {total} recharges delivered {elapsed:.2f} s after the first request"
-        )
+        total = orders * BURST_QUANTITY
         per = {name: round(seconds * 1000 / total, 2) for name, seconds in cpu.items()}
-        log(
-            f"  CPU ms per recharge: {per}; PostgreSQL commits: {burst_commits} over the burst, "
-            f"{api_per_order:.2f} per order for the API alone, so {processor_commits:.3f} per "
-            "recharge for the processor"
-        )
         latencies.sort()
-        rate = {
-            "rps": round(delivered / elapsed, 1),
-            "requests": total,
-            "seconds": round(elapsed, 2),
-        }
-        self.series["burst"] = [
-            {
-                **rate,
-                "orders": orders,
-                "quantity": quantity,
-                "delivered": delivered,
-                "placed_seconds": round(placed, 2),
-                "order_p50_ms": round(latencies[len(latencies) // 2], 2),
-                "order_max_ms": round(latencies[-1], 2),
-                "commits": burst_commits,
-                "api_commits_per_order": round(api_per_order, 2),
-                "processor_commits_per_recharge": round(processor_commits, 3),
+        log(
+            f"routed at {ROUTED_DELAY_S * 1000:.0f} ms: {orders} orders of {BURST_QUANTITY} placed "
+            f"in {placed:.2f} s, {delivered} of {total} delivered {elapsed:.2f} s after the first "
+            f"request; CPU ms per recharge: {per}"
+        )
+        self.notes.append(
+            f"routed at {ROUTED_DELAY_S * 1000:.0f} ms: {delivered} of {total} delivered in "
+            f"{elapsed:.2f} s ({delivered / elapsed:.1f}/s); orders placed in {placed:.2f} s "
+            f"(p50 {latencies[len(latencies) // 2]:.1f} ms); CPU ms per recharge {per}"
+        )
+        return {"rps": round(delivered / elapsed, 1), "requests": total, "seconds": elapsed}
+
+    def b2b_while_delivering(self, product: str, port: int | None = None) -> tuple[dict, dict]:
+        """B2B at 8 clients (the routed product) and ``GET /auth/me`` at 8 clients, alternated
+        ABBA ``--rounds`` // 2 times after a warm-up of each, with the worker consuming
+        throughout: the B2B runs' recharges are delivered while they run. The mean of each."""
+        clients = 8 if 8 in self.args.clients else max(self.args.clients)
+        many = self.seed["many_keys"]
+        me_run, b2b_run = (
+            ("me-busy", self.me(many), 200),
+            ("b2b-busy", self.b2b(many, 1, product), 201),
+        )
+        order = [me_run, b2b_run] + [me_run, b2b_run, b2b_run, me_run] * max(
+            1, self.args.rounds // 2
+        )
+        runs: dict[str, list[dict]] = {"me-busy": [], "b2b-busy": []}
+        self.consume(True)
+        for n, (name, factory, expected) in enumerate(order):
+            summary = self.http(name, clients, factory, expected, port=port)
+            if n >= 2:
+                runs[name].append(summary)
+        self.consume(False)
+        self.celery.control.purge()
+        means = {
+            name: {
+                key: round(sum(run[key] for run in found) / len(found), 2)
+                for key in ("rps", "p50_ms", "p99_ms")
             }
-        ]
-        if delivered != total:
-            self.notes.append(
-                f"burst via API: {delivered} of {total} recharges delivered within "
-                f"{self.args.worker_timeout:.0f} s"
+            for name, found in runs.items()
+        }
+        return means["me-busy"], means["b2b-busy"]
+
+    # -- PgBouncer or the pool -------------------------------------------------------------
+    def run_pgbouncer(self) -> None:
+        """The database path docker-compose.yml should ship (issue 39), measured on this box:
+        every app process through PgBouncer (transaction pooling) against every one straight
+        to PostgreSQL (the web server's persistent connections, the worker's psycopg pool).
+        For each path in turn (ABBA), a fresh web server and worker: B2B at 8 clients while the
+        worker delivers (routed, 500 ms) and the routed burst of 600 recharges at 500 ms."""
+        fake = FakeHost("reloadly", balance="100000000.00", delay=ROUTED_DELAY_S)
+        self.names[fake.pid] = "provider fake"
+        port = self.args.port + 5
+        results: dict[str, dict[str, list[dict]]] = {
+            via: {"b2b": [], "burst": []} for via in ("pgbouncer", "direct")
+        }
+        try:
+            self.manage(
+                "set_provider", "--name", ROUTED_PROVIDER, "--enabled", "true",
+                "--base-url", fake.url, "--auth-url", fake.url,
+            )  # fmt: skip
+            product = self.seed_cmd("routes", "--providers", "1")["products"]
+            product_id = next(
+                p["id"]
+                for p in product
+                if p["operator"] == "telcel" and float(p["local_amount"]) == 100
             )
-        self.notes.append(
-            f"burst via API: {processor_commits:.3f} processor commits per recharge (the house "
-            f"issue wants <= 0.2): {burst_commits} commits over the burst less "
-            f"{api_per_order:.2f} per order for the API path, measured with the processor paused"
-        )
-        self.notes.append(
-            f"burst via API: {orders} orders placed in {placed:.2f} s (a request: p50 "
-            f"{latencies[len(latencies) // 2]:.1f} ms, max {latencies[-1]:.1f} ms)"
-        )
-        self.row(
-            f"burst via API: {orders} orders x {quantity}, 1 client",
-            rate, "processor at 0 ms, tasks published", published,
-            aim=None, aim_text="measured, not gated",
-        )  # fmt: skip
+            deployed = self.app_env
+            for via in ("pgbouncer", "direct", "direct", "pgbouncer"):
+                self.use_database_path(via)
+                server = self.start_gunicorn(f"gunicorn-{via}", port)
+                self.wait_healthy(port)
+                before = set(self.procs)
+                self.start_processor(f"celery-{via}", f"bench-{via}")
+                workers = self.wait_for_workers(f"bench-{via}-")
+                saved, self.workers = self.workers, workers
+                try:
+                    _me, b2b = self.b2b_while_delivering(product_id, port=port)
+                    results[via]["b2b"].append(b2b)
+                    results[via]["burst"].append(self.routed_burst_at(product_id, 600, port))
+                finally:
+                    self.workers = saved
+                    for proc in [p for p in self.procs if p not in before]:
+                        self.stop(proc)
+                    self.stop(server)
+            self.app_env = deployed
+        finally:
+            fake.stop()
+            self.manage("set_provider", "--name", ROUTED_PROVIDER, "--enabled", "false")
+
+        def mean(runs: list[dict]) -> dict:
+            return {"rps": round(sum(r["rps"] for r in runs) / len(runs), 1)}
+
+        other = "direct" if self.deployed == "pgbouncer" else "pgbouncer"
+        self.series["pgbouncer"] = [results]
+        for what, title in (
+            ("b2b", "B2B, 8 clients, while the worker delivers"),
+            ("burst", "routed at 500 ms, 600 recharges via the API"),
+        ):
+            self.row(
+                f"{title}: {self.deployed} (as deployed)",
+                mean(results[self.deployed][what]), f"the same through {other}",
+                mean(results[other][what]), aim=1.0, aim_text=">= 1: compose ships the faster",
+            )  # fmt: skip
+
+    def routed_burst_at(self, product: str, total: int, port: int) -> dict:
+        """``routed_burst`` against the web server on ``port``."""
+        saved = self.args.port
+        self.args.port = port
+        try:
+            return self.routed_burst(product, total)
+        finally:
+            self.args.port = saved
 
     def place_orders(
         self,
@@ -898,14 +1076,16 @@ class Bench:
         time.sleep(STATS_SETTLE_S)
         return self.commits()
 
-    def fill_queued(self, count: int) -> None:
-        """At least ``count`` queued recharges for a worker figure: when the HTTP figures did
-        not leave enough (``--only worker``), B2B orders placed through the API with the
-        processor paused; their tasks are purged (the figure publishes its own)."""
-        missing = count - len(self.seed_cmd("queued", "--limit", str(count))["ids"])
+    def fill_queued(self, count: int, product: str) -> None:
+        """At least ``count`` queued recharges of ``product``, placed through the API in B2B
+        orders with the processor paused; their tasks are purged (the figure publishes its
+        own)."""
+        have = self.seed_cmd("queued", "--limit", str(count), "--product", product)["ids"]
+        missing = count - len(have)
         if missing > 0:
             orders = -(-missing // BURST_QUANTITY)
-            self.place_orders(self.seed["many_keys"][-1], orders, BURST_QUANTITY)
+            self.consume(False)
+            self.place_orders(self.seed["many_keys"][-1], orders, BURST_QUANTITY, [product])
             self.celery.control.purge()
             log(f"worker: {orders} orders of {BURST_QUANTITY} placed for queued recharges")
 
@@ -1761,9 +1941,11 @@ def main() -> int:
             bench.run_requestlog()
         if "metrics" in args.only:
             bench.run_metrics()
-        if "worker" in args.only:
-            bench.run_worker()
-        if "fair" in args.only:  # before routing: provider rows route every recharge
+        if "routed" in args.only:
+            bench.run_routed()
+        if "pgbouncer" in args.only:
+            bench.run_pgbouncer()
+        if "fair" in args.only:
             bench.run_fair()
         if "profile" in args.only:
             bench.profile()

@@ -245,6 +245,8 @@ def cmd_ledger(args) -> dict:
 
 def cmd_queued(args) -> dict:
     ids = Recharge.objects.filter(status="queued").order_by("pk").values_list("pk", flat=True)
+    if args.product:
+        ids = ids.filter(product__public_id=args.product)
     return {"ids": list(ids[: args.limit])}
 
 
@@ -275,9 +277,10 @@ def cmd_routing_operators(_args) -> dict:
     return {"operators": ["telcel", "att"]}
 
 
-def cmd_routes(_args) -> dict:
-    """Products with an active route at more than one provider: each with its usable routes
-    cheapest first (the order the processor tries them in while every provider is healthy)."""
+def cmd_routes(args) -> dict:
+    """Products with an active route at ``--providers`` providers or more (2): each with its
+    usable routes cheapest first (the order the processor tries them in while every provider
+    is healthy)."""
     from upstreams.models import Route
     from upstreams.routing import routes_ranked
 
@@ -285,12 +288,12 @@ def cmd_routes(_args) -> dict:
         Route.objects.filter(active=True)
         .values("product_id")
         .annotate(n=Count("provider", distinct=True))
-        .filter(n__gt=1)
+        .filter(n__gte=args.providers)
         .values_list("product_id", flat=True)
     )
     products = []
     for product in Product.objects.filter(pk__in=list(product_ids)).select_related("operator"):
-        ranked = routes_ranked(product_id=product.pk)
+        ranked = routes_ranked(product=product)
         products.append(
             {
                 "id": product.public_id,
@@ -314,11 +317,13 @@ def main() -> int:
     init.add_argument("--products", type=int, default=100)
     sub.add_parser("catalog").add_argument("--total", type=int, default=10_000)
     sub.add_parser("ledger").add_argument("--entries", type=int, default=1_000_000)
-    sub.add_parser("queued").add_argument("--limit", type=int, default=500)
+    queued = sub.add_parser("queued")
+    queued.add_argument("--limit", type=int, default=500)
+    queued.add_argument("--product", default="")
     sub.add_parser("status")
     sub.add_parser("deliveries")
     sub.add_parser("routing-operators")
-    sub.add_parser("routes")
+    sub.add_parser("routes").add_argument("--providers", type=int, default=2)
     fresh = sub.add_parser("accounts")
     fresh.add_argument("--prefix", required=True)
     fresh.add_argument("--count", type=int, default=5)
