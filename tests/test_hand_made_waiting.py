@@ -8,9 +8,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 APP_PACKAGES = [
-    path.parent
-    for path in ROOT.glob("*/__init__.py")
-    if path.parent.name not in {"tests", "bench"}
+    path.parent for path in ROOT.glob("*/__init__.py") if path.parent.name not in {"tests", "bench"}
 ]
 KEPT = {
     ("upstreams/adapters/simulator.py", "time.sleep"),  # the simulated provider's latency
