@@ -37,9 +37,7 @@ def models_that_moved_app() -> dict[tuple[str, str], str]:
             elif isinstance(op, operations.CreateModel):
                 created.setdefault(op.name_lower, set()).add(app)
     return {
-        (old, model): new
-        for old, model in deleted
-        for new in created.get(model, set()) - {old}
+        (old, model): new for old, model in deleted for new in created.get(model, set()) - {old}
     }
 
 
