@@ -12,11 +12,12 @@ from django import forms
 from django.contrib import admin, messages
 from django.db import transaction
 from django.urls import reverse
+from django.utils.formats import localize
 from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
-from backoffice.admin.tools import ReadOnlyAdmin, ReadOnlyInline, run_each
+from backoffice.admin.tools import ReadOnlyAdmin, ReadOnlyInline, run_each, short_time, two_lines
 from backoffice.services import staff_price_rule_delete, staff_price_rule_set
 from catalog.models import Operator, Product
 from recharges.models import RechargeAttempt
@@ -96,23 +97,20 @@ class ProviderChangeForm(forms.ModelForm):
         fields = ("enabled", "priority", "max_in_flight", "base_url", "auth_url")
 
 
+HEALTH = ("state", "success_rate", "latency", "in_flight", "routes")
+
+
 @admin.register(Provider)
 class ProviderAdmin(admin.ModelAdmin):
-    list_display = (
-        "name",
-        "kind",
-        "enabled",
-        "priority",
-        "state",
-        "balance_shown",
-        "success_rate",
-        "latency",
-        "in_flight",
-        "routes",
-    )
-    list_filter = ("kind", "enabled")
+    # Health at a glance, in compact rows that fit 1280 px beside the navigation: no filter
+    # column (a handful of rows; the search stays), kind and priority under the name, and
+    # "disabled" in the state (docs/backoffice.md, "Lists that fit"). The provider's page
+    # has every figure.
+    list_display = ("provider_shown", "state", "balance_shown", "success_rate", "latency",
+                    "in_flight", "routes")  # fmt: skip
     search_fields = ("name",)
-    readonly_fields = ("name", "kind", "client_id", "secrets_set", "balance_shown", "synced_at")
+    readonly_fields = ("name", "kind", "client_id", "secrets_set", "balance_shown", "synced_at",
+                       *HEALTH)  # fmt: skip
     actions = ["sync", "read_balance", "close_circuit"]
 
     def get_form(self, request, obj=None, change=False, **kwargs):
@@ -122,26 +120,34 @@ class ProviderAdmin(admin.ModelAdmin):
     def get_readonly_fields(self, request, obj=None):
         return self.readonly_fields if obj is not None else ()
 
-    def get_fields(self, request, obj=None):
+    def get_fieldsets(self, request, obj=None):
         if obj is None:
-            return ProviderAddForm.Meta.fields
-        return (
-            "name",
-            "kind",
-            "enabled",
-            "priority",
-            "max_in_flight",
-            "base_url",
-            "auth_url",
-            "client_id",
-            "secrets_set",
-            "client_secret",
-            "api_key",
-            "api_secret",
-            "callback_secret",
-            "balance_shown",
-            "synced_at",
-        )
+            return [(None, {"fields": ProviderAddForm.Meta.fields})]
+        return [
+            (
+                None,
+                {
+                    "fields": (
+                        "name",
+                        "kind",
+                        "enabled",
+                        "priority",
+                        "max_in_flight",
+                        "base_url",
+                        "auth_url",
+                        "client_id",
+                        "secrets_set",
+                        "client_secret",
+                        "api_key",
+                        "api_secret",
+                        "callback_secret",
+                        "balance_shown",
+                        "synced_at",
+                    )
+                },
+            ),
+            (_("Health, last 15 minutes"), {"fields": HEALTH}),
+        ]
 
     def has_delete_permission(self, request, obj=None):
         return False  # recharges name it; disable it instead
@@ -170,23 +176,35 @@ class ProviderAdmin(admin.ModelAdmin):
             obj._provider_view = provider_view(obj)  # type: ignore[attr-defined]
         return obj._provider_view  # type: ignore[attr-defined]
 
+    @admin.display(description=_("provider"), ordering="name")
+    def provider_shown(self, obj: Provider) -> str:
+        below = _("%(kind)s · priority %(priority)d") % {
+            "kind": obj.get_kind_display(),
+            "priority": obj.priority,
+        }
+        return two_lines(obj.name, below)
+
     @admin.display(description=_("state"))
     def state(self, obj: Provider) -> object:
-        state = self._view(obj).state
-        return STATES.get(state, state)
+        state = STATES.get(self._view(obj).state, self._view(obj).state)
+        if not obj.enabled:  # not routed to, whatever its health
+            return two_lines(_("disabled"), state)
+        return state
 
     @admin.display(description=_("balance"))
     def balance_shown(self, obj: Provider) -> str:
         if obj.balance is None:
             return "—"
-        return f"{obj.balance} {obj.balance_currency}"
+        read = _("read %(time)s") % {"time": short_time(obj.balance_checked_at)}
+        return two_lines(f"{localize(obj.balance)} {obj.balance_currency}", read, nowrap=True)
 
     @admin.display(description=_("success"))
     def success_rate(self, obj: Provider) -> str:
         view = self._view(obj)
         if view.success_rate is None:
             return "—"
-        return f"{view.success_rate * 100:.1f}% ({view.calls})"
+        calls = ngettext("%(count)d call", "%(count)d calls", view.calls) % {"count": view.calls}
+        return two_lines(f"{view.success_rate * 100:.1f}%", calls)
 
     @admin.display(description=_("p50/p95 ms"))
     def latency(self, obj: Provider) -> str:
