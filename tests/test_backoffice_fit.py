@@ -80,7 +80,7 @@ def test_the_providers_list_shows_health_at_a_glance_and_the_page_every_figure()
     client = staff_client()
     html = client.get("/admin/upstreams/provider/").content.decode()
     headers = re.findall(r'<th scope="col" class="[^"]*column-(\w+)', html)
-    assert headers == ["provider_shown", "state", "balance_shown", "success_rate", "latency",
+    assert headers == ["provider_shown", "state", "balance_listed", "success_rate", "latency",
                        "in_flight", "routes"]  # fmt: skip
     assert 'id="changelist-filter"' not in html  # the room it took is the columns'
     (row,) = rows_of(html)
@@ -88,5 +88,5 @@ def test_the_providers_list_shows_health_at_a_glance_and_the_page_every_figure()
     pk = Provider.objects.get(name="sim-a").pk
     page = text_of(client.get(f"/admin/upstreams/provider/{pk}/change/").content.decode())
     for label in ("Health, last 15 minutes", "State", "Success", "P50/p95 ms", "In flight",
-                  "Routes", "Balance"):  # fmt: skip
+                  "Routes", "Balance at the provider", "Float in our books"):  # fmt: skip
         assert label in page, label

@@ -13,7 +13,9 @@ from django.contrib import admin, messages
 from django.db import transaction
 from django.urls import reverse
 from django.utils.formats import localize
-from django.utils.html import format_html
+from django.utils.functional import lazy
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import mark_safe
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
@@ -23,6 +25,7 @@ from catalog.models import Operator, Product
 from recharges.models import RechargeAttempt
 from upstreams import health
 from upstreams.adapters import ProviderError
+from upstreams.floats import ProviderMoney, provider_money
 from upstreams.models import PriceRule, Provider, ProviderOperator, Route
 from upstreams.routing import routing_forget
 from upstreams.selectors import ProviderView, provider_view
@@ -38,6 +41,40 @@ from upstreams.services import (
 
 logger = logging.getLogger(__name__)
 STATES = {"healthy": _("healthy"), "degraded": _("degraded"), "open": _("open")}
+LINE_BREAK = mark_safe("<br>")  # between a provider's figures in several currencies
+
+
+def _money_words() -> str:
+    """What each figure of a provider's money is: the words of the margin page's provider
+    floats (templates/backoffice/margin.html), in the staff's language."""
+    return format_html(
+        "<p><strong>{}</strong>: {}</p><p><strong>{}</strong>: {} {}</p>"
+        "<p><strong>{}</strong>: {}</p>",
+        _("Balance at the provider"),
+        _(
+            "What the provider's API says our account there holds: its figure, not ours. It is "
+            "read after each catalog sync, every minute, and by the action Read the balance of "
+            "the Providers page."
+        ),
+        _("Float in our books"),
+        _(
+            "What we prepaid each provider (fund_provider), less the costs of its deliveries, "
+            "plus the costs it returned with reversals."
+        ),
+        _(
+            "Starts at 0: until a prepayment is booked with python manage.py fund_provider, it "
+            "is below zero by what the deliveries cost."
+        ),
+        _("Balance less float"),
+        _(
+            "What the provider holds that the books do not show yet: a prepayment not booked "
+            "(book it with python manage.py fund_provider --provider NAME --amount AMOUNT "
+            "--currency CUR), or a cost charged differently (see the reconciliation runs)."
+        ),
+    )
+
+
+money_words = lazy(_money_words, str)  # rendered when the page is, in its language
 SECRET_WIDGET = forms.PasswordInput(render_value=False, attrs={"autocomplete": "off"})
 
 
@@ -98,6 +135,7 @@ class ProviderChangeForm(forms.ModelForm):
 
 
 HEALTH = ("state", "success_rate", "latency", "in_flight", "routes")
+MONEY = ("balance_shown", "float_shown", "difference_shown")
 
 
 @admin.register(Provider)
@@ -105,12 +143,11 @@ class ProviderAdmin(admin.ModelAdmin):
     # Health at a glance, in compact rows that fit 1280 px beside the navigation: no filter
     # column (a handful of rows; the search stays), kind and priority under the name, and
     # "disabled" in the state (docs/backoffice.md, "Lists that fit"). The provider's page
-    # has every figure.
-    list_display = ("provider_shown", "state", "balance_shown", "success_rate", "latency",
+    # has every figure, with the float of the books beside the balance (docs/books.md).
+    list_display = ("provider_shown", "state", "balance_listed", "success_rate", "latency",
                     "in_flight", "routes")  # fmt: skip
     search_fields = ("name",)
-    readonly_fields = ("name", "kind", "client_id", "secrets_set", "balance_shown", "synced_at",
-                       *HEALTH)  # fmt: skip
+    readonly_fields = ("name", "kind", "client_id", "secrets_set", "synced_at", *HEALTH, *MONEY)
     actions = ["sync", "read_balance", "close_circuit"]
 
     def get_form(self, request, obj=None, change=False, **kwargs):
@@ -141,12 +178,12 @@ class ProviderAdmin(admin.ModelAdmin):
                         "api_key",
                         "api_secret",
                         "callback_secret",
-                        "balance_shown",
                         "synced_at",
                     )
                 },
             ),
             (_("Health, last 15 minutes"), {"fields": HEALTH}),
+            (_("Money"), {"fields": MONEY, "description": money_words()}),
         ]
 
     def has_delete_permission(self, request, obj=None):
@@ -191,12 +228,41 @@ class ProviderAdmin(admin.ModelAdmin):
             return two_lines(_("disabled"), state)
         return state
 
-    @admin.display(description=_("balance"))
+    @admin.display(description=_("balance at the provider"))
     def balance_shown(self, obj: Provider) -> str:
         if obj.balance is None:
             return "—"
         read = _("read %(time)s") % {"time": short_time(obj.balance_checked_at)}
         return two_lines(f"{localize(obj.balance)} {obj.balance_currency}", read, nowrap=True)
+
+    @admin.display(description=_("balance"))
+    def balance_listed(self, obj: Provider) -> str:
+        return self.balance_shown(obj)
+
+    def _money(self, obj: Provider) -> list[ProviderMoney]:
+        if not hasattr(obj, "_provider_money"):
+            obj._provider_money = provider_money(obj)  # type: ignore[attr-defined]
+        return obj._provider_money  # type: ignore[attr-defined]
+
+    @admin.display(description=_("float in our books"))
+    def float_shown(self, obj: Provider) -> str:
+        rows = self._money(obj)
+        if not rows:
+            return str(_("nothing booked yet"))
+        return format_html_join(
+            LINE_BREAK, "{} {}", ((localize(row.float), row.currency) for row in rows)
+        )
+
+    @admin.display(description=_("balance less float"))
+    def difference_shown(self, obj: Provider) -> str:
+        shown = [
+            (localize(row.difference), row.currency)
+            for row in self._money(obj)
+            if row.difference is not None
+        ]
+        if not shown:
+            return "—"
+        return format_html_join(LINE_BREAK, "{} {}", shown)
 
     @admin.display(description=_("success"))
     def success_rate(self, obj: Provider) -> str:
