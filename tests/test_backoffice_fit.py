@@ -45,7 +45,9 @@ def test_each_recharge_row_shows_id_date_account_number_operator_amount_status_a
     headers = re.findall(r'<th scope="col" class="[^"]*column-(\w+)', html)
     assert headers == ["recharge_shown", "account_shown", "recipient_shown", "amount_shown",
                        "status_shown"]  # fmt: skip
-    rows = {row.split()[0]: row for row in rows_of(html)}
+    listed = rows_of(html)
+    assert listed[0].split()[0] == failed.recharges.get().public_id  # the newest first
+    rows = {row.split()[0]: row for row in listed}
     ok = rows[delivered.recharges.get().public_id]
     operator = f"{product.operator.name} ({product.country_id})"
     for shown in ("Kiosco Central", "+525512345678", operator, "5.00 EUR", "Delivered",

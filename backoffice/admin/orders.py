@@ -178,6 +178,7 @@ class RechargeAdmin(ReadOnlyAdmin):
     # message, refund, retries, mode, cost, margin, history, calls) is on the recharge's page.
     list_display = ("recharge_shown", "account_shown", "recipient_shown", "amount_shown",
                     "status_shown")  # fmt: skip
+    ordering = ("-id",)  # the newest first, as staff look for them (the model keeps id order)
     list_filter = (
         "status",
         "livemode",
