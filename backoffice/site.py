@@ -7,7 +7,8 @@ the first registration, and that import must not trigger the registrations thems
 
 from __future__ import annotations
 
-from django.urls import URLPattern, URLResolver, path
+from django.http import HttpRequest, HttpResponsePermanentRedirect
+from django.urls import URLPattern, URLResolver, path, re_path, reverse
 from django.utils.text import format_lazy
 from django.utils.translation import gettext_lazy as _
 from django_otp.admin import OTPAdminSite
@@ -24,6 +25,34 @@ THIRD_PARTY_NAMES = {
     ("token_blacklist", "BlacklistedToken"): _("Revoked tokens"),
 }
 THIRD_PARTY_APPS = {"token_blacklist": _("API sign-in tokens")}
+
+# Models that moved app with their tables (the migrations orders 0011 and 0012): their admin
+# address moved with their app label. (old app label, model name) → new app label. Staff
+# bookmarks of the old addresses get a permanent redirect (docs/backoffice.md, "Addresses").
+MOVED_MODELS = {
+    ("orders", "payment"): "payments",
+    ("orders", "recharge"): "recharges",
+    ("orders", "rechargeevent"): "recharges",
+    ("orders", "cardcheckout"): "checkout",
+    ("orders", "stripeevent"): "checkout",
+}
+
+
+class MovedRedirect(HttpResponsePermanentRedirect):
+    """301 for a GET or HEAD (a bookmark); 308 for anything else, which keeps the method and
+    the body (a form posted from a page opened before the move)."""
+
+    def __init__(self, to: str, *, keep_method: bool) -> None:
+        super().__init__(to)
+        if keep_method:
+            self.status_code = 308
+
+
+def moved_model_redirect(request: HttpRequest, *, old: str, new: str) -> MovedRedirect:
+    """The same address under the model's new app: list, change, history or delete page, its
+    id and its query string (filters, search, page) kept."""
+    rest = request.get_full_path()[len(old) :]
+    return MovedRedirect(new + rest, keep_method=request.method not in ("GET", "HEAD"))
 
 
 class BackofficeAdminSite(OTPAdminSite):
@@ -49,8 +78,25 @@ class BackofficeAdminSite(OTPAdminSite):
         return [
             path("dashboard/", dashboard, name="dashboard"),
             path("margin/", margin, name="margin"),
+            *self._moved_model_urls(),
             *super().get_urls(),
         ]
+
+    def _moved_model_urls(self) -> list[URLPattern]:
+        """Before the admin's own: its catch-all would answer 404 for the old app label."""
+        urls = []
+        for (old_app, model), new_app in MOVED_MODELS.items():
+
+            def redirect(request, *, old_app=old_app, new_app=new_app, model=model):
+                index = reverse(f"{self.name}:index")
+                return moved_model_redirect(
+                    request,
+                    old=f"{index}{old_app}/{model}/",
+                    new=reverse(f"{self.name}:{new_app}_{model}_changelist"),
+                )
+
+            urls.append(re_path(rf"^{old_app}/{model}/", redirect))
+        return urls
 
     def get_app_list(self, request, app_label=None):
         apps = super().get_app_list(request, app_label)

@@ -9,10 +9,9 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy as _lazy
 
 from backoffice import charts, selectors
-from books.selectors import provider_floats
 from recharges.models import Recharge
 from reseller.exports import csv_response, csv_safe, csv_stream, xlsx_response
-from reseller.money import quantize
+from upstreams.floats import providers_money
 
 
 def dashboard(request, *, admin_site):
@@ -174,10 +173,7 @@ def margin(request, *, admin_site):
         "groups": MARGIN_GROUPS,
         "group_name": MARGIN_GROUPS[by],
         "periods": selectors.MARGIN_PERIODS,
-        "floats": [
-            {"provider": name, "currency": currency, "amount": quantize(amount)}
-            for name, by_currency in provider_floats().items()
-            for currency, amount in by_currency.items()
-        ],
+        # Each provider's float beside the balance it reports, said what each is.
+        "floats": providers_money(),
     }
     return TemplateResponse(request, "backoffice/margin.html", context)

@@ -81,7 +81,8 @@ class _Priced:
         self.recipient_number = item.recipient_number
         self.quantity = item.quantity
         self.unit_price = line.unit_price
-        self.line_total = line.line_total
+        # The item's own quantity: an add to a line already in the cart answers that line.
+        self.line_total = line.unit_price * item.quantity
         self.currency = currency
 
 
@@ -105,6 +106,11 @@ class CartItemsApi(APIView):
     @extend_schema(
         tags=["cart"],
         summary="Add a recipient line to the cart",
+        description="The same product to the same number already in the cart makes one "
+        "line: its `quantity` grows by the one sent and the answer is that line (same `id`, "
+        "201 as for a new line). A line holds at most 20 recharges: an add past it is 400 "
+        "`validation_error` naming `quantity` (what the line holds and how many more it "
+        "takes), and the cart is left as it was.",
         request=CartItemIn,
         examples=ex.exchange("Telcel 100 MXN", ex.CART_ITEM_REQUEST, ex.CART_ITEM, status=201),
         responses={201: CartItemOut, **problems(400, 401, 403, 409)},

@@ -48,3 +48,12 @@ class CartAlreadyPaid(ApplicationError):
     status = 409
     title = _("Conflict")
     default_detail = _("The cart has no lines left to pay: it was paid meanwhile.")
+
+
+class CartLineFull(ApplicationError):
+    """Adding to a cart line (same product, same number) past what one line holds."""
+
+    code = "validation_error"
+    status = 400
+    title = _("Validation error")
+    default_detail = _("A cart line holds at most 20 recharges.")

@@ -27,6 +27,7 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from accounts.models import Account
 from orders.errors import (
@@ -38,6 +39,7 @@ from orders.errors import (
 from orders.models import IdempotencyRecord
 from reseller.db import advisory_xact_lock
 from reseller.errors import ApplicationError
+from wallet.errors import InsufficientBalance
 
 KEY_PATTERN = re.compile(r"^[\x21-\x7e]{1,255}$")
 RETENTION = timedelta(hours=24)
@@ -138,6 +140,13 @@ def run_idempotent(
             raise
         return _replay(record, print_=request_fingerprint)
     except ApplicationError as exc:
+        if isinstance(exc, InsufficientBalance):
+            # Stored, this 402 is what the key answers for a day, even once the wallet is
+            # funded: the refusal says so, first time and replayed (docs/orders.md).
+            exc.detail += " " + _(
+                "This Idempotency-Key keeps this answer for 24 hours: once the balance covers "
+                "the order, send it again with a new Idempotency-Key."
+            )
         _store_refusal(**scope, print_=request_fingerprint, exc=exc, request_id=request_id)
         raise
     return Outcome(status=status, body=body, replayed=False)

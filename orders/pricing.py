@@ -24,6 +24,7 @@ from catalog.selectors import FxQuote, fx_rate, product_offered_check, product_p
 from reseller.money import ZERO, quantize
 
 QUOTE_VALIDITY = timedelta(minutes=15)
+QUANTITY_MIN, QUANTITY_MAX = 1, 20  # recharges of one line (docs/orders.md)
 
 
 @dataclass(frozen=True)

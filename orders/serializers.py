@@ -13,7 +13,7 @@ from rest_framework.exceptions import ErrorDetail
 from catalog.errors import FxRateNotFound, PhoneNumberError
 from catalog.phone import recipient_validate
 from catalog.selectors import fx_rate, products_get
-from orders.pricing import LineRequest
+from orders.pricing import QUANTITY_MAX, QUANTITY_MIN, LineRequest
 from recharges.models import Recharge
 from recharges.serializers import RechargeOut
 from reseller.api import JsonIntegerField, StrictSerializer
@@ -35,7 +35,6 @@ def promotion_choice_field() -> serializers.ChoiceField:
     )
 
 
-QUANTITY_MIN, QUANTITY_MAX = 1, 20  # recharges of one line (docs/orders.md)
 CURRENCY_FIELD: dict[str, Any] = {
     "regex": r"^[A-Z]{3}$",
     "max_length": 3,

@@ -16,16 +16,17 @@ from django.db import transaction
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 
 from accounts.models import Account, User
 from accounts.selectors import account_contact
 from catalog.phone import number_display
 from emails.models import Email
 from emails.outbox import Person, email_queue_to_user
-from orders.errors import CartAlreadyPaid, CurrencyMismatch
+from orders.errors import CartAlreadyPaid, CartLineFull, CurrencyMismatch
 from orders.idempotency import Outcome, run_idempotent
 from orders.models import Cart, CartItem, Order, OrderLine
-from orders.pricing import LineRequest, PricedOrder, line_requests, price_order
+from orders.pricing import QUANTITY_MAX, LineRequest, PricedOrder, line_requests, price_order
 from orders.selectors import cart_items
 from payments.models import Payment
 from payments.services import payment_create
@@ -53,13 +54,56 @@ def cart_get_or_create(*, account: Account, livemode: bool, session_id: str) -> 
 def cart_add_item(
     *, account: Account, livemode: bool, session_id: str, line: LineRequest
 ) -> CartItem:
+    """Add ``line`` to the cart. The same product to the same number makes one line: a line
+    already there grows by the quantity added (the answer is that line), up to
+    ``QUANTITY_MAX``; past it ``CartLineFull`` (400) and the cart is left as it was.
+
+    The cart's row lock serialises adds to one cart, so two at once add up on one line."""
     cart = cart_get_or_create(account=account, livemode=livemode, session_id=session_id)
+    Cart.objects.select_for_update(of=("self",)).filter(pk=cart.pk).first()
+    same = (
+        CartItem.objects.filter(
+            cart=cart, product=line.product, recipient_number=line.recipient_number
+        )
+        .order_by("id")
+        .first()
+    )
+    if same is not None and same.quantity + line.quantity > QUANTITY_MAX:
+        raise _line_full(same, room=QUANTITY_MAX - same.quantity)
     Cart.objects.filter(pk=cart.pk).update(updated_at=timezone.now())
+    if same is not None:
+        same.quantity += line.quantity
+        same.save(update_fields=["quantity"])
+        return same
     return CartItem.objects.create(
         cart=cart,
         product=line.product,
         recipient_number=line.recipient_number,
         quantity=line.quantity,
+    )
+
+
+def _line_full(item: CartItem, *, room: int) -> CartLineFull:
+    """What to say when a line cannot take what was added: what it holds, and how many more
+    it takes."""
+    holds = ngettext(
+        "Your cart already has %(count)d of this top-up for %(number)s.",
+        "Your cart already has %(count)d of this top-up for %(number)s.",
+        item.quantity,
+    ) % {"count": item.quantity, "number": number_display(item.recipient_number)}
+    if room:
+        more = ngettext(
+            "A cart line holds at most %(max)d recharges: add at most %(room)d more.",
+            "A cart line holds at most %(max)d recharges: add at most %(room)d more.",
+            room,
+        ) % {"max": QUANTITY_MAX, "room": room}
+    else:
+        more = _("A cart line holds at most %(max)d recharges: this one is full.") % {
+            "max": QUANTITY_MAX
+        }
+    message = f"{holds} {more}"
+    return CartLineFull(
+        message, fields=[{"field": "quantity", "code": "max_value", "message": message}]
     )
 
 

@@ -15,12 +15,14 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme, urlencode
 from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 from rest_framework.exceptions import ValidationError
 
 from accounts.http import AuthenticatedRequest
 from accounts.services import guest_account
+from catalog.phone import number_display
 from catalog.selectors import promotion_is_waitlisting
 from orders import guest, selectors, services
 from orders.errors import CartAlreadyPaid
@@ -122,10 +124,25 @@ def cart_add(request: HttpRequest) -> HttpResponse:
             account=request.user.account, livemode=True, session_id=SITE_BUY_NOW, line=line
         )
         return redirect(f"{reverse('orders:checkout')}?{urlencode({'cart': SITE_BUY_NOW})}")
-    services.cart_add_item(
-        account=request.user.account, livemode=True, session_id=SITE_CART, line=line
-    )
-    messages.success(request, _("Added to your cart."))
+    try:
+        item = services.cart_add_item(
+            account=request.user.account, livemode=True, session_id=SITE_CART, line=line
+        )
+    except ApplicationError as exc:  # the line already holds what one line may
+        messages.error(request, exc.detail)
+        return redirect("orders:cart")
+    if item.quantity > line.quantity:  # added to the line of this product and number
+        messages.success(
+            request,
+            ngettext(
+                "Added to your cart: it now has %(count)d of this top-up for %(number)s.",
+                "Added to your cart: it now has %(count)d of this top-up for %(number)s.",
+                item.quantity,
+            )
+            % {"count": item.quantity, "number": number_display(item.recipient_number)},
+        )
+    else:
+        messages.success(request, _("Added to your cart."))
     return redirect("orders:cart")
 
 

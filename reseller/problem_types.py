@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from django.conf import settings
+from django.utils.text import format_lazy
 from django.utils.translation import gettext_lazy as _
 
 if TYPE_CHECKING:
@@ -163,11 +164,24 @@ PROBLEM_TYPES: dict[str, ProblemType] = {
     "insufficient_balance": _p(
         402,
         _("Insufficient balance"),
-        "The available balance is below the order total.",
-        _(
-            "The wallet (or a test key's sandbox balance, which starts at 0) is below the "
-            "order total; nothing was charged. Top up the wallet, or add to the sandbox "
-            "balance on the key's page."
+        (
+            "Available balance 5.00 EUR is below the order total 12.00 EUR. Add at least "
+            "7.00 EUR: top up the wallet by card or bank transfer on the site's Wallet page, "
+            "https://reseller.example/wallet/ This Idempotency-Key keeps this answer for 24 "
+            "hours: once the balance covers the order, send it again with a new "
+            "Idempotency-Key."
+        ),
+        format_lazy(
+            "{} {}",
+            _(
+                "The wallet (or a test key's sandbox balance, which starts at 0) is below the "
+                "order total; nothing was charged. Top up the wallet, or add to the sandbox "
+                "balance on the key's page."
+            ),
+            _(
+                "A request with an Idempotency-Key keeps this answer for 24 hours, even once "
+                "the wallet is funded: send the order again with a new key."
+            ),
         ),
     ),
     "card_declined": _p(

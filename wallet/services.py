@@ -70,6 +70,15 @@ def balance_check(*, wallet: Wallet, amount: Decimal) -> None:
                 "(API keys, then the key's sandbox) or with: python manage.py sandbox_topup "
                 "--prefix %(prefix)s --amount 50"
             ) % {"prefix": wallet.api_key.prefix if wallet.api_key else "<key prefix>"}
+        else:
+            # The live wallet: say how much is missing and where money comes from.
+            detail += " " + _(
+                "Add at least %(missing)s: top up the wallet by card or bank transfer on the "
+                "site's Wallet page, %(url)s"
+            ) % {
+                "missing": fmt(amount - wallet.balance, wallet.currency),
+                "url": settings.SITE_URL.rstrip("/") + reverse("wallet:wallet"),
+            }
         raise InsufficientBalance(detail)
 
 

@@ -9,7 +9,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.http import HttpResponseBadRequest, HttpResponseForbidden, HttpResponseRedirect
 from django.template.response import TemplateResponse
-from django.utils.translation import gettext as _now
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from accounts.models import Account
@@ -115,13 +115,13 @@ class CardFraudReviewAdmin(ReadOnlyAdmin):
         ]
         context = {
             **self.admin_site.each_context(request),
-            "title": _now("Card fraud review"),
+            "title": gettext("Card fraud review"),
             "opts": self.opts,
             "queue": queue,
             "sections": [
-                ("accounts", _now("Frozen accounts"), queue["accounts"]),
-                ("cards", _now("Frozen cards"), queue["cards"]),
-                ("numbers", _now("Frozen recipient numbers"), queue["numbers"]),
+                ("accounts", gettext("Frozen accounts"), queue["accounts"]),
+                ("cards", gettext("Frozen cards"), queue["cards"]),
+                ("numbers", gettext("Frozen recipient numbers"), queue["numbers"]),
             ],
             "blocked": review.blocked_counts(),
             "evidence": evidence,
@@ -137,21 +137,23 @@ class CardFraudReviewAdmin(ReadOnlyAdmin):
             review.dispute_evidence_send(dispute=dispute, by=actor)
             audit(actor=actor, action="dispute.evidence", target=dispute.checkout.account,
                   detail={"dispute": dispute.stripe_id})  # fmt: skip
-            return _now("Evidence of %(dispute)s sent to Stripe.") % {"dispute": dispute.stripe_id}
+            return gettext("Evidence of %(dispute)s sent to Stripe.") % {
+                "dispute": dispute.stripe_id
+            }
         if what == "account":
             account = review.account_of(id)
             if action == "block":
                 card_purchases_block(account=account, by=actor)
                 audit(actor=actor, action="account.block_cards", target=account)
-                return _now("Card purchases of %(account)s blocked for good.") % {
+                return gettext("Card purchases of %(account)s blocked for good.") % {
                     "account": account.name
                 }
             staff_account_unfreeze_cards(account=account, actor=actor)
-            return _now("Card purchases of %(account)s unfrozen.") % {"account": account.name}
+            return gettext("Card purchases of %(account)s unfrozen.") % {"account": account.name}
         row = CardKeyFreeze.objects.get(pk=id, kind=what)
         row = card_key_review(freeze_id=row.pk, block=action == "block", by=actor)
         audit(actor=actor, action=f"card_freeze.{action}", target=row,
               detail={"kind": row.kind, "value": row.value})  # fmt: skip
         if action == "block":
-            return _now("%(value)s blocked for good.") % {"value": row.value}
-        return _now("%(value)s unfrozen.") % {"value": row.value}
+            return gettext("%(value)s blocked for good.") % {"value": row.value}
+        return gettext("%(value)s unfrozen.") % {"value": row.value}

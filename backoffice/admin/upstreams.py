@@ -12,16 +12,20 @@ from django import forms
 from django.contrib import admin, messages
 from django.db import transaction
 from django.urls import reverse
-from django.utils.html import format_html
+from django.utils.formats import localize
+from django.utils.functional import lazy
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import mark_safe
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
-from backoffice.admin.tools import ReadOnlyAdmin, ReadOnlyInline, run_each
+from backoffice.admin.tools import ReadOnlyAdmin, ReadOnlyInline, run_each, short_time, two_lines
 from backoffice.services import staff_price_rule_delete, staff_price_rule_set
 from catalog.models import Operator, Product
 from recharges.models import RechargeAttempt
 from upstreams import health
 from upstreams.adapters import ProviderError
+from upstreams.floats import ProviderMoney, provider_money
 from upstreams.models import PriceRule, Provider, ProviderOperator, Route
 from upstreams.selectors import ProviderView, provider_view
 from upstreams.services import (
@@ -36,6 +40,40 @@ from upstreams.services import (
 
 logger = logging.getLogger(__name__)
 STATES = {"healthy": _("healthy"), "degraded": _("degraded"), "open": _("open")}
+LINE_BREAK = mark_safe("<br>")  # between a provider's figures in several currencies
+
+
+def _money_words() -> str:
+    """What each figure of a provider's money is: the words of the margin page's provider
+    floats (templates/backoffice/margin.html), in the staff's language."""
+    return format_html(
+        "<p><strong>{}</strong>: {}</p><p><strong>{}</strong>: {} {}</p>"
+        "<p><strong>{}</strong>: {}</p>",
+        _("Balance at the provider"),
+        _(
+            "What the provider's API says our account there holds: its figure, not ours. It is "
+            "read after each catalog sync, every minute, and by the action Read the balance of "
+            "the Providers page."
+        ),
+        _("Float in our books"),
+        _(
+            "What we prepaid each provider (fund_provider), less the costs of its deliveries, "
+            "plus the costs it returned with reversals."
+        ),
+        _(
+            "Starts at 0: until a prepayment is booked with python manage.py fund_provider, it "
+            "is below zero by what the deliveries cost."
+        ),
+        _("Balance less float"),
+        _(
+            "What the provider holds that the books do not show yet: a prepayment not booked "
+            "(book it with python manage.py fund_provider --provider NAME --amount AMOUNT "
+            "--currency CUR), or a cost charged differently (see the reconciliation runs)."
+        ),
+    )
+
+
+money_words = lazy(_money_words, str)  # rendered when the page is, in its language
 SECRET_WIDGET = forms.PasswordInput(render_value=False, attrs={"autocomplete": "off"})
 
 
@@ -95,23 +133,20 @@ class ProviderChangeForm(forms.ModelForm):
         fields = ("enabled", "priority", "max_in_flight", "base_url", "auth_url")
 
 
+HEALTH = ("state", "success_rate", "latency", "in_flight", "routes")
+MONEY = ("balance_shown", "float_shown", "difference_shown")
+
+
 @admin.register(Provider)
 class ProviderAdmin(admin.ModelAdmin):
-    list_display = (
-        "name",
-        "kind",
-        "enabled",
-        "priority",
-        "state",
-        "balance_shown",
-        "success_rate",
-        "latency",
-        "in_flight",
-        "routes",
-    )
-    list_filter = ("kind", "enabled")
+    # Health at a glance, in compact rows that fit 1280 px beside the navigation: no filter
+    # column (a handful of rows; the search stays), kind and priority under the name, and
+    # "disabled" in the state (docs/backoffice.md, "Lists that fit"). The provider's page
+    # has every figure, with the float of the books beside the balance (docs/books.md).
+    list_display = ("provider_shown", "state", "balance_listed", "success_rate", "latency",
+                    "in_flight", "routes")  # fmt: skip
     search_fields = ("name",)
-    readonly_fields = ("name", "kind", "client_id", "secrets_set", "balance_shown", "synced_at")
+    readonly_fields = ("name", "kind", "client_id", "secrets_set", "synced_at", *HEALTH, *MONEY)
     actions = ["sync", "read_balance", "close_circuit"]
 
     def get_form(self, request, obj=None, change=False, **kwargs):
@@ -121,26 +156,34 @@ class ProviderAdmin(admin.ModelAdmin):
     def get_readonly_fields(self, request, obj=None):
         return self.readonly_fields if obj is not None else ()
 
-    def get_fields(self, request, obj=None):
+    def get_fieldsets(self, request, obj=None):
         if obj is None:
-            return ProviderAddForm.Meta.fields
-        return (
-            "name",
-            "kind",
-            "enabled",
-            "priority",
-            "max_in_flight",
-            "base_url",
-            "auth_url",
-            "client_id",
-            "secrets_set",
-            "client_secret",
-            "api_key",
-            "api_secret",
-            "callback_secret",
-            "balance_shown",
-            "synced_at",
-        )
+            return [(None, {"fields": ProviderAddForm.Meta.fields})]
+        return [
+            (
+                None,
+                {
+                    "fields": (
+                        "name",
+                        "kind",
+                        "enabled",
+                        "priority",
+                        "max_in_flight",
+                        "base_url",
+                        "auth_url",
+                        "client_id",
+                        "secrets_set",
+                        "client_secret",
+                        "api_key",
+                        "api_secret",
+                        "callback_secret",
+                        "synced_at",
+                    )
+                },
+            ),
+            (_("Health, last 15 minutes"), {"fields": HEALTH}),
+            (_("Money"), {"fields": MONEY, "description": money_words()}),
+        ]
 
     def has_delete_permission(self, request, obj=None):
         return False  # recharges name it; disable it instead
@@ -168,23 +211,64 @@ class ProviderAdmin(admin.ModelAdmin):
             obj._provider_view = provider_view(obj)  # type: ignore[attr-defined]
         return obj._provider_view  # type: ignore[attr-defined]
 
+    @admin.display(description=_("provider"), ordering="name")
+    def provider_shown(self, obj: Provider) -> str:
+        below = _("%(kind)s · priority %(priority)d") % {
+            "kind": obj.get_kind_display(),
+            "priority": obj.priority,
+        }
+        return two_lines(obj.name, below)
+
     @admin.display(description=_("state"))
     def state(self, obj: Provider) -> object:
-        state = self._view(obj).state
-        return STATES.get(state, state)
+        state = STATES.get(self._view(obj).state, self._view(obj).state)
+        if not obj.enabled:  # not routed to, whatever its health
+            return two_lines(_("disabled"), state)
+        return state
 
-    @admin.display(description=_("balance"))
+    @admin.display(description=_("balance at the provider"))
     def balance_shown(self, obj: Provider) -> str:
         if obj.balance is None:
             return "—"
-        return f"{obj.balance} {obj.balance_currency}"
+        read = _("read %(time)s") % {"time": short_time(obj.balance_checked_at)}
+        return two_lines(f"{localize(obj.balance)} {obj.balance_currency}", read, nowrap=True)
+
+    @admin.display(description=_("balance"))
+    def balance_listed(self, obj: Provider) -> str:
+        return self.balance_shown(obj)
+
+    def _money(self, obj: Provider) -> list[ProviderMoney]:
+        if not hasattr(obj, "_provider_money"):
+            obj._provider_money = provider_money(obj)  # type: ignore[attr-defined]
+        return obj._provider_money  # type: ignore[attr-defined]
+
+    @admin.display(description=_("float in our books"))
+    def float_shown(self, obj: Provider) -> str:
+        rows = self._money(obj)
+        if not rows:
+            return str(_("nothing booked yet"))
+        return format_html_join(
+            LINE_BREAK, "{} {}", ((localize(row.float), row.currency) for row in rows)
+        )
+
+    @admin.display(description=_("balance less float"))
+    def difference_shown(self, obj: Provider) -> str:
+        shown = [
+            (localize(row.difference), row.currency)
+            for row in self._money(obj)
+            if row.difference is not None
+        ]
+        if not shown:
+            return "—"
+        return format_html_join(LINE_BREAK, "{} {}", shown)
 
     @admin.display(description=_("success"))
     def success_rate(self, obj: Provider) -> str:
         view = self._view(obj)
         if view.success_rate is None:
             return "—"
-        return f"{view.success_rate * 100:.1f}% ({view.calls})"
+        calls = ngettext("%(count)d call", "%(count)d calls", view.calls) % {"count": view.calls}
+        return two_lines(f"{view.success_rate * 100:.1f}%", calls)
 
     @admin.display(description=_("p50/p95 ms"))
     def latency(self, obj: Provider) -> str:

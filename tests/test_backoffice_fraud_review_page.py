@@ -1,0 +1,57 @@
+"""Issue 43, item 9, as the server renders it: the fraud review queue has the back office's
+breadcrumb (an ``ol.breadcrumbs`` in the admin's nav, as Django styles it) and speaks the
+staff's language; every page of ours in the admin sets its breadcrumb the same way."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from django.test import Client
+
+from tests.factories import UserFactory
+from tests.helpers import second_factor_login
+
+pytestmark = pytest.mark.django_db
+
+TEMPLATES = Path(__file__).resolve().parents[1] / "reseller" / "templates"
+
+
+def staff_client(language: str = "en") -> Client:
+    client = Client()
+    second_factor_login(client, UserFactory(is_staff=True, is_superuser=True))
+    client.cookies["django_language"] = language
+    return client
+
+
+def text_of(html: str) -> str:
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html))
+
+
+@pytest.mark.parametrize(
+    ("language", "title", "app"),
+    [("en", "Card fraud review", "Card checkout"), ("es", "Revisión de fraude con tarjeta",
+                                                     "Cobros con tarjeta")],
+)  # fmt: skip
+def test_the_fraud_review_queue_has_the_back_offices_breadcrumb_and_speaks_spanish(
+    language, title, app
+):
+    html = staff_client(language).get("/admin/checkout/cardkeyfreeze/").content.decode()
+    # Django's admin styles ol.breadcrumbs inside the breadcrumbs' nav (a bare div is not).
+    crumbs = re.search(r'<nav aria-label="[^"]+">\s*<ol class="breadcrumbs">(.*?)</ol>', html, re.S)
+    assert crumbs is not None and '<div class="breadcrumbs">' not in html
+    assert [text_of(li).strip() for li in re.findall(r"<li[^>]*>(.*?)</li>", crumbs[1], re.S)][
+        1:
+    ] == [app, title]
+    assert f"<h1>{title}</h1>" in html
+    if language == "es":
+        assert "Frozen accounts" not in html and "Cuentas congeladas" in html
+
+
+def test_every_back_office_page_that_sets_its_breadcrumb_uses_the_styled_list():
+    for template in (TEMPLATES / "backoffice").glob("*.html"):
+        source = template.read_text()
+        if "{% block breadcrumbs %}" in source:
+            block = source.split("{% block breadcrumbs %}", 1)[1].split("{% endblock %}", 1)[0]
+            assert '<ol class="breadcrumbs">' in block, template.name
