@@ -326,7 +326,7 @@ def checkout_wallet(request: AuthenticatedRequest) -> HttpResponse:
             cart=cart_obj,
             promotion_wait=SEND_CHOICES[choice],
             currency=wallet_get_or_create(account=account).currency,
-            render=lambda order: {"paymentId": order.payment.public_id},
+            render=lambda placed: {"paymentId": placed.payment.public_id},
         )
     except CartAlreadyPaid:
         latest = selectors.payment_history(account=account, livemode=True).first()

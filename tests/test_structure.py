@@ -9,6 +9,8 @@ import ast
 import os
 import subprocess
 import sys
+import tomllib
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -124,6 +126,43 @@ def test_no_app_imports_the_back_office():
 def test_every_admin_registration_lives_in_the_back_office():
     stray = [name for name in MODULES if name.endswith(".admin") and name != "backoffice.admin"]
     assert stray == []
+
+
+# Django's caches of a queryset's rows and of an instance's prefetched relations: filled by
+# Django when it reads, never by us. Code that needs objects it already holds passes them on.
+DJANGO_PRIVATE_CACHES = {"_prefetched_objects_cache", "_result_cache", "_prefetch_done"}
+
+
+def _written_attributes(tree: ast.AST) -> Iterator[tuple[int, str]]:
+    """(line, attribute) of every ``x.attr = …``, ``x.attr[k] = …`` and ``x.attr += …``."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            targets = [node.target]
+        else:
+            continue
+        for target in targets:
+            while isinstance(target, ast.Subscript):
+                target = target.value
+            if isinstance(target, ast.Attribute):
+                yield node.lineno, target.attr
+
+
+def test_no_code_writes_into_djangos_query_caches():
+    """Plain Django: rows a caller already holds travel as values (``orders.services.
+    PlacedOrder``), or are read with ``prefetch_related``; nothing forges a prefetch."""
+    packages = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"][
+        "root_packages"
+    ]
+    offenders = [
+        f"{path.relative_to(ROOT)}:{line} writes {attribute}"
+        for package in packages
+        for path in sorted((ROOT / package).rglob("*.py"))
+        for line, attribute in _written_attributes(ast.parse(path.read_text(), str(path)))
+        if attribute in DJANGO_PRIVATE_CACHES
+    ]
+    assert offenders == []
 
 
 IMPORT_EACH_FIRST = """
