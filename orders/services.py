@@ -24,7 +24,7 @@ from catalog.phone import number_display
 from emails.models import Email
 from emails.outbox import Person, email_queue_to_user
 from orders.errors import CartAlreadyPaid, CurrencyMismatch
-from orders.idempotency import Outcome, run_idempotent
+from orders.idempotency import IdempotentReply, run_idempotent
 from orders.models import Cart, CartItem, Order, OrderLine
 from orders.pricing import LineRequest, PricedOrder, line_requests, price_order
 from orders.selectors import cart_items
@@ -337,7 +337,7 @@ def order_place(
     request_fingerprint: str = "",
     request_id: str | None = None,
     promotion_wait: bool = True,
-) -> Outcome:
+) -> IdempotentReply:
     """The one way to pay an order from a wallet: wallet checkout API, B2B API and the site.
 
     The wallet is the key's sandbox balance for a test key, else the account's live wallet.

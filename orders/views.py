@@ -319,7 +319,7 @@ def checkout_wallet(request: AuthenticatedRequest) -> HttpResponse:
             return redirect("orders:cart")
         choice = "wait"  # nothing starts soon: the choice changes nothing
     try:
-        outcome = services.order_place(
+        reply = services.order_place(
             account=account,
             user=request.user,
             channel=Order.Channel.WALLET,
@@ -336,7 +336,7 @@ def checkout_wallet(request: AuthenticatedRequest) -> HttpResponse:
     except ApplicationError as exc:
         messages.error(request, exc.detail)
         return redirect("orders:cart")
-    return redirect("orders:receipt", payment_id=outcome.body["paymentId"])
+    return redirect("orders:receipt", payment_id=reply.body["paymentId"])
 
 
 def _own_payment(request: HttpRequest, payment_id: str) -> Payment:

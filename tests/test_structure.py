@@ -165,6 +165,19 @@ def test_no_code_writes_into_djangos_query_caches():
     assert offenders == []
 
 
+def test_one_outcome_name_per_meaning():
+    """A catalog upsert's result, an idempotent request's reply and a card checkout's result
+    each have a name of their own (``UpsertResult``, ``IdempotentReply``, ``CheckoutResult``);
+    ``Outcome`` is left to one module (the processor's, renamed with the dispatch work)."""
+    defining = [
+        name
+        for name, path in MODULES.items()
+        for node in ast.parse(path.read_text(), str(path)).body
+        if isinstance(node, ast.ClassDef) and node.name == "Outcome"
+    ]
+    assert len(defining) <= 1, defining
+
+
 IMPORT_EACH_FIRST = """
 import os, sys, django
 django.setup()
