@@ -49,7 +49,7 @@ FOLDER_SETTING = "PROMETHEUS_MULTIPROC_DIR"
 _counting = True
 
 
-class Series:
+class InstrumentSeries:
     """One series of an instrument (its label values chosen): ``inc``, ``observe``, ``set``,
     ``time`` as prometheus_client's, except that none of them ever raises."""
 
@@ -108,14 +108,14 @@ class Instrument:
         self._logged = False
         self._lock = threading.Lock()
 
-    def labels(self, *values: str) -> Series:
+    def labels(self, *values: str) -> InstrumentSeries:
         if not _counting:
-            return Series(self, None)
+            return InstrumentSeries(self, None)
         try:
-            return Series(self, self.metric.labels(*values))
+            return InstrumentSeries(self, self.metric.labels(*values))
         except Exception:
             self.failed()
-            return Series(self, None)
+            return InstrumentSeries(self, None)
 
     def failed(self) -> None:
         """Log the error being handled, the first time only: an instrument that fails on every
