@@ -178,6 +178,21 @@ def test_one_outcome_name_per_meaning():
     assert len(defining) <= 1, defining
 
 
+def test_the_layers_of_docs_architecture_are_the_import_contracts():
+    """docs/architecture.md draws the layers of pyproject.toml's contract, every app in its
+    place (the contract is the truth: lint-imports enforces it), with reseller at the bottom."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    (layered,) = [c for c in config["contracts"] if c["type"] == "layers"]
+    contract = [set(layer.split(" | ")) for layer in layered["layers"]] + [{"reseller"}]
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    diagram = text.split("## Layers", 1)[1].split("```", 2)[1]
+    drawn = [  # a layer's line starts with its apps; the text after two spaces says why
+        set(line.split("  ")[0].split(" | ")) for line in diagram.splitlines() if line[:1].isalpha()
+    ]
+    assert drawn == contract
+    assert {app for layer in drawn for app in layer} == set(config["root_packages"])
+
+
 IMPORT_EACH_FIRST = """
 import os, sys, django
 django.setup()
