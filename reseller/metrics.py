@@ -147,22 +147,30 @@ def metrics_folder_problem(path: str) -> str | None:
 def metrics_folder_prepare() -> None:
     """When a process starts (``ResellerConfig.ready``): with ``PROMETHEUS_MULTIPROC_DIR`` set,
     make sure the folder exists and can be written, before anything counts. A folder that
-    cannot be made or written is refused: logged as an error naming the setting, and this
+    cannot be made or written, or an empty value (set, so prometheus_client counts into files,
+    but naming no folder), is refused: logged as an error naming the setting, and this
     process counts nothing (its requests and tasks are served as usual)."""
     global _counting
-    path = os.environ.get(FOLDER_SETTING, "")
-    if not path:
-        return  # unset (or empty, as the collector reads it): each process counts alone
+    if FOLDER_SETTING not in os.environ:
+        return  # each process counts alone
+    path = os.environ[FOLDER_SETTING]
     existed = os.path.isdir(path)
-    problem = metrics_folder_problem(path)
-    if problem is not None:
+    if not path:
+        refused: str | None = (
+            "it is empty, and prometheus_client would write its files into the working "
+            "directory; name a folder, or unset it for each process to count alone"
+        )
+    else:
+        problem = metrics_folder_problem(path)
+        refused = problem and f"{problem}; give the folder to the user the processes run as"
+    if refused:
         _counting = False
         logger.error(
-            "%s=%s refused: %s. This process counts no metrics (its requests and tasks are "
-            "served as usual); give the folder to the user the processes run as and restart them.",
+            "%s=%s refused: %s. This process counts no metrics until it is restarted (its "
+            "requests and tasks are served as usual).",
             FOLDER_SETTING,
             path,
-            problem,
+            refused,
         )
     elif not existed:
         logger.warning("%s=%s did not exist: created it", FOLDER_SETTING, path)

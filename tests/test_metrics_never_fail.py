@@ -168,6 +168,41 @@ def test_gunicorn_started_with_an_unwritable_metrics_folder_refuses_it_by_name_a
     assert_ledger_balanced()
 
 
+COUNT_ONE_RECHARGE = """
+import django
+
+django.setup()
+from reseller.metrics import RECHARGES
+
+RECHARGES.labels("delivered", "simulator").inc()
+print("counted")
+"""
+
+
+def test_an_empty_metrics_folder_setting_is_refused_by_name_not_written_into_the_working_folder(
+    tmp_path,
+):
+    """Set but empty, prometheus_client counts into files named relative to the working
+    directory (wherever the process was started); the start check refuses it."""
+    done = subprocess.run(
+        [sys.executable, "-c", COUNT_ONE_RECHARGE],
+        cwd=tmp_path,
+        env={
+            **os.environ,
+            "PYTHONPATH": str(ROOT),
+            "DJANGO_SETTINGS_MODULE": "reseller.settings.test",
+            "PROMETHEUS_MULTIPROC_DIR": "",
+            "LOG_FORMAT": "human",
+        },
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "counted", done.stderr[-3000:]
+    assert "PROMETHEUS_MULTIPROC_DIR= refused: it is empty" in done.stderr, done.stderr[-3000:]
+    assert list(tmp_path.iterdir()) == []
+
+
 # The web's side of a counting error: the folder goes after the start check and before the
 # process counts anything (a volume unmounted under it), then real requests go through the
 # whole middleware stack of a process in multiprocess mode.
