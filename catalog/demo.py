@@ -160,7 +160,8 @@ class SeedReport:
     @property
     def changed(self) -> bool:
         return any(
-            c[services.Outcome.CREATED] or c[services.Outcome.UPDATED] for c in self.counts.values()
+            c[services.UpsertResult.CREATED] or c[services.UpsertResult.UPDATED]
+            for c in self.counts.values()
         ) or any(new for *_rest, new in self.users)
 
 
@@ -235,7 +236,8 @@ def seed_demo(*, now: datetime | None = None) -> SeedReport:
     if staff.is_staff:
         device, new = totp_device_ensure(user=staff)
         report.add(
-            "staff authenticators", services.Outcome.CREATED if new else services.Outcome.UNCHANGED
+            "staff authenticators",
+            services.UpsertResult.CREATED if new else services.UpsertResult.UNCHANGED,
         )
         report.staff_otpauth = device.config_url
     report.users.append(

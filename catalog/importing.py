@@ -23,7 +23,7 @@ from rest_framework import serializers
 
 from catalog import services
 from catalog.models import Country, Operator, ProductType
-from catalog.services import Outcome
+from catalog.services import UpsertResult
 
 TRANSLATED = ("name", "description")
 LANGUAGES = ("es", "fr")
@@ -229,7 +229,7 @@ def _messages(error: DjangoValidationError | serializers.ValidationError) -> str
     return " ".join(error.messages)
 
 
-def _import_row(values: Any, lookups: _Lookups) -> Outcome:
+def _import_row(values: Any, lookups: _Lookups) -> UpsertResult:
     if not isinstance(values, dict):
         raise DjangoValidationError("A row is an object of column: value.")
     if "__extra__" in values:
@@ -283,9 +283,9 @@ def catalog_import(
             except DatabaseError as exc:
                 report.errors.append(RowError(line, f"database refused the row: {exc}"))
             else:
-                if outcome == Outcome.CREATED:
+                if outcome == UpsertResult.CREATED:
                     report.created += 1
-                elif outcome == Outcome.UPDATED:
+                elif outcome == UpsertResult.UPDATED:
                     report.updated += 1
                 else:
                     report.skipped += 1

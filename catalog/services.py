@@ -25,7 +25,9 @@ from catalog.models import Country, FxRate, Operator, Product, ProductType, Prom
 from reseller.money import quantize, rate_round
 
 
-class Outcome(StrEnum):
+class UpsertResult(StrEnum):
+    """What an upsert did to its row (the CLI, the import and a provider's sync count them)."""
+
     CREATED = "created"
     UPDATED = "updated"
     UNCHANGED = "unchanged"
@@ -49,16 +51,16 @@ def _validate(obj: Any) -> None:
     obj.full_clean(exclude=relations, validate_unique=False, validate_constraints=False)
 
 
-def _save(obj: Any, *, created: bool, changed: list[str]) -> Outcome:
+def _save(obj: Any, *, created: bool, changed: list[str]) -> UpsertResult:
     if created:
         _validate(obj)
         obj.save()
-        return Outcome.CREATED
+        return UpsertResult.CREATED
     if not changed:
-        return Outcome.UNCHANGED
+        return UpsertResult.UNCHANGED
     _validate(obj)
     obj.save(update_fields=changed)
-    return Outcome.UPDATED
+    return UpsertResult.UPDATED
 
 
 @transaction.atomic
@@ -70,7 +72,7 @@ def country_upsert(
     currency: str,
     active: bool = True,
     translations: dict | None = None,
-) -> tuple[Country, Outcome]:
+) -> tuple[Country, UpsertResult]:
     code = code.strip().upper()
     values = {
         "name": name.strip(),
@@ -99,7 +101,7 @@ def operator_upsert(
     prefixes: Iterable[str] = (),
     active: bool = True,
     translations: dict | None = None,
-) -> tuple[Operator, Outcome]:
+) -> tuple[Operator, UpsertResult]:
     """Create or update the operator ``slug`` of ``country`` (its country never changes)."""
     values = {
         "name": name.strip(),
@@ -137,7 +139,7 @@ def product_upsert(
     validity_days: int | None = None,
     active: bool = True,
     translations: dict | None = None,
-) -> tuple[Product, Outcome]:
+) -> tuple[Product, UpsertResult]:
     """Create or update the product with this SKU; its public id derives from the SKU.
 
     Raises ``django.core.exceptions.ValidationError`` for invalid values.
@@ -234,7 +236,7 @@ def promotion_upsert(
     terms: str = "",
     products: Iterable[Product] = (),
     translations: dict | None = None,
-) -> tuple[Promotion, Outcome]:
+) -> tuple[Promotion, UpsertResult]:
     """Create or update a promotion; ``products`` empty means every product of the operator.
 
     Raises ``ValidationError`` when a listed product belongs to another operator or the
@@ -266,15 +268,15 @@ def promotion_upsert(
     current = set(promotion.products.values_list("pk", flat=True)) if not created else set()  # type: ignore[union-attr]
     if wanted != current:
         promotion.products.set(wanted)  # type: ignore[union-attr]
-        if outcome == Outcome.UNCHANGED:
-            outcome = Outcome.UPDATED
+        if outcome == UpsertResult.UNCHANGED:
+            outcome = UpsertResult.UPDATED
     return promotion, outcome  # type: ignore[return-value]
 
 
 @transaction.atomic
 def fx_rate_set(
     *, base_currency: str, quote_currency: str, rate: Decimal, at: datetime | None = None
-) -> tuple[FxRate, Outcome]:
+) -> tuple[FxRate, UpsertResult]:
     """Set 1 base = ``rate`` quote; the time changes only when the rate does."""
     base, quote = base_currency.strip().upper(), quote_currency.strip().upper()
     rate = rate_round(rate)
@@ -285,6 +287,6 @@ def fx_rate_set(
         )
         return fx, _save(fx, created=True, changed=[])
     if fx.rate == rate:
-        return fx, Outcome.UNCHANGED
+        return fx, UpsertResult.UNCHANGED
     fx.rate, fx.set_at = rate, at or timezone.now()
     return fx, _save(fx, created=False, changed=["rate", "set_at"])

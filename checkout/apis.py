@@ -200,10 +200,10 @@ def _payment_body(checkout) -> dict:
     return dict(PaymentOut(order.payment).data)
 
 
-def _pending_body(outcome: card.Outcome, *, id_field: str) -> dict:
-    body = {"status": outcome.status, id_field: outcome.checkout.public_id}
-    if outcome.client_secret:
-        body["client_secret"] = outcome.client_secret
+def _pending_body(result: card.CheckoutResult, *, id_field: str) -> dict:
+    body = {"status": result.status, id_field: result.checkout.public_id}
+    if result.client_secret:
+        body["client_secret"] = result.client_secret
     return body
 
 
@@ -281,10 +281,10 @@ class PaymentCheckoutApi(APIView):
         checkout = card.card_checkout_for_payment(
             account=request.user.account, payment_id=data.validated_data["payment_id"]
         )
-        outcome = card.card_checkout(checkout=checkout, client_address=client_ip(request))
-        if outcome.status == "succeeded":
-            return Response(_payment_body(outcome.checkout))
-        return Response(_pending_body(outcome, id_field="payment_id"), status=202)
+        result = card.card_checkout(checkout=checkout, client_address=client_ip(request))
+        if result.status == "succeeded":
+            return Response(_payment_body(result.checkout))
+        return Response(_pending_body(result, id_field="payment_id"), status=202)
 
 
 class TopUpPrepareApi(APIView):
@@ -339,10 +339,10 @@ class TopUpCheckoutApi(APIView):
         checkout = card.card_checkout_for_topup(
             account=request.user.account, topup_id=data.validated_data["topup_id"]
         )
-        outcome = card.card_checkout(checkout=checkout, client_address=client_ip(request))
-        if outcome.status == "succeeded":
-            return Response(TopUpOut(outcome.checkout.topup).data)
-        return Response(_pending_body(outcome, id_field="topup_id"), status=202)
+        result = card.card_checkout(checkout=checkout, client_address=client_ip(request))
+        if result.status == "succeeded":
+            return Response(TopUpOut(result.checkout.topup).data)
+        return Response(_pending_body(result, id_field="topup_id"), status=202)
 
 
 # -- a guest's card checkout (no account; docs/site.md) --------------------------------------
@@ -450,10 +450,10 @@ class GuestPaymentCheckoutApi(APIView):
         if not guest_choice.guest_payment_allowed(session, payment_id):
             raise NotFound()
         checkout = card.card_checkout_for_guest(payment_id=payment_id)
-        outcome = card.card_checkout(checkout=checkout)
-        body = _pending_body(outcome, id_field="payment_id")
+        result = card.card_checkout(checkout=checkout)
+        body = _pending_body(result, id_field="payment_id")
         body["receipt_url"] = card.guest_receipt_path(payment_id)
-        if outcome.status == "succeeded":
+        if result.status == "succeeded":
             guest_choice.pending_drop(session)  # bought: "Buy now" starts afresh
             return Response(GuestCheckoutOut(body).data)
         return Response(GuestCheckoutOut(body).data, status=202)

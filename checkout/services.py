@@ -80,7 +80,7 @@ class Prepared:
 
 
 @dataclass(frozen=True)
-class Outcome:
+class CheckoutResult:
     """What checkout answers: ``succeeded``, ``requires_action`` (3-D Secure) or ``processing``.
 
     A failed attempt is committed first and then raised (``error``) by the caller, so the
@@ -367,7 +367,7 @@ class _Step:
     setup_intent_id: str = ""
 
 
-def card_checkout(*, checkout: CardCheckout, client_address: str = "") -> Outcome:
+def card_checkout(*, checkout: CardCheckout, client_address: str = "") -> CheckoutResult:
     """Take the money with the card the browser confirmed; safe to call any number of times.
 
     Three steps, so Stripe is never called under a row lock: decide and record the attempt
@@ -377,9 +377,9 @@ def card_checkout(*, checkout: CardCheckout, client_address: str = "") -> Outcom
     with transaction.atomic():
         step = _checkout_decide(_lock(checkout.pk))
     if step.kind == "done":
-        return _outcome(checkout, "succeeded")
+        return _result(checkout, "succeeded")
     if step.kind == "in_flight":
-        return _outcome(checkout, "processing")
+        return _result(checkout, "processing")
     if step.kind == "follow":
         intent = gateway.payment_intent_get(payment_intent_id=step.payment_intent_id)
     else:
@@ -403,15 +403,15 @@ def card_checkout(*, checkout: CardCheckout, client_address: str = "") -> Outcom
             locked.save(update_fields=["payment_intent_id", "attempt_started_at", "updated_at"])
             if locked.payment_id:
                 payment_intents_set(payment_id=locked.payment_id, payment_intent_id=intent.id)
-        outcome = _follow(locked, intent)
-    if outcome.error is not None:
-        raise outcome.error
-    return _outcome(checkout, outcome.status, outcome.client_secret)
+        result = _follow(locked, intent)
+    if result.error is not None:
+        raise result.error
+    return _result(checkout, result.status, result.client_secret)
 
 
-def _outcome(checkout: CardCheckout, status: str, client_secret: str = "") -> Outcome:
+def _result(checkout: CardCheckout, status: str, client_secret: str = "") -> CheckoutResult:
     checkout.refresh_from_db()
-    return Outcome(checkout=checkout, status=status, client_secret=client_secret)
+    return CheckoutResult(checkout=checkout, status=status, client_secret=client_secret)
 
 
 def _checkout_decide(checkout: CardCheckout) -> _Step:
@@ -475,21 +475,21 @@ def _confirm_on_stripe(
         raise
 
 
-def _follow(checkout: CardCheckout, intent: gateway.IntentResult) -> Outcome:
+def _follow(checkout: CardCheckout, intent: gateway.IntentResult) -> CheckoutResult:
     if intent.status == "succeeded":
         _complete(checkout, intent)
-        return Outcome(checkout=checkout, status="succeeded")
+        return CheckoutResult(checkout=checkout, status="succeeded")
     if intent.status == "requires_action":
-        return Outcome(
+        return CheckoutResult(
             checkout=checkout, status="requires_action", client_secret=intent.client_secret
         )
     if intent.status in ("processing", "requires_capture", "requires_confirmation"):
-        return Outcome(checkout=checkout, status="processing")
+        return CheckoutResult(checkout=checkout, status="processing")
     # requires_payment_method or canceled: this attempt failed (3-D Secure refused, decline).
     authentication = intent.error_code in ("", "payment_intent_authentication_failure")
     error = CardAuthenticationFailed() if authentication else CardDeclined()
     _attempt_failed(checkout, code=error.code)
-    return Outcome(checkout=checkout, status="failed", error=error)
+    return CheckoutResult(checkout=checkout, status="failed", error=error)
 
 
 def _attempt_failed(checkout: CardCheckout, *, code: str) -> None:

@@ -14,7 +14,7 @@ from accounts.permissions import B2BApiKeyRequired, TestKeyRequired
 from accounts.throttling import RECHARGE_THROTTLE_CLASSES
 from orders import selectors, services
 from orders.filters import RechargeFilter
-from orders.idempotency import Outcome, fingerprint, read_key
+from orders.idempotency import IdempotentReply, fingerprint, read_key
 from orders.models import Order
 from orders.pricing import line_requests, price_order
 from orders.serializers import (
@@ -212,7 +212,7 @@ def place_wallet_order(request, *, channel: str, key_required: bool) -> Response
     key = read_key(request.headers.get("Idempotency-Key"), required=key_required)
     data = OrderIn(data=request.data, context={"max_units": request_units_per_request(request)})
     data.is_valid(raise_exception=True)
-    outcome = services.order_place(
+    reply = services.order_place(
         account=request.user.account,
         user=request.user,
         api_key=request_api_key(request),
@@ -227,18 +227,18 @@ def place_wallet_order(request, *, channel: str, key_required: bool) -> Response
         request_id=getattr(request, "request_id", None),
         promotion_wait=data.validated_data["when_promotion_scheduled"] == WAIT,
     )
-    return outcome_response(outcome)
+    return reply_response(reply)
 
 
-def outcome_response(outcome: Outcome) -> Response:
+def reply_response(reply: IdempotentReply) -> Response:
     """An idempotent operation's answer: its body and status, problem+json when it is one,
     ``Idempotent-Replayed: true`` on a replay."""
     response = Response(
-        outcome.body,
-        status=outcome.status,
-        content_type=PROBLEM_CONTENT_TYPE if outcome.is_problem else None,
+        reply.body,
+        status=reply.status,
+        content_type=PROBLEM_CONTENT_TYPE if reply.is_problem else None,
     )
-    if outcome.replayed:
+    if reply.replayed:
         response["Idempotent-Replayed"] = "true"
     return response
 

@@ -13,7 +13,7 @@ from rest_framework.views import APIView
 from accounts.authentication import request_api_key, request_livemode
 from accounts.permissions import B2BApiKeyRequired
 from accounts.throttling import RECHARGE_THROTTLE_CLASSES
-from orders.apis import outcome_response
+from orders.apis import reply_response
 from orders.batches import (
     batch_counts,
     batch_object,
@@ -94,7 +94,7 @@ class BatchesApi(APIView):
         key = read_key(request.headers.get("Idempotency-Key"), required=True)
         data = BatchIn(data=request.data)
         data.is_valid(raise_exception=True)
-        outcome = batch_place(
+        reply = batch_place(
             account=request.user.account,
             user=request.user,
             api_key=request_api_key(request),
@@ -108,7 +108,7 @@ class BatchesApi(APIView):
             request_id=getattr(request, "request_id", None),
             promotion_wait=data.validated_data["when_promotion_scheduled"] == WAIT,
         )
-        return outcome_response(outcome)
+        return reply_response(reply)
 
 
 class BatchApi(APIView):

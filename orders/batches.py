@@ -17,7 +17,7 @@ from django.db.models import Count
 from django.utils import timezone
 
 from accounts.models import Account, User
-from orders.idempotency import Outcome, run_idempotent
+from orders.idempotency import IdempotentReply, run_idempotent
 from orders.models import Batch, Order
 from orders.pricing import LineRequest
 from orders.services import order_place_with_wallet
@@ -87,7 +87,7 @@ def batch_place(
     request_fingerprint: str = "",
     request_id: str | None = None,
     promotion_wait: bool = True,
-) -> Outcome:
+) -> IdempotentReply:
     """Place a validated batch: one order paid from the wallet (402 when it cannot cover the
     whole batch; the per-request unit limit of single orders does not apply), then 202."""
     livemode = api_key.livemode if api_key is not None else True

@@ -46,7 +46,10 @@ RETENTION = timedelta(hours=24)
 
 
 @dataclass(frozen=True)
-class Outcome:
+class IdempotentReply:
+    """The answer of an operation run at most once per Idempotency-Key: its status and body,
+    and whether it is the stored answer of an earlier request (``Idempotent-Replayed``)."""
+
     status: int
     body: dict[str, Any]
     replayed: bool
@@ -84,11 +87,11 @@ def _take(*, account: Account, livemode: bool, key: str) -> IdempotencyRecord | 
     return IdempotencyRecord.objects.filter(account=account, livemode=livemode, key=key).first()
 
 
-def _replay(stored: IdempotencyRecord, *, print_: str) -> Outcome:
+def _replay(stored: IdempotencyRecord, *, print_: str) -> IdempotentReply:
     if stored.fingerprint != print_:
         raise IdempotencyKeyReused()
     status = stored.response_status
-    return Outcome(
+    return IdempotentReply(
         status=status, body=stored.response_body, replayed=True, is_problem=status >= 400
     )
 
@@ -114,12 +117,12 @@ def run_idempotent(
     request_fingerprint: str,
     operation: Callable[[], tuple[int, dict[str, Any]]],
     request_id: str | None = None,
-) -> Outcome:
+) -> IdempotentReply:
     """Run ``operation`` at most once per key; it returns (status, body) or raises."""
     if key is None:
         with transaction.atomic():
             status, body = operation()
-        return Outcome(status=status, body=body, replayed=False)
+        return IdempotentReply(status=status, body=body, replayed=False)
     scope: dict[str, Any] = {"account": account, "livemode": livemode, "key": key}
     try:
         with transaction.atomic():
@@ -149,7 +152,7 @@ def run_idempotent(
             )
         _store_refusal(**scope, print_=request_fingerprint, exc=exc, request_id=request_id)
         raise
-    return Outcome(status=status, body=body, replayed=False)
+    return IdempotentReply(status=status, body=body, replayed=False)
 
 
 def _store_refusal(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
@@ -17,6 +17,9 @@ from orders.pricing import QUANTITY_MAX, QUANTITY_MIN, LineRequest
 from recharges.models import Recharge
 from recharges.serializers import RechargeOut
 from reseller.api import JsonIntegerField, StrictSerializer
+
+if TYPE_CHECKING:
+    from orders.services import PlacedOrder
 
 MAX_LINES = 50
 # ``whenPromotionScheduled`` (contract §5): hold recharges of a product whose promotion is
@@ -302,14 +305,15 @@ class OrderOut(serializers.Serializer):
         return WAIT if order.promotion_wait else SEND_NOW
 
 
-def order_body(order) -> dict[str, Any]:
-    """``OrderOut(order).data`` as plain dicts, without a serializer tree: the B2B request
-    renders it for every order it places (DRF's field-by-field rendering was a tenth of that
-    request's time, docs/performance.md). A test holds the two equal for orders of every
-    shape; ``OrderOut`` stays the documented schema."""
-    payment = order.payment
-    recharges = [_recharge_body(recharge) for recharge in order.recharges.all()]
-    by_id = {body["id"]: body for body in recharges}
+def order_body(placed: PlacedOrder) -> dict[str, Any]:
+    """``OrderOut(order).data`` as plain dicts, without a serializer tree and from the rows
+    the order was placed with (``orders.services.PlacedOrder``), not read back: the B2B
+    request renders it for every order it places (DRF's field-by-field rendering was a tenth
+    of that request's time, docs/performance.md). A test holds the two equal for orders of
+    every shape; ``OrderOut`` stays the documented schema. An order's recharges are its
+    payment's (one payment per order), so both lists are rendered from the same objects."""
+    order, payment = placed.order, placed.payment
+    recharges = [_recharge_body(recharge) for recharge in placed.recharges]
     return {
         "id": order.public_id,
         "payment": {
@@ -322,10 +326,7 @@ def order_body(order) -> dict[str, Any]:
             "currency": payment.currency,
             "livemode": payment.livemode,
             "created_at": _TIME.to_representation(payment.created_at),
-            "recharges": [
-                by_id.get(recharge.public_id) or _recharge_body(recharge)
-                for recharge in payment.recharges.all()
-            ],
+            "recharges": recharges,
             "dispute": dispute_body(payment),
         },
         "lines": [
@@ -336,7 +337,7 @@ def order_body(order) -> dict[str, Any]:
                 "unit_price": _MONEY.to_representation(line.unit_price),
                 "line_total": _MONEY.to_representation(line.line_total),
             }
-            for line in order.lines.all()
+            for line in placed.lines
         ],
         "recharges": recharges,
         "total": _MONEY.to_representation(order.total),

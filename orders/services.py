@@ -1,6 +1,6 @@
 """Writes for carts and wallet-funded orders: the money core of the product.
 
-``order_place_with_wallet`` is the one path for wallet checkout and B2B recharges: price,
+``order_pay_with_wallet`` is the one path for wallet checkout and B2B recharges: price,
 lock the wallet (one read), check the balance, write the order, its captured payment, one queued
 recharge per unit and the ledger debit in one transaction, and enqueue the processor only
 after commit. A failure anywhere leaves nothing behind.
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
@@ -24,7 +25,7 @@ from catalog.phone import number_display
 from emails.models import Email
 from emails.outbox import Person, email_queue_to_user
 from orders.errors import CartAlreadyPaid, CartLineFull, CurrencyMismatch
-from orders.idempotency import Outcome, run_idempotent
+from orders.idempotency import IdempotentReply, run_idempotent
 from orders.models import Cart, CartItem, Order, OrderLine
 from orders.pricing import QUANTITY_MAX, LineRequest, PricedOrder, line_requests, price_order
 from orders.selectors import cart_items
@@ -269,7 +270,18 @@ def _receipt_queue(
     )
 
 
-@transaction.atomic(savepoint=False)  # one transaction with the caller's, if it has one
+@dataclass(frozen=True)
+class PlacedOrder:
+    """An order just paid, with the rows written beside it: its payment, its lines (each with
+    its product) and its recharges. Its 201 answer is rendered from these objects rather than
+    read back (the same values a fresh read gives: tests/test_orders_wallet_checkout.py)."""
+
+    order: Order
+    payment: Payment
+    lines: list[OrderLine]
+    recharges: list[Recharge]
+
+
 def order_place_with_wallet(
     *,
     account: Account,
@@ -283,6 +295,35 @@ def order_place_with_wallet(
     references: list[str] | None = None,
     promotion_wait: bool = True,
 ) -> Order:
+    """``order_pay_with_wallet`` for a caller that needs the order only (a batch, the tests)."""
+    return order_pay_with_wallet(
+        account=account,
+        livemode=livemode,
+        channel=channel,
+        lines=lines,
+        currency=currency,
+        wallet=wallet,
+        user=user,
+        api_key=api_key,
+        references=references,
+        promotion_wait=promotion_wait,
+    ).order
+
+
+@transaction.atomic(savepoint=False)  # one transaction with the caller's, if it has one
+def order_pay_with_wallet(
+    *,
+    account: Account,
+    livemode: bool,
+    channel: str,
+    lines: list[LineRequest],
+    currency: str,
+    wallet: Wallet | None = None,
+    user: User | None = None,
+    api_key=None,
+    references: list[str] | None = None,
+    promotion_wait: bool = True,
+) -> PlacedOrder:
     """Price and pay an order from a wallet: price, lock, check, write, debit, queue recharges.
 
     ``wallet`` defaults to the caller's (a test key's sandbox balance, else the live wallet),
@@ -323,8 +364,7 @@ def order_place_with_wallet(
     recharges = order_recharges_start(
         order=order, payment=payment, lines=order_lines, references=references
     )
-    order_graph_attach(order=order, payment=payment, lines=order_lines, recharges=recharges)
-    return order
+    return PlacedOrder(order=order, payment=payment, lines=order_lines, recharges=recharges)
 
 
 def order_place(
@@ -332,7 +372,7 @@ def order_place(
     account: Account,
     channel: str,
     currency: str,
-    render: Callable[[Order], dict[str, Any]],
+    render: Callable[[PlacedOrder], dict[str, Any]],
     lines: list[LineRequest] | None = None,
     cart: Cart | None = None,
     user: User | None = None,
@@ -341,14 +381,15 @@ def order_place(
     request_fingerprint: str = "",
     request_id: str | None = None,
     promotion_wait: bool = True,
-) -> Outcome:
+) -> IdempotentReply:
     """The one way to pay an order from a wallet: wallet checkout API, B2B API and the site.
 
     The wallet is the key's sandbox balance for a test key, else the account's live wallet.
     With ``idempotency_key`` the order is placed at most once per key (a replay returns the
-    stored answer, ``render``-ed when it was placed). With ``cart`` the lines are the cart's,
-    read under the cart's row lock inside the order's transaction, and exactly the lines paid
-    are removed: concurrent submits of one cart pay it once, the others get ``CartAlreadyPaid``.
+    stored answer, ``render``-ed from the ``PlacedOrder`` when it was placed). With ``cart``
+    the lines are the cart's, read under the cart's row lock inside the order's transaction,
+    and exactly the lines paid are removed: concurrent submits of one cart pay it once, the
+    others get ``CartAlreadyPaid``.
     """
     livemode = api_key.livemode if api_key is not None else True
 
@@ -361,7 +402,7 @@ def order_place(
             if not items:
                 raise CartAlreadyPaid()
             order_lines = line_requests(items)
-        order = order_place_with_wallet(
+        placed = order_pay_with_wallet(
             account=account,
             livemode=livemode,
             channel=channel,
@@ -375,10 +416,10 @@ def order_place(
             CartItem.objects.filter(pk__in=[item.pk for item in items]).delete()
         logger.info(
             "order %s placed",
-            order.public_id,
-            extra={"order": order.public_id, "account": account.pk},
+            placed.order.public_id,
+            extra={"order": placed.order.public_id, "account": account.pk},
         )
-        return 201, render(order)
+        return 201, render(placed)
 
     return run_idempotent(
         account=account,
@@ -388,28 +429,6 @@ def order_place(
         operation=operation,
         request_id=request_id,
     )
-
-
-def order_graph_attach(
-    *, order: Order, payment: Payment, lines: list[OrderLine], recharges: list[Recharge]
-) -> Order:
-    """Give a just-created order its payment, lines and recharges as if prefetched, so the
-    201 answer is rendered from memory instead of read back (the same objects, same values)."""
-    order.payment = payment
-    order._prefetched_objects_cache = {  # type: ignore[attr-defined]
-        "lines": _as_prefetched(order.lines, lines),
-        "recharges": _as_prefetched(order.recharges, recharges),
-    }
-    payment._prefetched_objects_cache = {"recharges": _as_prefetched(payment.recharges, recharges)}  # type: ignore[attr-defined]
-    return order
-
-
-def _as_prefetched(manager, objects: list):
-    """A queryset that already holds its rows, as prefetch_related leaves it."""
-    queryset = manager.get_queryset()
-    queryset._result_cache = list(objects)
-    queryset._prefetch_done = True
-    return queryset
 
 
 def cart_item_set_quantity(*, item: CartItem, quantity: int) -> CartItem:

@@ -336,14 +336,14 @@ def checkout_wallet(request: AuthenticatedRequest) -> HttpResponse:
             return redirect("orders:cart")
         choice = "wait"  # nothing starts soon: the choice changes nothing
     try:
-        outcome = services.order_place(
+        reply = services.order_place(
             account=account,
             user=request.user,
             channel=Order.Channel.WALLET,
             cart=cart_obj,
             promotion_wait=SEND_CHOICES[choice],
             currency=wallet_get_or_create(account=account).currency,
-            render=lambda order: {"paymentId": order.payment.public_id},
+            render=lambda placed: {"paymentId": placed.payment.public_id},
         )
     except CartAlreadyPaid:
         latest = selectors.payment_history(account=account, livemode=True).first()
@@ -353,7 +353,7 @@ def checkout_wallet(request: AuthenticatedRequest) -> HttpResponse:
     except ApplicationError as exc:
         messages.error(request, exc.detail)
         return redirect("orders:cart")
-    return redirect("orders:receipt", payment_id=outcome.body["paymentId"])
+    return redirect("orders:receipt", payment_id=reply.body["paymentId"])
 
 
 def _own_payment(request: HttpRequest, payment_id: str) -> Payment:

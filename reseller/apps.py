@@ -16,6 +16,12 @@ class ResellerConfig(AppConfig):
 
         register_converter(PublicIdConverter, "id")
 
+        from reseller.metrics import metrics_folder_prepare
+
+        # Every process that counts starts here (gunicorn's and Celery's workers, manage.py):
+        # the multiprocess folder is made or refused before anything counts.
+        metrics_folder_prepare()
+
         from reseller import schema  # noqa: F401  (registers the OpenAPI extensions)
 
         serving = "runserver" in sys.argv and (

@@ -56,10 +56,10 @@ def test_setting_the_same_rate_again_keeps_its_time(rates):
     _fx, outcome = services.fx_rate_set(
         base_currency="EUR", quote_currency="USD", rate=Decimal("1.0800")
     )
-    assert outcome == services.Outcome.UNCHANGED
+    assert outcome == services.UpsertResult.UNCHANGED
     assert fx_rate(from_currency="EUR", to_currency="USD").set_at == SET_AT
     _fx, outcome = services.fx_rate_set(
         base_currency="EUR", quote_currency="USD", rate=Decimal("1.09")
     )
-    assert outcome == services.Outcome.UPDATED
+    assert outcome == services.UpsertResult.UPDATED
     assert fx_rate(from_currency="EUR", to_currency="USD").set_at > SET_AT

@@ -207,7 +207,7 @@ def test_promotion_upsert_changes_nothing_when_run_again(product):
         "ends_at": END,
         "translations": {"es": {"name": "Igual"}},
     }
-    assert services.promotion_upsert(**kwargs)[1] == services.Outcome.CREATED
-    assert services.promotion_upsert(**kwargs)[1] == services.Outcome.UNCHANGED
+    assert services.promotion_upsert(**kwargs)[1] == services.UpsertResult.CREATED
+    assert services.promotion_upsert(**kwargs)[1] == services.UpsertResult.UNCHANGED
     kwargs["products"] = []
-    assert services.promotion_upsert(**kwargs)[1] == services.Outcome.UPDATED
+    assert services.promotion_upsert(**kwargs)[1] == services.UpsertResult.UPDATED

@@ -7,6 +7,7 @@ from rest_framework.test import APIClient
 
 from orders.models import Order
 from orders.serializers import order_body
+from orders.services import PlacedOrder
 from payments.models import Payment
 from recharges import processor
 from recharges.models import Recharge
@@ -302,6 +303,31 @@ def test_the_201_answer_equals_the_order_as_stored(reseller, product):
     assert body == json.loads(json.dumps(camelize(stored)))
 
 
+def test_the_201_of_a_b2b_order_is_rendered_from_the_rows_it_wrote_without_reading_them_back(
+    reseller, product
+):
+    """The order, its payment, lines and recharges are written and then rendered from the
+    same objects (``PlacedOrder``): not one SELECT of them during the request."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    fund(reseller, "100.00")
+    client = key_client(reseller)
+    with CaptureQueriesContext(connection) as captured:
+        response = client.post(B2B, envelope(product, quantity=3), HTTP_IDEMPOTENCY_KEY="rows")
+    assert response.status_code == 201, response.content
+    assert len(response.json()["recharges"]) == 3
+    assert len(response.json()["payment"]["recharges"]) == 3
+    tables = ("orders_order", "orders_orderline", "orders_payment", "orders_recharge")
+    read_back = [
+        query["sql"]
+        for query in captured.captured_queries
+        if query["sql"].startswith("SELECT")
+        and any(f'FROM "{table}"' in query["sql"] for table in tables)
+    ]
+    assert read_back == []
+
+
 def test_the_plain_order_body_equals_the_documented_serializer_for_every_shape(reseller, product):
     """``order_body`` (what the 201 is rendered with) against ``OrderOut`` (the schema): two
     recharges, one failed and refunded (failure code and message, refunded amount)."""
@@ -314,5 +340,11 @@ def test_the_plain_order_body_equals_the_documented_serializer_for_every_shape(r
 
     order = order_for_response(order_id=placed.pk)
     assert order.payment.refunded_amount > 0
-    assert order_body(order) == OrderOut(order).data
-    assert any(r["failure_code"] for r in order_body(order)["recharges"])
+    rows = PlacedOrder(
+        order=order,
+        payment=order.payment,
+        lines=list(order.lines.all()),
+        recharges=list(order.recharges.all()),
+    )
+    assert order_body(rows) == OrderOut(order).data
+    assert any(r["failure_code"] for r in order_body(rows)["recharges"])

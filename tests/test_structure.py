@@ -9,6 +9,8 @@ import ast
 import os
 import subprocess
 import sys
+import tomllib
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -124,6 +126,71 @@ def test_no_app_imports_the_back_office():
 def test_every_admin_registration_lives_in_the_back_office():
     stray = [name for name in MODULES if name.endswith(".admin") and name != "backoffice.admin"]
     assert stray == []
+
+
+# Django's caches of a queryset's rows and of an instance's prefetched relations: filled by
+# Django when it reads, never by us. Code that needs objects it already holds passes them on.
+DJANGO_PRIVATE_CACHES = {"_prefetched_objects_cache", "_result_cache", "_prefetch_done"}
+
+
+def _written_attributes(tree: ast.AST) -> Iterator[tuple[int, str]]:
+    """(line, attribute) of every ``x.attr = …``, ``x.attr[k] = …`` and ``x.attr += …``."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            targets = [node.target]
+        else:
+            continue
+        for target in targets:
+            while isinstance(target, ast.Subscript):
+                target = target.value
+            if isinstance(target, ast.Attribute):
+                yield node.lineno, target.attr
+
+
+def test_no_code_writes_into_djangos_query_caches():
+    """Plain Django: rows a caller already holds travel as values (``orders.services.
+    PlacedOrder``), or are read with ``prefetch_related``; nothing forges a prefetch."""
+    packages = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"][
+        "root_packages"
+    ]
+    offenders = [
+        f"{path.relative_to(ROOT)}:{line} writes {attribute}"
+        for package in packages
+        for path in sorted((ROOT / package).rglob("*.py"))
+        for line, attribute in _written_attributes(ast.parse(path.read_text(), str(path)))
+        if attribute in DJANGO_PRIVATE_CACHES
+    ]
+    assert offenders == []
+
+
+def test_one_outcome_name_per_meaning():
+    """A catalog upsert's result, an idempotent request's reply and a card checkout's result
+    each have a name of their own (``UpsertResult``, ``IdempotentReply``, ``CheckoutResult``);
+    ``Outcome`` is left to one module (the processor's, renamed with the dispatch work)."""
+    defining = [
+        name
+        for name, path in MODULES.items()
+        for node in ast.parse(path.read_text(), str(path)).body
+        if isinstance(node, ast.ClassDef) and node.name == "Outcome"
+    ]
+    assert len(defining) <= 1, defining
+
+
+def test_the_layers_of_docs_architecture_are_the_import_contracts():
+    """docs/architecture.md draws the layers of pyproject.toml's contract, every app in its
+    place (the contract is the truth: lint-imports enforces it), with reseller at the bottom."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    (layered,) = [c for c in config["contracts"] if c["type"] == "layers"]
+    contract = [set(layer.split(" | ")) for layer in layered["layers"]] + [{"reseller"}]
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    diagram = text.split("## Layers", 1)[1].split("```", 2)[1]
+    drawn = [  # a layer's line starts with its apps; the text after two spaces says why
+        set(line.split("  ")[0].split(" | ")) for line in diagram.splitlines() if line[:1].isalpha()
+    ]
+    assert drawn == contract
+    assert {app for layer in drawn for app in layer} == set(config["root_packages"])
 
 
 IMPORT_EACH_FIRST = """
