@@ -193,10 +193,12 @@ class Bench:
     def start(
         self, name: str, argv: list[str], env: dict | None = None, log_name: str | None = None
     ) -> subprocess.Popen:
+        """Start a process of the bench; ``env`` on top of the bench's (a None value unsets)."""
         self.logs.mkdir(parents=True, exist_ok=True)
         log = (self.logs / f"{log_name or name}.log").open("w")
+        merged = {**self.env, **self.app_env, **(env or {})}
         proc = subprocess.Popen(
-            argv, cwd=ROOT, env={**self.env, **self.app_env, **(env or {})}, stdout=log,
+            argv, cwd=ROOT, env={k: v for k, v in merged.items() if v is not None}, stdout=log,
             stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
         self.procs.append(proc)
@@ -715,7 +717,7 @@ class Bench:
                     "metrics",
                     {"METRICS_ENABLED": "true", "PROMETHEUS_MULTIPROC_DIR": str(directory)},
                 ),
-                ("nometrics", {"METRICS_ENABLED": "false", "PROMETHEUS_MULTIPROC_DIR": ""}),
+                ("nometrics", {"METRICS_ENABLED": "false", "PROMETHEUS_MULTIPROC_DIR": None}),
                 during=scraping,
             )
         finally:
