@@ -7,6 +7,7 @@ action goes through ``backoffice.services`` and lands in the audit trail.
 
 from django.contrib import admin
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import ngettext_lazy
 
 from backoffice import services as staff
 from backoffice.admin.tools import (
@@ -223,7 +224,9 @@ class RechargeAdmin(ReadOnlyAdmin):
             request,
             queryset.order_by("pk"),
             lambda recharge: staff.staff_recharge_retry(recharge=recharge, actor=request.user),
-            done_message=_("%(count)d recharge(s) queued again."),
+            done_message=ngettext_lazy(
+                "%(count)d recharge queued again.", "%(count)d recharges queued again.", "count"
+            ),
         )
 
     @admin.action(
@@ -239,7 +242,11 @@ class RechargeAdmin(ReadOnlyAdmin):
                 lambda recharge: staff.staff_recharge_refund(
                     recharge=recharge, actor=request.user, reason=data["reason"]
                 ),
-                done_message=_("%(count)d recharge(s) failed and refunded."),
+                done_message=ngettext_lazy(
+                    "%(count)d recharge failed and refunded.",
+                    "%(count)d recharges failed and refunded.",
+                    "count",
+                ),
             )
 
         return form_action(
