@@ -1,5 +1,6 @@
-"""Words people met on the site (issue 43, item 11): a wallet's top-ups are not called by the
-name of the phone top-ups in Spanish and French."""
+"""Words people met on the site (issue 43, items 11 and 12): a wallet's top-ups are not called
+by the name of the phone top-ups in Spanish and French, no page title says the same thing
+twice, and the key page's whitelist box names itself once."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from django.test import Client
 from orders.models import Order
 from orders.pricing import LineRequest
 from orders.services import order_place_with_wallet
-from tests.factories import PASSWORD, ProductFactory, UserFactory
+from tests.factories import PASSWORD, ProductFactory, UserFactory, make_key
 from tests.po_support import catalogs, parse
 from wallet.services import wallet_topup_manual
 
@@ -122,3 +123,46 @@ def test_a_wallet_never_filled_says_no_money_was_added_not_no_top_up(settings):
     client.force_login(user)
     text = visible_text(client.get("/wallet/").content.decode())
     assert "Todavía no hay ingresos." in text and "Todavía no hay recargas" not in text
+
+
+PAGES_LOGGED_OUT = ["/", "/catalog/", "/accounts/login/", "/accounts/signup/"]
+PAGES_LOGGED_IN = ["/", "/cart/", "/payments/", "/wallet/", "/accounts/profile/"]
+
+
+@pytest.mark.parametrize("language", ["en", "es", "fr"])
+def test_no_page_title_says_the_same_thing_twice(language):
+    """The home page was "Mobile top-ups · Mobile top-ups"."""
+    user = UserFactory(password=PASSWORD)
+    key, _plaintext = make_key(user, mode="live")
+    guest, member = Client(HTTP_ACCEPT_LANGUAGE=language), Client(HTTP_ACCEPT_LANGUAGE=language)
+    member.force_login(user)
+    pages = [(guest, path) for path in PAGES_LOGGED_OUT] + [
+        (member, path) for path in [*PAGES_LOGGED_IN, f"/accounts/keys/{key.public_id}/"]
+    ]
+    for client, path in pages:
+        response = client.get(path)
+        assert response.status_code == 200, path
+        title = visible_text(re.search(r"<title>(.*?)</title>", response.content.decode(), re.S)[1])
+        parts = [part.strip().casefold() for part in title.split("·")]
+        assert len(parts) == len(set(parts)), (path, title)
+
+
+@pytest.mark.parametrize(
+    ("language", "name"),
+    [
+        ("en", "IP whitelist"),
+        ("es", "Lista de IP permitidas"),
+        ("fr", "Liste d\u2019IP autorisées"),
+    ],
+)
+def test_the_key_pages_whitelist_box_names_itself_once(language, name):
+    user = UserFactory(password=PASSWORD)
+    key, _plaintext = make_key(user, mode="live", ip_whitelist=["203.0.113.7"])
+    client = Client(HTTP_ACCEPT_LANGUAGE=language)
+    client.force_login(user)
+    page = client.get(f"/accounts/keys/{key.public_id}/").content.decode()
+    form = next(f for f in re.findall(r"<form\b.*?</form>", page, re.S) if "ip_whitelist" in f)
+    assert visible_text(form).count(name) == 1, visible_text(form)
+    assert re.search(
+        rf'<label for="id_ip_whitelist">{re.escape(name)}</label>', html.unescape(form)
+    )
