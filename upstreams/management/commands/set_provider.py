@@ -1,4 +1,6 @@
+from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
+from django.core.validators import URLValidator
 
 from reseller.errors import ApplicationError
 from upstreams.services import provider_set
@@ -7,7 +9,10 @@ TRUTH = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0":
 
 
 class Command(BaseCommand):
-    help = "Enable or disable an upstream provider, or change its priority. Prints its state."
+    help = (
+        "Enable or disable an upstream provider, change its priority or where its API is. "
+        "Prints its state."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("--name", required=True)
@@ -20,11 +25,20 @@ class Command(BaseCommand):
             help="sent in the callback URL as HTTP Basic credentials; callbacks without it "
             "are refused (providers that call back: DT One)",
         )
+        parser.add_argument("--base-url", default=None, help="where its API is")
+        parser.add_argument("--auth-url", default=None, help="its OAuth server (Reloadly)")
 
     def handle(self, *args, **opts):
         for option in ("priority", "max_in_flight"):
             if opts[option] is not None and opts[option] < 0:
                 raise CommandError(f"--{option.replace('_', '-')} must be 0 or more")
+        for option in ("base_url", "auth_url"):
+            if opts[option] is not None:
+                try:
+                    URLValidator(schemes=["http", "https"])(opts[option])
+                except ValidationError as exc:
+                    name = option.replace("_", "-")
+                    raise CommandError(f"--{name}: not an http(s) URL: {opts[option]!r}") from exc
         enabled = None if opts["enabled"] is None else TRUTH[opts["enabled"]]
         try:
             provider = provider_set(
@@ -33,6 +47,8 @@ class Command(BaseCommand):
                 priority=opts["priority"],
                 max_in_flight=opts["max_in_flight"],
                 secrets={"callback_secret": opts["callback_secret"] or ""},
+                base_url=opts["base_url"],
+                auth_url=opts["auth_url"],
             )
         except ApplicationError as exc:
             raise CommandError(exc.detail) from exc
