@@ -70,6 +70,9 @@ def test_money_added_to_a_wallet_is_never_called_a_phone_top_up(language):
         if PHONE_WORD[language].search(text)
     ]
     assert wrong == []
+    # The dashboard shows the pending transfers beside the revenue ("Ingresos", "Revenus").
+    revenue = translated[(None, "Revenue")][0].casefold()
+    assert revenue not in translated[(None, "Pending bank top-ups")][0].casefold()
 
 
 @pytest.fixture
