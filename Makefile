@@ -10,8 +10,12 @@ setup:
 
 # make run PORT=8080 HOST=0.0.0.0; make run WEBHOOK_ALLOW_PRIVATE_TARGETS=true lets webhooks reach
 # a receiver on this machine (read once at start: set it here, not later in another shell).
+# make run LOCALSTRIPE_PORT=8430 moves localstripe (default 8420, or a free port);
+# make run PROVIDERS=fakes FAKES_PORTS=19000 moves the provider fakes to 19000-19002 (or three
+# ports: FAKES_PORTS=19000,19005,19010; default 18610-18612, or free ports). A port asked for
+# that is taken stops the run, saying which.
 run: setup
-	@PROVIDERS=$(PROVIDERS) scripts/run.sh $(HOST) $(PORT)
+	@PROVIDERS="$(PROVIDERS)" LOCALSTRIPE_PORT="$(LOCALSTRIPE_PORT)" FAKES_PORTS="$(FAKES_PORTS)" scripts/run.sh $(HOST) $(PORT)
 
 test: setup browser services
 	$(PYTHON) -m ruff check .

@@ -76,6 +76,18 @@ if [ "${1:-}" = "--browser" ] && ! command -v pgbouncer >/dev/null 2>&1 && [ ! -
     echo "setup: pgbouncer is missing; its test is skipped (apt-get install pgbouncer)" >&2
   fi
 fi
+# tests/test_plural_forms.py runs gettext's `msgfmt --check` over every catalog (skipped without
+# it); the site itself needs no gettext tools: the compiled .mo files are in the repository.
+if [ "${1:-}" = "--browser" ] && ! command -v msgfmt >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "setup: installing gettext (msgfmt checks the translations)"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends gettext >/dev/null
+  else
+    echo "setup: msgfmt is missing; the catalogs' msgfmt check is skipped (apt-get install gettext)" >&2
+  fi
+fi
 if [ "${1:-}" = "--browser" ] && [ ! -x /usr/bin/chromium ] && ! command -v chromium >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "setup: installing chromium and chromium-driver (browser tests)"

@@ -98,3 +98,24 @@ def test_the_example_receiver_accepts_our_deliveries(settings, tmp_path):
     finally:
         receiver.kill()
         receiver.wait()
+
+
+def events_named(text: str) -> set[str]:
+    return set(re.findall(r"`([a-z_]+\.[a-z_]+)`", text))
+
+
+def test_the_readme_and_the_docs_list_every_event_of_the_catalogue():
+    """The README's list lacked ``batch.completed`` (issue 43, item 13)."""
+    from webhooks.catalogue import EVENT_TYPES, WEBHOOK_TEST
+
+    root = Path(__file__).resolve().parent.parent
+    readme = (root / "README.md").read_text()
+    section = readme[readme.index("### Webhooks") :]
+    listed = section[: section.index("Endpoints are managed")]
+    assert events_named(listed) == set(EVENT_TYPES)
+    table = DOC[DOC.index("## Events") :].split("\n## ")[0]
+    rows = set(re.findall(r"^\| `([a-z_]+\.[a-z_]+)` \|", table, re.M))
+    assert rows == {*EVENT_TYPES, WEBHOOK_TEST}
+    contract = (root / "docs" / "contract.md").read_text()
+    bullet = contract[contract.index("- Events `") :].split("\n- ")[0]
+    assert events_named(bullet) == set(EVENT_TYPES)

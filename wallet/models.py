@@ -8,6 +8,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 
 from reseller.ids import make_id
 from reseller.money import MONEY
@@ -91,7 +92,7 @@ class LedgerEntry(models.Model):
     """One movement of money. Never updated or deleted: corrections are new entries."""
 
     class Kind(models.TextChoices):
-        TOPUP = "topup", _("Top-up")
+        TOPUP = "topup", pgettext_lazy("wallet", "Top-up")
         PAYMENT = "payment", _("Payment")
         REFUND = "refund", _("Refund")
         ADJUSTMENT = "adjustment", _("Adjustment")

@@ -2,7 +2,7 @@ from django import forms
 from django.contrib import admin
 from django.contrib.auth.admin import UserAdmin as BaseUserAdmin
 from django.utils.translation import gettext_lazy as _
-from django.utils.translation import ngettext
+from django.utils.translation import ngettext, ngettext_lazy
 
 from accounts.models import Account, ApiKey, BillingProfile, Invitation, User
 from backoffice import services as staff
@@ -68,7 +68,9 @@ class AccountAdmin(admin.ModelAdmin):
             lambda account: staff.staff_account_set_b2b(
                 account=account, is_b2b=is_b2b, actor=request.user
             ),
-            done_message=_("%(count)d account(s) changed."),  # type: ignore[arg-type]
+            done_message=ngettext_lazy(
+                "%(count)d account changed.", "%(count)d accounts changed.", "count"
+            ),
         )
 
     @admin.action(description=_("Set discount of selected accounts"), permissions=["change"])
@@ -83,7 +85,11 @@ class AccountAdmin(admin.ModelAdmin):
                     discount_percent=data["discount_percent"],
                     actor=request.user,
                 ),
-                done_message=_("Discount set on %(count)d account(s)."),
+                done_message=ngettext_lazy(
+                    "Discount set on %(count)d account.",
+                    "Discount set on %(count)d accounts.",
+                    "count",
+                ),
             )
 
         return form_action(
@@ -105,7 +111,9 @@ class AccountAdmin(admin.ModelAdmin):
             request,
             queryset.order_by("pk"),
             lambda account: staff.staff_account_unfreeze_cards(account=account, actor=request.user),
-            done_message=_("%(count)d account(s) unfrozen."),
+            done_message=ngettext_lazy(
+                "%(count)d account unfrozen.", "%(count)d accounts unfrozen.", "count"
+            ),
         )
 
 
@@ -261,7 +269,9 @@ class ApiKeyAdmin(admin.ModelAdmin):
                     rate_limit_per_minute=data["rate_limit_per_minute"],
                     max_units_per_request=data["max_units_per_request"],
                 ),
-                done_message=_("Limits set on %(count)d key(s)."),
+                done_message=ngettext_lazy(
+                    "Limits set on %(count)d key.", "Limits set on %(count)d keys.", "count"
+                ),
             )
 
         return form_action(

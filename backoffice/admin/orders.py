@@ -9,6 +9,7 @@ from django.contrib import admin
 from django.utils.formats import localize
 from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import ngettext_lazy
 
 from backoffice import services as staff
 from backoffice.admin.tools import (
@@ -240,7 +241,9 @@ class RechargeAdmin(ReadOnlyAdmin):
             request,
             queryset.order_by("pk"),
             lambda recharge: staff.staff_recharge_retry(recharge=recharge, actor=request.user),
-            done_message=_("%(count)d recharge(s) queued again."),
+            done_message=ngettext_lazy(
+                "%(count)d recharge queued again.", "%(count)d recharges queued again.", "count"
+            ),
         )
 
     @admin.action(
@@ -256,7 +259,11 @@ class RechargeAdmin(ReadOnlyAdmin):
                 lambda recharge: staff.staff_recharge_refund(
                     recharge=recharge, actor=request.user, reason=data["reason"]
                 ),
-                done_message=_("%(count)d recharge(s) failed and refunded."),
+                done_message=ngettext_lazy(
+                    "%(count)d recharge failed and refunded.",
+                    "%(count)d recharges failed and refunded.",
+                    "count",
+                ),
             )
 
         return form_action(

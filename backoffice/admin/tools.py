@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import csv
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django import forms
 from django.contrib import admin, messages
@@ -18,6 +18,9 @@ from django.utils.safestring import SafeString, mark_safe
 from django.utils.translation import gettext as _
 
 from reseller.errors import ApplicationError
+
+if TYPE_CHECKING:
+    from django.utils.functional import _StrPromise
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -62,11 +65,12 @@ def run_each(
     objects: Iterable[Any],
     apply: Callable[[Any], Any],
     *,
-    done_message: str | Callable[[int], str],
+    done_message: str | _StrPromise | Callable[[int], str],
 ) -> int:
     """Call ``apply`` (a staff service) on each object; report refusals one by one.
 
-    ``done_message`` is a ``%(count)d`` template, or a function of the count (for ngettext).
+    ``done_message`` is a ``%(count)d`` template: ``ngettext_lazy(one, many, "count")`` picks
+    the form for the count; or a function of the count.
     """
     done = 0
     for obj in objects:
@@ -76,7 +80,7 @@ def run_each(
             modeladmin.message_user(request, f"{obj}: {exc.detail}", messages.ERROR)
         else:
             done += 1
-    text = done_message(done) if callable(done_message) else done_message % {"count": done}
+    text = done_message(done) if callable(done_message) else str(done_message % {"count": done})
     modeladmin.message_user(request, text, messages.SUCCESS if done else messages.WARNING)
     return done
 

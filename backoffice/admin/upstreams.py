@@ -17,7 +17,7 @@ from django.utils.functional import lazy
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 from django.utils.translation import gettext_lazy as _
-from django.utils.translation import ngettext
+from django.utils.translation import ngettext, ngettext_lazy
 
 from backoffice.admin.tools import ReadOnlyAdmin, ReadOnlyInline, run_each, short_time, two_lines
 from backoffice.services import staff_price_rule_delete, staff_price_rule_set
@@ -299,7 +299,9 @@ class ProviderAdmin(admin.ModelAdmin):
             lambda provider: self.message_user(
                 request, f"{provider.name}: {catalog_sync(provider=provider).line()}"
             ),
-            done_message=_("%(count)d provider(s) synced."),
+            done_message=ngettext_lazy(
+                "%(count)d provider synced.", "%(count)d providers synced.", "count"
+            ),
         )
 
     @admin.action(description=_("Read the balance of selected providers"), permissions=["change"])
@@ -309,7 +311,9 @@ class ProviderAdmin(admin.ModelAdmin):
             request,
             queryset,
             lambda provider: provider_balance_refresh(provider=provider),
-            done_message=_("%(count)d balance(s) read."),
+            done_message=ngettext_lazy(
+                "%(count)d balance read.", "%(count)d balances read.", "count"
+            ),
         )
 
     @admin.action(description=_("Close the circuit of selected providers"), permissions=["change"])
@@ -319,7 +323,9 @@ class ProviderAdmin(admin.ModelAdmin):
             request,
             queryset,
             lambda provider: health.reset(provider.name),
-            done_message=_("%(count)d circuit(s) closed."),
+            done_message=ngettext_lazy(
+                "%(count)d circuit closed.", "%(count)d circuits closed.", "count"
+            ),
         )
 
 

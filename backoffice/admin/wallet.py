@@ -11,6 +11,7 @@ from django.contrib import admin
 from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import ngettext_lazy
 
 from backoffice import services as staff
 from backoffice.admin.tools import ReadOnlyAdmin, form_action, run_each
@@ -63,7 +64,9 @@ class WalletAdmin(ReadOnlyAdmin):
                 lambda wallet: staff.staff_wallet_adjust(
                     wallet=wallet, amount=data["amount"], reason=data["reason"], actor=request.user
                 ),
-                done_message=_("%(count)d wallet(s) adjusted."),
+                done_message=ngettext_lazy(
+                    "%(count)d wallet adjusted.", "%(count)d wallets adjusted.", "count"
+                ),
             )
 
         return form_action(
@@ -125,7 +128,9 @@ class TopUpAdmin(ReadOnlyAdmin):
             request,
             queryset.filter(status=TopUp.Status.PENDING).order_by("pk"),
             lambda topup: staff.staff_topup_approve(topup=topup, actor=request.user),
-            done_message=_("%(count)d top-up(s) approved."),
+            done_message=ngettext_lazy(
+                "%(count)d top-up approved.", "%(count)d top-ups approved.", "count"
+            ),
         )
 
     @admin.action(description=_("Reject selected pending top-ups"), permissions=["operate"])
@@ -138,7 +143,9 @@ class TopUpAdmin(ReadOnlyAdmin):
                 lambda topup: staff.staff_topup_reject(
                     topup=topup, actor=request.user, note=data["note"]
                 ),
-                done_message=_("%(count)d top-up(s) rejected."),
+                done_message=ngettext_lazy(
+                    "%(count)d top-up rejected.", "%(count)d top-ups rejected.", "count"
+                ),
             )
 
         return form_action(
