@@ -233,6 +233,22 @@ def payment_intent_find(*, payment_intent_id: str) -> IntentResult | None:
         raise _unavailable(exc) from exc
 
 
+def payment_intent_cancel(*, payment_intent_id: str) -> IntentResult:
+    """Cancel a PaymentIntent not paid yet (waiting for 3-D Secure, or for a card): the bank
+    can no longer approve it. Stripe refuses to cancel one that succeeded or is processing
+    (``payment_intent_unexpected_state``; localstripe: 400): it comes back as it is now, for
+    the caller to apply. (No ``cancellation_reason``: localstripe refuses any parameter.)"""
+    try:
+        return intent_result(client().v1.payment_intents.cancel(payment_intent_id))
+    except stripe.InvalidRequestError as exc:
+        current = payment_intent_find(payment_intent_id=payment_intent_id)
+        if current is None:
+            raise _unavailable(exc) from exc
+        return current
+    except stripe.StripeError as exc:
+        raise _unavailable(exc) from exc
+
+
 def card_refund(*, payment, amount: Decimal, reference: str) -> str:
     """Refund ``amount`` of a captured card payment to the card, once per ``reference``.
 

@@ -1,4 +1,5 @@
-// Card payments with Stripe.js (decisions.md section 4), for the checkout and wallet pages.
+// Card payments with Stripe.js (decisions.md section 4), for the checkout and wallet pages and
+// for finishing a payment from its own page (docs/payments.md).
 // prepare (our API) -> confirmCardSetup (Stripe) -> checkout (our API, which creates and
 // confirms the PaymentIntent) -> confirmCardPayment on 3-D Secure -> checkout again.
 (function () {
@@ -10,16 +11,26 @@
   const d = form.dataset;
   const idField = d.kind === "topup" ? "topupId" : "paymentId";
   const stripe = Stripe(d.publishableKey);
-  const card = stripe.elements().create("card");
-  card.mount("#card-element");
+  const mount = document.getElementById("card-element");
+  // A payment waiting for the bank (3-D Secure) is finished without a card: checkout answers
+  // with the bank's check again. Any other takes a card.
+  const waiting = d.waiting === "true";
+  let card = null;
+  if (mount) {
+    card = stripe.elements().create("card");
+    card.mount(mount);
+  }
 
   const button = document.getElementById("pay-button");
   const errorBox = document.getElementById("card-error");
   const statusBox = document.getElementById("card-status");
-  let currentId = null; // our payment (or top-up) id once prepared
+  let currentId = d.paymentId || null; // our payment (or top-up) id once prepared
   let needsSetup = true; // a SetupIntent takes one card: a new attempt needs a new one
   let setupSecret = null;
   let receiptUrl = null; // a guest's receipt link (the prepare and checkout answers carry it)
+  // On a payment's own page a refusal that changes what the payment is (declined, expired)
+  // reloads the page, which then says what it is and what can be done.
+  const onItsPage = Boolean(d.paymentId);
 
   function csrfToken() {
     const match = document.cookie.match(/(?:^|;\s*)csrftoken=([^;]+)/);
@@ -112,28 +123,48 @@
   async function pay() {
     errorBox.hidden = true;
     busy(true);
-    if (needsSetup) {
-      const prepared = await post(d.prepareUrl, prepareBody());
-      if (prepared.status !== 201) {
-        return fail(problem(prepared));
+    let result;
+    if (waiting) {
+      result = await post(d.checkoutUrl, { [idField]: currentId });
+    } else {
+      if (needsSetup) {
+        const prepared = await post(d.prepareUrl, prepareBody());
+        if (prepared.status !== 201) {
+          return refused(prepared);
+        }
+        currentId = prepared.body[idField];
+        setupSecret = prepared.body.setupClientSecret;
+        receiptUrl = prepared.body.receiptUrl || null;
+        needsSetup = false;
       }
-      currentId = prepared.body[idField];
-      setupSecret = prepared.body.setupClientSecret;
-      receiptUrl = prepared.body.receiptUrl || null;
-      needsSetup = false;
+      const setup = await stripe.confirmCardSetup(setupSecret, { payment_method: { card: card } });
+      needsSetup = true;
+      if (setup.error) {
+        return fail((setup.error && setup.error.message) || d.msgAuth);
+      }
+      result = await post(d.checkoutUrl, { [idField]: currentId });
     }
-    const setup = await stripe.confirmCardSetup(setupSecret, { payment_method: { card: card } });
-    needsSetup = true;
-    if (setup.error) {
-      return fail((setup.error && setup.error.message) || d.msgAuth);
-    }
-    let result = await post(d.checkoutUrl, { [idField]: currentId });
     if (result.status === 202 && result.body.status === "requires_action") {
       await stripe.confirmCardPayment(result.body.clientSecret); // the server reads the outcome
       result = await post(d.checkoutUrl, { [idField]: currentId });
     }
+    receiptUrl = (result.body && result.body.receiptUrl) || receiptUrl;
     if (result.status === 200 || result.status === 202) {
       return done(); // the receipt shows a payment still processing, too
+    }
+    return refused(result);
+  }
+
+  const CHANGES_THE_PAYMENT = [
+    "card_declined",
+    "card_authentication_failed",
+    "quote_expired",
+    "payment_not_payable",
+  ];
+
+  function refused(result) {
+    if (onItsPage && CHANGES_THE_PAYMENT.indexOf(result.body && result.body.code) !== -1) {
+      return window.location.reload();
     }
     return fail(problem(result));
   }
@@ -147,4 +178,23 @@
       fail(d.msgFailed);
     });
   });
+
+  // "Cancel payment" on a payment's own page: nothing is charged, the page then says so.
+  const cancel = document.getElementById("cancel-payment");
+  if (cancel && d.cancelUrl) {
+    cancel.addEventListener("click", async function () {
+      errorBox.hidden = true;
+      cancel.disabled = true;
+      try {
+        const result = await post(d.cancelUrl, { [idField]: currentId });
+        if (result.status === 200) {
+          return window.location.reload();
+        }
+        fail(problem(result));
+      } catch (e) {
+        fail(d.msgFailed);
+      }
+      cancel.disabled = false;
+    });
+  }
 })();
