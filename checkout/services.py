@@ -53,7 +53,7 @@ from orders.services import (
     order_recharges_start,
 )
 from payments import gateway
-from payments.errors import CardAuthenticationFailed, CardDeclined
+from payments.errors import CardAuthenticationFailed, CardDeclined, card_declined
 from payments.models import Payment
 from payments.services import (
     payment_attempt_started,
@@ -510,7 +510,11 @@ def _follow(checkout: CardCheckout, intent: gateway.IntentResult) -> Outcome:
         return Outcome(checkout=checkout, status="processing")
     # requires_payment_method or canceled: this attempt failed (3-D Secure refused, decline).
     authentication = intent.error_code in ("", "payment_intent_authentication_failure")
-    error = CardAuthenticationFailed() if authentication else CardDeclined()
+    error = (
+        CardAuthenticationFailed()
+        if authentication
+        else card_declined(intent.decline_code, intent.error_code)
+    )
     _attempt_failed(checkout, code=error.code)
     return Outcome(checkout=checkout, status="failed", error=error)
 

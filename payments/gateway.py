@@ -22,10 +22,10 @@ from django.conf import settings
 
 from payments.errors import (
     CardAuthenticationFailed,
-    CardDeclined,
     CardPaymentsUnavailable,
     WebhookEventMalformed,
     WebhookSignatureInvalid,
+    card_declined,
 )
 from reseller.money import to_minor_units
 
@@ -50,6 +50,7 @@ class IntentResult:
     metadata: dict[str, str] = field(default_factory=dict)
     charge_id: str = ""
     error_code: str = ""
+    decline_code: str = ""
 
 
 def configured() -> bool:
@@ -108,6 +109,7 @@ def intent_result(pi: Any) -> IntentResult:
         metadata={str(k): str(v) for k, v in metadata.items()},
         charge_id=_id_of(_get(pi, "latest_charge")),
         error_code=(_get(error, "code", "") or "") if error else "",
+        decline_code=str(_get(error, "decline_code", "") or "") if error else "",
     )
 
 
@@ -196,7 +198,8 @@ def payment_intent_confirm(
         code = getattr(exc, "code", "") or "card_declined"
         if code == "payment_intent_authentication_failure":
             raise CardAuthenticationFailed() from exc
-        raise CardDeclined() from exc
+        decline_code = str(_get(getattr(exc, "error", None), "decline_code", "") or "")
+        raise card_declined(decline_code, code) from exc
     except stripe.StripeError as exc:
         raise _unavailable(exc) from exc
     return intent_result(pi)
