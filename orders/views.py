@@ -192,7 +192,7 @@ def guest_checkout(request: HttpRequest) -> HttpResponse:
             "rows": list(zip([line], priced.lines, strict=True)),
             "quote": priced,
             "cards_enabled": gateway.configured(),
-            "test_mode": gateway.test_mode(),
+            "test_mode": gateway.card_test_mode(),
             "stripe_js_url": settings.STRIPE_JS_URL,
             "publishable_key": gateway.publishable_key(),
             "scheduled": _scheduled(priced),
@@ -290,7 +290,7 @@ def checkout(request: AuthenticatedRequest) -> HttpResponse:
             "rows": rows,
             "quote": quote,
             "cards_enabled": gateway.configured(),
-            "test_mode": gateway.test_mode(),
+            "test_mode": gateway.card_test_mode(),
             "stripe_js_url": settings.STRIPE_JS_URL,
             "publishable_key": gateway.publishable_key(),
             "session_id": which,
@@ -420,7 +420,7 @@ def _receipt(
         context.update(
             {
                 "cards_enabled": gateway.configured(),
-                "test_mode": gateway.test_mode(),
+                "test_mode": gateway.card_test_mode(),
                 "stripe_js_url": settings.STRIPE_JS_URL,
                 "publishable_key": gateway.publishable_key(),
             }

@@ -66,6 +66,50 @@ def test_mode() -> bool:
     return bool(settings.STRIPE_API_BASE) or settings.STRIPE_SECRET_KEY.startswith("sk_test_")
 
 
+# Stripe's documented test cards that succeed, on Stripe's test mode and on localstripe alike
+# (any 16-digit number outside its lists of special cards succeeds there). The test-mode banner
+# lists several: one card pays at most CARD_LIMIT_PER_CARD_PER_DAY times in 24 hours.
+TEST_CARDS = (
+    "4242 4242 4242 4242",
+    "5555 5555 5555 4444",
+    "4000 0566 5566 5556",
+    "2223 0031 2200 3222",
+    "6011 1111 1111 1117",
+)
+TEST_CARD_3DS = "4000 0025 0000 3155"
+TEST_CARD_DECLINED = "4000 0000 0000 0341"
+
+
+@dataclass(frozen=True)
+class CardTestMode:
+    """What the test-mode banner tells (docs/payments.md): the cards to use, and the fraud
+    limits a tester meets, which test mode keeps as production has them unless a demo raised
+    them (``CARD_LIMITS_DEMO``, set by ``make run``; docs/fraud.md)."""
+
+    cards: tuple[str, ...]
+    three_d_secure: str
+    declined: str
+    per_card_per_day: int
+    guest_per_day: int
+    per_address_per_hour: int
+    demo: bool
+
+
+def card_test_mode() -> CardTestMode | None:
+    """The test-mode banner's facts, or None when real cards are charged."""
+    if not test_mode():
+        return None
+    return CardTestMode(
+        cards=TEST_CARDS,
+        three_d_secure=TEST_CARD_3DS,
+        declined=TEST_CARD_DECLINED,
+        per_card_per_day=settings.CARD_LIMIT_PER_CARD_PER_DAY,
+        guest_per_day=settings.CARD_LIMIT_GUEST_PER_DAY,
+        per_address_per_hour=settings.CARD_LIMIT_PER_ADDRESS_PER_HOUR,
+        demo=settings.CARD_LIMITS_DEMO,
+    )
+
+
 @lru_cache(maxsize=4)
 def _client_for(secret_key: str, api_base: str) -> stripe.StripeClient:
     base = {"api": api_base.rstrip("/")} if api_base else None
