@@ -36,6 +36,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.formats import date_format
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
@@ -195,12 +196,18 @@ def _duration(seconds: float) -> str:
 
 
 def _when(seconds: float, *, now) -> str:
+    """ "in 2 h 5 min (at 17:07 UTC)", with the day when it is not today's (in UTC)."""
     if seconds == math.inf:
         return _("later")
     at = (now + timedelta(seconds=seconds)).astimezone(UTC)
-    return _("in %(duration)s (at %(time)s UTC)") % {
-        "duration": _duration(seconds),
-        "time": at.strftime("%H:%M"),
+    values = {"duration": _duration(seconds), "time": at.strftime("%H:%M")}
+    if at.date() == now.astimezone(UTC).date():
+        return _("in %(duration)s (at %(time)s UTC)") % values
+    # Another day (tomorrow, for a 24-hour limit): the day too, as the reader's language
+    # writes a day of a month ("November 28", "28 de noviembre", "28 novembre").
+    return _("in %(duration)s (on %(day)s at %(time)s UTC)") % {
+        **values,
+        "day": date_format(at, "MONTH_DAY_FORMAT"),
     }
 
 
