@@ -358,15 +358,18 @@ PAID = (Payment.Status.CAPTURED, Payment.Status.REFUNDED, Payment.Status.PARTIAL
 def _card_finish(payment: Payment, *, guest_token: str | None, allowed: bool) -> dict | None:
     """How the page of a card payment not paid yet offers "Finish payment" and "Cancel
     payment" (checkout.js), or None when it cannot be finished any more (docs/payments.md).
-    A payment waiting for the bank goes back to the bank's check; another one takes a card
-    (a member's only: a guest's card form needs the email of the guest checkout page)."""
+    A payment waiting for the bank goes back to the bank's check; another one takes a card,
+    a member's only: a guest's card form needs the email of the guest checkout page, so a
+    guest's declined payment just expires with its hold ("Buy now" starts a new one)."""
     if not payment.finishable or not allowed:
         return None
     waiting = payment.waiting_for_bank
     if guest_token is not None:
+        if not waiting:
+            return None
         return {
             "kind": "guest",
-            "waiting": waiting,
+            "waiting": True,
             "card": False,
             "prepare_url": reverse("guest-payments-prepare"),
             "checkout_url": reverse("guest-payments-checkout"),

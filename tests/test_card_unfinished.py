@@ -396,3 +396,24 @@ def test_a_guests_page_offers_finish_and_cancel_only_in_the_browser_that_prepare
     assert "/api/v1/guest/payments/cancel" in mine
     elsewhere = Client().get(prepared["receiptUrl"]).content.decode()
     assert "Waiting for your bank" in elsewhere and "Finish payment" not in elsewhere
+
+
+def test_a_guests_declined_payment_offers_no_card_form_and_expires_with_its_hold(
+    client, product, stripe_local
+):
+    """A guest's card form needs the guest checkout page's email: "Buy now" starts anew."""
+    client.post(
+        "/cart/add/",
+        {"product": product.public_id, "recipient_number": NUMBER, "quantity": "1"}
+        | {"then": "checkout"},
+    )
+    prepared = client.post(
+        "/api/v1/guest/payments/prepare", {"email": "g@example.com"}, "application/json"
+    ).json()
+    stripe_local.browser_confirm_setup(prepared["setupClientSecret"], DECLINED)
+    client.post(
+        "/api/v1/guest/payments/checkout", {"paymentId": prepared["paymentId"]}, "application/json"
+    )
+    text = client.get(prepared["receiptUrl"]).content.decode()
+    assert "Payment failed" in text and "The card was declined." in text
+    assert "Finish payment" not in text and 'id="card-form"' not in text
