@@ -287,6 +287,48 @@ class PaymentCheckoutApi(APIView):
         return Response(_pending_body(result, id_field="payment_id"), status=202)
 
 
+CANCEL_PROBLEMS = {
+    **problems(400, 401, 404, 503),
+    **problem(
+        "`web_session_required`: an API key called a web-only endpoint.",
+        403,
+        "web_session_required",
+    ),
+    **problem(
+        "`payment_not_cancellable`: the payment is paid (or the bank is answering its charge "
+        "at that moment); nothing changed.",
+        409,
+        "payment_not_cancellable",
+    ),
+}
+
+
+class PaymentCancelApi(APIView):
+    permission_classes = [WebSessionRequired]
+
+    @extend_schema(
+        tags=["payments"],
+        summary="Cancel a card payment not paid yet (web-only)",
+        description="Ends a card payment that is not paid: prepared and never confirmed, "
+        "declined, or waiting for the bank (3-D Secure), whose PaymentIntent is then cancelled "
+        "on Stripe so the bank can no longer approve it. The payment becomes `canceled`, "
+        "nothing is charged, and it no longer counts in the card limits (docs/fraud.md). "
+        "Cancelling a payment already expired or cancelled changes nothing and answers it as "
+        "it is; a paid one is 409 `payment_not_cancellable`. (A payment left unpaid also "
+        "expires by itself at its `expiresAt`.)",
+        request=CheckoutIn,
+        examples=ex.exchange("Cancelled", {"paymentId": ex.PAYMENT_ID}, ex.CANCELED),
+        responses={200: PaymentOut, **CANCEL_PROBLEMS},
+    )
+    def post(self, request):
+        data = CheckoutIn(data=request.data)
+        data.is_valid(raise_exception=True)
+        checkout = card.card_checkout_for_payment(
+            account=request.user.account, payment_id=data.validated_data["payment_id"]
+        )
+        return Response(_payment_body(card.card_payment_cancel(checkout=checkout)))
+
+
 class TopUpPrepareApi(APIView):
     permission_classes = [WebSessionRequired]
 
@@ -457,6 +499,42 @@ class GuestPaymentCheckoutApi(APIView):
             guest_choice.pending_drop(session)  # bought: "Buy now" starts afresh
             return Response(GuestCheckoutOut(body).data)
         return Response(GuestCheckoutOut(body).data, status=202)
+
+
+class GuestCancelOut(serializers.Serializer):
+    status = serializers.CharField(help_text="The payment's status: `canceled`, or `expired`.")
+    payment_id = serializers.CharField()
+    receipt_url = serializers.CharField()
+
+
+class GuestPaymentCancelApi(APIView):
+    authentication_classes: list = []
+    permission_classes = [SameSiteBrowser]
+
+    @extend_schema(
+        tags=["payments"],
+        summary="Cancel a guest's card payment not paid yet (the site's, no account)",
+        description="As `POST /payments/cancel`, for a payment this browser prepared as a "
+        "guest (its receipt page's Cancel). Another browser's payment is 404.",
+        request=CheckoutIn,
+        examples=ex.exchange("Cancelled", {"paymentId": ex.PAYMENT_ID}, ex.GUEST_CANCELED),
+        responses={200: GuestCancelOut, **CANCEL_PROBLEMS},
+    )
+    def post(self, request):
+        data = CheckoutIn(data=request.data)
+        data.is_valid(raise_exception=True)
+        payment_id = data.validated_data["payment_id"]
+        if not guest_choice.guest_payment_allowed(request._request.session, payment_id):
+            raise NotFound()
+        checkout = card.card_payment_cancel(
+            checkout=card.card_checkout_for_guest(payment_id=payment_id)
+        )
+        body = {
+            "status": checkout.payment.status,
+            "payment_id": payment_id,
+            "receipt_url": card.guest_receipt_path(payment_id),
+        }
+        return Response(GuestCancelOut(body).data)
 
 
 @method_decorator(csrf_exempt, name="dispatch")

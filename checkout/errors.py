@@ -32,6 +32,16 @@ class PaymentNotPayable(ApplicationError):
     default_detail = _("This payment is already settled and cannot be paid again.")
 
 
+class PaymentNotCancellable(ApplicationError):
+    code = "payment_not_cancellable"
+    status = 409
+    title = _("Payment cannot be cancelled")
+    default_detail = _(
+        "This payment is paid, so it can no longer be cancelled. A recharge that fails is "
+        "refunded to the card."
+    )
+
+
 class CartEmpty(ApplicationError):
     code = "cart_empty"
     status = 400

@@ -36,6 +36,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.formats import date_format
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
@@ -122,24 +123,68 @@ def _counted(*, since: datetime, exclude_pk: int | None):
     return rows.exclude(pk=exclude_pk) if exclude_pk else rows
 
 
+# What a counted payment adds to a window: (its checkout, since when it counts, for how long at
+# most, its weight). A payment not paid yet (its charge in flight: waiting for 3-D Secure)
+# counts until its price hold ends at the latest, when the sweeper cancels it.
+@dataclass(frozen=True)
+class _Entry:
+    pk: int
+    at: datetime
+    expires_at: datetime | None
+    weight: Decimal
+
+    def leaves(self, window: timedelta) -> datetime:
+        """When it leaves a window of this length."""
+        end = self.at + window
+        return min(end, self.expires_at) if self.expires_at is not None else end
+
+
+# The fields of a counted CardCheckout an _Entry is made of (``prefix``: the path to it).
+def _entry_fields(prefix: str = "") -> list[str]:
+    return [f"{prefix}{name}" for name in ("pk", "limit_counted_at", "completed_at", "expires_at")]
+
+
+def _entries(rows, *, weight: str | None = None, prefix: str = "") -> list[_Entry]:
+    """The counted payments of ``rows`` (a CardCheckout queryset, or one that reaches it by
+    ``prefix``), each weighing 1 or its ``weight`` field."""
+    fields = _entry_fields(prefix) + ([weight] if weight else [])
+    found = []
+    for values in rows.values_list(*fields):
+        pk, at, completed_at, expires_at = values[:4]
+        if at is None:
+            continue  # the filter says so; the type does not
+        found.append(
+            _Entry(
+                pk=pk,
+                at=at,
+                expires_at=expires_at if completed_at is None else None,
+                weight=Decimal(1) if weight is None else Decimal(values[4] or 0),
+            )
+        )
+    return found
+
+
 def _refusal_wait(
-    entries: list[tuple[datetime, Decimal]],
+    entries: list[_Entry],
     *,
     cap: Decimal,
     adding: Decimal,
     now,
     window: timedelta = WINDOW,
+    count: bool = False,
 ) -> float | None:
-    """None when ``adding`` fits now; else the seconds to wait (``math.inf``: never)."""
-    total = sum((weight for _at, weight in entries), Decimal(0))
+    """None when ``adding`` fits now; else the seconds to wait (``math.inf``: never).
+    ``count``: every entry weighs 1 (a count of payments, not their amounts)."""
+    weights = [(entry, Decimal(1) if count else entry.weight) for entry in entries]
+    total = sum((weight for _entry, weight in weights), Decimal(0))
     if total + adding <= cap:
         return None
     if adding > cap:
         return math.inf
-    for at, weight in sorted(entries, key=lambda entry: entry[0]):
+    for entry, weight in sorted(weights, key=lambda pair: pair[0].leaves(window)):
         total -= weight
         if total + adding <= cap:
-            return max(1.0, (at + window - now).total_seconds())
+            return max(1.0, (entry.leaves(window) - now).total_seconds())
     return math.inf  # not reached: the loop empties the window
 
 
@@ -151,12 +196,18 @@ def _duration(seconds: float) -> str:
 
 
 def _when(seconds: float, *, now) -> str:
+    """ "in 2 h 5 min (at 17:07 UTC)", with the day when it is not today's (in UTC)."""
     if seconds == math.inf:
         return _("later")
     at = (now + timedelta(seconds=seconds)).astimezone(UTC)
-    return _("in %(duration)s (at %(time)s UTC)") % {
-        "duration": _duration(seconds),
-        "time": at.strftime("%H:%M"),
+    values = {"duration": _duration(seconds), "time": at.strftime("%H:%M")}
+    if at.date() == now.astimezone(UTC).date():
+        return _("in %(duration)s (at %(time)s UTC)") % values
+    # Another day (tomorrow, for a 24-hour limit): the day too, as the reader's language
+    # writes a day of a month ("November 28", "28 de noviembre", "28 novembre").
+    return _("in %(duration)s (on %(day)s at %(time)s UTC)") % {
+        **values,
+        "day": date_format(at, "MONTH_DAY_FORMAT"),
     }
 
 
@@ -195,8 +246,31 @@ def _first_purchase(account: Account, *, exclude_pk: int | None) -> bool:
     return not earlier.exists()
 
 
-def _times(rows) -> list[tuple[datetime, Decimal]]:
-    return [(at, Decimal(1)) for at in rows if at is not None]
+@dataclass(frozen=True)
+class _Refusal:
+    wait: float
+    detail: str
+    entries: list[_Entry] = field(default_factory=list)  # what counted against it
+
+
+def _waiting_of(
+    purchase: Purchase, *, now: datetime, exclude_pk: int | None
+) -> dict[int, datetime]:
+    """The buyer's own card payments waiting for the bank (3-D Secure), which count until
+    finished, cancelled or expired: checkout pk -> when its price hold ends."""
+    rows = CardCheckout.objects.filter(
+        limit_counted_at__isnull=False,
+        completed_at__isnull=True,
+        expires_at__gt=now,
+        payment__isnull=False,
+    ).exclude(payment_intent_id="")
+    if purchase.guest:
+        rows = rows.filter(guest_email__iexact=purchase.guest_email)
+    else:
+        rows = rows.filter(account=purchase.account)
+    if exclude_pk:
+        rows = rows.exclude(pk=exclude_pk)
+    return dict(rows.values_list("pk", "expires_at"))
 
 
 def purchase_check(
@@ -207,27 +281,24 @@ def purchase_check(
     card_keys_check(numbers=purchase.numbers, fingerprint=purchase.fingerprint)
     now = now or timezone.now()
     since = now - WINDOW
-    refusals: list[tuple[float, str]] = []
+    refusals: list[_Refusal] = []
     account = purchase.account
     caps = caps_for(account)
     new_until = account.created_at + timedelta(days=caps.new_account_days)
     if purchase.guest:
         refusals += _guest_refusals(purchase, since=since, now=now, exclude_pk=exclude_pk)
     elif new_until > now:
-        rows = list(
-            _counted(since=since, exclude_pk=exclude_pk)
-            .filter(account=account)
-            .values_list("limit_counted_at", "limit_amount_eur")
+        rows = _entries(
+            _counted(since=since, exclude_pk=exclude_pk).filter(account=account),
+            weight="limit_amount_eur",
         )
         grown_up = (new_until - now).total_seconds()
         cap = caps.new_account_per_day
-        wait = _refusal_wait(
-            [(at, Decimal(1)) for at, _amount in rows], cap=Decimal(cap), adding=Decimal(1), now=now
-        )
+        wait = _refusal_wait(rows, cap=Decimal(cap), adding=Decimal(1), now=now, count=True)
         if wait is not None:
             wait = min(wait, grown_up)
             refusals.append(
-                (
+                _Refusal(
                     wait,
                     ngettext(
                         "A new account can pay by card at most %(count)d time in 24 hours. "
@@ -237,19 +308,15 @@ def purchase_check(
                         cap,
                     )
                     % {"count": cap, "when": _when(wait, now=now)},
+                    rows,
                 )
             )
         cap_amount = Decimal(caps.new_account_amount_per_day)
-        wait = _refusal_wait(
-            [(at, amount or Decimal(0)) for at, amount in rows],
-            cap=cap_amount,
-            adding=purchase.amount_eur,
-            now=now,
-        )
+        wait = _refusal_wait(rows, cap=cap_amount, adding=purchase.amount_eur, now=now)
         if wait is not None:
             wait = min(wait, grown_up)
             refusals.append(
-                (
+                _Refusal(
                     wait,
                     _(
                         "A new account can pay at most %(amount)s EUR by card in 24 hours, and "
@@ -261,6 +328,7 @@ def purchase_check(
                         "this": purchase.amount_eur,
                         "when": _when(wait, now=now),
                     },
+                    rows,
                 )
             )
     # The house guest account's first payment and hour are every guest's: a guest has the
@@ -269,7 +337,7 @@ def purchase_check(
         first_cap = Decimal(caps.first_purchase_amount)
         if purchase.amount_eur > first_cap and _first_purchase(account, exclude_pk=exclude_pk):
             refusals.append(
-                (
+                _Refusal(
                     math.inf,
                     _(
                         "A first card payment can be at most %(amount)s EUR, and this one is "
@@ -278,17 +346,14 @@ def purchase_check(
                     % {"amount": first_cap, "this": purchase.amount_eur},
                 )
             )
-        hour_ago = now - HOUR
         cap = caps.per_account_per_hour
-        entries = _times(
-            _counted(since=hour_ago, exclude_pk=exclude_pk)
-            .filter(account=account)
-            .values_list("limit_counted_at", flat=True)
+        entries = _entries(
+            _counted(since=now - HOUR, exclude_pk=exclude_pk).filter(account=account)
         )
         wait = _refusal_wait(entries, cap=Decimal(cap), adding=Decimal(1), now=now, window=HOUR)
         if wait is not None:
             refusals.append(
-                (
+                _Refusal(
                     wait,
                     ngettext(
                         "This account can pay by card at most %(count)d time in one hour. "
@@ -298,16 +363,15 @@ def purchase_check(
                         cap,
                     )
                     % {"count": cap, "when": _when(wait, now=now)},
+                    entries,
                 )
             )
     if purchase.address:
-        rows_at = list(
-            _counted(since=since, exclude_pk=exclude_pk)
-            .filter(client_address=purchase.address)
-            .values_list("limit_counted_at", flat=True)
+        rows = _entries(
+            _counted(since=since, exclude_pk=exclude_pk).filter(client_address=purchase.address)
         )
         for window, cap in ((WINDOW, caps.per_address_per_day), (HOUR, caps.per_address_per_hour)):
-            entries = _times(at for at in rows_at if at is not None and at >= now - window)
+            entries = [entry for entry in rows if entry.at >= now - window]
             wait = _refusal_wait(
                 entries, cap=Decimal(cap), adding=Decimal(1), now=now, window=window
             )
@@ -330,7 +394,9 @@ def purchase_check(
                     cap,
                 )
             )
-            refusals.append((wait, message % {"count": cap, "when": _when(wait, now=now)}))
+            refusals.append(
+                _Refusal(wait, message % {"count": cap, "when": _when(wait, now=now)}, entries)
+            )
     cap = caps.per_number_per_day
     for number, units in sorted(purchase.numbers.items()):
         lines = OrderLine.objects.filter(
@@ -340,13 +406,7 @@ def purchase_check(
         )
         if exclude_pk:
             lines = lines.exclude(order__payment__card_checkout__pk=exclude_pk)
-        entries = [
-            (at, Decimal(quantity))
-            for at, quantity in lines.values_list(
-                "order__payment__card_checkout__limit_counted_at", "quantity"
-            )
-            if at is not None  # the filter says so; the type does not
-        ]
+        entries = _entries(lines, weight="quantity", prefix="order__payment__card_checkout__")
         wait = _refusal_wait(entries, cap=Decimal(cap), adding=Decimal(units), now=now)
         if wait is not None:
             what = (
@@ -355,7 +415,7 @@ def purchase_check(
                 else _("send fewer recharges to it in one payment.")
             )
             refusals.append(
-                (
+                _Refusal(
                     wait,
                     ngettext(
                         "At most %(count)d card-paid recharge can go to %(number)s in 24 hours. "
@@ -365,21 +425,20 @@ def purchase_check(
                         cap,
                     )
                     % {"count": cap, "number": number, "what": what},
+                    entries,
                 )
             )
     if purchase.fingerprint:
         cap = caps.per_card_per_day
-        entries = [
-            (at, Decimal(1))
-            for at in _counted(since=since, exclude_pk=exclude_pk)
-            .filter(card_fingerprint=purchase.fingerprint)
-            .values_list("limit_counted_at", flat=True)
-            if at is not None
-        ]
+        entries = _entries(
+            _counted(since=since, exclude_pk=exclude_pk).filter(
+                card_fingerprint=purchase.fingerprint
+            )
+        )
         wait = _refusal_wait(entries, cap=Decimal(cap), adding=Decimal(1), now=now)
         if wait is not None:
             refusals.append(
-                (
+                _Refusal(
                     wait,
                     ngettext(
                         "This card has reached its limit of %(count)d payment in 24 hours. "
@@ -389,11 +448,20 @@ def purchase_check(
                         cap,
                     )
                     % {"count": cap, "when": _when(wait, now=now)},
+                    entries,
                 )
             )
     if refusals:
-        wait, detail = max(refusals, key=lambda refusal: refusal[0])
-        seconds = WINDOW.total_seconds() if wait == math.inf else wait
+        refusal = max(refusals, key=lambda found: found.wait)
+        detail = refusal.detail
+        waiting = _waiting_of(purchase, now=now, exclude_pk=exclude_pk)
+        own = [waiting[entry.pk] for entry in refusal.entries if entry.pk in waiting]
+        if own:  # the buyer's own payment waiting for the bank is in the way: say so
+            detail += " " + _(
+                "A card payment of yours waiting for your bank (3-D Secure) counts until you "
+                "finish or cancel it on its page (Payments), or until it expires %(when)s."
+            ) % {"when": _when((min(own) - now).total_seconds(), now=now)}
+        seconds = WINDOW.total_seconds() if refusal.wait == math.inf else refusal.wait
         raise CardLimitReached(detail, retry_after=math.ceil(seconds))
 
 
@@ -486,7 +554,7 @@ def card_limits_set(
 
 def _guest_refusals(
     purchase: Purchase, *, since: datetime, now: datetime, exclude_pk: int | None
-) -> list[tuple[float, str]]:
+) -> list[_Refusal]:
     """A guest's caps (``CARD_LIMIT_GUEST_*``), lower than a new account's: guest payments in
     24 h, and their amount, per email, per client address and per card. Any one of the three
     reached refuses, so a new email, a new address or a new card alone does not get around
@@ -499,22 +567,13 @@ def _guest_refusals(
         keys.append(guests.filter(client_address=purchase.address))
     if purchase.fingerprint:
         keys.append(guests.filter(card_fingerprint=purchase.fingerprint))
-    refusals: list[tuple[float, str]] = []
+    refusals: list[_Refusal] = []
     for rows in keys:
-        entries = [
-            (at, amount or Decimal(0))
-            for at, amount in rows.values_list("limit_counted_at", "limit_amount_eur")
-            if at is not None
-        ]
-        wait = _refusal_wait(
-            [(at, Decimal(1)) for at, _amount in entries],
-            cap=Decimal(cap),
-            adding=Decimal(1),
-            now=now,
-        )
+        entries = _entries(rows, weight="limit_amount_eur")
+        wait = _refusal_wait(entries, cap=Decimal(cap), adding=Decimal(1), now=now, count=True)
         if wait is not None:
             refusals.append(
-                (
+                _Refusal(
                     wait,
                     ngettext(
                         "Without an account you can pay by card at most %(count)d time in 24 "
@@ -524,12 +583,13 @@ def _guest_refusals(
                         cap,
                     )
                     % {"count": cap, "when": _when(wait, now=now)},
+                    entries,
                 )
             )
         wait = _refusal_wait(entries, cap=cap_amount, adding=purchase.amount_eur, now=now)
         if wait is not None:
             refusals.append(
-                (
+                _Refusal(
                     wait,
                     _(
                         "Without an account you can pay at most %(amount)s EUR by card in 24 "
@@ -541,6 +601,7 @@ def _guest_refusals(
                         "this": purchase.amount_eur,
                         "when": _when(wait, now=now),
                     },
+                    entries,
                 )
             )
     return refusals

@@ -25,6 +25,7 @@ from decimal import Decimal
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext as _
@@ -35,6 +36,7 @@ from checkout import disputes, limits
 from checkout.errors import (
     CartEmpty,
     PaymentMethodRequired,
+    PaymentNotCancellable,
     PaymentNotPayable,
     QuoteExpired,
 )
@@ -51,9 +53,11 @@ from orders.services import (
     order_recharges_start,
 )
 from payments import gateway
-from payments.errors import CardAuthenticationFailed, CardDeclined
+from payments.errors import CardAuthenticationFailed, CardDeclined, card_declined
 from payments.models import Payment
 from payments.services import (
+    payment_attempt_started,
+    payment_cancel,
     payment_capture,
     payment_card_failed,
     payment_discard,
@@ -64,7 +68,13 @@ from payments.services import (
 from reseller.errors import ApplicationError, NotFound
 from reseller.money import quantize, to_minor_units
 from wallet.models import TopUp
-from wallet.services import topup_approve, topup_discard, topup_request, wallet_get_or_create
+from wallet.services import (
+    topup_approve,
+    topup_discard,
+    topup_reject,
+    topup_request,
+    wallet_get_or_create,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -362,7 +372,9 @@ ATTEMPT_IN_FLIGHT = timedelta(seconds=60)
 class _Step:
     """What checkout decided under the lock, to do on Stripe once the lock is released."""
 
-    kind: str  # "done", "in_flight", "follow" (an existing PaymentIntent) or "confirm"
+    # "done", "in_flight", "follow" (an existing PaymentIntent), "confirm", or "end" (a
+    # PaymentIntent still waiting for the bank when the price hold ran out)
+    kind: str
     payment_intent_id: str = ""
     setup_intent_id: str = ""
 
@@ -380,6 +392,13 @@ def card_checkout(*, checkout: CardCheckout, client_address: str = "") -> Checko
         return _result(checkout, "succeeded")
     if step.kind == "in_flight":
         return _result(checkout, "processing")
+    if step.kind == "end":  # waiting for the bank past the hold: it ends like any other
+        ended = card_checkout_end(checkout=checkout, reason=EXPIRED)
+        if ended == COMPLETED:
+            return _result(checkout, "succeeded")
+        if ended == IN_FLIGHT:
+            return _result(checkout, "processing")
+        raise QuoteExpired()
     if step.kind == "follow":
         intent = gateway.payment_intent_get(payment_intent_id=step.payment_intent_id)
     else:
@@ -425,9 +444,11 @@ def _checkout_decide(checkout: CardCheckout) -> _Step:
         raise PaymentNotPayable()
     if checkout.topup_id and checkout.topup.status != TopUp.Status.PENDING:  # type: ignore[union-attr]
         raise PaymentNotPayable()
-    if checkout.payment_intent_id:  # an attempt made: where is it now?
-        return _Step("follow", payment_intent_id=checkout.payment_intent_id)
     now = timezone.now()
+    if checkout.payment_intent_id:  # an attempt made: where is it now?
+        if checkout.expires_at <= now:
+            return _Step("end", payment_intent_id=checkout.payment_intent_id)
+        return _Step("follow", payment_intent_id=checkout.payment_intent_id)
     if checkout.attempt_started_at and checkout.attempt_started_at > now - ATTEMPT_IN_FLIGHT:
         return _Step("in_flight")
     if checkout.expires_at <= now:
@@ -440,6 +461,8 @@ def _checkout_decide(checkout: CardCheckout) -> _Step:
     checkout.attempt_started_at = now
     checkout.updated_at = now
     checkout.save(update_fields=["attempts", "attempt_started_at", "updated_at"])
+    if checkout.payment_id:  # after a failed attempt: pending again while this one runs
+        payment_attempt_started(payment_id=checkout.payment_id)
     return _Step("confirm", setup_intent_id=checkout.setup_intent_id)
 
 
@@ -487,7 +510,11 @@ def _follow(checkout: CardCheckout, intent: gateway.IntentResult) -> CheckoutRes
         return CheckoutResult(checkout=checkout, status="processing")
     # requires_payment_method or canceled: this attempt failed (3-D Secure refused, decline).
     authentication = intent.error_code in ("", "payment_intent_authentication_failure")
-    error = CardAuthenticationFailed() if authentication else CardDeclined()
+    error = (
+        CardAuthenticationFailed()
+        if authentication
+        else card_declined(intent.decline_code, intent.error_code)
+    )
     _attempt_failed(checkout, code=error.code)
     return CheckoutResult(checkout=checkout, status="failed", error=error)
 
@@ -583,33 +610,144 @@ def _checkout_for_intent(intent: gateway.IntentResult) -> CardCheckout | None:
     return None
 
 
-def card_payments_expire(*, now=None, limit: int = 500) -> int:
-    """Pending card payments whose price hold is over and that no card attempt took to
-    Stripe become ``expired`` (a minute by beat). Checkout refuses an expired hold, so nothing
-    can start one after this; a payment with a PaymentIntent is left to Stripe's answer (its
-    webhook still completes it if the money was taken). Returns how many expired."""
+# -- the end of a checkout nobody pays --------------------------------------------------------
+
+EXPIRED = "expired"  # its price hold ran out
+CANCELED = "canceled"  # its buyer cancelled it
+# What card_checkout_end did:
+ENDED = "ended"  # the payment expired or was cancelled (a top-up failed): nothing charged
+COMPLETED = "completed"  # the bank approved it first: paid after all
+IN_FLIGHT = "in_flight"  # Stripe is processing a charge (or an attempt is being sent): left
+SETTLED = "settled"  # it was already over: nothing to do
+UNPAID = {str(Payment.Status.PENDING), str(Payment.Status.FAILED)}
+
+
+def _end_state(checkout: CardCheckout, *, now) -> str:
+    """Under the lock: can this checkout still be ended, or is it over (or busy)?"""
+    if checkout.completed_at is not None:
+        return COMPLETED
+    if checkout.payment is not None:
+        if checkout.payment.status not in UNPAID:
+            return SETTLED
+    elif checkout.topup is not None and checkout.topup.status != TopUp.Status.PENDING:
+        return SETTLED
+    if (
+        not checkout.payment_intent_id
+        and checkout.attempt_started_at
+        and checkout.attempt_started_at > now - ATTEMPT_IN_FLIGHT
+    ):
+        return IN_FLIGHT  # a PaymentIntent is being created: its answer decides
+    return ""
+
+
+def _ended(checkout: CardCheckout, *, reason: str) -> None:
+    """Under the lock: the checkout is over unpaid. Nothing was charged, so it gives its
+    place in the card limits back (docs/fraud.md)."""
+    now = timezone.now()
+    CardCheckout.objects.filter(pk=checkout.pk).update(
+        attempt_started_at=None,
+        limit_counted_at=None,
+        failure_code=reason,
+        updated_at=now,
+    )
+    if checkout.payment_id:
+        if reason == CANCELED:
+            payment_cancel(payment_id=checkout.payment_id)
+        else:
+            payment_expire(payment_id=checkout.payment_id)
+    else:
+        note = (
+            _("Cancelled before it was paid.")
+            if reason == CANCELED
+            else _("Not paid before its price hold ran out (3-D Secure not finished).")
+        )
+        topup_reject(topup_id=checkout.topup_id, by=None, note=str(note), failed=True)  # type: ignore[arg-type]
+
+
+def card_checkout_end(*, checkout: CardCheckout, reason: str, now=None) -> str:
+    """End a card checkout that will not be paid: ``EXPIRED`` (its price hold ran out) or
+    ``CANCELED`` (its buyer cancelled it). A PaymentIntent still waiting for the bank (3-D
+    Secure) is cancelled on Stripe first, with no lock held, so the bank can no longer approve
+    it; one the bank approved meanwhile is completed instead, as the webhook would.
+
+    Returns ``ENDED`` (the payment expired or was cancelled, a top-up failed; its place in the
+    card limits is given back), ``COMPLETED`` (paid after all), ``IN_FLIGHT`` (Stripe is
+    processing a charge: left to its answer) or ``SETTLED`` (already over)."""
     now = now or timezone.now()
-    due = CardCheckout.objects.filter(
-        payment__status=Payment.Status.PENDING,
-        completed_at__isnull=True,
-        payment_intent_id="",
-        expires_at__lte=now,
-    ).values_list("pk", flat=True)[:limit]
-    expired = 0
-    for pk in list(due):
-        with transaction.atomic():
-            checkout = _lock(pk)
-            in_flight = checkout.attempt_started_at and (
-                checkout.attempt_started_at > now - ATTEMPT_IN_FLIGHT
+    with transaction.atomic():
+        locked = _lock(checkout.pk)
+        state = _end_state(locked, now=now)
+        if state:
+            return state
+        payment_intent_id = locked.payment_intent_id
+        if not payment_intent_id:  # nothing at Stripe can take the money: end it now
+            _ended(locked, reason=reason)
+            return ENDED
+    intent = gateway.payment_intent_cancel(payment_intent_id=payment_intent_id)
+    with transaction.atomic():
+        locked = _lock(checkout.pk)
+        state = _end_state(locked, now=now)
+        if state:
+            return state
+        if locked.payment_intent_id != payment_intent_id:
+            return IN_FLIGHT  # another attempt since (not possible while one waits): leave it
+        if intent.status == "succeeded":
+            _complete(locked, intent)
+            return COMPLETED
+        if intent.status in ("canceled", "requires_payment_method"):
+            _ended(locked, reason=reason)
+            return ENDED
+        return IN_FLIGHT
+
+
+def card_payment_cancel(*, checkout: CardCheckout) -> CardCheckout:
+    """Its buyer cancels a card payment not paid yet (the receipt page's "Cancel", ``POST
+    /payments/cancel``): a PaymentIntent waiting for the bank is cancelled on Stripe, the
+    payment is ``canceled`` and leaves the card limits. Cancelling one already expired or
+    cancelled changes nothing; a paid one is 409 ``payment_not_cancellable``."""
+    if checkout.payment_id is None:
+        raise NotFound()
+    outcome = card_checkout_end(checkout=checkout, reason=CANCELED)
+    if outcome == COMPLETED:
+        raise PaymentNotCancellable()
+    if outcome == IN_FLIGHT:
+        raise PaymentNotCancellable(
+            _(
+                "Your bank is answering this payment right now, so it cannot be cancelled. "
+                "Look at it again in a minute."
             )
-            if (
-                checkout.payment_id is None
-                or checkout.completed_at is not None
-                or checkout.payment_intent_id
-                or in_flight
-            ):
-                continue
-            expired += payment_expire(payment_id=checkout.payment_id)
+        )
+    checkout.refresh_from_db()
+    if checkout.payment is not None:
+        checkout.payment.refresh_from_db()
+    return checkout
+
+
+def card_payments_expire(*, now=None, limit: int = 500) -> int:
+    """Card payments not paid when their price hold is over become ``expired`` (a minute by
+    beat): those no card attempt took to Stripe, and those left waiting for the bank (3-D
+    Secure), whose PaymentIntent is cancelled on Stripe first (a card top-up left waiting
+    fails). Either gives its place in the card limits back. One the bank approved meanwhile
+    is completed instead; one Stripe is still processing is left to its answer. Returns how
+    many ended."""
+    now = now or timezone.now()
+    due = (
+        CardCheckout.objects.filter(completed_at__isnull=True, expires_at__lte=now)
+        .filter(
+            Q(payment__status=Payment.Status.PENDING)
+            | (Q(topup__status=TopUp.Status.PENDING) & ~Q(payment_intent_id=""))
+        )
+        .order_by("expires_at")
+        .values_list("pk", flat=True)[:limit]
+    )
+    expired = 0
+    for checkout in CardCheckout.objects.filter(pk__in=list(due)):
+        try:
+            outcome = card_checkout_end(checkout=checkout, reason=EXPIRED, now=now)
+        except ApplicationError:
+            logger.warning("card checkout %s: Stripe unreachable; expired next time", checkout.pk)
+            continue
+        expired += outcome == ENDED
     return expired
 
 

@@ -209,7 +209,7 @@ def guest_checkout(request: HttpRequest) -> HttpResponse:
             "rows": list(zip([line], priced.lines, strict=True)),
             "quote": priced,
             "cards_enabled": gateway.configured(),
-            "test_mode": gateway.test_mode(),
+            "test_mode": gateway.card_test_mode(),
             "stripe_js_url": settings.STRIPE_JS_URL,
             "publishable_key": gateway.publishable_key(),
             "scheduled": _scheduled(priced),
@@ -307,7 +307,7 @@ def checkout(request: AuthenticatedRequest) -> HttpResponse:
             "rows": rows,
             "quote": quote,
             "cards_enabled": gateway.configured(),
-            "test_mode": gateway.test_mode(),
+            "test_mode": gateway.card_test_mode(),
             "stripe_js_url": settings.STRIPE_JS_URL,
             "publishable_key": gateway.publishable_key(),
             "session_id": which,
@@ -368,23 +368,95 @@ def _own_payment(request: HttpRequest, payment_id: str) -> Payment:
     return payment
 
 
+# The payments whose page is a receipt: paid (with what was refunded of it since).
+PAID = (Payment.Status.CAPTURED, Payment.Status.REFUNDED, Payment.Status.PARTIALLY_REFUNDED)
+
+
+def _card_finish(payment: Payment, *, guest_token: str | None, allowed: bool) -> dict | None:
+    """How the page of a card payment not paid yet offers "Finish payment" and "Cancel
+    payment" (checkout.js), or None when it cannot be finished any more (docs/payments.md).
+    A payment waiting for the bank goes back to the bank's check; another one takes a card,
+    a member's only: a guest's card form needs the email of the guest checkout page, so a
+    guest's declined payment just expires with its hold ("Buy now" starts a new one)."""
+    if not payment.finishable or not allowed:
+        return None
+    waiting = payment.waiting_for_bank
+    if guest_token is not None:
+        if not waiting:
+            return None
+        return {
+            "kind": "guest",
+            "waiting": True,
+            "card": False,
+            "prepare_url": reverse("guest-payments-prepare"),
+            "checkout_url": reverse("guest-payments-checkout"),
+            "cancel_url": reverse("guest-payments-cancel"),
+            "success_url": reverse("orders:guest-receipt", args=[guest_token]),
+        }
+    return {
+        "kind": "payment",
+        "waiting": waiting,
+        "card": not waiting,
+        "prepare_url": reverse("payments-prepare"),
+        "checkout_url": reverse("payments-checkout"),
+        "cancel_url": reverse("payments-cancel"),
+        "success_url": reverse("orders:receipt", args=[payment.public_id]),
+    }
+
+
+def _receipt(
+    request: HttpRequest,
+    payment: Payment,
+    *,
+    status_url: str,
+    guest_token: str | None = None,
+    numbers: list[dict] | None = None,
+) -> HttpResponse:
+    """A payment's page: the receipt of a paid one, with its recharges followed live; for a
+    card payment not paid yet, what it is ("Waiting for your bank", "Payment expired" …),
+    what it would buy, and while it can still be paid "Finish payment" and "Cancel payment"."""
+    recharges = list(payment.recharges.all())
+    lines = list(payment.order.lines.all())
+    unpaid = payment.method == Payment.Method.CARD and payment.status not in PAID
+    allowed = guest_token is None or guest.guest_payment_allowed(request.session, payment.public_id)
+    finish = _card_finish(payment, guest_token=guest_token, allowed=allowed) if unpaid else None
+    # Over: expired, cancelled, or failed past its hold (a pending one past its hold is shown
+    # expired, and followed until the sweeper ends it: the bank may have approved it in time).
+    over = unpaid and not payment.finishable and payment.status != Payment.Status.PENDING
+    context = {
+        "payment": payment,
+        "recharges": recharges,
+        "lines": lines,
+        "guest": guest_token is not None,
+        "unpaid": unpaid,
+        "state": payment.status_shown,
+        "finish": finish,
+        "numbers": numbers if not (unpaid and payment.finishable) else None,
+        # A paid payment is final once every recharge is; an unpaid one once it is over.
+        "final": over or (bool(recharges) and all(r.status in FINAL for r in recharges)),
+        "status_url": status_url,
+    }
+    if finish is not None:
+        context.update(
+            {
+                "cards_enabled": gateway.configured(),
+                "test_mode": gateway.card_test_mode(),
+                "stripe_js_url": settings.STRIPE_JS_URL,
+                "publishable_key": gateway.publishable_key(),
+            }
+        )
+    return render(request, "orders/receipt.html", context)
+
+
 @login_required
 @require_GET
 def receipt(request: AuthenticatedRequest, payment_id: str) -> HttpResponse:
     payment = _own_payment(request, payment_id)
-    recharges = list(payment.recharges.all())
-    lines = list(payment.order.lines.select_related("product__operator"))
-    return render(
+    return _receipt(
         request,
-        "orders/receipt.html",
-        {
-            "payment": payment,
-            "recharges": recharges,
-            "lines": lines,
-            "numbers": _numbers_of(request, lines),
-            "final": bool(recharges) and all(r.status in FINAL for r in recharges),
-            "status_url": reverse("orders:receipt-status", args=[payment.public_id]),
-        },
+        payment,
+        status_url=reverse("orders:receipt-status", args=[payment.public_id]),
+        numbers=_numbers_of(request, list(payment.order.lines.all())),
     )
 
 
@@ -408,18 +480,11 @@ def _guest_payment(token: str) -> Payment:
 @require_GET
 def guest_receipt(request: HttpRequest, token: str) -> HttpResponse:
     """A guest's receipt, reached by its link only (it is also in the receipt email)."""
-    payment = _guest_payment(token)
-    recharges = list(payment.recharges.all())
-    return render(
+    return _receipt(
         request,
-        "orders/receipt.html",
-        {
-            "payment": payment,
-            "recharges": recharges,
-            "guest": True,
-            "final": bool(recharges) and all(r.status in FINAL for r in recharges),
-            "status_url": reverse("orders:guest-receipt-status", args=[token]),
-        },
+        _guest_payment(token),
+        status_url=reverse("orders:guest-receipt-status", args=[token]),
+        guest_token=token,
     )
 
 
@@ -465,7 +530,9 @@ def _status_body(payment: Payment) -> JsonResponse:
         {
             "id": payment.public_id,
             "status": payment.status,
-            "statusLabel": str(payment.get_status_display()),
+            # What its buyer reads ("Waiting for your bank" …) and its badge's class.
+            "statusLabel": payment.status_label,
+            "statusShown": payment.status_shown,
             "recharges": [
                 {
                     "id": r.public_id,

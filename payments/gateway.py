@@ -22,10 +22,10 @@ from django.conf import settings
 
 from payments.errors import (
     CardAuthenticationFailed,
-    CardDeclined,
     CardPaymentsUnavailable,
     WebhookEventMalformed,
     WebhookSignatureInvalid,
+    card_declined,
 )
 from reseller.money import to_minor_units
 
@@ -50,6 +50,7 @@ class IntentResult:
     metadata: dict[str, str] = field(default_factory=dict)
     charge_id: str = ""
     error_code: str = ""
+    decline_code: str = ""
 
 
 def configured() -> bool:
@@ -63,6 +64,50 @@ def publishable_key() -> str:
 def test_mode() -> bool:
     """True when no real card can be charged: test keys or the local fake server."""
     return bool(settings.STRIPE_API_BASE) or settings.STRIPE_SECRET_KEY.startswith("sk_test_")
+
+
+# Stripe's documented test cards that succeed, on Stripe's test mode and on localstripe alike
+# (any 16-digit number outside its lists of special cards succeeds there). The test-mode banner
+# lists several: one card pays at most CARD_LIMIT_PER_CARD_PER_DAY times in 24 hours.
+TEST_CARDS = (
+    "4242 4242 4242 4242",
+    "5555 5555 5555 4444",
+    "4000 0566 5566 5556",
+    "2223 0031 2200 3222",
+    "6011 1111 1111 1117",
+)
+TEST_CARD_3DS = "4000 0025 0000 3155"
+TEST_CARD_DECLINED = "4000 0000 0000 0341"
+
+
+@dataclass(frozen=True)
+class CardTestMode:
+    """What the test-mode banner tells (docs/payments.md): the cards to use, and the fraud
+    limits a tester meets, which test mode keeps as production has them unless a demo raised
+    them (``CARD_LIMITS_DEMO``, set by ``make run``; docs/fraud.md)."""
+
+    cards: tuple[str, ...]
+    three_d_secure: str
+    declined: str
+    per_card_per_day: int
+    guest_per_day: int
+    per_address_per_hour: int
+    demo: bool
+
+
+def card_test_mode() -> CardTestMode | None:
+    """The test-mode banner's facts, or None when real cards are charged."""
+    if not test_mode():
+        return None
+    return CardTestMode(
+        cards=TEST_CARDS,
+        three_d_secure=TEST_CARD_3DS,
+        declined=TEST_CARD_DECLINED,
+        per_card_per_day=settings.CARD_LIMIT_PER_CARD_PER_DAY,
+        guest_per_day=settings.CARD_LIMIT_GUEST_PER_DAY,
+        per_address_per_hour=settings.CARD_LIMIT_PER_ADDRESS_PER_HOUR,
+        demo=settings.CARD_LIMITS_DEMO,
+    )
 
 
 @lru_cache(maxsize=4)
@@ -108,6 +153,7 @@ def intent_result(pi: Any) -> IntentResult:
         metadata={str(k): str(v) for k, v in metadata.items()},
         charge_id=_id_of(_get(pi, "latest_charge")),
         error_code=(_get(error, "code", "") or "") if error else "",
+        decline_code=str(_get(error, "decline_code", "") or "") if error else "",
     )
 
 
@@ -196,7 +242,8 @@ def payment_intent_confirm(
         code = getattr(exc, "code", "") or "card_declined"
         if code == "payment_intent_authentication_failure":
             raise CardAuthenticationFailed() from exc
-        raise CardDeclined() from exc
+        decline_code = str(_get(getattr(exc, "error", None), "decline_code", "") or "")
+        raise card_declined(decline_code, code) from exc
     except stripe.StripeError as exc:
         raise _unavailable(exc) from exc
     return intent_result(pi)
@@ -229,6 +276,22 @@ def payment_intent_find(*, payment_intent_id: str) -> IntentResult | None:
             logger.warning("stripe has no PaymentIntent %s", payment_intent_id)
             return None
         raise _unavailable(exc) from exc
+    except stripe.StripeError as exc:
+        raise _unavailable(exc) from exc
+
+
+def payment_intent_cancel(*, payment_intent_id: str) -> IntentResult:
+    """Cancel a PaymentIntent not paid yet (waiting for 3-D Secure, or for a card): the bank
+    can no longer approve it. Stripe refuses to cancel one that succeeded or is processing
+    (``payment_intent_unexpected_state``; localstripe: 400): it comes back as it is now, for
+    the caller to apply. (No ``cancellation_reason``: localstripe refuses any parameter.)"""
+    try:
+        return intent_result(client().v1.payment_intents.cancel(payment_intent_id))
+    except stripe.InvalidRequestError as exc:
+        current = payment_intent_find(payment_intent_id=payment_intent_id)
+        if current is None:
+            raise _unavailable(exc) from exc
+        return current
     except stripe.StripeError as exc:
         raise _unavailable(exc) from exc
 

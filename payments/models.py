@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
@@ -26,8 +28,11 @@ class Payment(models.Model):
         FAILED = "failed", _("Failed")
         REFUNDED = "refunded", _("Refunded")
         PARTIALLY_REFUNDED = "partially_refunded", _("Partially refunded")
-        # A card payment whose price hold ran out before any card attempt reached Stripe.
+        # A card payment not paid when its price hold ran out: never tried, or left waiting
+        # for the bank (3-D Secure), whose PaymentIntent was then cancelled on Stripe.
         EXPIRED = "expired", _("Expired")
+        # A card payment its buyer cancelled before paying it (nothing was charged).
+        CANCELED = "canceled", _("Cancelled")
 
     public_id = models.CharField(max_length=40, unique=True, default=new_payment_id)
     order = models.OneToOneField("orders.Order", on_delete=models.PROTECT, related_name="payment")
@@ -76,3 +81,47 @@ class Payment(models.Model):
 
     def __str__(self) -> str:
         return self.public_id
+
+    @property
+    def waiting_for_bank(self) -> bool:
+        """A card payment whose charge waits for the bank (3-D Secure): pending, with the
+        PaymentIntent of its current attempt (a failed attempt sets the payment ``failed``),
+        within its price hold (after it, the PaymentIntent is cancelled)."""
+        return self.status_shown == "waiting"
+
+    def hold_over(self, now: datetime | None = None) -> bool:
+        """Has an unpaid card payment's price hold ended (``expires_at``)? The sweeper then
+        expires it within a minute; pages say so at once."""
+        return self.expires_at is not None and self.expires_at <= (now or timezone.now())
+
+    @property
+    def finishable(self) -> bool:
+        """Can its buyer still pay it: a card payment pending or failed, within its hold."""
+        return (
+            self.method == self.Method.CARD
+            and self.status in (self.Status.PENDING, self.Status.FAILED)
+            and self.expires_at is not None
+            and not self.hold_over()
+        )
+
+    @property
+    def status_label(self) -> str:
+        """The status as its buyer reads it: a card payment not paid yet says where it is
+        (waiting for the bank, not paid yet, or expired once its hold is over)."""
+        shown = self.status_shown
+        if shown == "waiting":
+            return str(_("Waiting for your bank"))
+        if shown == self.Status.PENDING and self.method == self.Method.CARD:
+            return str(_("Not paid yet"))
+        return str(self.Status(shown).label)
+
+    @property
+    def status_shown(self) -> str:
+        """The status its buyer is shown (also the CSS class of its badge): ``waiting`` for a
+        card payment waiting for the bank, ``expired`` for a pending one past its hold."""
+        if self.method == self.Method.CARD and self.status == self.Status.PENDING:
+            if self.hold_over():
+                return self.Status.EXPIRED
+            if self.payment_intent_id:
+                return "waiting"
+        return self.status

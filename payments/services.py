@@ -79,10 +79,26 @@ def payment_card_failed(*, payment_id: int, code: str) -> None:
     )
 
 
+def payment_attempt_started(*, payment_id: int) -> None:
+    """A new card attempt of a payment whose last one failed: it is pending again (what its
+    buyer reads while the bank answers, 3-D Secure included)."""
+    Payment.objects.filter(pk=payment_id, status=S.FAILED).update(
+        status=S.PENDING, failure_code="", updated_at=timezone.now()
+    )
+
+
 def payment_expire(*, payment_id: int) -> int:
     """A pending card payment whose price hold ran out: 1 if it expired now, else 0."""
     return Payment.objects.filter(pk=payment_id, status=S.PENDING).update(
         status=S.EXPIRED, updated_at=timezone.now()
+    )
+
+
+def payment_cancel(*, payment_id: int) -> int:
+    """A card payment its buyer cancelled before it was paid (pending, or failed and still
+    payable): 1 if it was cancelled now, else 0."""
+    return Payment.objects.filter(pk=payment_id, status__in=[S.PENDING, S.FAILED]).update(
+        status=S.CANCELED, updated_at=timezone.now()
     )
 
 

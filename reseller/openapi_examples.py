@@ -494,6 +494,9 @@ GUEST_PREPARE_REQUEST = {"email": "luis@correo-luis.example", "whenPromotionSche
 GUEST_PREPARE = {**PREPARE, "receiptUrl": GUEST_RECEIPT_URL}
 GUEST_PAID = {"status": "succeeded", "paymentId": PAYMENT_ID, "receiptUrl": GUEST_RECEIPT_URL}
 GUEST_REQUIRES_ACTION = {**REQUIRES_ACTION, "receiptUrl": GUEST_RECEIPT_URL}
+# A card payment its buyer cancelled before paying it (its 3-D Secure never finished).
+CANCELED = payment(method="card", status="canceled", recharges=[])
+GUEST_CANCELED = {"status": "canceled", "paymentId": PAYMENT_ID, "receiptUrl": GUEST_RECEIPT_URL}
 TOPUP_REQUIRES_ACTION = {
     "status": "requires_action",
     "clientSecret": PAYMENT_SECRET,

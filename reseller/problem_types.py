@@ -310,6 +310,15 @@ PROBLEM_TYPES: dict[str, ProblemType] = {
         "This payment is already settled and cannot be paid again.",
         _("The payment is already settled: read it with GET /payments/{paymentId}."),
     ),
+    "payment_not_cancellable": _p(
+        409,
+        _("Payment cannot be cancelled"),
+        "This payment is paid, so it can no longer be cancelled.",
+        _(
+            "POST /payments/cancel on a card payment already paid (or whose charge the bank is "
+            "answering at that moment): read it with GET /payments/{paymentId}."
+        ),
+    ),
     "topup_not_approvable": _p(
         409,
         _("Conflict"),

@@ -73,7 +73,14 @@ if [ -z "${STRIPE_SECRET_KEY:-}" ]; then
   stripe_env=$(scripts/localstripe.sh start "$HOST" "$PORT")
   localstripe=true
   eval "$stripe_env"
-  echo "payments: test mode with localstripe at $STRIPE_API_BASE (no card is charged; card 4242 4242 4242 4242)"
+  echo "payments: test mode with localstripe at $STRIPE_API_BASE (no card is charged; cards 4242 4242 4242 4242, 5555 5555 5555 4444 …, listed on the checkout page)"
+  # A demo pays many times from this one machine with a few test cards: the card fraud limits
+  # are raised (docs/fraud.md). make run CARD_LIMITS_DEMO=false keeps production's.
+  export CARD_LIMITS_DEMO="${CARD_LIMITS_DEMO:-true}"
+  case "$CARD_LIMITS_DEMO" in true|True|TRUE|1|yes|on)
+      echo "card limits: raised for this demo (CARD_LIMITS_DEMO=true; production keeps its own; make run CARD_LIMITS_DEMO=false keeps them here too)" ;;
+    *) echo "card limits: as production has them unless CARD_LIMIT_* says otherwise (docs/fraud.md)" ;;
+  esac
 fi
 
 if [ "${PROVIDERS:-}" = "fakes" ]; then

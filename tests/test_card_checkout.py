@@ -382,15 +382,19 @@ def test_an_abandoned_card_payment_expires_after_its_price_hold(shopper, stripe_
     assert_ledger_balanced()
 
 
-def test_a_payment_with_an_attempt_at_stripe_is_left_to_stripes_answer(shopper, stripe_local):
+def test_a_payment_waiting_for_the_bank_is_not_left_pending_past_its_hold(shopper, stripe_local):
+    """Issue 43, item 1 (it was left to Stripe's answer, which never came: pending forever).
+    The whole rule: tests/test_card_unfinished.py."""
     from checkout.services import card_payments_expire
 
     body = prepare(shopper)
     stripe_local.browser_confirm_setup(body["setupClientSecret"], THREE_D_SECURE)
     assert checkout(shopper, body["paymentId"]).status_code == 202  # waiting for the bank
     CardCheckout.objects.update(expires_at=timezone.now() - timedelta(seconds=1))
-    assert card_payments_expire() == 0
-    assert Payment.objects.get(public_id=body["paymentId"]).status == "pending"
+    assert card_payments_expire() == 1
+    payment = Payment.objects.get(public_id=body["paymentId"])
+    assert payment.status == "expired"
+    assert stripe_local.payment_intent(payment.payment_intent_id)["status"] == "canceled"
 
 
 def test_a_card_payment_carries_when_promotion_scheduled_to_its_recharges(

@@ -51,7 +51,7 @@ def wallet(request: AuthenticatedRequest) -> HttpResponse:
             "monthly": _with_links(selectors.monthly_totals(live)),
             "topups": list(selectors.account_topups(account=account)[:20]),
             "cards_enabled": gateway.configured(),
-            "test_mode": gateway.test_mode(),
+            "test_mode": gateway.card_test_mode(),
             "stripe_js_url": settings.STRIPE_JS_URL,
             "publishable_key": gateway.publishable_key(),
             "bank": bank_details(),

@@ -219,22 +219,39 @@ STRIPE_JS_URL = (
 )
 CARD_CHECKOUT_VALIDITY_MINUTES = env.int("CARD_CHECKOUT_VALIDITY_MINUTES", default=15)
 # Card purchase limits (checkout.limits, docs/fraud.md): counted over the last 24 hours.
+# CARD_LIMITS_DEMO (`make run` sets it when it starts localstripe) gives every limit not set in
+# the environment its demo value (the second), so a demo pays many times from one machine and
+# one test card; never with a live Stripe key (refused below): production keeps the first.
+CARD_LIMITS_DEMO = env.bool("CARD_LIMITS_DEMO", default=False)
+if CARD_LIMITS_DEMO and STRIPE_SECRET_KEY.startswith(("sk_live_", "rk_live_")):
+    raise ImproperlyConfigured(
+        "CARD_LIMITS_DEMO raises the card fraud limits for a demo in test mode; refusing to "
+        "start with it and a live Stripe key (docs/fraud.md)."
+    )
+
+
+def _card_limit(name: str, default: int, demo: int) -> int:
+    return env.int(name, default=demo if CARD_LIMITS_DEMO else default)
+
+
 CARD_LIMIT_NEW_ACCOUNT_DAYS = env.int("CARD_LIMIT_NEW_ACCOUNT_DAYS", default=7)
-CARD_LIMIT_NEW_ACCOUNT_PER_DAY = env.int("CARD_LIMIT_NEW_ACCOUNT_PER_DAY", default=3)
-CARD_LIMIT_NEW_ACCOUNT_AMOUNT_PER_DAY = env.int("CARD_LIMIT_NEW_ACCOUNT_AMOUNT_PER_DAY", default=50)
-CARD_LIMIT_PER_NUMBER_PER_DAY = env.int("CARD_LIMIT_PER_NUMBER_PER_DAY", default=5)
-CARD_LIMIT_PER_CARD_PER_DAY = env.int("CARD_LIMIT_PER_CARD_PER_DAY", default=5)
+CARD_LIMIT_NEW_ACCOUNT_PER_DAY = _card_limit("CARD_LIMIT_NEW_ACCOUNT_PER_DAY", 3, 100)
+CARD_LIMIT_NEW_ACCOUNT_AMOUNT_PER_DAY = _card_limit(
+    "CARD_LIMIT_NEW_ACCOUNT_AMOUNT_PER_DAY", 50, 5000
+)
+CARD_LIMIT_PER_NUMBER_PER_DAY = _card_limit("CARD_LIMIT_PER_NUMBER_PER_DAY", 5, 200)
+CARD_LIMIT_PER_CARD_PER_DAY = _card_limit("CARD_LIMIT_PER_CARD_PER_DAY", 5, 200)
 # Beyond the contract's five (docs/fraud.md): any account per hour, one client address per day
 # and per hour (all accounts together), and the amount of an account's first card payment (EUR).
-CARD_LIMIT_PER_ACCOUNT_PER_HOUR = env.int("CARD_LIMIT_PER_ACCOUNT_PER_HOUR", default=10)
-CARD_LIMIT_PER_ADDRESS_PER_DAY = env.int("CARD_LIMIT_PER_ADDRESS_PER_DAY", default=20)
-CARD_LIMIT_PER_ADDRESS_PER_HOUR = env.int("CARD_LIMIT_PER_ADDRESS_PER_HOUR", default=10)
-CARD_LIMIT_FIRST_PURCHASE_AMOUNT = env.int("CARD_LIMIT_FIRST_PURCHASE_AMOUNT", default=40)
+CARD_LIMIT_PER_ACCOUNT_PER_HOUR = _card_limit("CARD_LIMIT_PER_ACCOUNT_PER_HOUR", 10, 100)
+CARD_LIMIT_PER_ADDRESS_PER_DAY = _card_limit("CARD_LIMIT_PER_ADDRESS_PER_DAY", 20, 1000)
+CARD_LIMIT_PER_ADDRESS_PER_HOUR = _card_limit("CARD_LIMIT_PER_ADDRESS_PER_HOUR", 10, 200)
+CARD_LIMIT_FIRST_PURCHASE_AMOUNT = _card_limit("CARD_LIMIT_FIRST_PURCHASE_AMOUNT", 40, 5000)
 # A card payment or top-up above this many EUR asks for 3-D Secure (request_three_d_secure "any").
 CARD_3DS_ABOVE_EUR = env.int("CARD_3DS_ABOVE_EUR", default=30)
 # A guest's card purchases (no account: docs/fraud.md), per email, client address and card.
-CARD_LIMIT_GUEST_PER_DAY = env.int("CARD_LIMIT_GUEST_PER_DAY", default=2)
-CARD_LIMIT_GUEST_AMOUNT_PER_DAY = env.int("CARD_LIMIT_GUEST_AMOUNT_PER_DAY", default=30)
+CARD_LIMIT_GUEST_PER_DAY = _card_limit("CARD_LIMIT_GUEST_PER_DAY", 2, 100)
+CARD_LIMIT_GUEST_AMOUNT_PER_DAY = _card_limit("CARD_LIMIT_GUEST_AMOUNT_PER_DAY", 30, 5000)
 
 # Content Security Policy (Django's own middleware): only our origin, plus the Stripe origin
 # that Stripe.js needs.

@@ -12,3 +12,10 @@ register = template.Library()
 def decimal_separator() -> str:
     """The active language's decimal separator: "." in English, "," in Spanish and French."""
     return str(get_format("DECIMAL_SEPARATOR"))
+
+
+@register.filter
+def unbroken(value: str) -> str:
+    """A number written in groups ("4242 4242 4242 4242") kept on one line: its spaces become
+    no-break spaces, which a translated sentence around it cannot break."""
+    return str(value).replace(" ", "\u00a0")

@@ -100,7 +100,8 @@ def test_second_card_purchase_over_the_new_account_cap_is_refused_readably(
     lead, detail = refusal_start("en")
     text = error.inner_text()
     assert text.startswith(lead) and detail in text, text
-    assert re.search(r"again in \d+ h \d+ min \(at \d\d:\d\d UTC\)", text), text
+    # Tomorrow's time says which day it is (issue 43, item 12).
+    assert re.search(r"again in \d+ h \d+ min \(on \w+ \d+ at \d\d:\d\d UTC\)", text), text
     assert "/checkout/" in page.url  # still on the page, nothing charged
     assert Payment.objects.count() == 1
 

@@ -1,4 +1,5 @@
-// Follows a receipt's recharges live: polls the page's status.json until every one is final.
+// Follows a payment's page live: polls its status.json until the payment and every recharge
+// are final.
 (function () {
   "use strict";
   const receipt = document.getElementById("receipt");
@@ -11,7 +12,7 @@
   function paint(data) {
     const payment = document.getElementById("payment-status");
     payment.textContent = data.statusLabel;
-    payment.className = "status status-" + data.status;
+    payment.className = "status status-" + (data.statusShown || data.status);
     data.recharges.forEach(function (recharge) {
       const row = receipt.querySelector('[data-recharge="' + recharge.id + '"]');
       if (!row) {
@@ -30,8 +31,10 @@
       if (response.ok) {
         const data = await response.json();
         const rows = receipt.querySelectorAll("[data-recharge]").length;
-        if (data.recharges.length !== rows) {
-          window.location.reload(); // the recharges were created since the page was drawn
+        if (data.recharges.length !== rows || data.status !== receipt.dataset.status) {
+          // The recharges were created since the page was drawn, or the payment changed (a
+          // card payment paid, expired or cancelled meanwhile): the page says it anew.
+          window.location.reload();
           return;
         }
         paint(data);
