@@ -97,7 +97,7 @@ ROUTED_DELAY_S = 0.5
 ROUTED_RECHARGES = 1200
 # PgBouncer as docker-compose.yml runs it (transaction pooling), on this port.
 PGBOUNCER_PORT = 18439
-PGBOUNCER_POOL = 20
+PGBOUNCER_POOL = 40  # DEFAULT_POOL_SIZE of docker-compose.yml's pgbouncer
 
 
 def deployed_database_path() -> str:

@@ -36,13 +36,6 @@ BEFORE_A_NUMBER = {
 # checkout/limits.py's card-limit messages are rewritten by the card-limit branch of issue 43
 # (item 11), not here. Strict: once that branch is merged these pass, and the entries must
 # leave this list, so the test covers them from then on.
-PENDING = {
-    ("es", "This account can pay by card at most %(count)d time in one hour."),
-    ("es", "At most %(count)d card payment can be made from one network address in 24 hours."),
-    ("es", "At most %(count)d card payment can be made from one network address in one hour."),
-    ("fr", "At most %(count)d card payment can be made from one network address in 24 hours."),
-    ("fr", "At most %(count)d card payment can be made from one network address in one hour."),
-}
 PLACEHOLDER = re.compile(r"%(?:\((\w+)\))?[-#0 +]*\d*(?:\.\d+)?([sdif])")
 WORD = re.compile(r"[^\W\d_]+")
 
@@ -52,10 +45,7 @@ def plural_entries():
         language = language_of(po)
         for entry in parse(po)[1]:
             if entry.msgid_plural is not None:
-                marks = []
-                if any(entry.msgid.startswith(m) for lang, m in PENDING if lang == language):
-                    marks.append(pytest.mark.xfail(strict=True, reason="the card-limit branch"))
-                yield pytest.param(language, entry, id=f"{language}:{entry.where}", marks=marks)
+                yield pytest.param(language, entry, id=f"{language}:{entry.where}")
 
 
 def count_name(entry: Entry) -> str | None:
