@@ -17,7 +17,6 @@ from recharges import processor
 from tests.factories import ProductFactory, UserFactory
 from tests.helpers import assert_ledger_balanced, funded_order, second_factor_login
 from upstreams.models import Provider
-from upstreams.routing import routing_forget
 from upstreams.services import catalog_sync, provider_balance_refresh
 
 pytestmark = pytest.mark.django_db
@@ -37,19 +36,16 @@ WORDS = {
 def provider():
     """A simulator provider selling at 90% of the price, its balance read, two sales of 5.00
     EUR delivered through it: our books say its float is -9.00 EUR."""
-    routing_forget()
     product = ProductFactory(retail_price=Decimal("5.00"))
     call_command("create_provider", "--name", "sim-a", "--kind", "simulator", stdout=StringIO())
     sim = Provider.objects.get(name="sim-a")
     with override_settings(AIRTIME_SIMULATOR_COST_PERCENT=90):
         catalog_sync(provider=sim)
-    routing_forget()
     sim = provider_balance_refresh(provider=sim)
     order = funded_order(product, quantity=2, funds="50.00")
     for recharge in order.recharges.all():
         processor.recharge_process(recharge_id=recharge.pk)
-    yield sim
-    routing_forget()
+    return sim
 
 
 def staff_client(language: str) -> Client:
