@@ -611,9 +611,8 @@ def _call(call: Call, adapter) -> None:
             call.error = UpstreamTimeout(str(exc), code=code)
     except TransientError as exc:
         if exc.code == RATE_LIMITED:
-            wait_for = exc.retry_after or 1.0
-            semaphore.pause(adapter.name, wait_for)
-            call.verdict, call.retry_in = "not_counted", wait_for
+            paused = semaphore.pause(adapter.name, exc.retry_after or 1.0)
+            call.verdict, call.retry_in = "not_counted", paused
         elif ticket.reconcile_first:  # the look-up did not get through: ask again later
             call.verdict, call.error = "unclear", exc
         else:

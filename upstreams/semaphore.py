@@ -189,17 +189,21 @@ def paused_for(provider: str) -> float:
         return max(0.0, _local.pauses.get(provider, 0.0) - time.time())
 
 
-def pause(provider: str, seconds: float) -> None:
-    """Hold every call to ``provider`` for ``seconds`` (its Retry-After), from every worker.
-    Only lengthens a pause already set: a shorter Retry-After never cuts one short."""
+def pause(provider: str, seconds: float) -> float:
+    """Hold every call to ``provider`` for ``seconds`` (its Retry-After, kept between 0.1 and
+    60), from every worker; the seconds the pause now lasts. Only lengthens a pause already
+    set: a shorter Retry-After never cuts one short."""
     seconds = min(max(seconds, 0.1), 60.0)
     if settings.REDIS_URL:
-        if paused_for(provider) < seconds:
+        left = paused_for(provider)
+        if left < seconds:
             _redis().set(_key("pause", provider), 1, px=int(seconds * 1000))
-        return
+        return max(left, seconds)
     with _local.changed:
-        until = max(_local.pauses.get(provider, 0.0), time.time() + seconds)
+        now = time.time()
+        until = max(_local.pauses.get(provider, 0.0), now + seconds)
         _local.pauses[provider] = until
+        return until - now
 
 
 def in_flight(provider: str) -> int:
