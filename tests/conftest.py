@@ -14,7 +14,7 @@ from tests.card_support import (  # noqa: F401 (fixtures for every test module)
     stripe_local_fixture,
 )
 from tests.factories import UserFactory
-from tests.helpers import bearer
+from tests.helpers import bearer, redis_forget
 from tests.provider_support import (  # noqa: F401 (fixtures for every test module)
     ding_fixture,
     dtone_fixture,
@@ -24,10 +24,15 @@ from tests.provider_support import (  # noqa: F401 (fixtures for every test modu
 
 
 @pytest.fixture(autouse=True)
-def _fresh_limits_and_cache():
-    """Rate-limit counters and cache entries live in Redis: start every test from zero."""
+def _fresh_limits_and_cache(settings):
+    """Rate-limit counters, cache entries and the providers' semaphores and circuits live in
+    Redis: start every test from zero. Only this run's keys go (its KEY_PREFIX): Django's
+    ``cache.clear()`` is a FLUSHDB of REDIS_URL's database, which other runs share."""
     ratelimit.reset_all_for_tests()
-    cache.clear()
+    if settings.REDIS_URL:
+        redis_forget(settings.REDIS_URL, f"{settings.CACHES['default']['KEY_PREFIX']}:")
+    else:
+        cache.clear()  # the process's own memory
     yield
 
 
