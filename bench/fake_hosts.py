@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import os
-from http.server import ThreadingHTTPServer
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -50,10 +49,6 @@ def _delivered(kind: str, fake: Any) -> set[str]:
 def _serve(conn: Connection, kind: str, balance: str, delay: float) -> None:
     """The child: start the fake, answer the parent's commands until "stop"."""
     os.setpgid(0, 0)  # a process group of its own, so the bench counts its CPU by name
-    # socketserver's listen backlog is 5: a failover opens a hundred connections to the next
-    # provider at once, and those the queue cannot hold are reset (an unclear answer to the
-    # processor). A provider's front end holds them.
-    ThreadingHTTPServer.request_queue_size = 1024
     fake = _make(kind, balance)
     fake.delay = delay
     fake.start()

@@ -615,6 +615,9 @@ def _json_default(value: Any) -> Any:
 class _Server(ThreadingHTTPServer):
     daemon_threads = True  # a slow answer does not hold up an outage or a stop
     allow_reuse_address = True  # listen again on the same port after an outage
+    # A provider's front end holds a burst of new connections; socketserver's backlog of 5
+    # resets the rest, which the processor rightly takes for unclear answers.
+    request_queue_size = 1024
 
 
 def _handler(fake: FakeDing) -> type[BaseHTTPRequestHandler]:

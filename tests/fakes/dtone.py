@@ -280,6 +280,13 @@ def default_products() -> list[dict[str, Any]]:
     ]
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    # A provider's front end holds a burst of new connections; socketserver's backlog of 5
+    # resets the rest, which the processor rightly takes for unclear answers.
+    request_queue_size = 1024
+
+
 @dataclass
 class _Refusal:
     status: str
@@ -354,8 +361,7 @@ class FakeDTOne:
             self._close()
 
     def _listen(self) -> None:
-        server = ThreadingHTTPServer(("127.0.0.1", self._port), self._handler())
-        server.daemon_threads = True
+        server = _Server(("127.0.0.1", self._port), self._handler())
         self._port = server.server_address[1]
         self._server = server
         self._thread = threading.Thread(

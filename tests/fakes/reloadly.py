@@ -690,6 +690,9 @@ class _CountingServer(ThreadingHTTPServer):
     """Counts connections from accept to close, so ``settle`` sees requests still queued."""
 
     daemon_threads = True
+    # A provider's front end holds a burst of new connections; socketserver's backlog of 5
+    # resets the rest, which the processor rightly takes for unclear answers.
+    request_queue_size = 1024
 
     def __init__(self, fake: FakeReloadly, *args) -> None:
         self.fake = fake
