@@ -1,6 +1,7 @@
 from decimal import Decimal
 
 import pytest
+from django.conf import settings  # not the fixture: this one must not order its teardown
 from django.core.cache import cache
 from rest_framework.test import APIClient
 
@@ -24,7 +25,7 @@ from tests.provider_support import (  # noqa: F401 (fixtures for every test modu
 
 
 @pytest.fixture(autouse=True)
-def _fresh_limits_and_cache(settings):
+def _fresh_limits_and_cache():
     """Rate-limit counters, cache entries and the providers' semaphores and circuits live in
     Redis: start every test from zero. Only this run's keys go (its KEY_PREFIX): Django's
     ``cache.clear()`` is a FLUSHDB of REDIS_URL's database, which other runs share."""
