@@ -124,3 +124,17 @@ def test_make_run_raises_the_limits_with_localstripe_and_says_so():
     script = (Path(__file__).resolve().parent.parent / "scripts" / "run.sh").read_text()
     assert 'CARD_LIMITS_DEMO="${CARD_LIMITS_DEMO:-true}"' in script
     assert "card limits: raised for this demo" in script
+
+
+@pytest.mark.parametrize("language", ["en", "es", "fr"])
+def test_the_banner_keeps_3_d_secure_on_one_line(buyer, product, stripe_local, language):
+    """Seen at 390 px in Spanish: "… el banco pide 3-" then "D Secure" on the next line. The
+    name's hyphen is a non-breaking one and its space a no-break space."""
+    site = site_of(buyer, language)
+    site.post(
+        "/cart/add/",
+        {"product": product.public_id, "recipient_number": NUMBER, "quantity": "1"},
+    )
+    html = site.get("/checkout/").content.decode()
+    cards = html.split('data-testid="test-cards"')[1].split("</p>")[0]
+    assert "3\u2011D\u00a0Secure" in cards and "3-D Secure" not in cards

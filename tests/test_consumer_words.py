@@ -102,3 +102,13 @@ def test_no_internal_ids_on_the_consumers_pages_but_the_receipts_reference(shop,
     receipt = visible_text(client.get(f"/payments/{order.payment.public_id}/").content.decode())
     assert not re.search(r"\b(prd|rch|ord)_\w+", receipt)
     assert len(re.findall(r"\bpay_\w+", receipt)) == 1  # the reference, once
+
+
+def test_the_receipt_and_the_history_call_them_top_ups_as_the_menu_does(shop, client):
+    """Seen on the issue 43 screenshots: the menu says "Top-ups", the receipt's heading and the
+    history's column said "Recharges" (the back office's word) for the same thing."""
+    user, order = shop
+    client.force_login(user)
+    for path in ("/payments/", f"/payments/{order.payment.public_id}/"):
+        text = visible_text(client.get(path).content.decode())
+        assert "Recharges" not in text and "Top-ups" in text, path

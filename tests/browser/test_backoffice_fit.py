@@ -67,3 +67,37 @@ def test_the_recharges_and_providers_lists_fit_1280_px_beside_the_navigation(
                 assert text in rows, (path, text)
     finally:
         context.close()
+
+
+# Every table of the page against the page's width: nothing to scroll sideways to.
+TABLES_FIT = """() => [...document.querySelectorAll('#content-main table')].map(table => {
+  const box = table.parentElement;
+  return [box.scrollWidth, box.clientWidth, table.getBoundingClientRect().right];
+})"""
+
+
+@pytest.mark.parametrize("language", ["en", "es"])
+def test_the_margin_pages_tables_fit_a_390_px_phone(browser, site, language):
+    """Seen on the issue 43 screenshots: at 390 px the margin table lost its margin columns and
+    the floats table the provider's balance off to the right. Each row is now a box."""
+    shop = UserFactory()
+    fund(shop, "100.00")
+    call_command("create_provider", "--name", "sim-a", "--kind", "simulator", stdout=StringIO())
+    provider_balance_refresh(provider=Provider.objects.get(name="sim-a"))
+    process(place(shop, ProductFactory(retail_price=Decimal("5.00")), quantity=2))
+    context, page = sign_in(browser, site, width=390, language=language)
+    try:
+        page.goto(f"{site.url}/admin/margin/")
+        shot(page, f"backoffice-margin-{language}-390")
+        tables = page.evaluate(TABLES_FIT)
+        assert len(tables) == 2
+        for scroll, width, right in tables:
+            assert scroll <= width and right <= 390, tables
+        # Each figure is said after its heading's words (the cell's label, shown before it).
+        label = "Saldo en el proveedor" if language == "es" else "Balance at the provider"
+        cell = page.locator(f'[data-testid=float-row] td[data-label="{label}"]').first
+        assert "1000000" in cell.inner_text()
+        shown = cell.evaluate("cell => getComputedStyle(cell, '::before').content")
+        assert shown == f'"{label}: "', shown
+    finally:
+        context.close()
