@@ -11,11 +11,12 @@ import shutil
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 import requests
+
+from tests.waiting import WaitTimeout, wait_until
 
 SECRET_KEY = "sk_test_reseller_local"
 PUBLISHABLE_KEY = "pk_test_reseller_local"
@@ -54,17 +55,23 @@ class LocalStripe:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
+        process = self.process
+
+        def answers() -> bool:
             try:
                 requests.get(f"{self.url}/v1/customers", auth=(SECRET_KEY, ""), timeout=1)
-                return self
+                return True
             except requests.ConnectionError:
-                if self.process.poll() is not None:
+                if process.poll() is not None:
                     raise RuntimeError("localstripe exited at start") from None
-                time.sleep(0.1)
-        self.stop()
-        raise RuntimeError("localstripe did not start in 20 s")
+                return False
+
+        try:
+            wait_until(answers, timeout=20, what="localstripe to start")
+        except WaitTimeout:
+            self.stop()
+            raise
+        return self
 
     def stop(self) -> None:
         if self.process and self.process.poll() is None:

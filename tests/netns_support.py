@@ -179,9 +179,10 @@ class TcpForwarder:
         async def shut() -> None:
             for server in self.servers:
                 server.close()
-            for task in list(self.connections):
+            tasks = list(self.connections)
+            for task in tasks:
                 task.cancel()
-            await asyncio.sleep(0)
+            await asyncio.gather(*tasks, return_exceptions=True)  # until each has ended
 
         if self.thread.is_alive():
             with contextlib.suppress(Exception):

@@ -7,13 +7,13 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from tests.helpers import database_url, redis_forget
+from tests.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -71,11 +71,14 @@ def gunicorn_serving(
         except OSError:
             return False
 
-    deadline = time.monotonic() + 30
+    def answering() -> bool:
+        assert proc.poll() is None, log_path.read_text()
+        return up()
+
     try:
-        while not up():
-            assert time.monotonic() < deadline and proc.poll() is None, log_path.read_text()
-            time.sleep(0.2)
+        wait_until(
+            answering, timeout=30, what="gunicorn's /healthz", state=lambda: log_path.read_text()
+        )
         yield port
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
@@ -124,15 +127,20 @@ class CeleryWorker:
         return self
 
     def wait_ready(self, timeout: float = 60) -> None:
-        assert self.process is not None
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        process = self.process
+        assert process is not None
+
+        def ready() -> bool:
             text = self.log_path.read_text()
-            assert self.process.poll() is None, f"worker exited: {text[-3000:]}"
-            if "ready." in text:
-                return
-            time.sleep(0.2)
-        raise TimeoutError(f"worker did not start: {self.log_path.read_text()[-3000:]}")
+            assert process.poll() is None, f"worker exited: {text[-3000:]}"
+            return "ready." in text
+
+        wait_until(
+            ready,
+            timeout=timeout,
+            what="the worker to start (its 'ready.')",
+            state=lambda: self.log_path.read_text()[-3000:],
+        )
 
     def kill(self) -> None:
         assert self.process is not None

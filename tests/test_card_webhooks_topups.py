@@ -18,6 +18,7 @@ from tests.card_support import (
 )
 from tests.factories import ProductFactory, make_key
 from tests.helpers import assert_ledger_balanced, assert_problem, bearer
+from tests.waiting import wait_until
 from wallet.models import LedgerEntry, TopUp, Wallet
 
 pytestmark = pytest.mark.django_db
@@ -154,12 +155,11 @@ def test_localstripe_delivers_a_signed_event_that_the_endpoint_accepts(
         ).json()
         stripe_local.browser_confirm_setup(body["setupClientSecret"])
         shopper.post("/api/v1/payments/checkout", {"paymentId": body["paymentId"]}, format="json")
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            if StripeEvent.objects.filter(type="payment_intent.succeeded").exists():
-                break
-            time.sleep(0.2)
-        assert StripeEvent.objects.filter(type="payment_intent.succeeded").exists()
+        wait_until(
+            StripeEvent.objects.filter(type="payment_intent.succeeded").exists,
+            timeout=10,
+            what="Stripe's payment_intent.succeeded webhook",
+        )
         assert Recharge.objects.count() == 1  # completed once, by checkout
     finally:
         stripe_local.unregister_webhook()

@@ -19,10 +19,10 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 import urllib.error
 import urllib.request
 import uuid
+from contextlib import suppress
 from pathlib import Path
 
 import psycopg
@@ -30,6 +30,7 @@ import pytest
 from django.conf import settings
 
 from tests.helpers import redis_forget, suite_redis_url
+from tests.waiting import WaitTimeout, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -193,33 +194,61 @@ def test_postgres_restarted_under_b2b_load_every_order_exactly_once_and_no_409_s
     done: list[str] = []
     lock = threading.Lock()
     try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
+
+        def healthy() -> bool:
             try:
                 urllib.request.urlopen(f"{base}/healthz", timeout=2)
-                break
             except OSError:
-                time.sleep(0.2)
+                return False
+            return True
+
+        wait_until(healthy, timeout=30, what="gunicorn's /healthz")
+        down = threading.Event()  # the second half of each client's keys is sent from then on
 
         def client(worker: int) -> None:
             for n in range(KEYS_PER_CLIENT):
                 idem = f"pg-{worker}-{n}"
-                for _attempt in range(120):  # retry the same key until it is placed
+                if n == KEYS_PER_CLIENT // 2:
+                    down.wait(timeout=120)
+
+                def placed() -> bool:
                     status = _post(base, seed["key"], seed["product"], idem)
                     with lock:
                         statuses.append(status)
-                    if status == 201:
-                        with lock:
+                        if status == 201:
                             done.append(idem)
-                        break
-                    time.sleep(0.25)
-                time.sleep(0.1)
+                    return status == 201
+
+                # retry the same key until it is placed, as a client would (every 0.25 s)
+                with suppress(WaitTimeout):  # given up: the check of ``done`` below says so
+                    wait_until(placed, timeout=30, what=f"{idem} placed", every=0.25)
 
         threads = [threading.Thread(target=client, args=(w,)) for w in range(CLIENTS)]
         for thread in threads:
             thread.start()
-        time.sleep(0.6)
-        private_postgres.restart()  # under load
+        wait_until(lambda: len(done) >= CLIENTS, timeout=60, what="the load under way")
+        restart_failed: list[BaseException] = []
+
+        def restart() -> None:
+            try:
+                private_postgres.restart()  # under load
+            except BaseException as error:
+                restart_failed.append(error)
+
+        restarting = threading.Thread(target=restart)
+        restarting.start()
+
+        def refused() -> bool:
+            try:
+                psycopg.connect(private_postgres.dsn(), connect_timeout=2).close()
+            except psycopg.OperationalError:
+                return True
+            return not restarting.is_alive()  # too quick to see: its end will do
+
+        wait_until(refused, timeout=120, what="PostgreSQL to go down for its restart")
+        down.set()
+        restarting.join(timeout=120)
+        assert not restart_failed, restart_failed
         for thread in threads:
             thread.join(timeout=120)
     finally:

@@ -15,7 +15,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import uuid
 from decimal import Decimal
 from pathlib import Path
@@ -35,6 +34,7 @@ from sandbox.balances import sandbox_topup
 from tests.broker_support import BROKER
 from tests.factories import ProductFactory, UserFactory, make_key
 from tests.helpers import assert_ledger_balanced, database_url, settings_in_a_process
+from tests.waiting import wait_until
 from wallet.services import wallet_get_or_create, wallet_topup_manual
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
@@ -278,15 +278,6 @@ def fake():
     server.stop()
 
 
-def wait_for(predicate, timeout=60, interval=0.2):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(interval)
-    return False
-
-
 class Worker:
     """A real Celery worker process on the test's queue, its provider the Reloadly fake."""
 
@@ -313,7 +304,13 @@ class Worker:
              "--without-mingle", "--without-heartbeat", "-n", f"{queue}-{uuid.uuid4().hex[:4]}"],
             cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
-        assert wait_for(lambda: "ready." in self.log_path.read_text(), timeout=60)
+        process = self.process
+
+        def ready() -> bool:
+            assert process.poll() is None, self.log_path.read_text()[-2000:]
+            return "ready." in self.log_path.read_text()
+
+        wait_until(ready, timeout=60, what="the worker's 'ready.'")
 
     def stop(self):
         if self.process.poll() is None:
@@ -338,13 +335,19 @@ def test_a_real_worker_delivers_another_accounts_order_before_a_batch_placed_bef
         batch(a, product, 300)
         single(b, product)
         b_recharge = Recharge.objects.get(account=b.account)
-        assert wait_for(
+        wait_until(
             lambda: Recharge.objects.filter(pk=b_recharge.pk, status="delivered").exists(),
             timeout=60,
+            what="the other account's recharge delivered",
         )
         a_rows = Recharge.objects.filter(account=a.account)
-        assert wait_for(lambda: a_rows.filter(status="delivered").count() == 300, timeout=120), (
-            sorted(a_rows.exclude(status="delivered").values_list("pk", "status", "released_at"))
+        wait_until(
+            lambda: a_rows.filter(status="delivered").count() == 300,
+            timeout=120,
+            what="the batch's 300 delivered",
+            state=lambda: sorted(
+                a_rows.exclude(status="delivered").values_list("pk", "status", "released_at")
+            ),
         )
     finally:
         worker.stop()

@@ -20,7 +20,6 @@ import signal
 import socket
 import subprocess
 import threading
-import time
 import urllib.error
 import urllib.request
 from decimal import Decimal
@@ -41,6 +40,7 @@ from recharges.models import Recharge
 from tests.factories import UserFactory, make_key
 from tests.helpers import assert_ledger_balanced, database_url, suite_redis_url
 from tests.servers import free_port, gunicorn_serving
+from tests.waiting import WaitTimeout, wait_until
 from wallet.models import LedgerEntry, Wallet
 from wallet.services import wallet_topup_manual
 
@@ -82,16 +82,6 @@ def _body(product) -> dict:
     }
 
 
-def _wait_for(predicate, timeout: float, step: float = 0.05):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(step)
-    return None
-
-
 def _recharges_accounted_for(orders: int) -> None:
     """One recharge per accepted unit, each in a state the processor or sweeper owns."""
     assert Recharge.objects.count() == orders
@@ -131,18 +121,20 @@ def test_killing_the_database_connection_of_a_waiting_b2b_request_writes_nothing
         locker_pid = locker.info.backend_pid
         thread = threading.Thread(target=request)
         thread.start()
-        waiting = _wait_for(
-            lambda: killer.execute(
-                "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
-                "AND wait_event_type = 'Lock' AND pid NOT IN (pg_backend_pid(), %s)",
-                [locker_pid],
-            ).fetchone(),
-            timeout=15,
-        )
-        if not waiting:
+        try:
+            waiting = wait_until(
+                lambda: killer.execute(
+                    "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+                    "AND wait_event_type = 'Lock' AND pid NOT IN (pg_backend_pid(), %s)",
+                    [locker_pid],
+                ).fetchone(),
+                timeout=15,
+                what="the request to wait on the wallet lock",
+            )
+        except WaitTimeout:
             locker.rollback()
             thread.join(timeout=30)
-        assert waiting, ("the request never waited on the wallet lock", outcome)
+            raise AssertionError(("the request never waited on the wallet lock", outcome)) from None
         killer.execute("SELECT pg_terminate_backend(%s)", [waiting[0]])
         locker.rollback()
         thread.join(timeout=30)
@@ -203,7 +195,7 @@ class Redis:
              "--save", "", "--appendonly", "no", "--dir", str(self.tmp)],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
-        assert _wait_for(self._answers, timeout=10), "redis-server did not start"
+        wait_until(self._answers, timeout=10, what="redis-server to start")
 
     def _answers(self) -> bool:
         try:
@@ -351,11 +343,21 @@ def test_redis_killed_in_the_middle_of_requests_answers_503_charges_once_and_rec
     threads = [threading.Thread(target=client, args=(w,)) for w in range(6)]
     for thread in threads:
         thread.start()
-    assert _wait_for(lambda: len(results) >= 6, timeout=30)
+    wait_until(lambda: len(results) >= 6, timeout=30, what="the clients' first answers")
     redis_server.kill()  # with requests in flight
-    time.sleep(1.0)
-    redis_server.start()
-    time.sleep(0.5)
+
+    def answered_since(mark: int, status: int) -> bool:
+        with lock:
+            answered = list(results.values())[mark:]
+        return status in answered or not any(thread.is_alive() for thread in threads)
+
+    with lock:
+        mark = len(results)
+    wait_until(lambda: answered_since(mark, 503), timeout=30, what="a 503 while Redis is down")
+    redis_server.start()  # returns once it answers PING
+    with lock:
+        mark = len(results)
+    wait_until(lambda: answered_since(mark, 201), timeout=30, what="a 201 once Redis is back")
     stop.set()
     for thread in threads:
         thread.join(timeout=60)
@@ -442,7 +444,9 @@ http {{
             return False
 
     try:
-        assert _wait_for(up, timeout=15), (temp / "error.log").read_text()
+        wait_until(
+            up, timeout=15, what="nginx to listen", state=lambda: (temp / "error.log").read_text()
+        )
         yield port
     finally:
         proc.terminate()

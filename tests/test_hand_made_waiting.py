@@ -48,3 +48,39 @@ def test_docs_list_each_kept_wait():
     table = (ROOT / "docs" / "processor.md").read_text()
     for path, _what in KEPT:
         assert f"`{path}`" in table, path
+
+
+# The tests wait on conditions, not clocks (issue 39): tests/waiting.py's wait_until is the one
+# place in tests/ that pauses between checks. The provider fakes' sleeps stay: they simulate
+# the provider (its latency, its back-off), which is what the fake is for.
+TESTS = ROOT / "tests"
+SLEEPS = {"time.sleep", "sleep", "asyncio.sleep"}
+SLEEPS_KEPT = {
+    ("tests/waiting.py", "wait_until"),  # the pause between two checks of a condition
+    ("tests/fakes/reloadly.py", "_topup_answer"),  # Reloadly's latency, simulated
+    ("tests/fakes/dtone.py", "_create"),  # DT One's latency, simulated
+    ("tests/fakes/dtone.py", "_post_callback"),  # DT One's callback retry back-off, simulated
+    ("tests/fakes/ding.py", "do_POST"),  # Ding's latency, simulated
+}
+
+
+def sleeps_in_tests() -> set[tuple[str, str]]:
+    """Each (file, enclosing function) of tests/ that calls a sleep."""
+    found = set()
+
+    def visit(node: ast.AST, path: str, function: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.Call) and _name(child.func) in SLEEPS:
+                found.add((path, function))
+            inner = (
+                child.name if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef) else None
+            )
+            visit(child, path, inner or function)
+
+    for path in TESTS.rglob("*.py"):
+        visit(ast.parse(path.read_text(), filename=str(path)), str(path.relative_to(ROOT)), "")
+    return found
+
+
+def test_tests_wait_on_conditions_and_only_the_fakes_sleep_to_simulate_a_provider():
+    assert sleeps_in_tests() == SLEEPS_KEPT

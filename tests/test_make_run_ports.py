@@ -11,7 +11,6 @@ import signal
 import socket
 import sqlite3
 import subprocess
-import time
 from contextlib import ExitStack
 from io import StringIO
 from pathlib import Path
@@ -20,6 +19,7 @@ import pytest
 import requests
 from django.core.management import CommandError, call_command
 
+from tests.waiting import wait_until
 from upstreams.models import Provider
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -97,10 +97,7 @@ def test_localstripe_starts_on_the_port_asked_for_and_refuses_a_taken_one(tmp_pa
         stop = ["scripts/localstripe.sh", "stop", str(site_port)]
         subprocess.run(stop, cwd=ROOT, check=True)
         (ROOT / "var" / f"localstripe-{site_port}.log").unlink(missing_ok=True)
-    deadline = time.monotonic() + 10
-    while answers(port) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not answers(port)
+    wait_until(lambda: not answers(port), timeout=10, what="localstripe to stop listening")
 
     with listening(taken):
         refused = subprocess.run(
@@ -178,11 +175,18 @@ def test_make_run_serves_with_localstripe_and_the_fakes_on_the_ports_asked_for(t
         cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
     )  # fmt: skip
     try:
-        deadline = time.monotonic() + 600
-        while not answers(site_port):
+
+        def serving() -> bool:
             assert run.poll() is None, (tmp_path / "run.log").read_text()[-3000:]
-            assert time.monotonic() < deadline, (tmp_path / "run.log").read_text()[-3000:]
-            time.sleep(0.5)
+            return answers(site_port)
+
+        wait_until(
+            serving,
+            timeout=600,
+            what="make run to serve the site",
+            state=lambda: (tmp_path / "run.log").read_text()[-3000:],
+            every=0.5,
+        )
         output = (tmp_path / "run.log").read_text()
         assert f"localstripe at http://127.0.0.1:{stripe_port} " in output
         for name, port in zip(("reloadly", "dtone", "ding"), fake_ports, strict=True):
@@ -209,7 +213,8 @@ def test_make_run_serves_with_localstripe_and_the_fakes_on_the_ports_asked_for(t
         log.close()
         for leftover in (ROOT / "var").glob(f"*-{site_port}.*"):
             leftover.unlink()
-    deadline = time.monotonic() + 10
-    while any(answers(p) for p in (stripe_port, *fake_ports)) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not any(answers(p) for p in (stripe_port, *fake_ports))
+    wait_until(
+        lambda: not any(answers(p) for p in (stripe_port, *fake_ports)),
+        timeout=10,
+        what="localstripe and the fakes to stop listening",
+    )

@@ -33,7 +33,8 @@ from reseller.metrics import Instrument
 from tests.factories import ProductFactory, UserFactory, make_key
 from tests.helpers import assert_ledger_balanced, database_url, fund
 from tests.servers import gunicorn_serving
-from tests.worker_support import Worker, wait_for
+from tests.waiting import wait_until
+from tests.worker_support import Worker
 from wallet.models import Wallet
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -296,14 +297,18 @@ def test_a_counting_error_in_a_task_is_logged_once_and_the_recharge_is_delivered
             headers={"x-api-key": plaintext, "Idempotency-Key": "worker-gone-1"},
         )
         assert response.status_code == 201, response.content
-        delivered = wait_for(
+        wait_until(
             lambda: set(Recharge.objects.values_list("status", flat=True)) == {"delivered"},
             timeout=60,
+            what="both recharges delivered",
+            state=lambda: (
+                list(Recharge.objects.values_list("status", flat=True)),
+                Path(worker.log.name).read_text()[-3000:],
+            ),
         )
     finally:
         worker.stop()
     log = Path(worker.log.name).read_text()
-    assert delivered, (list(Recharge.objects.values_list("status", flat=True)), log[-3000:])
     names = _instruments_that_failed(log)
     assert len(names) == len(set(names)), log[-3000:]  # each instrument once, two recharges
     assert "reseller_recharges" in names, names

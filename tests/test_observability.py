@@ -29,7 +29,8 @@ from tests.broker_support import BROKER
 from tests.factories import ProductFactory, UserFactory, make_key
 from tests.helpers import assert_ledger_balanced, fund
 from tests.servers import gunicorn_serving
-from tests.worker_support import Worker, wait_for
+from tests.waiting import wait_until
+from tests.worker_support import Worker
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
@@ -157,7 +158,11 @@ def place_through_the_api(port: int, request_id: str) -> Recharge:
     assert response.status_code == 201, response.text
     assert response.headers["X-Request-Id"] == request_id
     recharge = Recharge.objects.get(public_id=response.json()["recharges"][0]["id"])
-    assert wait_for(lambda: Recharge.objects.get(pk=recharge.pk).status == "delivered", 30)
+    wait_until(
+        lambda: Recharge.objects.get(pk=recharge.pk).status == "delivered",
+        timeout=30,
+        what="the recharge delivered",
+    )
     return recharge
 
 
@@ -184,7 +189,12 @@ def test_the_request_id_follows_an_order_from_the_web_log_into_the_workers_log(
                 for line in json_lines(worker_log)
             )
 
-        assert wait_for(logged, 15), worker_log.read_text()[-3000:]
+        wait_until(
+            logged,
+            timeout=15,
+            what="the worker's log line with the request id",
+            state=lambda: worker_log.read_text()[-3000:],
+        )
     web = [
         line for line in json_lines(tmp_path / "web.log") if line.get("request_id") == request_id
     ]
@@ -213,8 +223,9 @@ def test_one_trace_from_the_api_request_through_the_task_to_the_provider_call(
                 None,
             )
 
-        assert wait_for(lambda: server_span() is not None, 20), receiver.spans
-        trace_id = server_span()["trace_id"]
+        trace_id = wait_until(
+            server_span, timeout=20, what="the web's span", state=lambda: receiver.spans
+        )["trace_id"]
 
         def of_trace() -> list[dict]:
             return [s for s in receiver.spans if s["trace_id"] == trace_id]
@@ -225,7 +236,7 @@ def test_one_trace_from_the_api_request_through_the_task_to_the_provider_call(
                 s["service"] == "reseller-worker" and s["name"].startswith("run/") for s in spans
             ) and any(s["service"] == "reseller-worker" and s["name"] == "POST" for s in spans)
 
-        assert wait_for(complete, 20), of_trace()
+        wait_until(complete, timeout=20, what="the worker's spans of the trace", state=of_trace)
     spans = of_trace()
     names = {(s["service"], s["name"]) for s in spans}
     assert ("reseller-web", "apply_async/recharges.tasks.recharge_process_task") in names, names

@@ -11,7 +11,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 from decimal import Decimal
 from pathlib import Path
 
@@ -30,6 +29,7 @@ from tests.factories import ProductFactory, UserFactory, make_key
 from tests.fakes.receiver import Receiver
 from tests.helpers import assert_ledger_balanced, client_for, fund, place, process
 from tests.servers import free_port
+from tests.waiting import wait_until
 from webhooks.delivery import endpoint_drain
 from webhooks.services import endpoint_create
 
@@ -213,14 +213,16 @@ def pgbouncer():
         command[1:1] = ["-u", "postgres"]
     log = (folder / "pgbouncer.log").open("w")
     proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline:
+
+    def listening() -> bool:
         assert proc.poll() is None, (folder / "pgbouncer.log").read_text()
         try:
             socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
         except OSError:
-            time.sleep(0.1)
+            return False
+        return True
+
+    wait_until(listening, timeout=15, what="PgBouncer to listen")
     try:
         yield port
     finally:
@@ -261,7 +263,7 @@ def checkout():
         with transaction.atomic():
             purchase_lock(purchase)
             started = time.monotonic()
-            time.sleep(0.3)
+            time.sleep(0.3)  # work done holding the lock (not a wait): two at once would overlap
             spans.append((started, time.monotonic()))
     except Exception as exc:
         errors.append(repr(exc))
@@ -457,7 +459,5 @@ def test_an_in_process_task_on_a_thread_keeps_its_callers_request_id(settings):
     with request_id_bound("req-thread"):
         enqueue(_request_id_probe_task)
         enqueue(_request_id_probe_task, countdown=0.05)
-    deadline = time.monotonic() + 10
-    while len(_SEEN) < 2 and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_until(lambda: len(_SEEN) >= 2, timeout=10, what="both tasks to run", state=lambda: _SEEN)
     assert _SEEN == ["req-thread", "req-thread"]

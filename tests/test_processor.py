@@ -1,7 +1,6 @@
 """The recharge processor and its state machine (docs/contract.md §5)."""
 
 import threading
-import time
 from datetime import timedelta
 from decimal import Decimal
 
@@ -20,6 +19,7 @@ from recharges.tasks import recharges_sweep_task
 from tests.factories import ProductFactory, PromotionFactory, UserFactory
 from tests.fakes.reloadly import FakeReloadly
 from tests.helpers import assert_ledger_balanced
+from tests.waiting import wait_until
 from wallet.models import LedgerEntry, Wallet
 from wallet.services import wallet_get_or_create, wallet_topup_manual
 
@@ -227,9 +227,7 @@ def test_two_copies_of_a_recharges_task_at_once_call_the_provider_once(publishin
 
         first = threading.Thread(target=run)
         first.start()
-        deadline = time.monotonic() + 10
-        while fake.calls[recharge.public_id] == 0 and time.monotonic() < deadline:
-            time.sleep(0.01)
+        wait_until(lambda: fake.calls[recharge.public_id], timeout=10, what="the first copy's call")
         second = threading.Thread(target=run)
         second.start()
         second.join()

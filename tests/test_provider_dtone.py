@@ -2,7 +2,6 @@
 
 import subprocess
 import sys
-import time
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -12,6 +11,7 @@ import pytest
 
 from tests.fakes.dtone import FakeDTOne, fixed_product
 from tests.fakes.receiver import Receiver
+from tests.waiting import wait_until
 from upstreams.adapters.base import (
     PermanentError,
     ProviderConfig,
@@ -67,15 +67,6 @@ def receiver():
     server = Receiver().start()
     yield server
     server.stop()
-
-
-def wait_until(check, timeout=5.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.02)
-    return False
 
 
 # -- sending -------------------------------------------------------------------------------
@@ -135,7 +126,11 @@ def test_async_send_is_pending_until_completed_and_calls_back(fake, dtone, recei
 def test_async_completion_after_a_delay_is_found_by_status(fake, dtone):
     fake.async_completion(delay=0.2)
     assert dtone.send(request()).status == ProviderResult.PENDING
-    assert wait_until(lambda: dtone.status("rch_dt1").status == ProviderResult.DELIVERED)
+    wait_until(
+        lambda: dtone.status("rch_dt1").status == ProviderResult.DELIVERED,
+        timeout=5,
+        what="DT One to report the transaction delivered",
+    )
 
 
 def test_a_declined_transaction_is_a_permanent_refusal_with_its_status_as_code(fake, dtone):

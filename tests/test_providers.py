@@ -1,12 +1,12 @@
 """Upstream airtime providers: the simulator and the Reloadly adapter against a local fake."""
 
 import threading
-import time
 from decimal import Decimal
 
 import pytest
 
 from tests.fakes.reloadly import FakeReloadly
+from tests.waiting import wait_until
 from upstreams.adapters import (
     PermanentError,
     ProviderResult,
@@ -112,9 +112,7 @@ def test_a_duplicate_reference_still_being_worked_on_upstream_is_pending_not_ref
     first: list[ProviderResult] = []
     sending = threading.Thread(target=lambda: first.append(slow.send(request())))
     sending.start()
-    deadline = time.monotonic() + 5
-    while fake.calls["rch_test1"] == 0 and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_until(lambda: fake.calls["rch_test1"], timeout=5, what="the first send's call")
     again = reloadly.send(request())
     sending.join()
     assert again.status == ProviderResult.PENDING

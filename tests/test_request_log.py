@@ -29,6 +29,7 @@ from requestlog.tasks import requestlog_drain_task, requestlog_prune_task
 from tests.factories import UserFactory, make_key
 from tests.helpers import bearer, client_for, suite_redis_url
 from tests.servers import gunicorn_serving
+from tests.waiting import wait_until
 from wallet.services import wallet_topup_manual
 
 pytestmark = pytest.mark.django_db
@@ -351,10 +352,11 @@ def _interrupted_drain(count: int) -> list[bytes]:
 
 
 def _lock_expired() -> None:
-    deadline = time.monotonic() + 5
-    while redisqueue.client().exists(f"{redisqueue.pending_key()}:lock"):
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
+    wait_until(
+        lambda: not redisqueue.client().exists(f"{redisqueue.pending_key()}:lock"),
+        timeout=5,
+        what="the interrupted drain's lock to expire",
+    )
 
 
 def test_a_drain_interrupted_between_pop_and_write_loses_nothing(shop):
@@ -420,10 +422,9 @@ def test_the_sending_thread_sends_in_the_background_and_stops_cleanly():
         background.add(_capture(key, request_id="req_bg"), background=True)
         thread = background._thread
         assert thread is not None and thread.daemon
-        deadline = time.monotonic() + 10
-        while redisqueue.waiting() < 1:
-            assert time.monotonic() < deadline, "the thread pushed nothing"
-            time.sleep(0.02)
+        wait_until(
+            lambda: redisqueue.waiting() >= 1, timeout=10, what="the thread to push the capture"
+        )
     finally:
         background.stop()
     assert background.written == 1 and not thread.is_alive()
@@ -699,10 +700,12 @@ def test_requests_served_by_gunicorn_land_in_the_table_once_the_drain_task_runs(
         try:
             try:
                 assert all(_me(port, plaintext) == 200 for _ in range(40))
-                deadline = time.monotonic() + 20
-                while redisqueue.waiting() < 40:
-                    assert time.monotonic() < deadline, redisqueue.waiting()
-                    time.sleep(0.1)
+                wait_until(
+                    lambda: redisqueue.waiting() >= 40,
+                    timeout=20,
+                    what="the web processes to push 40 captures",
+                    state=redisqueue.waiting,
+                )
                 assert not ApiRequest.objects.exists()  # the web processes wrote no row
                 assert requestlog_drain_task() == 40
                 assert ApiRequest.objects.filter(api_key=key).count() == 40

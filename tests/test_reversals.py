@@ -8,7 +8,6 @@ that look-up), moves the recharge from ``delivered`` to ``reversed``, refunds it
 import base64
 import json
 import threading
-import time
 from decimal import Decimal
 
 import pytest
@@ -24,6 +23,7 @@ from tests.factories import UserFactory
 from tests.helpers import assert_ledger_balanced
 from tests.helpers import place as place_order
 from tests.provider_support import NUMBER, telcel_100
+from tests.waiting import wait_until
 from wallet.models import LedgerEntry, Wallet
 from wallet.services import wallet_topup_manual
 from webhooks.models import Event
@@ -223,11 +223,11 @@ def test_a_callback_secret_goes_in_the_callback_url_and_callbacks_without_it_are
     assert wrong.status_code == 401
     # DT One's own callback (the fake posts to the URL it was given, credentials as Basic).
     dtone.reverse(recharge.public_id)
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        recharge.refresh_from_db()
-        if recharge.status == S.REVERSED:
-            break
-        time.sleep(0.1)
-    assert recharge.status == S.REVERSED
+    wait_until(
+        lambda: Recharge.objects.get(pk=recharge.pk).status == S.REVERSED,
+        timeout=10,
+        what="DT One's reversal callback to reverse the recharge",
+        state=lambda: dtone.callbacks,
+    )
+    recharge.refresh_from_db()
     assert [c["answer"] for c in dtone.callbacks][-1] == 204

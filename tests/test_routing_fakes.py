@@ -10,6 +10,7 @@ from decimal import Decimal
 from io import StringIO
 
 import pytest
+import time_machine
 from django.core.management import call_command
 from django.test import override_settings
 
@@ -23,6 +24,14 @@ from wallet.models import Wallet
 
 pytestmark = pytest.mark.django_db
 S = Recharge.Status
+
+
+@pytest.fixture
+def clock():
+    """The wall clock, moved by the test where it waited a knock's interval (KNOCK_EVERY): a
+    knock is due once per slot of time.time(); the circuits' cool-downs are Redis's to time."""
+    with time_machine.travel(time.time(), tick=True) as traveller:
+        yield traveller
 
 
 def cli(*args) -> str:
@@ -202,7 +211,7 @@ def test_staff_are_told_once_when_a_providers_balance_runs_low(routed, dtone, st
 
 @override_settings(PROVIDER_CIRCUIT_FAILURES=3, PROVIDER_CIRCUIT_COOLDOWN_SECONDS=30)
 def test_refused_connections_open_the_circuit_and_a_knock_closes_it_when_it_listens_again(
-    routed, reloadly, dtone, ding
+    routed, reloadly, dtone, ding, clock
 ):
     """Nothing listening at Reloadly opens its circuit; while open it is knocked at (a TCP
     connection, at most every KNOCK_EVERY), so the first recharge after it listens again goes
@@ -214,13 +223,13 @@ def test_refused_connections_open_the_circuit_and_a_knock_closes_it_when_it_list
         processor.recharge_process(recharge_id=recharge.pk)
         assert calls(recharge)[0] == ("reloadly-1", "send", "unreachable")
     assert health.figures("reloadly-1").state == "open"
-    time.sleep(health.KNOCK_EVERY)  # the next dispatch may knock: still refused
+    clock.shift(health.KNOCK_EVERY)  # the next dispatch may knock: still refused
     skipped = place(product)
     processor.recharge_process(recharge_id=skipped.pk)
     assert calls(skipped)[0][:2] == ("dtone-1", "send")  # open: not even tried
     assert health.figures("reloadly-1").state == "open"
     reloadly.outage(False)
-    time.sleep(health.KNOCK_EVERY)
+    clock.shift(health.KNOCK_EVERY)
     back = place(product)
     processor.recharge_process(recharge_id=back.pk)
     back.refresh_from_db()
@@ -256,7 +265,7 @@ def test_a_wave_after_a_quiet_moment_goes_to_the_provider_listening_again(
 
 @override_settings(PROVIDER_TIMEOUT_SECONDS=0.3, PROVIDER_CIRCUIT_FAILURES=1)
 def test_a_circuit_opened_by_timeouts_is_not_knocked_and_waits_for_its_cool_down(
-    routed, reloadly, dtone, ding
+    routed, reloadly, dtone, ding, clock
 ):
     """A provider that accepts connections but does not answer is not closed by a knock
     (it would accept it): it waits for the cool-down and a probe."""
@@ -266,7 +275,7 @@ def test_a_circuit_opened_by_timeouts_is_not_knocked_and_waits_for_its_cool_down
     processor.recharge_process(recharge_id=slow.pk)
     assert health.figures("reloadly-1").state == "open"
     assert health.knock_due() == []
-    time.sleep(health.KNOCK_EVERY)
+    clock.shift(health.KNOCK_EVERY)
     after = place(product)
     processor.recharge_process(recharge_id=after.pk)
     after.refresh_from_db()

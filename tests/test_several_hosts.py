@@ -16,7 +16,6 @@ import os
 import subprocess
 import sys
 import threading
-import time
 import urllib.error
 import urllib.request
 import uuid
@@ -37,6 +36,7 @@ from tests.fakes.reloadly import FakeReloadly
 from tests.helpers import assert_ledger_balanced, database_url, redis_forget, suite_redis_url
 from tests.netns_support import Host, HostNetwork, TcpForwarder, host_network_unavailable, via
 from tests.servers import CeleryWorker, gunicorn_serving
+from tests.waiting import wait_until
 from wallet.models import Wallet
 from wallet.services import wallet_topup_manual
 
@@ -193,15 +193,6 @@ def _statuses() -> dict[str, int]:
     return counts
 
 
-def _wait_for(predicate, timeout: float, step: float = 0.1) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(step)
-    return False
-
-
 def _reseller(name: str):
     user = UserFactory()
     account_set_b2b(account=user.account, is_b2b=True)
@@ -265,7 +256,12 @@ def test_two_web_hosts_and_two_worker_hosts_deliver_each_recharge_once_when_one_
     def doomed_has_delivered() -> bool:
         return peers.get(doomed_host.address, 0) >= 1 and _statuses().get("delivered", 0) >= 6
 
-    assert _wait_for(doomed_has_delivered, timeout=40), (peers, _statuses())
+    wait_until(
+        doomed_has_delivered,
+        timeout=40,
+        what="the doomed host to deliver some",
+        state=lambda: (peers, _statuses()),
+    )
     doomed.kill()
     at_kill = _statuses()
     for thread in placing:
@@ -285,7 +281,12 @@ def test_two_web_hosts_and_two_worker_hosts_deliver_each_recharge_once_when_one_
     # would hand them out again only after the visibility timeout, an hour), so the sweeper
     # finds those recharges queued or dispatched.
     assert swept["queued"] + swept["dispatched"] >= 1, (swept, at_kill, peers)
-    assert _wait_for(lambda: _statuses() == {"delivered": total}, timeout=40), _statuses()
+    wait_until(
+        lambda: _statuses() == {"delivered": total},
+        timeout=40,
+        what=f"all {total} delivered",
+        state=_statuses,
+    )
     assert survivor.process is not None and survivor.process.poll() is None
 
     # Every recharge reached the provider exactly once, from one of the two worker hosts.

@@ -31,6 +31,7 @@ from tests.helpers import (
     place,
     process,
 )
+from tests.waiting import wait_until
 from wallet.models import Wallet
 from wallet.services import (
     ledger_post,
@@ -463,6 +464,15 @@ def test_recharge_rows_untouched_by_delivery_failures(reseller, product, receive
     assert_ledger_balanced()
 
 
+def lease_taken(endpoint: WebhookEndpoint) -> None:
+    """Wait until a drain started in a thread holds the endpoint's lease (it then lingers)."""
+    wait_until(
+        lambda: WebhookEndpoint.objects.filter(pk=endpoint.pk, lease_until__isnull=False).exists(),
+        timeout=10,
+        what="the drain to take the endpoint's lease",
+    )
+
+
 @pytest.mark.django_db(transaction=True)
 def test_a_lingering_drain_sends_what_arrives_meanwhile(private_ok):
     """The deployed drain waits a moment for more (WEBHOOK_DRAIN_LINGER_SECONDS): an event
@@ -482,7 +492,7 @@ def test_a_lingering_drain_sends_what_arrives_meanwhile(private_ok):
 
         drain = threading.Thread(target=lingering)
         drain.start()
-        time.sleep(0.3)
+        lease_taken(endpoint)
         fund(user, "2.00")  # its wake-up runs inline here and finds the lease held
         drain.join(10)
         assert result["sent"] == 1
@@ -519,7 +529,7 @@ def test_a_burst_during_a_drain_publishes_one_task(private_ok):
 
         drain = threading.Thread(target=lingering)
         drain.start()
-        time.sleep(0.3)
+        lease_taken(endpoint)
         for _ in range(5):
             fund(user, "1.00")
         drain.join(10)

@@ -6,7 +6,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from reseller.celery import app as celery_app
 from tests.factories import UserFactory
 from tests.fakes.receiver import Receiver
 from tests.helpers import assert_ledger_balanced, database_url, fund, suite_redis_url
+from tests.waiting import wait_until
 from webhooks.models import Delivery
 from webhooks.services import endpoint_create
 from webhooks.signature import verify_signature
@@ -104,11 +104,19 @@ class Worker:
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-        deadline = time.monotonic() + 60
-        while "ready." not in Path(self.log.name).read_text():
-            if self.process.poll() is not None or time.monotonic() > deadline:
+        process = self.process
+
+        def ready() -> bool:
+            if process.poll() is not None:
                 raise RuntimeError(Path(self.log.name).read_text()[-2000:])
-            time.sleep(0.2)
+            return "ready." in Path(self.log.name).read_text()
+
+        wait_until(
+            ready,
+            timeout=60,
+            what="the worker's 'ready.'",
+            state=lambda: Path(self.log.name).read_text()[-2000:],
+        )
 
     def kill(self):
         os.killpg(self.process.pid, signal.SIGKILL)
@@ -122,15 +130,6 @@ class Worker:
             except subprocess.TimeoutExpired:
                 self.kill()
         self.log.close()
-
-
-def wait_for(predicate, timeout=60.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.2)
-    return False
 
 
 def test_sigkill_mid_delivery_still_delivers(queue, publishing):
@@ -149,8 +148,17 @@ def test_sigkill_mid_delivery_still_delivers(queue, publishing):
         assert delivery.state == "pending" and delivery.attempts == 0
         workers.append(Worker(queue))
         # Once the dead worker's lease on the endpoint has run out, the sweeper wakes it.
-        assert wait_for(lambda: webhooks_sweep_task() > 0, timeout=40)
-        assert wait_for(lambda: Delivery.objects.get().state == "succeeded", timeout=30)
+        wait_until(
+            lambda: webhooks_sweep_task() > 0,
+            timeout=40,
+            what="the sweeper to wake the endpoint once the lease ran out",
+            every=0.2,  # each check runs a sweep: not too many
+        )
+        wait_until(
+            lambda: Delivery.objects.get().state == "succeeded",
+            timeout=30,
+            what="the delivery to succeed",
+        )
         requests = receiver.requests
         assert len(requests) == 2
         assert requests[0].json == requests[1].json  # the same event, again

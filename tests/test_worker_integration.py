@@ -22,7 +22,8 @@ from tests.broker_support import BROKER, reset_pools
 from tests.factories import ProductFactory, UserFactory
 from tests.fakes.reloadly import FakeReloadly
 from tests.helpers import assert_ledger_balanced
-from tests.worker_support import Worker, wait_for
+from tests.waiting import wait_until
+from tests.worker_support import Worker
 from wallet.models import Wallet
 from wallet.services import wallet_get_or_create, wallet_topup_manual
 
@@ -82,7 +83,12 @@ def statuses(order) -> dict[str, int]:
 def test_a_real_worker_delivers_queued_recharges(fake, workers, publishing):
     workers()
     _user, order = place_order(quantity=4)
-    assert wait_for(lambda: statuses(order) == {"delivered": 4}, timeout=30), statuses(order)
+    wait_until(
+        lambda: statuses(order) == {"delivered": 4},
+        timeout=30,
+        what="all 4 recharges delivered",
+        state=lambda: statuses(order),
+    )
     assert sorted(fake.calls.values()) == [1, 1, 1, 1]
     assert_ledger_balanced()
 
@@ -91,7 +97,12 @@ def test_a_worker_killed_mid_batch_loses_nothing_and_sends_nothing_twice(fake, w
     fake.delay = 0.25  # keep the batch in flight long enough to kill it halfway
     first = workers()
     user, order = place_order(quantity=20)
-    assert wait_for(lambda: statuses(order).get("delivered", 0) >= 4, timeout=30)
+    wait_until(
+        lambda: statuses(order).get("delivered", 0) >= 4,
+        timeout=30,
+        what="4 of the 20 recharges delivered",
+        state=lambda: statuses(order),
+    )
     first.kill()
     in_flight = statuses(order)
     assert in_flight.get("delivered", 0) < 20, "the kill came too late to prove anything"
@@ -101,7 +112,12 @@ def test_a_worker_killed_mid_batch_loses_nothing_and_sends_nothing_twice(fake, w
     workers()
     with override_settings(RECHARGE_STUCK_QUEUED_SECONDS=0, RECHARGE_STUCK_DISPATCHED_SECONDS=0):
         recharges_sweep_task.apply()  # what beat does every 30 s
-    assert wait_for(lambda: statuses(order) == {"delivered": 20}, timeout=60), statuses(order)
+    wait_until(
+        lambda: statuses(order) == {"delivered": 20},
+        timeout=60,
+        what="all 20 recharges delivered",
+        state=lambda: statuses(order),
+    )
 
     references = set(Recharge.objects.filter(order=order).values_list("public_id", flat=True))
     assert set(fake.topups) == references
@@ -123,7 +139,12 @@ def test_a_broker_down_at_commit_only_delays_delivery(fake, workers, publishing)
     with override_settings(RECHARGE_STUCK_QUEUED_SECONDS=0):
         counts = recharges_sweep_task.apply().get()
     assert counts["queued"] == 3
-    assert wait_for(lambda: statuses(order) == {"delivered": 3}, timeout=30), statuses(order)
+    wait_until(
+        lambda: statuses(order) == {"delivered": 3},
+        timeout=30,
+        what="all 3 recharges delivered",
+        state=lambda: statuses(order),
+    )
     assert_ledger_balanced()
 
 
@@ -156,7 +177,11 @@ def test_a_sandbox_0003_recharge_turns_to_success_after_10_real_seconds(fake, wo
     )
     assert response.json()["recharges"][0]["status"] == "processing"
     recharge = Recharge.objects.get(public_id=response.json()["recharges"][0]["id"])
-    assert wait_for(lambda: Recharge.objects.get(pk=recharge.pk).status == "success", timeout=30)
+    wait_until(
+        lambda: Recharge.objects.get(pk=recharge.pk).status == "success",
+        timeout=30,
+        what="the sandbox recharge's settle to success",
+    )
     assert time.monotonic() - started >= 10
     assert fake.calls == {}  # a test key never reaches a provider
 
@@ -169,18 +194,46 @@ def sessions_opened() -> int:
         return cursor.fetchone()[0]
 
 
+def sessions_opened_once_counted() -> int:
+    """``sessions_opened`` once every other client backend of the test database is idle: a
+    backend reports its pending statistics (its session among them) just before it shows
+    'idle' in pg_stat_activity (PostgresMain), and one that closed reported them as it
+    exited."""
+
+    def busy() -> list[tuple]:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_stat_clear_snapshot()")
+            cursor.execute(
+                "SELECT pid, state FROM pg_stat_activity WHERE datname = current_database()"
+                " AND backend_type = 'client backend' AND pid <> pg_backend_pid()"
+                " AND state IS DISTINCT FROM 'idle'"
+            )
+            return cursor.fetchall()
+
+    wait_until(lambda: not busy(), timeout=30, what="the workers' backends idle", state=busy)
+    return sessions_opened()
+
+
 def test_a_worker_keeps_its_database_connections_between_tasks(fake, workers, publishing):
     """Celery's Django fix-up would close the connection around every task (a new PostgreSQL
     backend per recharge); with CELERY_DB_REUSE_MAX the two worker processes keep theirs."""
     workers()
     _user, order = place_order(quantity=2)
-    assert wait_for(lambda: statuses(order) == {"delivered": 2}, timeout=30), statuses(order)
-    time.sleep(1.5)  # statistics reach pg_stat_database within a second
-    before = sessions_opened()
+    wait_until(
+        lambda: statuses(order) == {"delivered": 2},
+        timeout=30,
+        what="all 2 recharges delivered",
+        state=lambda: statuses(order),
+    )
+    before = sessions_opened_once_counted()
     _user, order = place_order(quantity=30)
-    assert wait_for(lambda: statuses(order) == {"delivered": 30}, timeout=60), statuses(order)
-    time.sleep(1.5)
-    assert sessions_opened() - before <= 4
+    wait_until(
+        lambda: statuses(order) == {"delivered": 30},
+        timeout=60,
+        what="all 30 recharges delivered",
+        state=lambda: statuses(order),
+    )
+    assert sessions_opened_once_counted() - before <= 4
     assert_ledger_balanced()
 
 
@@ -209,7 +262,9 @@ def test_a_hundred_calls_in_flight_share_the_pools_few_connections(fake, workers
         most = max(most, worker_connections())
         return statuses(order) == {"delivered": 100}
 
-    assert wait_for(sample, timeout=90, interval=0.05), statuses(order)
+    wait_until(
+        sample, timeout=90, what="all 100 recharges delivered", state=lambda: statuses(order)
+    )
     assert fake.max_concurrent_topups >= 50  # really in flight together
     assert most <= 4, most
     assert sorted(fake.calls.values()) == [1] * 100
@@ -232,7 +287,9 @@ def test_a_hundred_threads_without_a_pool_size_share_a_pool_sized_from_them(
         most = max(most, worker_connections())
         return statuses(order) == {"delivered": 100}
 
-    assert wait_for(sample, timeout=90, interval=0.05), statuses(order)
+    wait_until(
+        sample, timeout=90, what="all 100 recharges delivered", state=lambda: statuses(order)
+    )
     assert fake.max_concurrent_topups >= 50
     assert most <= 10, most
     assert "100 threads share a pool of 10 connections" in Path(worker.log.name).read_text()
@@ -255,7 +312,7 @@ def test_sigkill_with_200_in_flight_on_the_threaded_worker_sends_each_once(
     first = workers(**THREADED)
     user, order = place_order(quantity=200, price="0.40")
     in_flight = lambda: statuses(order).get("dispatched", 0) >= 60  # noqa: E731
-    assert wait_for(in_flight, timeout=60, interval=0.02), statuses(order)
+    wait_until(in_flight, timeout=60, what="60 recharges dispatched", state=lambda: statuses(order))
     first.kill()  # with many of the 200 calls in flight
     assert statuses(order).get("delivered", 0) < 200, "the kill came too late to prove anything"
     # Calls the dead worker had already sent still reach the provider; production's sweeper
@@ -265,7 +322,12 @@ def test_sigkill_with_200_in_flight_on_the_threaded_worker_sends_each_once(
     workers(**THREADED)
     with override_settings(RECHARGE_STUCK_QUEUED_SECONDS=0, RECHARGE_STUCK_DISPATCHED_SECONDS=0):
         recharges_sweep_task.apply()
-    assert wait_for(lambda: statuses(order) == {"delivered": 200}, timeout=90), statuses(order)
+    wait_until(
+        lambda: statuses(order) == {"delivered": 200},
+        timeout=90,
+        what="all 200 recharges delivered",
+        state=lambda: statuses(order),
+    )
     references = set(Recharge.objects.filter(order=order).values_list("public_id", flat=True))
     assert set(fake.topups) == references
     assert all(fake.calls[ref] == 1 for ref in references), dict(fake.calls)
@@ -287,7 +349,12 @@ def test_broker_down_with_200_recharges_on_the_threaded_worker(fake, workers, pu
     with override_settings(RECHARGE_STUCK_QUEUED_SECONDS=0):
         counts = recharges_sweep_task.apply().get()
     assert counts["queued"] == 200
-    assert wait_for(lambda: statuses(order) == {"delivered": 200}, timeout=90), statuses(order)
+    wait_until(
+        lambda: statuses(order) == {"delivered": 200},
+        timeout=90,
+        what="all 200 recharges delivered",
+        state=lambda: statuses(order),
+    )
     assert sorted(fake.calls.values()) == [1] * 200
     assert fake.max_concurrent_topups >= 50
     assert_ledger_balanced()

@@ -35,6 +35,7 @@ from tests.factories import OperatorFactory, UserFactory
 from tests.fakes.ding import FakeDing
 from tests.fakes.dtone import FakeDTOne
 from tests.helpers import assert_ledger_balanced, database_url
+from tests.waiting import WaitTimeout, wait_until
 from upstreams.models import Route
 from wallet.models import Wallet
 from wallet.services import wallet_get_or_create, wallet_topup_manual
@@ -121,13 +122,14 @@ class Worker:
              "--without-mingle", "--without-heartbeat", "-n", f"{queue}-{uuid.uuid4().hex[:4]}"],
             cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
-        deadline = time.monotonic() + 60
-        while "ready." not in Path(self.log.name).read_text():
-            if self.process.poll() is not None:
+        process = self.process
+
+        def ready() -> bool:
+            if process.poll() is not None:
                 raise RuntimeError(f"worker exited: {Path(self.log.name).read_text()[-2000:]}")
-            if time.monotonic() > deadline:
-                raise TimeoutError("worker did not start")
-            time.sleep(0.2)
+            return "ready." in Path(self.log.name).read_text()
+
+        wait_until(ready, timeout=60, what="the worker's 'ready.'")
 
     def kill(self) -> None:
         os.killpg(self.process.pid, signal.SIGKILL)
@@ -155,15 +157,6 @@ def workers(queue):
     yield start
     for worker in started:
         worker.stop()
-
-
-def wait_for(predicate, timeout=60.0, interval=0.2) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(interval)
-    return False
 
 
 def place(user, product, quantity: int):
@@ -199,16 +192,21 @@ def settle(*fakes, quiet: float = 1.0, timeout: float = 30.0) -> bool:
     worker had on the wire has landed. (Both fakes make the top-up before their delayed
     answer, so a counted send is already held.) Production's sweeper only reconciles after
     RECHARGE_STUCK_DISPATCHED_SECONDS, minutes; this test sweeps at once, so it waits first."""
-    deadline = time.monotonic() + timeout
     last, calm_since = -1, time.monotonic()
-    while time.monotonic() < deadline:
+
+    def calm() -> bool:
+        nonlocal last, calm_since
         now = sum(sum(sends(fake).values()) for fake in fakes)
         if now != last:
             last, calm_since = now, time.monotonic()
-        elif time.monotonic() - calm_since >= quiet:
-            return True
-        time.sleep(0.05)
-    return False
+            return False
+        return time.monotonic() - calm_since >= quiet
+
+    try:
+        wait_until(calm, timeout=timeout, what=f"no send for {quiet:g} s")
+    except WaitTimeout:
+        return False
+    return True
 
 
 def delivered_at_dtone(fake: FakeDTOne) -> set[str]:
@@ -244,11 +242,23 @@ def test_sigkill_with_one_provider_down_sends_each_recharge_to_one_provider_once
     first = workers()
     orders = [place(user, telcel_100, FIRST)]
     at_dtone = lambda: sum(sends(dtone).values()) >= FIRST * 6 // 10  # noqa: E731
-    assert wait_for(at_dtone, timeout=30, interval=0.02), statuses(orders)
+    wait_until(
+        at_dtone,
+        timeout=30,
+        what="60% of the first sent to DT One",
+        every=0.02,  # the kill must find calls in flight
+        state=lambda: statuses(orders),
+    )
     dtone.outage(True)  # calls it took still complete; new ones are refused: failover
     orders.append(place(user, telcel_100, SECOND))
     at_ding = lambda: sum(sends(ding).values()) >= SECOND // 3  # noqa: E731
-    assert wait_for(at_ding, timeout=30, interval=0.02), statuses(orders)
+    wait_until(
+        at_ding,
+        timeout=30,
+        what="a third of the second sent to Ding",
+        every=0.02,  # the kill must find calls in flight
+        state=lambda: statuses(orders),
+    )
     first.kill()  # with calls in flight at both providers
 
     # Calls the providers took whose answers the dead worker never read: many at each (not
@@ -271,11 +281,18 @@ def test_sigkill_with_one_provider_down_sends_each_recharge_to_one_provider_once
     refused_lookups = RechargeAttempt.objects.filter(
         recharge__order__in=orders, provider=DTONE, action="status", outcome="unreachable"
     )
-    assert wait_for(lambda: refused_lookups.count() >= 10, timeout=30), statuses(orders)
+    wait_until(
+        lambda: refused_lookups.count() >= 10,
+        timeout=30,
+        what="10 refused look-ups at DT One",
+        state=lambda: statuses(orders),
+    )
     dtone.outage(False)
     total = FIRST + SECOND
     final = lambda: sum(statuses(orders).get(s, 0) for s in (S.DELIVERED, S.FAILED)) == total  # noqa: E731
-    assert wait_for(final, timeout=45, interval=0.5), statuses(orders)
+    wait_until(
+        final, timeout=45, what="every recharge delivered or failed", state=lambda: statuses(orders)
+    )
     assert settle(dtone, ding)
 
     at = {DTONE: delivered_at_dtone(dtone), DING: delivered_at_ding(ding)}

@@ -5,12 +5,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 
 from tests.broker_support import BROKER
 from tests.helpers import database_url
+from tests.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -60,14 +60,12 @@ class Worker:
         self._wait_ready()
 
     def _wait_ready(self, timeout=60):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        def ready() -> bool:
             if self.process.poll() is not None:
                 raise RuntimeError(f"worker exited: {Path(self.log.name).read_text()[-2000:]}")
-            if "ready." in Path(self.log.name).read_text():
-                return
-            time.sleep(0.2)
-        raise TimeoutError("worker did not start")
+            return "ready." in Path(self.log.name).read_text()
+
+        wait_until(ready, timeout=timeout, what="the worker's 'ready.'")
 
     def kill(self):
         os.killpg(self.process.pid, signal.SIGKILL)
@@ -81,12 +79,3 @@ class Worker:
             except subprocess.TimeoutExpired:
                 self.kill()
         self.log.close()
-
-
-def wait_for(predicate, timeout=60, interval=0.2):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(interval)
-    return False

@@ -683,7 +683,7 @@ def _handler(fake: FakeDing) -> type[BaseHTTPRequestHandler]:
             if operation == "SendTransfer":
                 status, answer, headers, wait = fake._send_transfer(body)
                 if wait:
-                    time.sleep(wait)
+                    time.sleep(wait)  # the provider's latency, simulated: the point of the fake
                 return self._answer(status, answer, headers)
             if operation == "ListTransferRecords":
                 status, answer = fake._list_transfer_records(body)

@@ -596,7 +596,7 @@ class FakeDTOne:
                 self.callbacks.append({"url": url, "body": body, "answer": status})
             if isinstance(status, int) and 200 <= status < 300:
                 return
-            time.sleep(0.2 * (attempt + 1))
+            time.sleep(0.2 * (attempt + 1))  # DT One's callback retry back-off, simulated
 
     # -- HTTP --------------------------------------------------------------------------------------
     def _handler(self):
@@ -834,7 +834,7 @@ class FakeDTOne:
                 if final:
                     fake._call_back(external_id, view)
                 if slow:
-                    time.sleep(slow)
+                    time.sleep(slow)  # the provider's latency, simulated: the point of the fake
                 return self._send(201, answer)
 
         return Handler

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import ssl
 import threading
-import time
 from collections import deque
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -49,7 +48,7 @@ class Receiver:
         self.connections = 0
         self.payload = b'{"received": true}'
         self.sni: list[str | None] = []
-        self.lock = threading.Lock()
+        self.lock = threading.Condition()  # notified as each request arrives (wait_for)
         self.requests: list[Received] = []
         self.script: deque[int] = deque()
         self.held = threading.Event()
@@ -95,13 +94,10 @@ class Receiver:
             return [request.json for request in self.requests]
 
     def wait_for(self, count: int, timeout: float = 20.0) -> list[Received]:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            with self.lock:
-                if len(self.requests) >= count:
-                    return list(self.requests)
-            time.sleep(0.05)
-        raise AssertionError(f"expected {count} requests, got {len(self.requests)}")
+        with self.lock:
+            if not self.lock.wait_for(lambda: len(self.requests) >= count, timeout):
+                raise AssertionError(f"expected {count} requests, got {len(self.requests)}")
+            return list(self.requests)
 
     def _handler(self):
         receiver = self
@@ -124,6 +120,7 @@ class Receiver:
                     receiver.requests.append(
                         Received(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
                     )
+                    receiver.lock.notify_all()
                     status = receiver.script.popleft() if receiver.script else 200
                 receiver.arrived.set()
                 receiver.held.wait(timeout=60)

@@ -51,6 +51,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
+from tests.waiting import WaitTimeout, wait_until
+
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
 CENT = Decimal("0.01")
 DEFAULT_PORT = 18610
@@ -293,18 +295,23 @@ class FakeReloadly:
         arrived for ``quiet`` seconds: what a killed client sent before it died still lands.
         Production's sweeper only reconciles a call after RECHARGE_STUCK_DISPATCHED_SECONDS
         (minutes, far past the provider timeout); a test that sets it to 0 settles first."""
-        deadline = time.monotonic() + timeout
         last = (-1, -1)
         calm_since = time.monotonic()
-        while time.monotonic() < deadline:
+
+        def calm() -> bool:
+            nonlocal last, calm_since
             with self.lock:
                 now = (self.open_connections, sum(self.calls.values()))
             if now != last or now[0]:
                 last, calm_since = now, time.monotonic()
-            elif time.monotonic() - calm_since >= quiet:
-                return True
-            time.sleep(0.05)
-        return False
+                return False
+            return time.monotonic() - calm_since >= quiet
+
+        try:
+            wait_until(calm, timeout=timeout, what=f"the fake quiet for {quiet:g} s")
+        except WaitTimeout:
+            return False
+        return True
 
     # -- scripting --------------------------------------------------------------------
     def fail_next(
@@ -615,6 +622,7 @@ class FakeReloadly:
                     with fake.lock:
                         fake.answered.add(reference)
                     return self._send(status, fail_body, headers)
+                # The provider's latency, simulated: the point of the fake, not a wait.
                 if action and action[0] == "slow":
                     time.sleep(float(action[1]))
                 elif fake.delay:
