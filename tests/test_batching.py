@@ -20,6 +20,7 @@ from reseller.batching import Batcher
 from tests.factories import ProductFactory, UserFactory
 from tests.fakes.reloadly import FakeReloadly
 from tests.helpers import assert_ledger_balanced
+from tests.waiting import wait_until
 from wallet.models import Wallet
 from wallet.services import wallet_get_or_create, wallet_topup_manual
 
@@ -69,15 +70,6 @@ def waiting(batcher: Batcher, count: int) -> bool:
         return len(batcher._waiting) >= count
 
 
-def wait_for(condition, *, seconds: float = 10.0) -> None:
-    done = threading.Event()
-    for _ in range(int(seconds / 0.005)):
-        if condition():
-            return
-        done.wait(0.005)
-    raise AssertionError("the condition never held")
-
-
 def test_an_item_alone_is_written_at_once_as_a_batch_of_one():
     written = []
     batcher = Batcher(lambda items: written.append(items) or [i + 1 for i in items], limit=100)
@@ -91,7 +83,7 @@ def test_items_arriving_during_a_write_make_the_next_batch_each_answered_its_own
     results, errors, threads = submit_in_threads(batcher, [1])
     assert gate.first_started.wait(10)
     more, more_errors, more_threads = submit_in_threads(batcher, list(range(2, 12)))
-    wait_for(lambda: waiting(batcher, 10))
+    wait_until(lambda: waiting(batcher, 10), timeout=10, what="ten items queued")
     gate.opened.set()
     for thread in threads + more_threads:
         thread.join(10)
@@ -107,7 +99,7 @@ def test_a_batch_takes_at_most_its_limit_and_the_rest_follow():
     first, _, threads = submit_in_threads(batcher, [1])
     assert gate.first_started.wait(10)
     rest, _, more = submit_in_threads(batcher, list(range(2, 12)))
-    wait_for(lambda: waiting(batcher, 10))
+    wait_until(lambda: waiting(batcher, 10), timeout=10, what="ten items queued")
     gate.opened.set()
     for thread in threads + more:
         thread.join(10)
@@ -124,7 +116,7 @@ def test_a_failing_item_fails_only_its_own_thread():
     _, _, threads = submit_in_threads(batcher, [1])
     assert gate.first_started.wait(10)
     results, errors, more = submit_in_threads(batcher, [4, 5, 6])
-    wait_for(lambda: waiting(batcher, 3))
+    wait_until(lambda: waiting(batcher, 3), timeout=10, what="three items queued")
     gate.opened.set()
     for thread in threads + more:
         thread.join(10)

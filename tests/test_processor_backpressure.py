@@ -3,7 +3,6 @@ flight shared by every thread and worker, and 429s that slow the processor down 
 failing recharges. Real HTTP calls to the local Reloadly fake; real threads."""
 
 import threading
-import time
 from decimal import Decimal
 
 import pytest
@@ -17,6 +16,7 @@ from recharges.tasks import recharge_process_task
 from tests.factories import ProductFactory, UserFactory
 from tests.fakes.reloadly import FakeReloadly
 from tests.helpers import assert_ledger_balanced
+from tests.waiting import wait_until
 from upstreams import semaphore
 from wallet.services import wallet_get_or_create, wallet_topup_manual
 
@@ -60,15 +60,6 @@ def place(quantity: int) -> list[Recharge]:
     return list(order.recharges.order_by("id"))
 
 
-def pause_over(*, wait_until_s: float) -> None:
-    """Block until the provider's 429 pause has run out (a blocking wait for the key's
-    expiry would need keyspace events; its time left is known, so sleep exactly that)."""
-    deadline = time.monotonic() + wait_until_s
-    while (left := semaphore.paused_for("reloadly")) > 0:
-        assert time.monotonic() < deadline, "the provider's pause never ended"
-        time.sleep(left)
-
-
 @pytest.mark.django_db
 def test_429s_slow_the_processor_down_and_fail_nothing(reloadly_settings, fake):
     """Twelve 429s in a row (more than RECHARGE_MAX_ATTEMPTS): every recharge is delivered,
@@ -85,7 +76,11 @@ def test_429s_slow_the_processor_down_and_fail_nothing(reloadly_settings, fake):
             # What the task's countdown does: run again once the provider's pause is over
             # (the pause is what the 429 set, never shorter than the retry it asks for).
             assert outcome.retry_in >= semaphore.paused_for("reloadly")
-            pause_over(wait_until_s=outcome.retry_in + 5)
+            wait_until(
+                lambda: semaphore.paused_for("reloadly") == 0,
+                timeout=outcome.retry_in + 5,
+                what="the provider's 429 pause to end",
+            )
             outcome = processor.recharge_process(recharge_id=recharge.pk, attempt=outcome.attempt)
         recharge.refresh_from_db()
         assert recharge.status == S.DELIVERED, (recharge.status, recharge.failure_code)
