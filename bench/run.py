@@ -152,6 +152,7 @@ class Bench:
         self.rows: list[dict] = []
         self.series: dict[str, list[dict]] = {}
         self.notes: list[str] = []
+        self.routed_created = False  # ROUTED_PROVIDER exists (routed_setup)
 
     # -- processes -------------------------------------------------------------------------
     def manage(self, *argv: str, timeout: int = 600) -> str:
@@ -861,8 +862,15 @@ class Bench:
             self.manage("set_provider", "--name", ROUTED_PROVIDER, "--enabled", "false")
 
     def routed_setup(self, fake: FakeHost) -> str:
-        """The provider row of the routed figures, created and synced as staff would: the
-        public id of its Telcel 100 MXN product."""
+        """The provider row of the routed figures at ``fake``, created and synced as staff
+        would the first time (enabled and pointed at the fake after that): the public id of
+        its Telcel 100 MXN product."""
+        if self.routed_created:
+            self.manage(
+                "set_provider", "--name", ROUTED_PROVIDER, "--enabled", "true",
+                "--base-url", fake.url, "--auth-url", fake.url,
+            )  # fmt: skip
+            return self.routed_product()
         self.seed_cmd("routing-operators")
         self.manage(
             "create_provider", "--name", ROUTED_PROVIDER, "--kind", "reloadly",
@@ -874,6 +882,11 @@ class Bench:
             "sync_provider_catalog", "--provider", ROUTED_PROVIDER, "--country", "MX"
         )
         log(f"routed: {ROUTED_PROVIDER} synced: {line.strip()}")
+        self.routed_created = True
+        return self.routed_product()
+
+    def routed_product(self) -> str:
+        """The public id of the Telcel 100 MXN product that ROUTED_PROVIDER sells."""
         listed = self.seed_cmd("routes", "--providers", "1")["products"]
         for found in listed:
             if found["operator"] == "telcel" and float(found["local_amount"]) == 100:
@@ -954,16 +967,7 @@ class Bench:
             via: {"b2b": [], "burst": []} for via in ("pgbouncer", "direct")
         }
         try:
-            self.manage(
-                "set_provider", "--name", ROUTED_PROVIDER, "--enabled", "true",
-                "--base-url", fake.url, "--auth-url", fake.url,
-            )  # fmt: skip
-            product = self.seed_cmd("routes", "--providers", "1")["products"]
-            product_id = next(
-                p["id"]
-                for p in product
-                if p["operator"] == "telcel" and float(p["local_amount"]) == 100
-            )
+            product_id = self.routed_setup(fake)  # after the routed figures, or alone
             deployed = self.app_env
             for via in ("pgbouncer", "direct", "direct", "pgbouncer"):
                 self.use_database_path(via)

@@ -10,19 +10,16 @@ from collections import Counter
 from decimal import Decimal
 
 import pytest
-from django.db import connections, transaction
+from django.db import connections
 
-from orders.pricing import LineRequest
-from orders.services import order_place_with_wallet
 from recharges import processor
 from recharges.models import Recharge
 from reseller.batching import Batcher
-from tests.factories import ProductFactory, UserFactory
+from tests.factories import ProductFactory
 from tests.fakes.reloadly import FakeReloadly
-from tests.helpers import assert_ledger_balanced
+from tests.helpers import assert_ledger_balanced, funded_order
 from tests.waiting import wait_until
 from wallet.models import Wallet
-from wallet.services import wallet_get_or_create, wallet_topup_manual
 
 S = Recharge.Status
 
@@ -141,19 +138,7 @@ def test_a_workers_threads_write_their_recharges_in_fewer_transactions_than_rech
     settings.RELOADLY_CLIENT_ID = f"batching-{id(fake)}"
     settings.RELOADLY_CLIENT_SECRET = "s"
     try:
-        product = ProductFactory(retail_price=Decimal("2.00"))
-        user = UserFactory()
-        wallet_topup_manual(account=user.account, amount=Decimal("100.00"))
-        with transaction.atomic():
-            order = order_place_with_wallet(
-                account=user.account,
-                wallet=wallet_get_or_create(account=user.account),
-                livemode=True,
-                channel="b2b",
-                currency="EUR",
-                user=user,
-                lines=[LineRequest(product=product, recipient_number="+525512345678", quantity=30)],
-            )
+        order = funded_order(ProductFactory(retail_price=Decimal("2.00")), quantity=30)
         ids = list(order.recharges.values_list("id", flat=True))
         claims, answers = processor._batchers()  # their counts are the point
         claims_before, answers_before = claims.batches, answers.batches
@@ -178,7 +163,7 @@ def test_a_workers_threads_write_their_recharges_in_fewer_transactions_than_rech
         # machine spreads them, never to one transaction each).
         assert claims.batches - claims_before <= 15
         assert answers.batches - answers_before <= 15
-        wallet = Wallet.objects.get(account=user.account, kind="live")
+        wallet = Wallet.objects.get(account_id=order.account_id, kind="live")
         assert wallet.balance == Decimal("40.00")
         assert_ledger_balanced()
     finally:
