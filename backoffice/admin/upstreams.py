@@ -10,12 +10,13 @@ import logging
 
 from django import forms
 from django.contrib import admin, messages
-from django.db import transaction
+from django.db import models, transaction
 from django.urls import reverse
 from django.utils.formats import localize
 from django.utils.functional import lazy
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
+from django.utils.text import capfirst
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext, ngettext_lazy
 
@@ -77,10 +78,20 @@ money_words = lazy(_money_words, str)  # rendered when the page is, in its langu
 SECRET_WIDGET = forms.PasswordInput(render_value=False, attrs={"autocomplete": "off"})
 
 
+def _label(field: str):
+    """A declared form field's label: the model field's verbose name, as a model form's own
+    fields have it (a declared field would otherwise read "Client secret" in every language)."""
+    model_field = Provider._meta.get_field(field)
+    assert isinstance(model_field, models.Field)
+    return capfirst(model_field.verbose_name)
+
+
 class ProviderAddForm(forms.ModelForm):
-    client_secret = forms.CharField(required=False, widget=SECRET_WIDGET)
-    api_key = forms.CharField(required=False, widget=SECRET_WIDGET)
-    api_secret = forms.CharField(required=False, widget=SECRET_WIDGET)
+    client_secret = forms.CharField(
+        label=_label("client_secret"), required=False, widget=SECRET_WIDGET
+    )
+    api_key = forms.CharField(label=_label("api_key"), required=False, widget=SECRET_WIDGET)
+    api_secret = forms.CharField(label=_label("api_secret"), required=False, widget=SECRET_WIDGET)
 
     class Meta:
         model = Provider
@@ -111,15 +122,25 @@ class ProviderAddForm(forms.ModelForm):
 
 class ProviderChangeForm(forms.ModelForm):
     client_secret = forms.CharField(
-        required=False, widget=SECRET_WIDGET, help_text=_("Empty keeps the stored secret.")
+        label=_label("client_secret"),
+        required=False,
+        widget=SECRET_WIDGET,
+        help_text=_("Empty keeps the stored secret."),
     )
     api_key = forms.CharField(
-        required=False, widget=SECRET_WIDGET, help_text=_("Empty keeps the stored key.")
+        label=_label("api_key"),
+        required=False,
+        widget=SECRET_WIDGET,
+        help_text=_("Empty keeps the stored key."),
     )
     api_secret = forms.CharField(
-        required=False, widget=SECRET_WIDGET, help_text=_("Empty keeps the stored secret.")
+        label=_label("api_secret"),
+        required=False,
+        widget=SECRET_WIDGET,
+        help_text=_("Empty keeps the stored secret."),
     )
     callback_secret = forms.CharField(
+        label=_label("callback_secret"),
         required=False,
         widget=SECRET_WIDGET,
         help_text=_(
