@@ -49,12 +49,12 @@ def _money_words() -> str:
     floats (templates/backoffice/margin.html), in the staff's language."""
     return format_html(
         "<p><strong>{}</strong>: {}</p><p><strong>{}</strong>: {} {}</p>"
-        "<p><strong>{}</strong>: {}</p>",
+        '<p><strong>{}</strong>: {} <code class="bo-command">{}</code></p>',
         _("Balance at the provider"),
         _(
             "What the provider's API says our account there holds: its figure, not ours. It is "
-            "read after each catalog sync, every minute, and by the action Read the balance of "
-            "the Providers page."
+            "read after each catalog sync, every minute, and by the action “Read the balance of "
+            "selected providers” of the Providers page."
         ),
         _("Float in our books"),
         _(
@@ -67,10 +67,10 @@ def _money_words() -> str:
         ),
         _("Balance less float"),
         _(
-            "What the provider holds that the books do not show yet: a prepayment not booked "
-            "(book it with python manage.py fund_provider --provider NAME --amount AMOUNT "
-            "--currency CUR), or a cost charged differently (see the reconciliation runs)."
+            "What the provider holds that the books do not show yet: a prepayment not booked, "
+            "or a cost charged differently (see the reconciliation runs). Book a prepayment with:"
         ),
+        _("python manage.py fund_provider --provider NAME --amount AMOUNT --currency CUR"),
     )
 
 
