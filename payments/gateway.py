@@ -91,6 +91,10 @@ class CardTestMode:
     declined: str
     per_card_per_day: int
     guest_per_day: int
+    # An account younger than new_account_days pays by card at most new_account_per_day times
+    # in 24 hours (checkout.limits): a tester on a fresh account meets it first.
+    new_account_per_day: int
+    new_account_days: int
     per_address_per_hour: int
     demo: bool
 
@@ -105,6 +109,8 @@ def card_test_mode() -> CardTestMode | None:
         declined=TEST_CARD_DECLINED,
         per_card_per_day=settings.CARD_LIMIT_PER_CARD_PER_DAY,
         guest_per_day=settings.CARD_LIMIT_GUEST_PER_DAY,
+        new_account_per_day=settings.CARD_LIMIT_NEW_ACCOUNT_PER_DAY,
+        new_account_days=settings.CARD_LIMIT_NEW_ACCOUNT_DAYS,
         per_address_per_hour=settings.CARD_LIMIT_PER_ADDRESS_PER_HOUR,
         demo=settings.CARD_LIMITS_DEMO,
     )

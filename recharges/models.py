@@ -37,14 +37,16 @@ class Recharge(models.Model):
         "payments.Payment", on_delete=models.PROTECT, related_name="recharges"
     )
     account = models.ForeignKey("accounts.Account", on_delete=models.PROTECT, related_name="+")
-    livemode = models.BooleanField(default=True)
+    livemode = models.BooleanField(_("live mode"), default=True)
     product = models.ForeignKey("catalog.Product", on_delete=models.PROTECT, related_name="+")
     recipient_number = models.CharField(max_length=20)
     amount = models.DecimalField(**MONEY)
     currency = models.CharField(max_length=3)
     # The caller's own reference of a batch line (docs/contract.md §13); "" otherwise.
     reference = models.CharField(max_length=100, blank=True, default="")
-    status = models.CharField(max_length=12, choices=Status.choices, default=Status.QUEUED)
+    status = models.CharField(
+        _("status"), max_length=12, choices=Status.choices, default=Status.QUEUED
+    )
     failure_code = models.CharField(max_length=64, blank=True)
     failure_message = models.CharField(max_length=255, blank=True)
     waitlisted_until = models.DateTimeField(null=True, blank=True)
@@ -57,7 +59,7 @@ class Recharge(models.Model):
     # Where it was sent: the provider's name (a ``Provider`` row's, or AIRTIME_PROVIDER's),
     # and the route when it went by one. A dispatched row names the one provider that may
     # hold it: it moves to another route only after a definite refusal (docs/providers.md).
-    provider = models.CharField(max_length=32, blank=True)
+    provider = models.CharField(_("provider"), max_length=32, blank=True)
     route = models.ForeignKey(
         "upstreams.Route", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -71,7 +73,7 @@ class Recharge(models.Model):
     provider_response = models.JSONField(null=True, blank=True)
     attempts = models.PositiveSmallIntegerField(default=0)
     retries = models.PositiveSmallIntegerField(default=0, help_text="Staff retries after failure")
-    refunded = models.BooleanField(default=False)
+    refunded = models.BooleanField(_("refunded"), default=False)
     # A card refund is recorded under the lock and sent to Stripe after commit; the Stripe
     # refund's id lands here (empty while owed: the sweeper sends it again, idempotently).
     card_refund_id = models.CharField(max_length=64, blank=True)
@@ -83,7 +85,9 @@ class Recharge(models.Model):
     delivered_at = models.DateTimeField(null=True, blank=True)
     failed_at = models.DateTimeField(null=True, blank=True)
     reversed_at = models.DateTimeField(null=True, blank=True)
-    created_at = models.DateTimeField(default=timezone.now, editable=False, db_index=True)
+    created_at = models.DateTimeField(
+        _("created at"), default=timezone.now, editable=False, db_index=True
+    )
     updated_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

@@ -66,7 +66,7 @@ def test_the_rest_of_a_recharge_is_on_its_page():
     said = text_of(
         staff_client().get(f"/admin/recharges/recharge/{recharge.pk}/change/").content.decode()
     )
-    for label in ("Failure message", "Refunded", "Retries", "Livemode", "Provider", "Cost"):
+    for label in ("Failure message", "Refunded", "Retries", "Live mode", "Provider", "Cost"):
         assert label in said, label
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from django.test import Client
 
+from checkout.models import CardFreeze, CardKeyFreeze
 from tests.factories import UserFactory
 from tests.helpers import second_factor_login
 
@@ -55,3 +56,28 @@ def test_every_back_office_page_that_sets_its_breadcrumb_uses_the_styled_list():
         if "{% block breadcrumbs %}" in source:
             block = source.split("{% block breadcrumbs %}", 1)[1].split("{% endblock %}", 1)[0]
             assert '<ol class="breadcrumbs">' in block, template.name
+
+
+@pytest.mark.parametrize(
+    ("language", "warning", "dispute"),
+    [
+        ("en", "Frozen by an early fraud warning (issfr_1) at",
+         "Frozen by a dispute (dp_1) at"),
+        ("es", "Se congeló por una alerta temprana de fraude (issfr_1) el",
+         "Se congeló por una disputa (dp_1) el"),
+        ("fr", "Gel causé par une alerte précoce de fraude (issfr_1) le",
+         "Gel causé par un litige (dp_1) le"),
+    ],
+)  # fmt: skip
+def test_each_freeze_says_what_froze_it_in_one_translated_sentence(language, warning, dispute):
+    """Issue 43 (screenshots): "Congelado por dispute", the reason's code inside a translated
+    sentence; each reason is a whole sentence of its own."""
+    account = UserFactory().account
+    CardFreeze.objects.create(account=account, reason="warning", cause="issfr_1")
+    CardKeyFreeze.objects.create(
+        kind="number", value="+525512345678", reason="dispute", cause="dp_1", account=account
+    )
+    text = text_of(staff_client(language).get("/admin/checkout/cardkeyfreeze/").content.decode())
+    assert warning in text and dispute in text
+    assert "warning (" not in text.replace("fraud warning (", "")
+    assert "dispute (" not in text.replace("a dispute (", "")

@@ -6,15 +6,21 @@ ticks are whole, round numbers."""
 from __future__ import annotations
 
 import re
+from decimal import Decimal
+from io import StringIO
 from xml.etree import ElementTree
 
 import pytest
+from django.core.management import call_command
 from django.test import Client
 from django.utils import translation
 
 from backoffice import charts
-from tests.factories import UserFactory
-from tests.helpers import second_factor_login
+from recharges import processor
+from tests.factories import ProductFactory, UserFactory
+from tests.helpers import funded_order, second_factor_login
+from upstreams.models import Provider
+from upstreams.services import catalog_sync
 
 pytestmark = pytest.mark.django_db
 
@@ -170,3 +176,54 @@ def test_axis_steps_are_one_two_or_five_times_a_power_of_ten(value):
         mantissa = f"{step:e}".split("e")[0]
         assert float(mantissa) in (1.0, 2.0, 5.0), step
         assert not integer or step >= 1
+
+
+@pytest.fixture
+def provider_with_a_recharge():
+    """A simulator provider (created as staff would) and one recharge delivered through it."""
+    call_command("create_provider", "--name", "sim-a", "--kind", "simulator", stdout=StringIO())
+    provider = Provider.objects.get(name="sim-a")
+    catalog_sync(provider=provider)
+    order = funded_order(ProductFactory(retail_price=Decimal("5.00")), funds="20.00")
+    processor.recharge_process(recharge_id=order.recharges.get().pk)
+    return provider
+
+
+# Issue 43 (screenshots): field names left in English on the Spanish back office.
+SEEN_IN_SPANISH = [
+    "Por status",
+    "Por livemode",
+    "Por refunded",
+    "Por provider",
+    "Filtrar por created at",
+    "Client secret",
+    "Api key",
+    "Api secret",
+    "Callback secret",
+    "Synced at",
+]
+
+
+@pytest.mark.parametrize(
+    ("language", "names"),
+    [
+        ("en", ["By status", "By live mode", "By refunded", "By provider", "Filter by created at",
+                "Client secret", "API key", "API secret", "Callback secret", "Catalog synced at"]),
+        ("es", ["Por estado", "Por modo real", "Por reembolsada", "Por proveedor",
+                "Filtrar por fecha de creación", "Secreto de cliente", "Clave de API",
+                "Secreto de API", "Secreto de callback", "Catálogo sincronizado el"]),
+    ],
+)  # fmt: skip
+def test_the_recharges_filters_and_a_providers_fields_are_named_in_the_staffs_language(
+    staff, provider_with_a_recharge, language, names
+):
+    client = staff_client(staff, language)
+    pages = [
+        client.get("/admin/recharges/recharge/"),
+        client.get(f"/admin/upstreams/provider/{provider_with_a_recharge.pk}/change/"),
+    ]
+    assert [page.status_code for page in pages] == [200, 200]
+    text = " ".join(" ".join(visible(page.content.decode()).split()) for page in pages)
+    assert [name for name in names if name not in text] == []
+    if language == "es":
+        assert [name for name in SEEN_IN_SPANISH if name in text] == []

@@ -61,6 +61,8 @@ def test_the_test_mode_banner_lists_succeeding_cards_and_the_fraud_limits(
     assert "Fraud limits apply, as in production:" in text
     assert "one card pays at most 5 times in 24 hours" in text
     assert "a guest (no account) at most 2 times" in text
+    # A fresh account is refused at its fourth card payment of the day: the banner says so.
+    assert "a new account (less than 7 days old) at most 3 times;" in text
     assert "at most 10 times in one hour" in text
     assert "CARD_LIMITS_DEMO=true" in text
     settings.CARD_LIMITS_DEMO = True
@@ -78,6 +80,29 @@ def test_the_banner_reads_in_spanish_with_its_plurals(buyer, product, stripe_loc
     assert "Modo de prueba" in text
     assert "una tarjeta paga como máximo 5 veces en 24 horas" in text
     assert "como máximo 1 vez;" in text
+    assert "una cuenta nueva (de menos de 7 días), como máximo 3 veces;" in text
+
+
+@pytest.mark.parametrize(
+    ("language", "several", "one"),
+    [
+        ("en", "a new account (less than 10 days old) at most 4 times;",
+         "a new account (less than 1 day old) at most 1 time;"),
+        ("es", "una cuenta nueva (de menos de 10 días), como máximo 4 veces;",
+         "una cuenta nueva (de menos de 1 día), como máximo 1 vez;"),
+        ("fr", "un nouveau compte (de moins de 10 jours) au plus 4 fois ;",
+         "un nouveau compte (de moins de 1 jour) au plus 1 fois ;"),
+    ],
+)  # fmt: skip
+def test_the_banner_gives_the_new_account_limit_from_the_settings(
+    buyer, product, stripe_local, settings, language, several, one
+):
+    settings.CARD_LIMIT_NEW_ACCOUNT_DAYS = 10
+    settings.CARD_LIMIT_NEW_ACCOUNT_PER_DAY = 4
+    assert several in checkout_page(buyer, product, language)
+    settings.CARD_LIMIT_NEW_ACCOUNT_DAYS = 1
+    settings.CARD_LIMIT_NEW_ACCOUNT_PER_DAY = 1
+    assert one in checkout_page(buyer, product, language)
 
 
 def test_no_banner_with_a_live_key(buyer, product, settings):

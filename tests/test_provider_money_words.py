@@ -110,3 +110,33 @@ def test_a_provider_never_read_nor_booked_shows_that_nothing_is_booked(db):
         staff_client("en").get(f"/admin/upstreams/provider/{sim.pk}/change/").content.decode()
     )
     assert "nothing booked yet" in said
+
+
+ACTION = {
+    "en": "the action “Read the balance of selected providers” of the Providers page",
+    "es": "la acción “Leer el saldo de los proveedores seleccionados” de la página Proveedores",
+    "fr": "l'action «\u00a0Lire le solde des fournisseurs sélectionnés\u00a0» de la page "
+    "Fournisseurs",
+}
+COMMAND = {
+    "en": "python manage.py fund_provider --provider NAME --amount AMOUNT --currency CUR",
+    "es": "python manage.py fund_provider --provider NOMBRE --amount IMPORTE --currency MONEDA",
+    "fr": "python manage.py fund_provider --provider NOM --amount MONTANT --currency DEVISE",
+}
+
+
+@pytest.mark.parametrize("language", ["en", "es", "fr"])
+def test_the_command_to_type_is_code_of_its_own_and_the_action_is_named_in_quotes(
+    provider, language
+):
+    """Issue 43 (screenshots): the fund_provider command wrapped inside itself amid a sentence,
+    and "the action Read the balance" ran the action's name into the sentence. On the margin
+    page and on a provider's page the command is a block of code of its own (admin.css,
+    ``code.bo-command``), and the action's name, as its menu says it, is in quotes."""
+    client = staff_client(language)
+    for path in ("/admin/margin/", f"/admin/upstreams/provider/{provider.pk}/change/"):
+        html = client.get(path).content.decode()
+        codes = re.findall(r'<code class="bo-command"[^>]*>(.*?)</code>', html, re.S)
+        assert codes == [COMMAND[language]], (path, codes)
+        said = text_of(html).replace("&#x27;", "'")  # (text_of reads a no-break space as one)
+        assert ACTION[language].replace("\u00a0", " ") in said, path

@@ -45,12 +45,12 @@ class Provider(models.Model):
     auth_url = models.URLField(_("auth URL"), blank=True)
     client_id = models.CharField(_("client id"), max_length=200, blank=True)
     # Secrets: written once, never shown again (forms and APIs show only whether one is set).
-    client_secret = models.CharField(max_length=500, blank=True)
-    api_key = models.CharField(max_length=500, blank=True)
-    api_secret = models.CharField(max_length=500, blank=True)
+    client_secret = models.CharField(_("client secret"), max_length=500, blank=True)
+    api_key = models.CharField(_("API key"), max_length=500, blank=True)
+    api_secret = models.CharField(_("API secret"), max_length=500, blank=True)
     # Set by staff for a provider that calls back (DT One): the callback URL we send carries
     # it as HTTP Basic credentials, and a callback without them is refused (docs/providers.md).
-    callback_secret = models.CharField(max_length=200, blank=True)
+    callback_secret = models.CharField(_("callback secret"), max_length=200, blank=True)
     currency = models.CharField(
         _("account currency"),
         max_length=3,
@@ -64,7 +64,7 @@ class Provider(models.Model):
     balance_currency = models.CharField(max_length=3, blank=True)
     balance_checked_at = models.DateTimeField(null=True, blank=True)
     balance_alerted = models.BooleanField(default=False)  # an alert sent since it last rose
-    synced_at = models.DateTimeField(null=True, blank=True)
+    synced_at = models.DateTimeField(_("catalog synced at"), null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     updated_at = models.DateTimeField(default=timezone.now)
 

@@ -10,12 +10,13 @@ import logging
 
 from django import forms
 from django.contrib import admin, messages
-from django.db import transaction
+from django.db import models, transaction
 from django.urls import reverse
 from django.utils.formats import localize
 from django.utils.functional import lazy
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
+from django.utils.text import capfirst
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext, ngettext_lazy
 
@@ -48,12 +49,12 @@ def _money_words() -> str:
     floats (templates/backoffice/margin.html), in the staff's language."""
     return format_html(
         "<p><strong>{}</strong>: {}</p><p><strong>{}</strong>: {} {}</p>"
-        "<p><strong>{}</strong>: {}</p>",
+        '<p><strong>{}</strong>: {} <code class="bo-command">{}</code></p>',
         _("Balance at the provider"),
         _(
             "What the provider's API says our account there holds: its figure, not ours. It is "
-            "read after each catalog sync, every minute, and by the action Read the balance of "
-            "the Providers page."
+            "read after each catalog sync, every minute, and by the action “Read the balance of "
+            "selected providers” of the Providers page."
         ),
         _("Float in our books"),
         _(
@@ -66,10 +67,10 @@ def _money_words() -> str:
         ),
         _("Balance less float"),
         _(
-            "What the provider holds that the books do not show yet: a prepayment not booked "
-            "(book it with python manage.py fund_provider --provider NAME --amount AMOUNT "
-            "--currency CUR), or a cost charged differently (see the reconciliation runs)."
+            "What the provider holds that the books do not show yet: a prepayment not booked, "
+            "or a cost charged differently (see the reconciliation runs). Book a prepayment with:"
         ),
+        _("python manage.py fund_provider --provider NAME --amount AMOUNT --currency CUR"),
     )
 
 
@@ -77,10 +78,20 @@ money_words = lazy(_money_words, str)  # rendered when the page is, in its langu
 SECRET_WIDGET = forms.PasswordInput(render_value=False, attrs={"autocomplete": "off"})
 
 
+def _label(field: str):
+    """A declared form field's label: the model field's verbose name, as a model form's own
+    fields have it (a declared field would otherwise read "Client secret" in every language)."""
+    model_field = Provider._meta.get_field(field)
+    assert isinstance(model_field, models.Field)
+    return capfirst(model_field.verbose_name)
+
+
 class ProviderAddForm(forms.ModelForm):
-    client_secret = forms.CharField(required=False, widget=SECRET_WIDGET)
-    api_key = forms.CharField(required=False, widget=SECRET_WIDGET)
-    api_secret = forms.CharField(required=False, widget=SECRET_WIDGET)
+    client_secret = forms.CharField(
+        label=_label("client_secret"), required=False, widget=SECRET_WIDGET
+    )
+    api_key = forms.CharField(label=_label("api_key"), required=False, widget=SECRET_WIDGET)
+    api_secret = forms.CharField(label=_label("api_secret"), required=False, widget=SECRET_WIDGET)
 
     class Meta:
         model = Provider
@@ -111,15 +122,25 @@ class ProviderAddForm(forms.ModelForm):
 
 class ProviderChangeForm(forms.ModelForm):
     client_secret = forms.CharField(
-        required=False, widget=SECRET_WIDGET, help_text=_("Empty keeps the stored secret.")
+        label=_label("client_secret"),
+        required=False,
+        widget=SECRET_WIDGET,
+        help_text=_("Empty keeps the stored secret."),
     )
     api_key = forms.CharField(
-        required=False, widget=SECRET_WIDGET, help_text=_("Empty keeps the stored key.")
+        label=_label("api_key"),
+        required=False,
+        widget=SECRET_WIDGET,
+        help_text=_("Empty keeps the stored key."),
     )
     api_secret = forms.CharField(
-        required=False, widget=SECRET_WIDGET, help_text=_("Empty keeps the stored secret.")
+        label=_label("api_secret"),
+        required=False,
+        widget=SECRET_WIDGET,
+        help_text=_("Empty keeps the stored secret."),
     )
     callback_secret = forms.CharField(
+        label=_label("callback_secret"),
         required=False,
         widget=SECRET_WIDGET,
         help_text=_(

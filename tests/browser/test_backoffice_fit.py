@@ -101,3 +101,36 @@ def test_the_margin_pages_tables_fit_a_390_px_phone(browser, site, language):
         assert shown == f'"{label}: "', shown
     finally:
         context.close()
+
+
+# The lines a command's text takes (the distinct tops of its text's boxes), whether it
+# overflows its box (and so scrolls), and the page's width against the window's.
+COMMAND_LINES = """() => {
+  const code = document.querySelector('[data-testid=fund-command]');
+  const range = document.createRange();
+  range.selectNodeContents(code);
+  const tops = new Set([...range.getClientRects()].map(r => Math.round(r.top)));
+  return [code.textContent, tops.size, getComputedStyle(code).overflowX,
+          document.documentElement.scrollWidth, window.innerWidth];
+}"""
+
+
+@pytest.mark.parametrize(
+    ("language", "command"),
+    [("en", "python manage.py fund_provider --provider NAME --amount AMOUNT --currency CUR"),
+     ("es", "python manage.py fund_provider --provider NOMBRE --amount IMPORTE --currency MONEDA")],
+)  # fmt: skip
+@pytest.mark.parametrize("width", [1280, 390])
+def test_the_margin_pages_command_is_never_broken_inside(browser, site, language, command, width):
+    """Seen on the issue 43 screenshots: the fund_provider command wrapped in the middle of an
+    option. It is on a line of its own, whole, and scrolls sideways on a phone rather than
+    push the page wider than the screen."""
+    context, page = sign_in(browser, site, width=width, language=language)
+    try:
+        page.goto(f"{site.url}/admin/margin/")
+        shot(page, f"backoffice-margin-command-{language}-{width}")
+        text, lines, overflow, page_width, window = page.evaluate(COMMAND_LINES)
+        assert text == command and lines == 1, (text, lines)
+        assert overflow == "auto" and page_width <= window, (overflow, page_width, window)
+    finally:
+        context.close()
