@@ -27,6 +27,7 @@ from django.utils import timezone
 from recharges.models import Recharge
 from recharges.state import recharges_release
 from reseller.db import advisory_xact_lock
+from upstreams import semaphore
 
 S = Recharge.Status
 
@@ -51,12 +52,19 @@ def backlog_accounts(*, limit: int = 1000) -> list[int]:
     return [account_id for (account_id,) in rows.distinct()[:limit]]
 
 
+def slot_waiters(account_id: int) -> str:
+    """The group an account's recharges wait for a provider slot as (``semaphore``)."""
+    return f"account-{account_id}"
+
+
 def pending_count(*, account_id: int, taken: int | None = None) -> int:
-    """An account's released recharges not yet claimed (``taken``: one a worker holds now)."""
+    """An account's recharges waiting: released and not yet claimed (``taken``: one a worker
+    holds now), or claimed and waiting for a provider slot (the processor claims a recharge
+    before it waits for its provider: dispatched, not yet sent)."""
     rows = _live_queued().filter(account_id=account_id, released_at__isnull=False)
     if taken is not None:
         rows = rows.exclude(pk=taken)
-    return rows.count()
+    return rows.count() + semaphore.waiting(slot_waiters(account_id))
 
 
 def backlog_stuck(*, before) -> list[int]:

@@ -57,6 +57,7 @@ from catalog.selectors import fx_rate, product_waitlist_promotion, products_get
 from payments.gateway import card_refund
 from payments.models import Payment
 from payments.services import payment_add_refunded, payment_lock
+from recharges import lanes
 from recharges.events import recharge_emit, recharges_emit
 from recharges.models import Recharge, RechargeAttempt
 from recharges.state import IllegalTransition, transition, transition_many
@@ -323,6 +324,7 @@ class Ticket:
     it to and that refused it (a failover goes on down the list)."""
 
     recharge_id: int
+    account_id: int
     target: Target
     request: TopupRequest
     reconcile_first: bool = False
@@ -437,7 +439,7 @@ def _claim_queued(
     recharge.route, recharge.provider = target.route, target.name
     recharge.attempts += 1  # as ``transition_many`` leaves it
     dispatching.append(recharge)
-    return Ticket(recharge.pk, target, request_for(recharge, target))
+    return Ticket(recharge.pk, recharge.account_id, target, request_for(recharge, target))
 
 
 def _claim_in_flight(recharge: Recharge, claim: Claim, router: Router) -> Ticket | Progress:
@@ -459,7 +461,8 @@ def _claim_in_flight(recharge: Recharge, claim: Claim, router: Router) -> Ticket
         recharge.route, recharge.provider = chosen.route, chosen.name
         changed += ["route", "provider"]
     recharge.save(update_fields=changed)
-    return Ticket(recharge.pk, target, request_for(recharge, target), reconcile_first)
+    request = request_for(recharge, target)
+    return Ticket(recharge.pk, recharge.account_id, target, request, reconcile_first)
 
 
 # -- 2 and 3. the call, outside any lock -----------------------------------------------------
@@ -562,7 +565,14 @@ def provider_call(ticket: Ticket) -> Call:
     adapter = adapter_for(provider)
     wait = settings.PROVIDER_SLOT_WAIT_SECONDS
     connection_release()  # nothing held while waiting for a slot
-    with semaphore.provider_slot(provider.name, limit=provider.max_in_flight, wait=wait) as slot:
+    # Waiting, the recharge is dispatched but not yet sent: its account's lane counts it
+    # among those waiting, so a backlog never has more than a share of threads waiting.
+    with semaphore.provider_slot(
+        provider.name,
+        limit=provider.max_in_flight,
+        wait=wait,
+        waiting_as=lanes.slot_waiters(ticket.account_id),
+    ) as slot:
         if not slot:
             call.verdict = "not_counted"
             call.retry_in = slot.paused_for or 1.0 + random.uniform(0, 2.0)  # noqa: S311
@@ -740,7 +750,7 @@ def _failover(recharge: Recharge, ticket: Ticket, refusal: ProviderError) -> Tic
         recharge.updated_at = timezone.now()
         recharge.save(update_fields=["route", "provider", "updated_at"])
         request = request_for(recharge, following)
-        return Ticket(recharge.pk, following, request, reconcile_first=False, tried=tried)
+        return Ticket(recharge.pk, recharge.account_id, following, request, tried=tried)
     if isinstance(refusal, PermanentError) and not (tried - refused):
         return _fail(recharge, code=refusal.code, message=str(refusal), raw=refusal.raw)
     if recharge.attempts >= settings.RECHARGE_MAX_ATTEMPTS:

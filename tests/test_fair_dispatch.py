@@ -15,6 +15,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import uuid
 from decimal import Decimal
 from pathlib import Path
@@ -27,7 +28,7 @@ from django.test import override_settings
 from orders.batches import batch_place
 from orders.pricing import LineRequest
 from orders.services import order_place_with_wallet
-from recharges import tasks
+from recharges import lanes, tasks
 from recharges.models import Recharge
 from recharges.tasks import recharge_process_task, recharges_sweep_task
 from sandbox.balances import sandbox_topup
@@ -35,6 +36,7 @@ from tests.broker_support import BROKER
 from tests.factories import ProductFactory, UserFactory, make_key
 from tests.helpers import assert_ledger_balanced, database_url, settings_in_a_process
 from tests.waiting import wait_until
+from upstreams import semaphore
 from wallet.services import wallet_get_or_create, wallet_topup_manual
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
@@ -359,4 +361,49 @@ def test_a_real_worker_delivers_another_accounts_order_before_a_batch_placed_bef
     assert after_b >= 200, after_b
     assert all(n == 1 for n in fake.calls.values()), "a recharge was sent twice"
     assert len(fake.calls) == 301
+    assert_ledger_balanced()
+
+
+@pytest.mark.usefixtures("publishing")  # the order's message goes to a queue nobody reads
+def test_a_recharge_waiting_for_a_provider_slot_counts_in_its_accounts_lane(settings):
+    """The one path claims a recharge (dispatched) before it waits for its provider's slot.
+    Still waiting, it counts among its account's recharges waiting in the lane, so a backlog
+    never has more than a share of threads waiting for slots ahead of another account's (the
+    fair figure measured B..E's recharges behind ~200 of A's before this)."""
+    settings.PROVIDER_MAX_IN_FLIGHT = 1
+    settings.PROVIDER_SLOT_WAIT_SECONDS = 10.0
+    user = funded("50.00")
+    product = ProductFactory(retail_price=Decimal("5.00"))
+    with transaction.atomic():
+        order = order_place_with_wallet(
+            account=user.account,
+            wallet=wallet_get_or_create(account=user.account),
+            livemode=True,
+            channel="b2b",
+            currency="EUR",
+            user=user,
+            lines=[LineRequest(product=product, recipient_number="+525512345678", quantity=1)],
+        )
+    (recharge,) = order.recharges.all()
+    account = user.account.pk
+    assert lanes.pending_count(account_id=account) == 1  # released, not yet claimed
+    results: list[str] = []
+    with semaphore.provider_slot("simulator", limit=1, wait=1) as held:
+        assert held  # the provider's only slot, taken by someone else
+        worker = threading.Thread(
+            target=lambda: results.append(recharge_process_task.run(recharge.pk))
+        )
+        worker.start()
+        wait_until(
+            lambda: semaphore.waiting(lanes.slot_waiters(account)) == 1,
+            timeout=10,
+            what="the recharge waiting for the provider's slot",
+        )
+        recharge.refresh_from_db()
+        assert recharge.status == Recharge.Status.DISPATCHED
+        assert lanes.pending_count(account_id=account) == 1  # dispatched, and still waiting
+    worker.join(20)
+    recharge.refresh_from_db()
+    assert results == [Recharge.Status.DELIVERED] and recharge.status == Recharge.Status.DELIVERED
+    assert lanes.pending_count(account_id=account) == 0
     assert_ledger_balanced()

@@ -12,6 +12,10 @@
   seconds, or sooner when the oldest lease runs out.
 - **A pause** per provider after a 429: every worker holds its calls for the provider's
   ``Retry-After``; a caller during a pause is told how long is left instead of waiting.
+- **Who waits.** A caller may name a group it waits as (``waiting_as``: fair dispatch names
+  the recharge's account); ``waiting(group)`` counts the callers of that group waiting for a
+  slot now, of every process. Each is a lease too (the wait, plus a margin), so a worker killed
+  while waiting is not counted for long.
 
 Without Redis (the embedded default) the same lives in this process, with a condition
 variable for the waiting.
@@ -102,6 +106,7 @@ class _Local:
         self.changed = threading.Condition()
         self.leases: dict[str, dict[str, float]] = {}
         self.pauses: dict[str, float] = {}
+        self.waiters: dict[str, dict[str, float]] = {}
 
     def take(self, provider: str, token: str, limit: int) -> int:
         now = time.time()
@@ -152,28 +157,69 @@ def _wait_for_release(provider: str, seconds: float) -> None:
 
 
 @contextlib.contextmanager
-def provider_slot(provider: str, *, limit: int, wait: float) -> Iterator[Slot]:
+def _waiting_as(group: str, token: str, wait: float) -> Iterator[None]:
+    """Count the caller among ``group``'s waiters for the block (``waiting``)."""
+    if not group:
+        yield
+        return
+    until = time.time() + wait + 5
+    if settings.REDIS_URL:
+        key = _key("waiting", group)
+        client = _redis()
+        client.pipeline(transaction=False).zadd(key, {token: until}).expire(key, 3600).execute()
+        try:
+            yield
+        finally:
+            client.zrem(key, token)
+        return
+    with _local.changed:
+        _local.waiters.setdefault(group, {})[token] = until
+    try:
+        yield
+    finally:
+        with _local.changed:
+            _local.waiters.get(group, {}).pop(token, None)
+
+
+def waiting(group: str) -> int:
+    """How many callers that named ``group`` (``provider_slot``'s ``waiting_as``) wait for a
+    slot now, in every process."""
+    now = time.time()
+    if settings.REDIS_URL:
+        return int(_redis().zcount(_key("waiting", group), now, "+inf"))
+    with _local.changed:
+        return sum(1 for until in _local.waiters.get(group, {}).values() if until >= now)
+
+
+@contextlib.contextmanager
+def provider_slot(
+    provider: str, *, limit: int, wait: float, waiting_as: str = ""
+) -> Iterator[Slot]:
     """Hold one of the provider's ``limit`` slots (0: no ceiling) for the block. Waits up to
-    ``wait`` seconds for one to be given back; yields a ``Slot`` that is false when none
-    was, or when the provider is paused (``Slot.paused_for``): the caller hands its recharge
-    back for later, without spending an attempt."""
+    ``wait`` seconds for one to be given back, counted among ``waiting_as``'s waiters
+    meanwhile (``waiting``); yields a ``Slot`` that is false when none was, or when the
+    provider is paused (``Slot.paused_for``): the caller hands its recharge back for later,
+    without spending an attempt."""
     if limit <= 0:
         yield Slot(True)
         return
     token = secrets.token_hex(8)
     deadline = time.monotonic() + wait
-    while True:
-        answer = _take(provider, token, limit)
-        if answer > 0:
-            break
-        if answer < 0:
-            yield Slot(False, paused_for=-answer / 1000)
-            return
-        left = deadline - time.monotonic()
-        if left <= 0:
-            yield Slot(False)
-            return
-        _wait_for_release(provider, left)
+    answer = _take(provider, token, limit)
+    if answer == 0:
+        with _waiting_as(waiting_as, token, wait):
+            while answer == 0:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                _wait_for_release(provider, left)
+                answer = _take(provider, token, limit)
+    if answer < 0:
+        yield Slot(False, paused_for=-answer / 1000)
+        return
+    if answer == 0:
+        yield Slot(False)
+        return
     try:
         yield Slot(True)
     finally:
