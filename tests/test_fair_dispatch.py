@@ -34,7 +34,12 @@ from recharges.tasks import recharge_process_task, recharges_sweep_task
 from sandbox.balances import sandbox_topup
 from tests.broker_support import BROKER
 from tests.factories import ProductFactory, UserFactory, make_key
-from tests.helpers import assert_ledger_balanced, database_url, settings_in_a_process
+from tests.helpers import (
+    assert_ledger_balanced,
+    database_url,
+    funded_order,
+    settings_in_a_process,
+)
 from tests.waiting import wait_until
 from upstreams import semaphore
 from wallet.services import wallet_get_or_create, wallet_topup_manual
@@ -372,20 +377,9 @@ def test_a_recharge_waiting_for_a_provider_slot_counts_in_its_accounts_lane(sett
     fair figure measured B..E's recharges behind ~200 of A's before this)."""
     settings.PROVIDER_MAX_IN_FLIGHT = 1
     settings.PROVIDER_SLOT_WAIT_SECONDS = 10.0
-    user = funded("50.00")
-    product = ProductFactory(retail_price=Decimal("5.00"))
-    with transaction.atomic():
-        order = order_place_with_wallet(
-            account=user.account,
-            wallet=wallet_get_or_create(account=user.account),
-            livemode=True,
-            channel="b2b",
-            currency="EUR",
-            user=user,
-            lines=[LineRequest(product=product, recipient_number="+525512345678", quantity=1)],
-        )
+    order = funded_order(ProductFactory(retail_price=Decimal("5.00")), funds="50.00")
     (recharge,) = order.recharges.all()
-    account = user.account.pk
+    account = order.account_id
     assert lanes.pending_count(account_id=account) == 1  # released, not yet claimed
     results: list[str] = []
     with semaphore.provider_slot("simulator", limit=1, wait=1) as held:
