@@ -67,6 +67,20 @@ def waiting(batcher: Batcher, count: int) -> bool:
         return len(batcher._waiting) >= count
 
 
+def behind_a_held_write(gate: Gate, batcher: Batcher, items: list[int]) -> tuple[dict, dict]:
+    """Item 1 starts a write that the gate holds; ``items`` are submitted meanwhile, each from
+    a thread of its own, and wait behind it; then the gate opens. Every item's result and
+    error, once every thread is done."""
+    results, errors, threads = submit_in_threads(batcher, [1])
+    assert gate.first_started.wait(10)
+    more, more_errors, more_threads = submit_in_threads(batcher, items)
+    wait_until(lambda: waiting(batcher, len(items)), timeout=10, what="the items queued")
+    gate.opened.set()
+    for thread in threads + more_threads:
+        thread.join(10)
+    return results | more, errors | more_errors
+
+
 def test_an_item_alone_is_written_at_once_as_a_batch_of_one():
     written = []
     batcher = Batcher(lambda items: written.append(items) or [i + 1 for i in items], limit=100)
@@ -77,32 +91,20 @@ def test_an_item_alone_is_written_at_once_as_a_batch_of_one():
 def test_items_arriving_during_a_write_make_the_next_batch_each_answered_its_own():
     gate = Gate()
     batcher = Batcher(gate.write, limit=100)
-    results, errors, threads = submit_in_threads(batcher, [1])
-    assert gate.first_started.wait(10)
-    more, more_errors, more_threads = submit_in_threads(batcher, list(range(2, 12)))
-    wait_until(lambda: waiting(batcher, 10), timeout=10, what="ten items queued")
-    gate.opened.set()
-    for thread in threads + more_threads:
-        thread.join(10)
+    results, errors = behind_a_held_write(gate, batcher, list(range(2, 12)))
     assert gate.batches == [[1], list(range(2, 12))]  # ten threads, one write
-    assert results | more == {item: item * 10 for item in range(1, 12)}
-    assert not errors and not more_errors
+    assert results == {item: item * 10 for item in range(1, 12)}
+    assert not errors
     assert batcher.batches == 2
 
 
 def test_a_batch_takes_at_most_its_limit_and_the_rest_follow():
     gate = Gate()
     batcher = Batcher(gate.write, limit=4)
-    first, _, threads = submit_in_threads(batcher, [1])
-    assert gate.first_started.wait(10)
-    rest, _, more = submit_in_threads(batcher, list(range(2, 12)))
-    wait_until(lambda: waiting(batcher, 10), timeout=10, what="ten items queued")
-    gate.opened.set()
-    for thread in threads + more:
-        thread.join(10)
+    results, _errors = behind_a_held_write(gate, batcher, list(range(2, 12)))
     assert [len(batch) for batch in gate.batches] == [1, 4, 4, 2]
     assert sorted(item for batch in gate.batches for item in batch) == list(range(1, 12))
-    assert len(first | rest) == 11
+    assert len(results) == 11
 
 
 def test_a_failing_item_fails_only_its_own_thread():
@@ -110,14 +112,8 @@ def test_a_failing_item_fails_only_its_own_thread():
     others are answered and only the bad one's thread hears the error."""
     gate = Gate(fail={5})
     batcher = Batcher(gate.write, limit=100)
-    _, _, threads = submit_in_threads(batcher, [1])
-    assert gate.first_started.wait(10)
-    results, errors, more = submit_in_threads(batcher, [4, 5, 6])
-    wait_until(lambda: waiting(batcher, 3), timeout=10, what="three items queued")
-    gate.opened.set()
-    for thread in threads + more:
-        thread.join(10)
-    assert results == {4: 40, 6: 60}
+    results, errors = behind_a_held_write(gate, batcher, [4, 5, 6])
+    assert results == {1: 10, 4: 40, 6: 60}
     assert list(errors) == [5] and "cannot write [5]" in str(errors[5])
     assert sorted(gate.batches[1]) == [4, 5, 6]  # tried together, then one by one
     assert sorted(map(tuple, gate.batches[2:])) == [(4,), (5,), (6,)]
