@@ -167,8 +167,9 @@ def test_the_code_takes_no_session_level_advisory_lock():
 def test_compose_runs_the_apps_straight_to_postgresql_and_keeps_pgbouncer_for_many_hosts():
     """Measured on one 2-core host (docs/performance.md, "database path"): PgBouncer made B2B
     and the routed processor no faster than the apps straight to PostgreSQL, so straight is
-    compose's default, one process fewer. PgBouncer in transaction mode stays as the profile "pgbouncer", which
-    DATABASE_URL and DATABASE_PGBOUNCER from the environment switch the apps to."""
+    compose's default, one process fewer. PgBouncer in transaction mode stays as the profile
+    "pgbouncer", which DATABASE_URL and DATABASE_PGBOUNCER from the environment switch the
+    apps to."""
     compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
     services = compose["services"]
     for name in ("web", "worker", "webhooks", "beat"):
