@@ -166,7 +166,9 @@ def _waiting_as(group: str, token: str, wait: float) -> Iterator[None]:
     if settings.REDIS_URL:
         key = _key("waiting", group)
         client = _redis()
-        client.pipeline(transaction=False).zadd(key, {token: until}).expire(key, 3600).execute()
+        pipeline = client.pipeline(transaction=False)
+        pipeline.zremrangebyscore(key, "-inf", time.time())  # a killed waiter's lease, over
+        pipeline.zadd(key, {token: until}).expire(key, 3600).execute()
         try:
             yield
         finally:
