@@ -8,7 +8,7 @@ Money is ``NUMERIC(12,2)`` with its ISO 4217 currency beside it. Texts shown to 
 from __future__ import annotations
 
 from datetime import datetime
-from decimal import Decimal
+from decimal import ROUND_CEILING, Decimal
 
 from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator, RegexValidator
@@ -154,6 +154,26 @@ class ProductType(models.TextChoices):
     DATA = "data", _("Data bundle")
 
 
+class Denomination(models.TextChoices):
+    """How the amount the recipient gets is set (contract section 17)."""
+
+    FIXED = "fixed", _("Fixed amount")
+    RANGE = "range", _("Any amount in a range")
+
+
+CENT = Decimal("0.01")
+
+
+def ceil_cent(value: Decimal) -> Decimal:
+    """``value`` rounded up to the cent (a range product's price of an amount)."""
+    return value.quantize(CENT, rounding=ROUND_CEILING)
+
+
+def on_step(amount: Decimal, *, low: Decimal, high: Decimal, step: Decimal) -> bool:
+    """Is ``amount`` one of ``low``, ``low + step``, … up to ``high``?"""
+    return low <= amount <= high and (amount - low) % step == 0
+
+
 class Product(TranslatableModel):
     TRANSLATABLE_FIELDS = ("name", "description")
 
@@ -180,12 +200,21 @@ class Product(TranslatableModel):
     product_type = models.CharField(
         _("type"), max_length=10, choices=ProductType.choices, default=ProductType.AIRTIME
     )
+    denomination = models.CharField(
+        _("denomination"),
+        max_length=5,
+        choices=Denomination.choices,
+        default=Denomination.FIXED,
+        help_text=_("Fixed: one face value and price. Range: the buyer chooses the amount."),
+    )
     local_amount = models.DecimalField(
         _("face value"),
         max_digits=12,
         decimal_places=2,
+        null=True,
+        blank=True,
         validators=[MinValueValidator(Decimal("0.01"))],
-        help_text=_("What the recipient gets, in the local currency."),
+        help_text=_("What the recipient gets, in the local currency. Empty for a range."),
     )
     local_currency = models.CharField(
         _("local currency"), max_length=3, validators=[currency_validator]
@@ -194,7 +223,33 @@ class Product(TranslatableModel):
         _("price"),
         max_digits=12,
         decimal_places=2,
+        null=True,
+        blank=True,
         validators=[MinValueValidator(Decimal("0.01"))],
+        help_text=_("Empty for a range: its price comes from the rate and fee."),
+    )
+    # A range product (contract section 17): amounts range_min, range_min + range_step, …
+    # up to range_max, in the local currency; the price of an amount A is
+    # A / pricing_rate + pricing_fee, rounded up to the cent, in retail_currency.
+    range_min = models.DecimalField(
+        _("smallest amount"), max_digits=12, decimal_places=2, null=True, blank=True
+    )
+    range_max = models.DecimalField(
+        _("largest amount"), max_digits=12, decimal_places=2, null=True, blank=True
+    )
+    range_step = models.DecimalField(
+        _("amount step"), max_digits=12, decimal_places=2, null=True, blank=True
+    )
+    pricing_rate = models.DecimalField(
+        _("rate"),
+        max_digits=18,
+        decimal_places=8,
+        null=True,
+        blank=True,
+        help_text=_("Local currency per unit of the price's currency."),
+    )
+    pricing_fee = models.DecimalField(
+        _("fee"), max_digits=12, decimal_places=2, null=True, blank=True
     )
     retail_currency = models.CharField(
         _("price currency"), max_length=3, default="EUR", validators=[currency_validator]
@@ -238,6 +293,29 @@ class Product(TranslatableModel):
             models.CheckConstraint(
                 condition=models.Q(retail_price__gt=0), name="product_retail_price_positive"
             ),
+            # A fixed product has its face value and price; a range its bounds and step.
+            models.CheckConstraint(
+                condition=(
+                    models.Q(
+                        denomination="fixed",
+                        local_amount__isnull=False,
+                        retail_price__isnull=False,
+                    )
+                    | models.Q(
+                        denomination="range",
+                        local_amount__isnull=True,
+                        retail_price__isnull=True,
+                        range_min__gt=0,
+                        range_step__gt=0,
+                        range_max__gte=models.F("range_min"),
+                    )
+                ),
+                name="product_denomination_fields",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(pricing_rate__isnull=True) | models.Q(pricing_rate__gt=0),
+                name="product_pricing_rate_positive",
+            ),
             models.CheckConstraint(
                 condition=models.Q(product_type__in=ProductType.values),
                 name="product_type_known",
@@ -260,6 +338,60 @@ class Product(TranslatableModel):
     def validity(self) -> str | None:
         """ISO 8601 duration (``P30D``), or None when the product does not expire."""
         return f"P{self.validity_days}D" if self.validity_days else None
+
+    @property
+    def is_range(self) -> bool:
+        return self.denomination == Denomination.RANGE
+
+    def accepts(self, amount: Decimal | None) -> bool:
+        """May a line ask for ``amount`` (None: the buyer gave none)? A range product needs an
+        amount within its range and on a step; a fixed one none, or its own face value."""
+        if not self.is_range:
+            return amount is None or amount == self.local_amount
+        if amount is None or self.range_min is None or self.range_max is None:
+            return False
+        return on_step(amount, low=self.range_min, high=self.range_max, step=self.step)
+
+    @property
+    def step(self) -> Decimal:
+        return self.range_step or CENT
+
+    def amount_of(self, amount: Decimal | None) -> Decimal:
+        """The local amount a line of this product sends (``accepts`` checked first)."""
+        if self.is_range:
+            assert amount is not None
+            return amount
+        assert self.local_amount is not None
+        return self.local_amount
+
+    @property
+    def priced(self) -> bool:
+        """Has it a price (a range: a rate and a fee)?"""
+        if self.is_range:
+            return self.pricing_rate is not None and self.pricing_fee is not None
+        return self.retail_price is not None
+
+    def price_at(self, amount: Decimal | None) -> Decimal:
+        """The price of one unit of ``amount`` (a fixed product: its price) in
+        ``retail_currency``, before the account's discount."""
+        if not self.is_range:
+            assert self.retail_price is not None
+            return self.retail_price
+        assert amount is not None and self.pricing_rate and self.pricing_fee is not None
+        return ceil_cent(amount / self.pricing_rate + self.pricing_fee)
+
+    @property
+    def min_price(self) -> Decimal | None:
+        """The price at its smallest amount (a fixed product: its price)."""
+        if not self.priced:
+            return None
+        return self.price_at(self.range_min if self.is_range else None)
+
+    @property
+    def max_price(self) -> Decimal | None:
+        if not self.priced:
+            return None
+        return self.price_at(self.range_max if self.is_range else None)
 
 
 class PromotionStatus(models.TextChoices):

@@ -93,6 +93,9 @@ class CartItem(models.Model):
     product = models.ForeignKey("catalog.Product", on_delete=models.PROTECT, related_name="+")
     recipient_number = models.CharField(max_length=20)
     quantity = models.PositiveSmallIntegerField()
+    # The amount the recipient gets, in the product's local currency: chosen for a range
+    # product, the face value for a fixed one (contract section 17).
+    local_amount = models.DecimalField(**MONEY, null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
 
     class Meta:
@@ -147,6 +150,7 @@ class OrderLine(models.Model):
     product = models.ForeignKey("catalog.Product", on_delete=models.PROTECT, related_name="+")
     recipient_number = models.CharField(max_length=20)
     quantity = models.PositiveSmallIntegerField()
+    local_amount = models.DecimalField(**MONEY, null=True, blank=True)
     unit_price = models.DecimalField(**MONEY)
     line_total = models.DecimalField(**MONEY)
     promotion_name = models.CharField(max_length=200, blank=True)

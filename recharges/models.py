@@ -42,6 +42,10 @@ class Recharge(models.Model):
     recipient_number = models.CharField(max_length=20)
     amount = models.DecimalField(**MONEY)
     currency = models.CharField(max_length=3)
+    # What the recipient gets, in the product's local currency (contract section 17): the
+    # amount chosen for a range product, the face value of a fixed one. Null on rows older
+    # than ranges: their product's face value.
+    local_amount = models.DecimalField(**MONEY, null=True, blank=True)
     # The caller's own reference of a batch line (docs/contract.md §13); "" otherwise.
     reference = models.CharField(max_length=100, blank=True, default="")
     status = models.CharField(
@@ -123,6 +127,12 @@ class Recharge(models.Model):
 
     def __str__(self) -> str:
         return self.public_id
+
+    @property
+    def face_value(self):
+        """What the recipient gets, in the product's local currency (``local_amount``, or the
+        product's face value on rows older than ranges)."""
+        return self.local_amount if self.local_amount is not None else self.product.local_amount
 
     @property
     def ledger_reference(self) -> str:

@@ -122,6 +122,17 @@ class Route(models.Model):
     send_currency = models.CharField(max_length=3, blank=True)
     cost = models.DecimalField(**COST)
     cost_currency = models.CharField(max_length=3)
+    # A range route (contract section 17) takes any local amount min_amount, min_amount +
+    # step, … up to max_amount and costs ``cost + amount * cost_per_unit`` (cost_currency):
+    # Reloadly's amount over its FX rate less its discount, DT One's amount over its
+    # wholesale rate plus its fee, Ding's send value between its Minimum and Maximum.
+    min_amount = models.DecimalField(**MONEY, null=True, blank=True)
+    max_amount = models.DecimalField(**MONEY, null=True, blank=True)
+    step = models.DecimalField(**MONEY, null=True, blank=True)
+    cost_per_unit = models.DecimalField(max_digits=18, decimal_places=10, null=True, blank=True)
+    # What to send in the provider's terms for an amount of a range route, where it wants
+    # more than the local amount (Ding's SendValue): ``send_value + amount * send_per_unit``.
+    send_per_unit = models.DecimalField(max_digits=18, decimal_places=10, null=True, blank=True)
     active = models.BooleanField(default=True)
     updated_at = models.DateTimeField(default=timezone.now)
 
@@ -134,6 +145,35 @@ class Route(models.Model):
 
     def __str__(self) -> str:
         return f"{self.provider.name}: {self.product.name} ({self.cost} {self.cost_currency})"
+
+    @property
+    def is_range(self) -> bool:
+        return self.cost_per_unit is not None
+
+    def accepts(self, amount: Decimal | None) -> bool:
+        """Does this route take ``amount`` (the local amount of a range product's line; None
+        for a fixed product, which it sells as it is)?"""
+        if not self.is_range:
+            return True
+        if amount is None or self.min_amount is None or self.max_amount is None:
+            return False
+        step = self.step or Decimal("0.01")
+        return (
+            self.min_amount <= amount <= self.max_amount and (amount - self.min_amount) % step == 0
+        )
+
+    def send_value_at(self, amount: Decimal | None) -> Decimal | None:
+        """``send_value`` for one unit of ``amount`` (a range route with ``send_per_unit``)."""
+        if self.send_per_unit is None or amount is None or self.send_value is None:
+            return self.send_value
+        return (self.send_value + amount * self.send_per_unit).quantize(Decimal("0.01"))
+
+    def cost_at(self, amount: Decimal | None) -> Decimal:
+        """What one unit of ``amount`` costs here, in ``cost_currency``."""
+        if not self.is_range or amount is None:
+            return self.cost
+        assert self.cost_per_unit is not None
+        return (self.cost + amount * self.cost_per_unit).quantize(Decimal("0.0001"))
 
 
 MARKUP_MAX = Decimal(1000)

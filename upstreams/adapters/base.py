@@ -93,13 +93,22 @@ class UpstreamProduct:
     operator: UpstreamOperator
     sku: str  # what ``TopupRequest.sku`` carries to send it ("" when the operator id does)
     product_type: str  # "airtime" or "data"
-    local_amount: Decimal  # what the recipient gets
+    local_amount: Decimal | None  # what the recipient gets (None: a range, or not said)
     local_currency: str
-    cost: Decimal
+    cost: Decimal  # a range: the fixed part of its cost (0 when there is none)
     cost_currency: str
     send_value: Decimal | None = None  # what to send in the provider's terms (Ding)
     send_currency: str = ""
     raw: dict[str, Any] = field(default_factory=dict)
+    # A range (contract section 17): any local amount min_amount, min_amount + step, … up to
+    # max_amount, costing ``cost + amount * cost_per_unit``; sent as ``send_value + amount *
+    # send_per_unit`` where the provider wants its own terms (``Route`` keeps the same).
+    denomination: str = "fixed"
+    min_amount: Decimal | None = None
+    max_amount: Decimal | None = None
+    step: Decimal | None = None
+    cost_per_unit: Decimal | None = None
+    send_per_unit: Decimal | None = None
 
 
 @dataclass(frozen=True)
