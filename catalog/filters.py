@@ -10,13 +10,14 @@ from decimal import Decimal
 
 import django_filters
 from django import forms
-from django.db.models import BooleanField, Case, Value, When
+from django.db.models import BooleanField, Case, DecimalField, F, Value, When
+from django.db.models.functions import Ceil
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from catalog import selectors
 from catalog.errors import PhoneNumberError
-from catalog.models import Country, Operator, Product, ProductType
+from catalog.models import Country, Denomination, Operator, Product, ProductType
 from catalog.phone import PhoneNumber, operator_detect, phone_parse
 
 
@@ -82,6 +83,29 @@ class PriceRangeForm(forms.Form):
         return data
 
 
+PRICE = DecimalField(max_digits=14, decimal_places=2)
+
+
+def _price_at(end: str) -> Case:
+    """A product's price in SQL: its price, or a range product's at ``range_<end>`` (A / rate
+    + fee, rounded up to the cent, as ``Product.price_at``)."""
+    amount = F(f"range_{end}") / F("pricing_rate") + F("pricing_fee")
+    return Case(
+        When(
+            denomination=Denomination.RANGE,
+            then=Ceil(amount * 100, output_field=PRICE) / 100,
+        ),
+        default=F("retail_price"),
+        output_field=PRICE,
+    )
+
+
+def price_ends(queryset):
+    """``price_low`` and ``price_high``: a fixed product's price twice, a range product's at
+    the two ends of its range (null while it has no price line)."""
+    return queryset.annotate(price_low=_price_at("min"), price_high=_price_at("max"))
+
+
 class ProductFilter(django_filters.FilterSet):
     country = CountryFilter(field_name="country")
     operator = django_filters.ModelChoiceFilter(
@@ -103,17 +127,17 @@ class ProductFilter(django_filters.FilterSet):
         help_text="`true`: only products with an active or scheduled promotion; "
         "`false`: only products without.",
     )
+    # A range product's price at the smallest amount of its range and at the largest
+    # (contract section 17): ``price_ends``.
     minPrice = django_filters.NumberFilter(  # the wire name
-        field_name="retail_price",
-        lookup_expr="gte",
+        method="filter_price_low",
         min_value=Decimal("0"),
         max_digits=12,
         decimal_places=2,
         help_text="Lowest retail price (inclusive), a decimal such as `5.00`.",
     )
     maxPrice = django_filters.NumberFilter(  # the wire name
-        field_name="retail_price",
-        lookup_expr="lte",
+        method="filter_price_high",
         min_value=Decimal("0"),
         max_digits=12,
         decimal_places=2,
@@ -130,6 +154,12 @@ class ProductFilter(django_filters.FilterSet):
         model = Product
         fields: list[str] = []
         form = PriceRangeForm
+
+    def filter_price_low(self, queryset, name, value):
+        return price_ends(queryset).filter(price_low__gte=value)
+
+    def filter_price_high(self, queryset, name, value):
+        return price_ends(queryset).filter(price_high__lte=value)
 
     def filter_promotion(self, queryset, name, value):
         return selectors.products_with_promotion(queryset, at=timezone.now(), has=value == "true")

@@ -17,7 +17,7 @@ from rest_framework import serializers
 
 from catalog import selectors
 from catalog.errors import PhoneNumberError, ProductNotFound
-from catalog.models import Product, ProductType, PromotionStatus
+from catalog.models import Denomination, Product, ProductType, PromotionStatus
 from catalog.phone import PhoneNumber, phone_parse
 
 
@@ -67,6 +67,23 @@ class PromotionOut(serializers.Serializer):
         return promotion.status_at(self.context.get("at"))
 
 
+class RangeOut(serializers.Serializer):
+    """The amounts a range product takes: ``min``, ``min + step``, … up to ``max``."""
+
+    min = serializers.DecimalField(source="range_min", max_digits=12, decimal_places=2)
+    max = serializers.DecimalField(source="range_max", max_digits=12, decimal_places=2)
+    step = serializers.DecimalField(source="range_step", max_digits=12, decimal_places=2)
+    currency = serializers.CharField(source="local_currency")
+
+
+class PricingOut(serializers.Serializer):
+    """The price of a local amount A: ``A / rate + fee``, rounded up to the cent."""
+
+    rate = serializers.DecimalField(source="pricing_rate", max_digits=18, decimal_places=8)
+    fee = serializers.DecimalField(source="pricing_fee", max_digits=12, decimal_places=2)
+    currency = serializers.CharField(source="retail_currency")
+
+
 class ProductOut(serializers.Serializer):
     id = serializers.CharField(source="public_id", help_text="Opaque id, `prd_…`.")
     name = serializers.CharField(source="name_localized")
@@ -74,19 +91,41 @@ class ProductOut(serializers.Serializer):
     type = serializers.ChoiceField(source="product_type", choices=ProductType.choices)
     operator = OperatorRef()
     country = serializers.CharField(source="country_id")
+    denomination = serializers.ChoiceField(
+        choices=Denomination.choices,
+        help_text="`fixed`: `localAmount` and `price` are set; `range`: the buyer chooses "
+        "the amount within `range`, priced by `pricing`.",
+    )
     local_amount = serializers.DecimalField(
-        max_digits=12, decimal_places=2, help_text="Face value the recipient gets."
+        max_digits=12,
+        decimal_places=2,
+        allow_null=True,
+        help_text="Face value the recipient gets; null for a range product.",
     )
     local_currency = serializers.CharField()
     price = serializers.DecimalField(
-        source="retail_price", max_digits=12, decimal_places=2, help_text="Retail price."
+        source="retail_price",
+        max_digits=12,
+        decimal_places=2,
+        allow_null=True,
+        help_text="Retail price; null for a range product (see `pricing`).",
     )
     currency = serializers.CharField(source="retail_currency")
+    range = serializers.SerializerMethodField()
+    pricing = serializers.SerializerMethodField()
     validity = serializers.CharField(
         allow_null=True, help_text="ISO 8601 duration such as `P30D`; null: no expiry."
     )
     validity_days = serializers.IntegerField(allow_null=True)
     promotion = serializers.SerializerMethodField()
+
+    @extend_schema_field(RangeOut(allow_null=True))
+    def get_range(self, product):
+        return RangeOut(product).data if product.is_range else None
+
+    @extend_schema_field(PricingOut(allow_null=True))
+    def get_pricing(self, product):
+        return PricingOut(product).data if product.is_range and product.priced else None
 
     @extend_schema_field(PromotionOut(allow_null=True))
     def get_promotion(self, product):

@@ -196,6 +196,9 @@ class ProductPrice:
     product_id: int
     retail_price: Decimal | None
     offered: bool
+    # A range product's price line (contract section 17); None: keep it.
+    pricing_rate: Decimal | None = None
+    pricing_fee: Decimal | None = None
 
 
 @transaction.atomic
@@ -215,11 +218,16 @@ def product_prices_set(*, prices: Iterable[ProductPrice]) -> int:
         values: dict[str, Any] = {"offered": decided.offered}
         if decided.retail_price is not None:
             values["retail_price"] = quantize(decided.retail_price)
+        if decided.pricing_rate is not None and decided.pricing_fee is not None:
+            values["pricing_rate"] = decided.pricing_rate
+            values["pricing_fee"] = quantize(decided.pricing_fee)
         if _apply(product, values):
             product.updated_at = now
             changed.append(product)
     if changed:
-        Product.objects.bulk_update(changed, ["retail_price", "offered", "updated_at"])
+        Product.objects.bulk_update(
+            changed, ["retail_price", "pricing_rate", "pricing_fee", "offered", "updated_at"]
+        )
         catalog_changed()  # bulk_update sends no signal
     return len(changed)
 

@@ -78,7 +78,7 @@ from upstreams.adapters import (
     connection_refused,
 )
 from upstreams.models import Provider
-from upstreams.routing import Router, Target, providers_knock, settings_target
+from upstreams.routing import Router, Target, providers_knock, route_target, settings_target
 from wallet.services import wallet_debit, wallet_lock, wallet_refund
 
 logger = logging.getLogger(__name__)
@@ -154,7 +154,7 @@ def topup_request(recharge: Recharge) -> TopupRequest:
         country=product.country_id,
         operator_id=product.operator.public_id,
         product_id=product.public_id,
-        amount=product.local_amount,
+        amount=recharge.face_value,
         currency=product.local_currency,
     )
 
@@ -170,7 +170,7 @@ def request_for(recharge: Recharge, target: Target) -> TopupRequest:
         request,
         operator_id=route.upstream_operator.upstream_id,
         sku=route.sku,
-        send_value=route.send_value,
+        send_value=route.send_value_at(_ranged(recharge)),
         send_currency=route.send_currency,
         callback_url=callback_url(route.provider),
     )
@@ -193,9 +193,14 @@ def target_of(recharge: Recharge) -> Target:
     none (no provider row sold its product then); settled there, whatever the routes are
     now."""
     if recharge.route is not None:
-        route = recharge.route
-        return Target(route.provider, route, route.cost, route.cost_currency)
-    return settings_target(recharge.product)
+        return route_target(recharge.route, _ranged(recharge))
+    return settings_target(recharge.product, _ranged(recharge))
+
+
+def _ranged(recharge: Recharge) -> Decimal | None:
+    """The amount that routes and costs depend on: a range product's chosen local amount;
+    None for a fixed product (its routes sell it as it is)."""
+    return recharge.face_value if recharge.product.is_range else None
 
 
 # -- money back ------------------------------------------------------------------------------
@@ -432,7 +437,9 @@ def _claim_queued(
         )
         recharge_emit(recharge)
         return Progress(S.WAITLISTED)
-    target = router.choose(recharge.product, exclude=_refused_by(recharge))
+    target = router.choose(
+        recharge.product, exclude=_refused_by(recharge), amount=_ranged(recharge)
+    )
     if target is None:
         # Every provider selling it is down, open or out of balance: wait, still queued.
         return Progress(S.QUEUED, retry_in=NO_ROUTE_WAIT + random.uniform(0, 5))  # noqa: S311
@@ -453,7 +460,9 @@ def _claim_in_flight(recharge: Recharge, claim: Claim, router: Router) -> Ticket
     if recharge.route is not None and _definitely_not_held(recharge, since=last_dispatch):
         # Its provider refused it for sure: nobody holds it; the cheapest healthy route now,
         # without a look-up.
-        chosen = router.choose(recharge.product, exclude=_refused_by(recharge))
+        chosen = router.choose(
+            recharge.product, exclude=_refused_by(recharge), amount=_ranged(recharge)
+        )
         if chosen is None:
             recharge.save(update_fields=changed)
             return _later(recharge)
@@ -744,7 +753,9 @@ def _failover(recharge: Recharge, ticket: Ticket, refusal: ProviderError) -> Tic
     it, retried later when some were only unreachable."""
     tried = ticket.tried | {ticket.target.name}
     refused = _refused_by(recharge)
-    following = Router([recharge.product]).choose(recharge.product, exclude=refused | tried)
+    following = Router([recharge.product]).choose(
+        recharge.product, exclude=refused | tried, amount=_ranged(recharge)
+    )
     if following is not None:
         recharge.route, recharge.provider = following.route, following.name
         recharge.updated_at = timezone.now()

@@ -17,6 +17,13 @@ otherwise it leaves the catalog and orders of it are refused with 409
 ``product_unavailable``; the back office lists it. A product without routes (the
 simulator's demo catalog) keeps its price and is offered.
 
+A range product (contract section 17) is priced on a line, ``price(A) = A / rate + fee``,
+rounded up to the cent: the line through (1 + markup / 100) times the cheapest healthy
+route's cost at its smallest amount and at its largest (the rule's markup, or
+``PROVIDER_DEFAULT_MARKUP_PERCENT`` without one). Routes may cross between the ends, so an
+amount is checked when it is ordered (``amount_offered_check``): refused with 409
+``product_unavailable`` when no route serves it at ``PRICE_MIN_MARGIN_PERCENT``.
+
 Repricing happens when a rule is set or removed and after each catalog sync
 (``upstreams.services.catalog_sync``), which is when costs change. The decision is stored
 on the product (``catalog.services.product_prices_set``), so the catalog and the orders
@@ -35,8 +42,8 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from catalog.errors import FxRateNotFound
-from catalog.models import Country, Operator, Product
+from catalog.errors import FxRateNotFound, ProductUnavailable
+from catalog.models import Country, Operator, Product, ceil_cent
 from catalog.selectors import fx_rate
 from catalog.services import ProductPrice, product_prices_set
 from reseller.errors import ApplicationError, NotFound
@@ -119,11 +126,18 @@ class _Rates:
 
 
 def _cheapest_cost(
-    routes: list[Route], *, currency: str, rates: _Rates, open_circuits: dict[str, bool]
+    routes: list[Route],
+    *,
+    currency: str,
+    rates: _Rates,
+    open_circuits: dict[str, bool],
+    amount: Decimal | None = None,
 ) -> tuple[Decimal, Decimal] | None:
-    """The cheapest route's cost and the rate that converts it into ``currency``: among
-    enabled providers whose circuit is not open; when none is, among enabled ones; when none
-    is, among all. None when no route's cost converts (no FX rate)."""
+    """The cheapest route's cost (of ``amount``, for a range product: among the routes that
+    take it) and the rate that converts it into ``currency``: among enabled providers whose
+    circuit is not open; when none is, among enabled ones; when none is, among all. None
+    when no route's cost converts (no FX rate), or no route takes the amount."""
+    routes = [route for route in routes if route.accepts(amount)]
 
     def is_open(route: Route) -> bool:
         name = route.provider.name
@@ -138,7 +152,8 @@ def _cheapest_cost(
     for route in candidates:
         rate = rates.get(route.cost_currency, currency)
         if rate is not None:
-            costs.append((route.cost * rate, route.cost, rate))
+            cost = route.cost_at(amount)
+            costs.append((cost * rate, cost, rate))
     if not costs:
         return None
     _converted, cost, rate = min(costs)
@@ -167,7 +182,9 @@ def products_reprice(*, product_ids: Iterable[int]) -> Repriced:
     with transaction.atomic():
         products = list(
             Product.objects.filter(pk__in=ids).only(
-                "pk", "operator_id", "country_id", "retail_price", "retail_currency", "offered"
+                *("pk", "operator_id", "country_id", "retail_price", "retail_currency"),
+                *("offered", "denomination", "range_min", "range_max", "range_step"),
+                *("pricing_rate", "pricing_fee"),
             )
         )
         routes: dict[int, list[Route]] = defaultdict(list)
@@ -192,13 +209,19 @@ def products_reprice(*, product_ids: Iterable[int]) -> Repriced:
                     decided.append(ProductPrice(product.pk, retail_price=None, offered=True))
                 continue
             looked += 1
+            rule = _rule_for(product, rules)
+            if product.is_range:
+                decided.append(
+                    _range_price(product, routes[product.pk], rule, rates, open_circuits)
+                )
+                withdrawn += not decided[-1].offered
+                continue
             cheapest = _cheapest_cost(
                 routes[product.pk],
                 currency=product.retail_currency,
                 rates=rates,
                 open_circuits=open_circuits,
             )
-            rule = _rule_for(product, rules)
             new_price = None
             if cheapest is None:  # no FX rate: what it costs is unknown, so is the margin
                 offered = False
@@ -210,11 +233,116 @@ def products_reprice(*, product_ids: Iterable[int]) -> Repriced:
                     )
                     new_price = computed if computed >= CENT else None
                 price = new_price if new_price is not None else product.retail_price
+                assert price is not None  # a fixed product has its price
                 offered = margin_enough(price=price, cost=cost * rate, floor_percent=floor)
             withdrawn += not offered
             decided.append(ProductPrice(product.pk, retail_price=new_price, offered=offered))
         changed = product_prices_set(prices=decided)
     return Repriced(products=looked, changed=changed, withdrawn=withdrawn)
+
+
+def _range_price(
+    product: Product,
+    routes: list[Route],
+    rule: PriceRule | None,
+    rates: _Rates,
+    open_circuits: dict[str, bool],
+) -> ProductPrice:
+    """A range product's rate and fee: the line through the marked-up cheapest cost at its
+    two ends; offered when both ends are priced over the floor."""
+    low, high = product.range_min, product.range_max
+    assert low is not None and high is not None
+    markup = (
+        rule.markup_percent
+        if rule is not None
+        else Decimal(str(settings.PROVIDER_DEFAULT_MARKUP_PERCENT))
+    )
+    ends = []
+    for amount in (low, high):
+        cheapest = _cheapest_cost(
+            routes,
+            currency=product.retail_currency,
+            rates=rates,
+            open_circuits=open_circuits,
+            amount=amount,
+        )
+        if cheapest is None:
+            return ProductPrice(product.pk, retail_price=None, offered=False)
+        cost, rate = cheapest
+        ends.append((amount, cost * rate))
+    (low, cost_low), (high, cost_high) = ends
+    line = price_line(
+        low=low,
+        high=high,
+        price_low=cost_low * (1 + markup / HUNDRED),
+        price_high=cost_high * (1 + markup / HUNDRED),
+    )
+    if line is None:
+        return ProductPrice(product.pk, retail_price=None, offered=False)
+    rate, fee = line
+    floor = floor_percent()
+    offered = all(
+        margin_enough(price=ceil_cent(amount / rate + fee), cost=converted, floor_percent=floor)
+        for amount, converted in ends
+    )
+    return ProductPrice(
+        product.pk, retail_price=None, offered=offered, pricing_rate=rate, pricing_fee=fee
+    )
+
+
+RATE_PLACES = Decimal("0.00000001")
+
+
+def price_line(
+    *, low: Decimal, high: Decimal, price_low: Decimal, price_high: Decimal
+) -> tuple[Decimal, Decimal] | None:
+    """``(rate, fee)`` of the line through (low, price_low) and (high, price_high), so that
+    ``A / rate + fee`` is the price of A: the rate to eight places and the fee to the cent,
+    each the nearest, so the price at either end (rounded up to the cent) is within a cent of
+    its point. One point (low == high), or a price that falls as the amount grows: the rate
+    through the dearer end and no fee. None when nothing is priced."""
+    if price_low <= 0 or price_high <= 0:
+        return None
+    if high > low and price_high > price_low:
+        slope = (price_high - price_low) / (high - low)
+        rate = (1 / slope).quantize(RATE_PLACES)
+        if rate <= 0:
+            return None
+        return rate, (price_low - low / rate).quantize(CENT)
+    rate = min(low / price_low, high / price_high).quantize(RATE_PLACES)
+    if rate <= 0:
+        return None
+    return rate, Decimal("0.00")
+
+
+def amount_offered_check(*, product: Product, amount: Decimal | None) -> None:
+    """Raise ``ProductUnavailable`` (409 ``product_unavailable``) when no route of a range
+    product takes ``amount`` at a price leaving ``PRICE_MIN_MARGIN_PERCENT`` over its cost
+    (routes may cross between the ends of the range). A product no provider row sells (the
+    simulator by setting) takes every amount of its range."""
+    if not product.is_range or amount is None:
+        return
+    routes = list(
+        Route.objects.filter(product_id=product.pk, active=True).select_related("provider")
+    )
+    if not routes:
+        return
+    cheapest = _cheapest_cost(
+        routes, currency=product.retail_currency, rates=_Rates(), open_circuits={}, amount=amount
+    )
+    unavailable = cheapest is None
+    if cheapest is not None:
+        cost, rate = cheapest
+        price = product.price_at(amount)
+        unavailable = not margin_enough(
+            price=price, cost=cost * rate, floor_percent=floor_percent()
+        )
+    if unavailable:
+        raise ProductUnavailable(
+            f"{product.name} ({product.public_id}) is not available for {amount} "
+            f"{product.local_currency} at the moment: no provider can sell that amount at a "
+            "price over its cost."
+        )
 
 
 # -- rules ------------------------------------------------------------------------------------

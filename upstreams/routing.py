@@ -69,20 +69,21 @@ def settings_provider() -> Provider:
     raise ImproperlyConfigured(f"AIRTIME_PROVIDER is {name!r}: simulator or reloadly")
 
 
-def settings_target(product: Product) -> Target:
+def settings_target(product: Product, amount: Decimal | None = None) -> Target:
     """The target of a product no provider row sells: ``AIRTIME_PROVIDER``. The simulator
-    costs ``AIRTIME_SIMULATOR_COST_PERCENT`` of the retail price, as its rows do; Reloadly
-    says what it debited in its answer."""
+    costs ``AIRTIME_SIMULATOR_COST_PERCENT`` of the retail price (of ``amount``'s price, for
+    a range product), as its rows do; Reloadly says what it debited in its answer."""
     provider = settings_provider()
-    if provider.kind != Provider.Kind.SIMULATOR:
+    if provider.kind != Provider.Kind.SIMULATOR or not product.priced:
         return Target(provider, None, None, "")
     share = Decimal(settings.AIRTIME_SIMULATOR_COST_PERCENT) / 100
-    cost = (product.retail_price * share).quantize(Decimal("0.0001"))
+    cost = (product.price_at(amount) * share).quantize(Decimal("0.0001"))
     return Target(provider, None, cost, product.retail_currency)
 
 
-def route_target(route: Route) -> Target:
-    return Target(route.provider, route, route.cost, route.cost_currency)
+def route_target(route: Route, amount: Decimal | None = None) -> Target:
+    """``route`` as a target; its cost of ``amount`` (a range route)."""
+    return Target(route.provider, route, route.cost_at(amount), route.cost_currency)
 
 
 class Router:
@@ -107,7 +108,7 @@ class Router:
         """Does any provider row sell the product (an active route, usable or not)?"""
         return bool(self._routes.get(product.pk))
 
-    def _in_eur(self, route: Route) -> Decimal | None:
+    def _in_eur(self, route: Route, amount: Decimal | None) -> Decimal | None:
         currency = route.cost_currency
         if currency not in self._eur:
             try:
@@ -115,26 +116,29 @@ class Router:
             except FxRateNotFound:
                 self._eur[currency] = None
         rate = self._eur[currency]
-        return None if rate is None else route.cost * rate
+        return None if rate is None else route.cost_at(amount) * rate
 
-    def ranked(self, product: Product, *, exclude: Collection[str] = ()) -> list[Route]:
+    def ranked(
+        self, product: Product, *, exclude: Collection[str] = (), amount: Decimal | None = None
+    ) -> list[Route]:
         """The product's usable routes, cheapest first: enabled providers with the balance
-        for it, ``exclude`` left out; a cost with no EUR rate last; equals in priority order."""
+        for it, that take ``amount`` (a range product's local amount), ``exclude`` left out;
+        a cost with no EUR rate last; equals in priority order."""
         usable = []
         for route in self._routes.get(product.pk, []):
             provider = route.provider
-            if not provider.enabled or provider.name in exclude:
+            if not provider.enabled or provider.name in exclude or not route.accepts(amount):
                 continue
             if (
                 provider.balance is not None
                 and provider.balance_currency == route.cost_currency
-                and provider.balance < route.cost
+                and provider.balance < route.cost_at(amount)
             ):
                 continue  # it cannot pay for this one
             usable.append(route)
 
         def rank(route: Route) -> tuple[bool, Decimal]:
-            eur = self._in_eur(route)
+            eur = self._in_eur(route, amount)
             return eur is None, eur or Decimal(0)
 
         return sorted(usable, key=rank)  # a stable sort keeps the priority order of equals
@@ -145,28 +149,35 @@ class Router:
         closed = self._circuits[name]
         return closed if closed is not None else health.allow(name)
 
-    def choose(self, product: Product, *, exclude: Collection[str] = ()) -> Target | None:
-        """The recharge's target: the first ranked route whose provider's circuit lets a call
-        through now (a half-open circuit lets one probe through, and that call is this
-        recharge's); ``AIRTIME_PROVIDER`` when no provider row sells the product; None when
-        none may be called now (every route down, or every provider excluded)."""
+    def choose(
+        self, product: Product, *, exclude: Collection[str] = (), amount: Decimal | None = None
+    ) -> Target | None:
+        """The recharge's target: the first ranked route (that takes ``amount``, a range
+        product's local amount) whose provider's circuit lets a call through now (a
+        half-open circuit lets one probe through, and that call is this recharge's);
+        ``AIRTIME_PROVIDER`` when no provider row sells the product; None when none may be
+        called now (every route down, or every provider excluded)."""
         if not self.sold_by_rows(product):
-            target = settings_target(product)
+            target = settings_target(product, amount)
             return None if target.name in exclude else target
-        for route in self.ranked(product, exclude=exclude):
+        for route in self.ranked(product, exclude=exclude, amount=amount):
             if self._allows(route.provider.name):
-                return route_target(route)
+                return route_target(route, amount)
         return None
 
 
-def route_choose(*, product: Product, exclude: Collection[str] = ()) -> Target | None:
+def route_choose(
+    *, product: Product, exclude: Collection[str] = (), amount: Decimal | None = None
+) -> Target | None:
     """``Router.choose`` for one recharge."""
-    return Router([product]).choose(product, exclude=exclude)
+    return Router([product]).choose(product, exclude=exclude, amount=amount)
 
 
-def routes_ranked(*, product: Product, exclude: Collection[str] = ()) -> list[Route]:
+def routes_ranked(
+    *, product: Product, exclude: Collection[str] = (), amount: Decimal | None = None
+) -> list[Route]:
     """``Router.ranked`` for one product (the back office, pricing)."""
-    return Router([product]).ranked(product, exclude=exclude)
+    return Router([product]).ranked(product, exclude=exclude, amount=amount)
 
 
 def providers_knock() -> None:

@@ -28,6 +28,7 @@ from typing import Any
 from django.conf import settings
 from django.core.cache import cache
 
+from catalog.models import Product
 from catalog.selectors import product_list
 from reseller.ids import random_base62
 from upstreams.adapters.base import (
@@ -136,22 +137,43 @@ class SimulatorProvider:
         products = product_list(offered_only=False).select_related("operator")
         if countries is not None:
             products = products.filter(country_id__in=[c.upper() for c in countries])
-        return [
-            UpstreamProduct(
-                operator=UpstreamOperator(
-                    upstream_id=product.operator.public_id,
-                    name=product.operator.name,
-                    country=product.country_id,
-                ),
-                sku=product.sku,
-                product_type=product.product_type,
-                local_amount=product.local_amount,
-                local_currency=product.local_currency,
-                cost=(product.retail_price * share).quantize(Decimal("0.0001")),
-                cost_currency=product.retail_currency,
-            )
-            for product in products
-        ]
+        return [_offer(product, share) for product in products if product.priced]
 
     def transactions(self, *, day: date) -> list[UpstreamTransaction]:
         return []  # it keeps references, not a report
+
+
+def _offer(product: Product, share: Decimal) -> UpstreamProduct:
+    """What the simulator sells a catalog product for: ``share`` of its price (of each amount,
+    for a range: ``share`` of ``A / rate + fee``)."""
+    operator = UpstreamOperator(
+        upstream_id=product.operator.public_id,
+        name=product.operator.name,
+        country=product.country_id,
+    )
+    if product.is_range:
+        assert product.pricing_rate is not None and product.pricing_fee is not None
+        return UpstreamProduct(
+            operator=operator,
+            sku=product.sku,
+            product_type=product.product_type,
+            local_amount=None,
+            local_currency=product.local_currency,
+            cost=(product.pricing_fee * share).quantize(Decimal("0.0001")),
+            cost_currency=product.retail_currency,
+            denomination="range",
+            min_amount=product.range_min,
+            max_amount=product.range_max,
+            step=product.range_step,
+            cost_per_unit=share / product.pricing_rate,
+        )
+    assert product.retail_price is not None
+    return UpstreamProduct(
+        operator=operator,
+        sku=product.sku,
+        product_type=product.product_type,
+        local_amount=product.local_amount,
+        local_currency=product.local_currency,
+        cost=(product.retail_price * share).quantize(Decimal("0.0001")),
+        cost_currency=product.retail_currency,
+    )
