@@ -339,6 +339,30 @@ class Product(TranslatableModel):
         """ISO 8601 duration (``P30D``), or None when the product does not expire."""
         return f"P{self.validity_days}D" if self.validity_days else None
 
+    def clean(self) -> None:
+        super().clean()
+        errors: dict[str, str] = {}
+        if self.is_range:
+            for name in ("local_amount", "retail_price"):
+                if getattr(self, name) is not None:
+                    errors[name] = _("Leave it empty for a range: the buyer chooses the amount.")
+            for name in ("range_min", "range_max", "range_step"):
+                value = getattr(self, name)
+                if value is None or value <= 0:
+                    errors[name] = _("A range needs it, over zero.")
+            if (
+                "range_max" not in errors
+                and "range_min" not in errors
+                and self.range_max < self.range_min  # type: ignore[operator]
+            ):
+                errors["range_max"] = _("It must not be under the smallest amount.")
+        else:
+            for name in ("local_amount", "retail_price"):
+                if getattr(self, name) is None:
+                    errors[name] = _("A fixed product needs it.")
+        if errors:
+            raise ValidationError(errors)
+
     @property
     def is_range(self) -> bool:
         return self.denomination == Denomination.RANGE

@@ -134,6 +134,7 @@ def test_admin_creates_a_product_with_its_derived_id_and_country(admin_client, c
             "sku": "ADMIN-1",
             "operator": operator.pk,
             "product_type": "data",
+            "denomination": "fixed",
             "active": "on",
             "name": "Admin bundle",
             "description": "",
@@ -169,3 +170,58 @@ def test_catalog_admin_is_closed_to_non_staff(client, catalog):
     client.force_login(UserFactory())
     response = client.get(reverse("admin:catalog_product_changelist"))
     assert response.status_code == 302
+
+
+RANGE_FORM = {
+    "sku": "ADMIN-RANGE",
+    "product_type": "airtime",
+    "denomination": "range",
+    "active": "on",
+    "name": "Any amount",
+    "description": "",
+    "local_amount": "",
+    "local_currency": "MXN",
+    "retail_price": "",
+    "retail_currency": "EUR",
+    "range_min": "20",
+    "range_max": "1000",
+    "range_step": "10",
+    "pricing_rate": "",
+    "pricing_fee": "",
+    "validity_days": "",
+    "name_es": "",
+    "name_fr": "",
+    "description_es": "",
+    "description_fr": "",
+}
+
+
+def test_admin_creates_a_range_product(admin_client, catalog):
+    data = {**RANGE_FORM, "operator": catalog["operator"].pk}
+    response = admin_client.post(reverse("admin:catalog_product_add"), data)
+    assert response.status_code == 302, response.content.decode()[:3000]
+    product = Product.objects.get(sku="ADMIN-RANGE")
+    assert (product.denomination, product.local_amount, product.retail_price) == (
+        "range",
+        None,
+        None,
+    )
+    assert (product.range_min, product.range_max, product.range_step) == (20, 1000, 10)
+
+
+@pytest.mark.parametrize(
+    ("changes", "field"),
+    [
+        ({"range_min": ""}, "range_min"),
+        ({"range_step": "0"}, "range_step"),
+        ({"range_max": "10"}, "range_max"),  # under its smallest amount
+        ({"local_amount": "100"}, "local_amount"),  # a range has no face value
+        ({"denomination": "fixed"}, "local_amount"),  # a fixed product needs one
+    ],
+)
+def test_admin_explains_a_range_product_it_cannot_save(admin_client, catalog, changes, field):
+    data = {**RANGE_FORM, "operator": catalog["operator"].pk, **changes}
+    response = admin_client.post(reverse("admin:catalog_product_add"), data)
+    assert response.status_code == 200  # the form again, with the error beside the field
+    assert field in response.context["adminform"].form.errors
+    assert not Product.objects.filter(sku="ADMIN-RANGE").exists()

@@ -387,6 +387,7 @@ def test_a_price_staff_type_in_the_product_page_is_checked_against_the_floor(sta
     data = {
         "operator": product.operator_id,
         "product_type": "airtime",
+        "denomination": "fixed",
         "active": "on",
         "name": product.name,
         "description": "",

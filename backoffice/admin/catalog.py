@@ -148,6 +148,7 @@ class ProductAdmin(admin.ModelAdmin):
         "operator",
         "country",
         "product_type",
+        "denomination",
         "local_amount",
         "local_currency",
         "retail_price",
@@ -159,6 +160,7 @@ class ProductAdmin(admin.ModelAdmin):
         "active",
         "offered",  # "No": priced too close to its cheapest route's cost (docs/pricing.md)
         "product_type",
+        "denomination",
         "country",
         ("operator", admin.RelatedOnlyFieldListFilter),
     )
@@ -174,10 +176,22 @@ class ProductAdmin(admin.ModelAdmin):
             _("Value and price"),
             {
                 "fields": (
+                    "denomination",
                     ("local_amount", "local_currency"),
                     ("retail_price", "retail_currency"),
                     "offered",
                     "validity_days",
+                )
+            },
+        ),
+        (
+            # A range product (contract section 17): the price of an amount A is
+            # A / rate + fee, drawn by pricing from its routes (docs/pricing.md).
+            _("Range (any amount)"),
+            {
+                "fields": (
+                    ("range_min", "range_max", "range_step"),
+                    ("pricing_rate", "pricing_fee"),
                 )
             },
         ),
@@ -196,7 +210,7 @@ class ProductAdmin(admin.ModelAdmin):
         # A price set by hand is checked against the cost of its routes (and a price rule
         # of the product, its operator or its country wins over it).
         products_reprice(product_ids=[obj.pk])
-        obj.refresh_from_db(fields=["retail_price", "offered"])
+        obj.refresh_from_db(fields=["retail_price", "pricing_rate", "pricing_fee", "offered"])
         if not obj.offered:
             self.message_user(
                 request,
