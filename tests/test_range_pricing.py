@@ -215,3 +215,15 @@ def test_routing_chooses_the_cheaper_cost_at_every_amount(crossing, amount):
     assert target is not None
     assert target.cost == min(flat, lean)
     assert target.name == ("lean" if lean < flat else "flat" if flat < lean else target.name)
+
+
+def test_the_worked_example_of_docs_pricing(crossing):
+    """docs/pricing.md, "Worked example: two providers crossing over", figure by figure."""
+    assert crossing.pricing_rate == Decimal("22.11302211")
+    assert crossing.pricing_fee == Decimal("0.49")
+    assert crossing.price_at(Decimal("150")) == Decimal("7.28")
+    target = Router([crossing]).choose(crossing, amount=Decimal("150"))
+    assert target is not None and (target.name, target.cost) == ("flat", Decimal("7.0000"))
+    assert crossing.price_at(Decimal("100")) == Decimal("5.02")
+    with override_settings(PRICE_MIN_MARGIN_PERCENT=3), pytest.raises(ProductUnavailable):
+        amount_offered_check(product=crossing, amount=Decimal("100"))
