@@ -382,10 +382,18 @@ class AdminProductOut(serializers.Serializer):
     product_type = serializers.CharField()
     operator = AdminOperatorRefOut()
     country = serializers.CharField(source="country_id")
-    local_amount = serializers.DecimalField(max_digits=12, decimal_places=2)
+    denomination = serializers.CharField()
+    local_amount = serializers.DecimalField(max_digits=12, decimal_places=2, allow_null=True)
     local_currency = serializers.CharField()
-    price = serializers.DecimalField(source="retail_price", max_digits=12, decimal_places=2)
+    price = serializers.DecimalField(
+        source="retail_price", max_digits=12, decimal_places=2, allow_null=True
+    )
     currency = serializers.CharField(source="retail_currency")
+    range_min = serializers.DecimalField(max_digits=12, decimal_places=2, allow_null=True)
+    range_max = serializers.DecimalField(max_digits=12, decimal_places=2, allow_null=True)
+    range_step = serializers.DecimalField(max_digits=12, decimal_places=2, allow_null=True)
+    pricing_rate = serializers.DecimalField(max_digits=18, decimal_places=8, allow_null=True)
+    pricing_fee = serializers.DecimalField(max_digits=12, decimal_places=2, allow_null=True)
     active = serializers.BooleanField()
     offered = serializers.BooleanField(
         help_text="False while its price leaves less than PRICE_MIN_MARGIN_PERCENT over its "

@@ -205,16 +205,18 @@ def _amount_mismatch(recharge: Recharge, line: UpstreamTransaction) -> Reconcili
             detail="cost: what they debited is not what we recorded",
         )
     product = recharge.product
+    face_value = recharge.face_value  # the amount chosen, for a range product
     if (
         line.amount is not None
+        and face_value is not None
         and (line.currency or "").upper() == product.local_currency.upper()
-        and _cents(line.amount) != _cents(product.local_amount)
+        and _cents(line.amount) != _cents(face_value)
     ):
         return _item(
             K.AMOUNT_MISMATCH,
             recharge,
             line,
-            ours=(product.local_amount, product.local_currency),
+            ours=(face_value, product.local_currency),
             theirs=(line.amount, line.currency.upper()),
             detail="face value: what they delivered is not the product's amount",
         )
