@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from decimal import ROUND_CEILING, Decimal
+from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator, RegexValidator
@@ -163,6 +164,9 @@ class Denomination(models.TextChoices):
 
 CENT = Decimal("0.01")
 
+# The extra fields a line may carry (catalog.fields, contract section 17).
+EXTRA_FIELDS = ("senderName", "senderPhone", "recipientEmail", "recipientName")
+
 
 def ceil_cent(value: Decimal) -> Decimal:
     """``value`` rounded up to the cent (a range product's price of an amount)."""
@@ -257,6 +261,18 @@ class Product(TranslatableModel):
     validity_days = models.PositiveIntegerField(
         _("validity (days)"), null=True, blank=True, help_text=_("Empty: does not expire.")
     )
+    # What a line of it must carry besides the number (catalog.fields, contract section 17):
+    # names from catalog.fields.FIELD_NAMES, e.g. ["senderPhone"]; set by the sync from its
+    # routes' providers.
+    required_fields = models.JSONField(
+        _("required fields"),
+        default=list,
+        blank=True,
+        help_text=_(
+            "What a buyer must give besides the number: senderName, senderPhone, "
+            "recipientEmail, recipientName."
+        ),
+    )
     active = models.BooleanField(_("active"), default=True)
     # False while its price leaves less than PRICE_MIN_MARGIN_PERCENT over its cheapest
     # healthy route's cost (docs/pricing.md): left out of the catalog, refused at checkout.
@@ -341,7 +357,7 @@ class Product(TranslatableModel):
 
     def clean(self) -> None:
         super().clean()
-        errors: dict[str, str] = {}
+        errors: dict[str, Any] = {}
         if self.is_range:
             for name in ("local_amount", "retail_price"):
                 if getattr(self, name) is not None:
@@ -360,6 +376,12 @@ class Product(TranslatableModel):
             for name in ("local_amount", "retail_price"):
                 if getattr(self, name) is None:
                     errors[name] = _("A fixed product needs it.")
+        if not isinstance(self.required_fields, list) or not set(self.required_fields) <= set(
+            EXTRA_FIELDS
+        ):
+            errors["required_fields"] = _("A list of: %(names)s.") % {
+                "names": ", ".join(EXTRA_FIELDS)
+            }
         if errors:
             raise ValidationError(errors)
 

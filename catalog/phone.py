@@ -38,11 +38,14 @@ class PhoneNumber:
         return self.e164
 
 
-def phone_parse(raw: str, *, field: str = "recipientNumber") -> PhoneNumber:
+def phone_parse(
+    raw: str, *, field: str = "recipientNumber", mobile_only: bool = True
+) -> PhoneNumber:
     """Parse a mobile number in international format; raise ``InvalidPhoneNumber``.
 
     Refused: no leading plus, letters (phonenumbers would read ``+1 800 FLOWERS``),
-    invalid or unassigned numbers, and numbers that are not mobile.
+    invalid or unassigned numbers, and numbers that are not mobile (unless not
+    ``mobile_only``: a sender's number may be a landline).
     """
     value = (raw or "").strip() if isinstance(raw, str) else ""
     if not value:
@@ -67,7 +70,7 @@ def phone_parse(raw: str, *, field: str = "recipientNumber") -> PhoneNumber:
         raise InvalidPhoneNumber(_("This is not a valid phone number."), field=field) from exc
     if not phonenumbers.is_valid_number(number):
         raise InvalidPhoneNumber(_("This is not a valid phone number."), field=field)
-    if phonenumbers.number_type(number) not in _MOBILE_TYPES:
+    if mobile_only and phonenumbers.number_type(number) not in _MOBILE_TYPES:
         raise InvalidPhoneNumber(_("This is not a mobile phone number."), field=field)
     return PhoneNumber(
         e164=phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.E164),

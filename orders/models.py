@@ -96,6 +96,8 @@ class CartItem(models.Model):
     # The amount the recipient gets, in the product's local currency: chosen for a range
     # product, the face value for a fixed one (contract section 17).
     local_amount = models.DecimalField(**MONEY, null=True, blank=True)
+    # The extra fields the product needs (catalog.fields), clean: {"senderPhone": "+1…"}.
+    fields = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
 
     class Meta:
@@ -151,6 +153,7 @@ class OrderLine(models.Model):
     recipient_number = models.CharField(max_length=20)
     quantity = models.PositiveSmallIntegerField()
     local_amount = models.DecimalField(**MONEY, null=True, blank=True)
+    fields = models.JSONField(default=dict, blank=True)
     unit_price = models.DecimalField(**MONEY)
     line_total = models.DecimalField(**MONEY)
     promotion_name = models.CharField(max_length=200, blank=True)

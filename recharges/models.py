@@ -46,6 +46,9 @@ class Recharge(models.Model):
     # amount chosen for a range product, the face value of a fixed one. Null on rows older
     # than ranges: their product's face value.
     local_amount = models.DecimalField(**MONEY, null=True, blank=True)
+    # The extra fields its line carried (catalog.fields), sent to the provider under its own
+    # names and shown back to the buyer.
+    fields = models.JSONField(default=dict, blank=True)
     # The caller's own reference of a batch line (docs/contract.md §13); "" otherwise.
     reference = models.CharField(max_length=100, blank=True, default="")
     status = models.CharField(

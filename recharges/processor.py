@@ -156,6 +156,7 @@ def topup_request(recharge: Recharge) -> TopupRequest:
         product_id=product.public_id,
         amount=recharge.face_value,
         currency=product.local_currency,
+        fields=dict(recharge.fields or {}),
     )
 
 

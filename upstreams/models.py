@@ -133,6 +133,8 @@ class Route(models.Model):
     # What to send in the provider's terms for an amount of a range route, where it wants
     # more than the local amount (Ding's SendValue): ``send_value + amount * send_per_unit``.
     send_per_unit = models.DecimalField(max_digits=18, decimal_places=10, null=True, blank=True)
+    # What this provider needs besides the number to sell it (catalog.fields.FIELD_NAMES).
+    required_fields = models.JSONField(default=list, blank=True)
     active = models.BooleanField(default=True)
     updated_at = models.DateTimeField(default=timezone.now)
 

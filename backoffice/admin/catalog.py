@@ -181,6 +181,7 @@ class ProductAdmin(admin.ModelAdmin):
                     ("retail_price", "retail_currency"),
                     "offered",
                     "validity_days",
+                    "required_fields",
                 )
             },
         ),

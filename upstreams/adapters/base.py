@@ -41,6 +41,9 @@ class TopupRequest:
     send_value: Decimal | None = None
     send_currency: str = ""
     callback_url: str = ""  # where the provider may call back (DT One), or ""
+    # The line's extra fields (catalog.fields: "senderPhone", "recipientEmail", …), clean;
+    # each adapter sends them under its provider's names.
+    fields: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -109,6 +112,8 @@ class UpstreamProduct:
     step: Decimal | None = None
     cost_per_unit: Decimal | None = None
     send_per_unit: Decimal | None = None
+    # What the provider needs besides the number to sell it (catalog.fields.FIELD_NAMES).
+    required_fields: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
