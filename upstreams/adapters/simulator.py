@@ -35,6 +35,7 @@ from upstreams.adapters.base import (
     ProviderResult,
     TopupRequest,
     TransientError,
+    UpstreamCatalog,
     UpstreamOperator,
     UpstreamProduct,
     UpstreamTimeout,
@@ -134,6 +135,8 @@ class SimulatorProvider:
         share = Decimal(settings.AIRTIME_SIMULATOR_COST_PERCENT) / 100
         # Every product, offered or not: what it costs does not depend on whether we offer it.
         products = product_list(offered_only=False).select_related("operator")
+        # Its own fixed amounts only: a range product has no retail price to take a share of.
+        products = products.filter(denomination="fixed")
         if countries is not None:
             products = products.filter(country_id__in=[c.upper() for c in countries])
         return [
@@ -151,7 +154,11 @@ class SimulatorProvider:
                 cost_currency=product.retail_currency,
             )
             for product in products
+            if product.retail_price is not None
         ]
+
+    def catalog_read(self, *, countries: Iterable[str] | None = None) -> UpstreamCatalog:
+        return UpstreamCatalog(products=self.catalog(countries=countries))
 
     def transactions(self, *, day: date) -> list[UpstreamTransaction]:
         return []  # it keeps references, not a report
