@@ -21,7 +21,15 @@ from django.utils import timezone
 from catalog.cache import catalog_changed
 from catalog.i18n import clean_translations
 from catalog.ids import operator_public_id, product_public_id, promotion_public_id
-from catalog.models import Country, FxRate, Operator, Product, ProductType, Promotion
+from catalog.models import (
+    Country,
+    Denomination,
+    FxRate,
+    Operator,
+    Product,
+    ProductType,
+    Promotion,
+)
 from reseller.money import quantize, rate_round
 
 
@@ -165,6 +173,57 @@ def product_upsert(
         product.country_id = operator.country_id
         return product, _save(product, created=True, changed=[])
     changed = _apply(product, values)
+    if changed:
+        product.updated_at = timezone.now()
+        changed.append("updated_at")
+        if "operator_id" in changed:
+            product.operator = operator
+            product.country_id = operator.country_id
+            changed.append("country_id")
+    return product, _save(product, created=False, changed=changed)
+
+
+@transaction.atomic
+def product_range_upsert(
+    *,
+    sku: str,
+    operator: Operator,
+    name: str,
+    local_currency: str,
+    range_min: Decimal,
+    range_max: Decimal,
+    range_step: Decimal,
+    retail_currency: str = "EUR",
+    product_type: str = ProductType.AIRTIME,
+    description: str = "",
+) -> tuple[Product, UpsertResult]:
+    """Create or update the range product with this SKU (contract section 17): any local
+    amount ``range_min``, ``range_min + range_step``, … up to ``range_max``. Its price (rate
+    and fee) is the pricing's to set; a new one has none until then."""
+    values = {
+        "operator_id": operator.pk,
+        "name": name.strip(),
+        "description": description.strip(),
+        "product_type": product_type,
+        "denomination": Denomination.RANGE,
+        "local_amount": None,
+        "retail_price": None,
+        "local_currency": local_currency.strip().upper(),
+        "range_min": quantize(range_min),
+        "range_max": quantize(range_max),
+        "range_step": quantize(range_step),
+        "retail_currency": retail_currency.strip().upper(),
+    }
+    sku = sku.strip()
+    product = Product.objects.select_for_update().filter(sku=sku).first()
+    if product is None:
+        product = Product(sku=sku, public_id=product_public_id(sku), **values)
+        product.operator = operator
+        product.country_id = operator.country_id
+        return product, _save(product, created=True, changed=[])
+    # Staff may have named, described or priced it: only what the routes decide is kept up.
+    kept = {k: v for k, v in values.items() if k not in ("name", "description", "retail_currency")}
+    changed = _apply(product, kept)
     if changed:
         product.updated_at = timezone.now()
         changed.append("updated_at")

@@ -276,7 +276,9 @@ def test_catalog_keeps_fixed_amounts_with_names_countries_and_cost(fake, ding):
         "MX_TL_TopUp_200",
         "MX_TL_Data_3GB",
         "MX_AT_TopUp_100",
+        "MX_TL_TopUp_Range",
     }
+    assert products["MX_TL_TopUp_Range"].denomination == "range"
     telcel = products["MX_TL_TopUp_100"]
     assert (telcel.operator.upstream_id, telcel.operator.name, telcel.operator.country) == (
         "TLMX",
@@ -304,7 +306,7 @@ def test_catalog_for_all_countries_and_for_none(ding):
     everything = ding.catalog()
     assert {p.operator.country for p in everything} == {"MX", "CO"}
     assert {p.operator.name for p in everything} >= {"Claro Colombia", "Movistar Colombia"}
-    assert "MX_TL_TopUp_Range" not in {p.sku for p in everything}
+    assert "MX_TL_TopUp_Range" in {p.sku for p in everything if p.denomination == "range"}
     assert ding.catalog(countries=[]) == []
 
 

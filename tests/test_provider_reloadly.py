@@ -176,7 +176,7 @@ def test_a_catalog_by_country_asks_each_country_and_skips_one_not_supported(fake
     assert paths == ["/operators/countries/CO", "/operators/countries/ZZ"]
 
 
-def test_the_catalog_leaves_out_pin_operators_and_amounts_that_cannot_be_sent_locally():
+def test_the_catalog_leaves_out_pin_operators_and_sells_sender_amounts_at_the_fx_rate():
     seed = [
         *default_operators(),
         operator(581, "Access Wireless PIN USA", ("US", "United States"), "USD", rate=1,
@@ -186,10 +186,21 @@ def test_the_catalog_leaves_out_pin_operators_and_amounts_that_cannot_be_sent_lo
     ]  # fmt: skip
     fake = FakeReloadly(operators=seed).start()
     try:
-        ids = {p.operator.upstream_id for p in account(fake).catalog()}
+        found = account(fake).catalog_read()
     finally:
         fake.stop()
-    assert ids == {"341", "342", "621", "622"}
+    assert {p.operator.upstream_id for p in found.products} == {"341", "342", "621", "622", "729"}
+    # Taken only in the account's currency: sold as that amount, the recipient getting it
+    # at fx.rate (0.41 EUR x 24.39 = 10.00 THB).
+    thai = [p for p in found.products if p.operator.upstream_id == "729"]
+    assert [(p.sku, p.send_value, p.local_amount) for p in thai] == [
+        ("sender", Decimal("0.41"), Decimal("10.00")),
+        ("sender", Decimal("0.82"), Decimal("20.00")),
+    ]
+    assert {(s.operator.upstream_id, s.reason[:3]) for s in found.skipped} == {
+        ("581", "PIN"),
+        ("88", "RAN"),  # a RANGE operator without local amounts
+    }
 
 
 # -- sending ------------------------------------------------------------------------------

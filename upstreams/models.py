@@ -8,6 +8,7 @@
 - ``Route``: one catalog product as one provider sells it, with what it costs us. A product
   sold by three providers has three routes; the processor sends each recharge by the
   cheapest healthy one (``upstreams.routing``).
+- ``SkippedOffer``: an upstream product the last sync could not sell, with the reason.
 - ``PriceRule``: a markup over the cheapest healthy route's cost for a country, an operator
   or a product; the most specific wins (``upstreams.pricing``, docs/pricing.md).
 """
@@ -176,6 +177,28 @@ class Route(models.Model):
             return self.cost
         assert self.cost_per_unit is not None
         return (self.cost + amount * self.cost_per_unit).quantize(Decimal("0.0001"))
+
+
+class SkippedOffer(models.Model):
+    """An upstream product the last catalog sync could not sell, and why (contract section
+    17: the back office lists them). Each sync replaces its provider's rows."""
+
+    provider = models.ForeignKey(Provider, on_delete=models.CASCADE, related_name="skipped_offers")
+    upstream_operator_id = models.CharField(_("upstream operator"), max_length=64, blank=True)
+    operator_name = models.CharField(_("operator name"), max_length=150, blank=True)
+    country = models.CharField(_("country"), max_length=2, blank=True)
+    upstream_product_id = models.CharField(_("upstream product"), max_length=64, blank=True)
+    name = models.CharField(_("name"), max_length=200, blank=True)
+    reason = models.CharField(_("reason"), max_length=300)
+    seen_at = models.DateTimeField(_("seen at"), default=timezone.now)
+
+    class Meta:
+        verbose_name = _("skipped offer")
+        verbose_name_plural = _("skipped offers")
+        ordering = ["provider", "country", "operator_name", "upstream_product_id"]
+
+    def __str__(self) -> str:
+        return f"{self.provider.name}: {self.name or self.upstream_product_id} ({self.reason})"
 
 
 MARKUP_MAX = Decimal(1000)

@@ -24,11 +24,11 @@ from accounts.models import User
 from catalog.errors import FxRateNotFound
 from catalog.models import Operator, Product
 from catalog.selectors import fx_rate
-from catalog.services import product_upsert
+from catalog.services import product_range_upsert, product_upsert
 from emails.outbox import email_queue_to_user
 from reseller.errors import ApplicationError, NotFound
-from upstreams.adapters import ProviderError, UpstreamProduct, adapter_for
-from upstreams.models import Provider, ProviderOperator, Route
+from upstreams.adapters import ProviderError, SkippedProduct, UpstreamProduct, adapter_for
+from upstreams.models import Provider, ProviderOperator, Route, SkippedOffer
 from upstreams.pricing import products_reprice
 
 logger = logging.getLogger(__name__)
@@ -234,12 +234,14 @@ class SyncResult:
     created: int
     updated: int
     removed: int
+    skipped: int = 0  # upstream products that cannot be sold (``SkippedOffer`` rows)
 
     def line(self) -> str:
-        return (
+        line = (
             f"operators mapped {self.mapped}, unmapped {self.unmapped}; routes created "
             f"{self.created}, updated {self.updated}, removed {self.removed}"
         )
+        return f"{line}; skipped {self.skipped}" if self.skipped else line
 
 
 def to_eur(amount: Decimal, currency: str) -> Decimal | None:
@@ -251,13 +253,32 @@ def to_eur(amount: Decimal, currency: str) -> Decimal | None:
 
 def _new_product(*, operator: Operator, offer: UpstreamProduct) -> Product:
     """The catalog product an upstream amount sells, created when none exists, priced
-    ``PROVIDER_DEFAULT_MARKUP_PERCENT`` over what it costs us (staff reprice it later)."""
+    ``PROVIDER_DEFAULT_MARKUP_PERCENT`` over what it costs us (staff reprice it later). A range
+    offer makes a range product (``<operator>-<type>-range-<currency>``) spanning the offer;
+    its rate and fee are the pricing's (``products_reprice``)."""
+    kind = "data" if offer.product_type == "data" else ""
+    if offer.denomination == "range":
+        assert offer.min_amount is not None and offer.max_amount is not None
+        sku = slugify(f"{operator.public_id}-{offer.product_type}-range-{offer.local_currency}")
+        cost_eur = to_eur(offer.cost, offer.cost_currency)
+        product, _outcome = product_range_upsert(
+            sku=sku[:64],
+            operator=operator,
+            name=" ".join(filter(None, [operator.name, kind, offer.local_currency])),
+            local_currency=offer.local_currency,
+            range_min=offer.min_amount,
+            range_max=offer.max_amount,
+            range_step=offer.step or Decimal("0.01"),
+            retail_currency="EUR" if cost_eur is not None else offer.cost_currency,
+            product_type=offer.product_type,
+        )
+        return product
+    assert offer.local_amount is not None
     cost_eur = to_eur(offer.cost, offer.cost_currency)
     markup = 1 + Decimal(str(settings.PROVIDER_DEFAULT_MARKUP_PERCENT)) / 100
     price = (cost_eur or offer.cost) * markup
     amount = offer.local_amount.normalize()
     sku = slugify(f"{operator.public_id}-{offer.product_type}-{amount}-{offer.local_currency}")
-    kind = "data" if offer.product_type == "data" else ""
     product, _outcome = product_upsert(
         sku=sku[:64],
         operator=operator,
@@ -267,17 +288,88 @@ def _new_product(*, operator: Operator, offer: UpstreamProduct) -> Product:
         retail_price=price.quantize(Decimal("0.01"), rounding=ROUND_HALF_UP),
         retail_currency="EUR" if cost_eur is not None else offer.cost_currency,
         product_type=offer.product_type,
+        description=str(offer.raw.get("description") or ""),
     )
     return product
+
+
+# A catalog product an offer sells: (operator, type, local amount, currency) for a fixed
+# amount, (operator, type, None, currency) for a range.
+ProductKey = tuple[int | None, str, Decimal | None, str]
+
+
+def _key(operator_id: int | None, offer: UpstreamProduct) -> ProductKey:
+    amount = (
+        None
+        if offer.denomination == "range" or offer.local_amount is None
+        else offer.local_amount.quantize(Decimal("0.01"))
+    )
+    return (operator_id, offer.product_type, amount, offer.local_currency.upper())
+
+
+def _rank(offer: UpstreamProduct) -> Decimal:
+    """What an offer costs, to choose a provider's cheapest for one product (a range: at its
+    smallest amount), in EUR where the FX table says."""
+    cost = offer.cost
+    if offer.cost_per_unit is not None and offer.min_amount is not None:
+        cost += offer.min_amount * offer.cost_per_unit
+    return to_eur(cost, offer.cost_currency) or cost
+
+
+def _unsellable(offer: UpstreamProduct) -> str:
+    """Why a mapped operator's offer cannot be a route ("" when it can)."""
+    if offer.denomination == "range":
+        if offer.min_amount is None or offer.max_amount is None or offer.cost_per_unit is None:
+            return "a range without its bounds or cost per unit"
+        return ""
+    if offer.local_amount is None:
+        return "the provider does not say what the recipient gets (no local amount)"
+    return ""
+
+
+def _ranges_span(product_ids: list[int]) -> None:
+    """Each range product spans its active routes: the lowest min, the highest max, the
+    finest step (contract section 17)."""
+    routes = Route.objects.filter(
+        product_id__in=product_ids, active=True, cost_per_unit__isnull=False
+    ).values_list("product_id", "min_amount", "max_amount", "step")
+    spans: dict[int, tuple[Decimal, Decimal, Decimal]] = {}
+    for product_id, low, high, step in routes:
+        if low is None or high is None:
+            continue
+        step = step or Decimal("0.01")
+        if product_id in spans:
+            was = spans[product_id]
+            low, high, step = min(low, was[0]), max(high, was[1]), min(step, was[2])
+        spans[product_id] = (low, high, step)
+    for product in Product.objects.filter(pk__in=spans, denomination="range").select_related(
+        "operator"
+    ):
+        low, high, step = spans[product.pk]
+        product_range_upsert(
+            sku=product.sku,
+            operator=product.operator,
+            name=product.name,
+            local_currency=product.local_currency,
+            range_min=low,
+            range_max=high,
+            range_step=step,
+            retail_currency=product.retail_currency,
+            product_type=product.product_type,
+            description=product.description,
+        )
 
 
 def catalog_sync(*, provider: Provider, countries: list[str] | None = None) -> SyncResult:
     """Read the provider's whole catalog (no transaction open), then in one transaction: its
     operators (mapped by normalised name when one catalog operator of the country answers to
     it), a route per product of each mapped operator (the cheapest of its offers for that
-    product), and routes no longer offered deactivated; then the products of its routes are
-    repriced (``upstreams.pricing``)."""
-    offers = adapter_for(provider).catalog(countries=countries)
+    product; a range offer to the operator's range product), routes no longer offered
+    deactivated, range products spanning their routes, and what could not be sold recorded
+    (``SkippedOffer``, replaced each run); then the products of its routes are repriced
+    (``upstreams.pricing``)."""
+    catalog = adapter_for(provider).catalog_read(countries=countries)
+    offers = catalog.products
     with transaction.atomic():
         provider = Provider.objects.select_for_update().get(pk=provider.pk)
         catalog_ops = list(Operator.objects.filter(active=True).select_related("country"))
@@ -303,40 +395,45 @@ def catalog_sync(*, provider: Provider, countries: list[str] | None = None) -> S
                     upstream.updated_at = timezone.now()
                     upstream.save(update_fields=["operator", "mapped_by", "updated_at"])
         cheapest: dict[int, tuple[ProviderOperator, UpstreamProduct, Decimal]] = {}
-        products: dict[tuple[int | None, str, Decimal, str], Product] = {}
+        products: dict[ProductKey, Product] = {}
         for product in Product.objects.filter(
             operator_id__in={o.operator_id for o in known.values() if o.operator_id}
         ).order_by("-active", "id"):
+            amount = None if product.is_range else product.local_amount
             products.setdefault(
-                (
-                    product.operator_id,
-                    product.product_type,
-                    product.local_amount,
-                    product.local_currency,
-                ),
+                (product.operator_id, product.product_type, amount, product.local_currency),
                 product,
             )
+        skipped = list(catalog.skipped)
         for offer in offers:
             upstream = known[offer.operator.upstream_id]
             if upstream.operator is None:
                 continue
-            key = (
-                upstream.operator_id,
-                offer.product_type,
-                offer.local_amount.quantize(Decimal("0.01")),
-                offer.local_currency.upper(),
-            )
+            reason = _unsellable(offer)
+            if reason:
+                skipped.append(
+                    SkippedProduct(
+                        offer.operator,
+                        offer.sku or str(offer.raw.get("fixedAmount") or ""),
+                        " ".join(
+                            filter(None, [offer.operator.name, str(offer.raw.get("description"))])
+                        ),
+                        reason,
+                    )
+                )
+                continue
+            key = _key(upstream.operator_id, offer)
             found = products.get(key)
             if found is None:
                 found = products[key] = _new_product(operator=upstream.operator, offer=offer)
             product = found
-            rank = to_eur(offer.cost, offer.cost_currency) or offer.cost
+            rank = _rank(offer)
             if product.pk not in cheapest or rank < cheapest[product.pk][2]:
                 cheapest[product.pk] = (upstream, offer, rank)
         created = updated = 0
         routes = {r.product_id: r for r in Route.objects.filter(provider=provider)}
         now = timezone.now()
-        for product_id, (upstream, offer, _rank) in cheapest.items():
+        for product_id, (upstream, offer, _rank_eur) in cheapest.items():
             values = {
                 "upstream_operator": upstream,
                 "sku": offer.sku[:64],
@@ -344,6 +441,11 @@ def catalog_sync(*, provider: Provider, countries: list[str] | None = None) -> S
                 "send_currency": offer.send_currency,
                 "cost": offer.cost,
                 "cost_currency": offer.cost_currency.upper(),
+                "min_amount": offer.min_amount,
+                "max_amount": offer.max_amount,
+                "step": offer.step,
+                "cost_per_unit": offer.cost_per_unit,
+                "send_per_unit": offer.send_per_unit,
                 "active": True,
             }
             route = routes.get(product_id)
@@ -362,6 +464,21 @@ def catalog_sync(*, provider: Provider, countries: list[str] | None = None) -> S
                 updated += 1
         gone = [r.pk for pid, r in routes.items() if pid not in cheapest and r.active]
         removed = Route.objects.filter(pk__in=gone).update(active=False, updated_at=now)
+        _ranges_span([*cheapest, *routes])
+        SkippedOffer.objects.filter(provider=provider).delete()
+        SkippedOffer.objects.bulk_create(
+            SkippedOffer(
+                provider=provider,
+                upstream_operator_id=item.operator.upstream_id[:64],
+                operator_name=item.operator.name[:150],
+                country=item.operator.country.upper()[:2],
+                upstream_product_id=item.product_id[:64],
+                name=item.name[:200],
+                reason=item.reason[:300],
+                seen_at=now,
+            )
+            for item in skipped
+        )
         # Costs may have moved: the products this provider sells (or sold until now) are
         # priced again under their rules and checked against the floor (docs/pricing.md).
         products_reprice(product_ids=[*cheapest, *routes])
@@ -374,6 +491,7 @@ def catalog_sync(*, provider: Provider, countries: list[str] | None = None) -> S
         created=created,
         updated=updated,
         removed=removed,
+        skipped=len(skipped),
     )
 
 

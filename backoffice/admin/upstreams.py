@@ -27,7 +27,7 @@ from recharges.models import RechargeAttempt
 from upstreams import health
 from upstreams.adapters import ProviderError
 from upstreams.floats import ProviderMoney, provider_money
-from upstreams.models import PriceRule, Provider, ProviderOperator, Route
+from upstreams.models import PriceRule, Provider, ProviderOperator, Route, SkippedOffer
 from upstreams.selectors import ProviderView, provider_view
 from upstreams.services import (
     REQUIRED,
@@ -423,6 +423,24 @@ class RouteAdmin(ReadOnlyAdmin):
     list_filter = ("active", "provider", "product__country")
     search_fields = ("product__name", "product__public_id", "sku", "provider__name")
     list_select_related = ("product", "provider")
+
+
+@admin.register(SkippedOffer)
+class SkippedOfferAdmin(ReadOnlyAdmin):
+    """What the last sync of each provider could not sell, and why (contract section 17)."""
+
+    list_display = (
+        "name",
+        "provider",
+        "country",
+        "operator_name",
+        "upstream_product_id",
+        "reason",
+        "seen_at",
+    )
+    list_filter = ("provider", "country")
+    search_fields = ("name", "operator_name", "upstream_product_id", "reason")
+    list_select_related = ("provider",)
 
 
 class PriceRuleForm(forms.ModelForm):

@@ -252,6 +252,128 @@ def fixed_product(
     return product
 
 
+def ranged_product(
+    *,
+    id: int,
+    operator_id: int,
+    operator_name: str,
+    country_iso: str,
+    country_name: str,
+    unit: str,
+    minimum: float,
+    maximum: float,
+    rate: float,
+    fee: float,
+    increment: float = 0.01,
+    wholesale_unit: str = "USD",
+    **extra: Any,
+) -> dict[str, Any]:
+    """A RANGED_VALUE_RECHARGE product as the reference's schema shapes it: the recipient gets
+    any ``destination.amount`` from ``min`` to ``max`` in steps of ``increment``; it costs that
+    amount over ``rates.wholesale`` plus ``prices.wholesale.fee``."""
+    base = fixed_product(
+        id=id,
+        operator_id=operator_id,
+        operator_name=operator_name,
+        country_iso=country_iso,
+        country_name=country_name,
+        amount=minimum,
+        unit=unit,
+        wholesale=round(minimum / rate, 2),
+        fee=fee,
+        wholesale_unit=wholesale_unit,
+    )
+    low, high = round(minimum / rate, 2), round(maximum / rate, 2)
+    span = {"min": minimum, "max": maximum}
+    base.update(
+        {
+            "name": f"{operator_name} {minimum:g}-{maximum:g} {unit}",
+            "type": "RANGED_VALUE_RECHARGE",
+            "accepted_calculation_modes": ["SOURCE_AMOUNT", "DESTINATION_AMOUNT"],
+            "source": {
+                "unit_type": "CURRENCY",
+                "unit": wholesale_unit,
+                "amount": {"min": low, "max": high},
+            },
+            "destination": {
+                "unit_type": "CURRENCY",
+                "unit": unit,
+                "amount": {**span, "increment": increment},
+            },
+            "prices": {
+                "wholesale": {
+                    "unit_type": "CURRENCY",
+                    "unit": wholesale_unit,
+                    "amount": {"min": low, "max": high},
+                    "fee": fee,
+                },
+                "retail": None,
+            },
+            "rates": {"base": rate, "wholesale": rate, "retail": None},
+            "benefits": [
+                {
+                    "type": "CREDITS",
+                    "unit_type": "CURRENCY",
+                    "unit": unit,
+                    "amount": {
+                        "base": span,
+                        "promotion_bonus": {"min": 0, "max": 0},
+                        "total_excluding_tax": span,
+                        "total_including_tax": span,
+                    },
+                    "additional_information": None,
+                }
+            ],
+        }
+    )
+    base.update(extra)
+    return base
+
+
+def ranged_price(product: dict[str, Any], body: dict[str, Any]) -> tuple[dict[str, Any], int]:
+    """What a transaction of a ranged product asks for: its wholesale price (amount over the
+    wholesale rate, to the cent, and the fee) and requested values, or a documented error
+    code (``1000400`` no calculation mode or amount, ``1003003`` another unit, ``1003002``
+    out of range or off its increment)."""
+    mode = body.get("calculation_mode")
+    destination = body.get("destination")
+    if mode != "DESTINATION_AMOUNT" or not isinstance(destination, dict):
+        return {}, 1000400  # this fake takes the destination amount only
+    bounds = product["destination"]["amount"]
+    if destination.get("unit") != product["destination"]["unit"]:
+        return {}, 1003003
+    try:
+        amount = Decimal(str(destination.get("amount")))
+    except ArithmeticError:
+        return {}, 1000400
+    low, high = Decimal(str(bounds["min"])), Decimal(str(bounds["max"]))
+    step = Decimal(str(bounds.get("increment") or "0.01"))
+    if not low <= amount <= high or (amount - low) % step:
+        return {}, 1003002
+    rate = Decimal(str(product["rates"]["wholesale"]))
+    wholesale = (amount / rate).quantize(Decimal("0.01"))
+    unit = product["prices"]["wholesale"]["unit"]
+    return {
+        "prices": {
+            "wholesale": {
+                "unit_type": "CURRENCY",
+                "unit": unit,
+                "amount": float(wholesale),
+                "fee": product["prices"]["wholesale"]["fee"],
+            },
+            "retail": None,
+        },
+        "requested_values": {
+            "source": {"unit_type": "CURRENCY", "unit": unit, "amount": float(wholesale)},
+            "destination": {
+                "unit_type": "CURRENCY",
+                "unit": destination["unit"],
+                "amount": float(amount),
+            },
+        },
+    }, 0
+
+
 def default_products() -> list[dict[str, Any]]:
     mx = {"country_iso": "MEX", "country_name": "Mexico", "unit": "MXN"}
     co = {"country_iso": "COL", "country_name": "Colombia", "unit": "COP"}
@@ -499,9 +621,11 @@ class FakeDTOne:
         callback_url: str,
         *,
         created_at: datetime | None = None,
+        priced: dict[str, Any] | None = None,
     ) -> None:
         created = created_at or datetime.now(UTC)
-        wholesale = product["prices"]["wholesale"]
+        prices = (priced or {}).get("prices") or product["prices"]
+        wholesale = prices["wholesale"]
         product_view = {
             key: product[key]
             for key in ("id", "name", "description", "tags", "service", "operator", "regions")
@@ -516,11 +640,11 @@ class FakeDTOne:
             "operator_reference": None,
             "pin": None,
             "product": {**product_view, "type": product["type"], "pin": None},
-            "prices": product["prices"],
+            "prices": prices,
             "rates": product["rates"],
             "benefits": product["benefits"],
             "promotions": product["promotions"],
-            "requested_values": None,
+            "requested_values": (priced or {}).get("requested_values"),
             "adjusted_values": None,
             "sender": None,
             "beneficiary": None,
@@ -803,14 +927,19 @@ class FakeDTOne:
                         return self._error(1003001)
                     if not isinstance(number, str) or not E164.match(number):
                         return self._error(1005003)
-                    wholesale = product["prices"]["wholesale"]
+                    priced: dict[str, Any] | None = None
+                    if product["type"] == "RANGED_VALUE_RECHARGE":
+                        priced, refused = ranged_price(product, body)
+                        if refused:
+                            return self._error(refused)
+                    wholesale = (priced or product)["prices"]["wholesale"]
                     cost = Decimal(str(wholesale["amount"])) + Decimal(str(wholesale["fee"]))
                     if fake.balances[fake.currency]["available"] < cost:
                         return self._error(1006001)
                     refusal = fake._refused_numbers.get(number) or (
                         fake._refusals.pop(0) if fake._refusals else None
                     )
-                    fake._create(external_id, product, number, callback_url)
+                    fake._create(external_id, product, number, callback_url, priced=priced)
                     balance = fake.balances[fake.currency]
                     balance["available"] -= cost  # authorize
                     balance["holding"] += cost

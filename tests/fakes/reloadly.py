@@ -80,8 +80,13 @@ def operator(
     supports_local: bool | None = None,
     min_amount: float | None = None,
     max_amount: float | None = None,
+    local_min_amount: float | None = None,
+    local_max_amount: float | None = None,
+    descriptions: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """An operator as ``GET /operators`` shows it (the reference's fields)."""
+    """An operator as ``GET /operators`` shows it (the reference's fields). A RANGE operator
+    takes any amount from ``minAmount`` to ``maxAmount`` (the account's currency) or, in local
+    amounts, from ``localMinAmount`` to ``localMaxAmount``."""
     fixed, local = list(fixed), list(local)
     return {
         "id": operator_id,
@@ -102,13 +107,13 @@ def operator(
         "mostPopularAmount": fixed[-1] if fixed else None,
         "minAmount": min_amount,
         "maxAmount": max_amount,
-        "localMinAmount": None,
-        "localMaxAmount": None,
+        "localMinAmount": local_min_amount,
+        "localMaxAmount": local_max_amount,
         "country": {"isoName": country[0], "name": country[1]},
         "fx": {"rate": rate, "currencyCode": destination_currency},
         "logoUrls": [],
         "fixedAmounts": fixed,
-        "fixedAmountsDescriptions": {},
+        "fixedAmountsDescriptions": descriptions or {},
         "localFixedAmounts": local,
         "localFixedAmountsDescriptions": {},
         "suggestedAmounts": [],
@@ -195,6 +200,22 @@ def amount_pairs(op: dict[str, Any]) -> list[tuple[Decimal, Decimal | None]]:
     return list(zip(fixed, local, strict=True))
 
 
+def _within(op: dict[str, Any], amount: Decimal, *, local: bool) -> bool:
+    """Is ``amount`` in a RANGE operator's range (local: ``localMinAmount``/``localMaxAmount``,
+    else their sender amounts times ``fx.rate``)?"""
+    rate = Decimal(str(op["fx"]["rate"]))
+    low, high = op.get("minAmount"), op.get("maxAmount")
+    if low is None or high is None:
+        return True
+    low, high = Decimal(str(low)), Decimal(str(high))
+    if not local:
+        return low <= amount <= high
+    if op.get("localMinAmount") is not None and op.get("localMaxAmount") is not None:
+        low, high = Decimal(str(op["localMinAmount"])), Decimal(str(op["localMaxAmount"]))
+        return low <= amount <= high
+    return low * rate <= amount <= high * rate
+
+
 def page_of(items: list[dict[str, Any]], page: int, size: int) -> dict[str, Any]:
     """A Spring page as Reloadly answers its lists (``page`` asked from 1, ``number`` from 0)."""
     total_pages = math.ceil(len(items) / size)
@@ -244,6 +265,7 @@ class FakeReloadly:
         self.token_requests = 0
         self.requests: list[tuple[str, str, dict[str, str], str]] = []
         self.topups: dict[str, dict] = {}
+        self.received: dict[str, dict] = {}  # the last POST /topups body per reference
         self.costs: dict[str, Decimal] = {}
         self.calls: Counter[str] = Counter()
         self.script: deque[tuple[str, Any]] = deque()
@@ -434,6 +456,8 @@ class FakeReloadly:
                 return "The amount is not one of the operator's fixed amounts"
             requested = pair[0]
             delivered = pair[1] if pair[1] is not None else _money(requested * rate)
+        elif not _within(op, amount, local=use_local):
+            return "The amount is out of the operator's range"
         elif use_local:
             requested, delivered = _money(amount / rate), amount
         else:
@@ -596,6 +620,8 @@ class FakeReloadly:
                 if body is None or not body.get("customIdentifier"):
                     return self._error(400, "BAD_REQUEST", "bad body")
                 reference = body["customIdentifier"]
+                with fake.lock:
+                    fake.received[reference] = body
                 action = fake.script.popleft() if fake.script else None
                 if action and action[0] == "refuse":
                     status, code, message = action[1]

@@ -117,6 +117,24 @@ class UpstreamProduct:
 
 
 @dataclass(frozen=True)
+class SkippedProduct:
+    """An upstream product the platform cannot sell, and why (listed in the back office)."""
+
+    operator: UpstreamOperator
+    product_id: str  # the provider's product id or SKU ("" when the operator is the product)
+    name: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class UpstreamCatalog:
+    """A provider's whole catalog: what can be sold, and what was left out with its reason."""
+
+    products: list[UpstreamProduct]
+    skipped: list[SkippedProduct] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
 class UpstreamTransaction:
     """One line of a provider's transaction report (reconciliation)."""
 
@@ -186,8 +204,12 @@ class CatalogProvider(AirtimeProvider, Protocol):
     AIRTIME_PROVIDER path): its fixed amounts, and a day's transactions."""
 
     def catalog(self, *, countries: Iterable[str] | None = None) -> list[UpstreamProduct]:
-        """Every fixed-amount product, all pages read (``countries``: alpha-2 codes to ask
-        for, where the provider lists by country; None for all)."""
+        """Every product it sells (fixed amounts and ranges), all pages read (``countries``:
+        alpha-2 codes to ask for, where the provider lists by country; None for all)."""
+        ...
+
+    def catalog_read(self, *, countries: Iterable[str] | None = None) -> UpstreamCatalog:
+        """``catalog`` with the upstream products left out and why (the sync records them)."""
         ...
 
     def transactions(self, *, day: date) -> list[UpstreamTransaction]:

@@ -50,10 +50,15 @@ What this adapter relies on:
   ``regionCodes``, ``accountNumber``; arrays repeat the key) is not paged. A product carries
   ``ProviderCode`` but no country or name, so ``GET GetProviders`` (same filters) gives
   ``Name`` and ``CountryIso`` (alpha-2; ``XG`` means "all countries"). A product is fixed-value
-  when ``Minimum.SendValue == Maximum.SendValue``. ``Benefits`` says what it gives (Mobile,
-  Minutes, Data, LongDistance, Electricity, TV, ...). ``CommissionRate`` is "the rate of
-  commission that will be applied": the reference gives no unit; it is read as a percent
-  (5 = 5 %), the reading that can only overstate a cost, never make it negative.
+  when ``Minimum.SendValue == Maximum.SendValue``; otherwise it is a range: any SendValue
+  between the two (out of it: ``ParameterOutOfRange`` on ``SendValue``). Its route takes a
+  ReceiveValue between Minimum's and Maximum's, its SendValue on the line through the two
+  ends (``Route.send_value + amount * send_per_unit``, to the cent; the ends drawn in by a
+  few cents where that rounding would leave the SendValue range); the recipient gets what Ding
+  makes of that SendValue, so within a few hundredths of the amount. ``Benefits`` says what
+  it gives (Mobile, Minutes, Data, LongDistance, Electricity, TV, ...). ``CommissionRate`` is
+  "the rate of commission that will be applied": the reference gives no unit; it is read as a
+  percent (5 = 5 %), the reading that can only overstate a cost, never make it negative.
 - ``POST ListTransferRecords`` takes ``DistributorRef``, ``TransferRef``, ``AccountNumber``,
   ``Skip`` and ``Take`` (required; out of range fails with ParameterOutOfRange) and answers
   ``Items`` + ``ThereAreMoreItems``; each item is ``{"TransferRecord", "ResultCode",
@@ -79,7 +84,7 @@ import json
 import re
 from collections.abc import Iterable, Iterator
 from datetime import UTC, date, datetime, time, timedelta
-from decimal import Decimal, InvalidOperation
+from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, InvalidOperation
 from typing import Any
 
 import httpx
@@ -89,8 +94,10 @@ from upstreams.adapters.base import (
     PermanentError,
     ProviderConfig,
     ProviderResult,
+    SkippedProduct,
     TopupRequest,
     TransientError,
+    UpstreamCatalog,
     UpstreamOperator,
     UpstreamProduct,
     UpstreamTimeout,
@@ -321,21 +328,29 @@ class DingProvider:
         return amount, str(body.get("CurrencyIso") or self.config.currency)
 
     def catalog(self, *, countries: Iterable[str] | None = None) -> list[UpstreamProduct]:
+        return self.catalog_read(countries=countries).products
+
+    def catalog_read(self, *, countries: Iterable[str] | None = None) -> UpstreamCatalog:
         wanted = None if countries is None else sorted({c.strip().upper() for c in countries})
         if wanted is not None and not wanted:
-            return []
+            return UpstreamCatalog(products=[])
         params = {"countryIsos": wanted} if wanted else None  # repeated keys, as Ding wants
         providers = {
             str(item.get("ProviderCode")): item for item in self._list("GetProviders", params)
         }
         products = self._list("GetProducts", params)  # one answer: the reference pages neither
-        catalog = []
+        catalog: list[UpstreamProduct] = []
+        skipped: list[SkippedProduct] = []
         for product in products:
-            upstream = _upstream_product(product, providers)
-            if upstream is None or (wanted and upstream.operator.country not in wanted):
+            upstream, reason = _upstream_product(product, providers)
+            if upstream is None:
+                if reason:
+                    skipped.append(_skipped(product, providers, reason))
+                continue
+            if wanted and upstream.operator.country not in wanted:
                 continue
             catalog.append(upstream)
-        return catalog
+        return UpstreamCatalog(products=catalog, skipped=skipped)
 
     def _list(self, operation: str, params: dict[str, Any] | None) -> list[dict[str, Any]]:
         return _items(self._answer(self._call("GET", operation, params=params), operation))
@@ -558,53 +573,110 @@ def _product_type(benefits: Iterable[str]) -> str | None:
     return None
 
 
+def _operator(product: dict[str, Any], provider: dict[str, Any] | None) -> UpstreamOperator:
+    provider = provider or {}
+    country = str(provider.get("CountryIso") or "").upper()
+    return UpstreamOperator(
+        upstream_id=str(product.get("ProviderCode")),
+        name=str(provider.get("Name") or provider.get("ShortName") or product.get("ProviderCode")),
+        country=country if len(country) == 2 and country != "XG" else "",
+    )
+
+
+def _skipped(
+    product: dict[str, Any], providers: dict[str, dict[str, Any]], reason: str
+) -> SkippedProduct:
+    return SkippedProduct(
+        operator=_operator(product, providers.get(str(product.get("ProviderCode")))),
+        product_id=str(product.get("SkuCode") or ""),
+        name=str(product.get("DefaultDisplayText") or product.get("SkuCode") or ""),
+        reason=reason,
+    )
+
+
 def _upstream_product(
     product: dict[str, Any], providers: dict[str, dict[str, Any]]
-) -> UpstreamProduct | None:
-    """One GetProducts item as a route, or None when it is not a plain fixed-value top-up."""
+) -> tuple[UpstreamProduct | None, str]:
+    """One GetProducts item as a route (fixed when ``Minimum.SendValue`` equals
+    ``Maximum.SendValue``, else a range), or None and why not ("" when it is no product of a
+    country of ours)."""
     low, high = product.get("Minimum"), product.get("Maximum")
     if not isinstance(low, dict) or not isinstance(high, dict):
-        return None
+        return None, "no Minimum or Maximum"
     send = _decimal(high.get("SendValue"))
-    if send is None or send <= 0 or _decimal(low.get("SendValue")) != send:
-        return None  # a range product: any SendValue between the two
+    low_send = _decimal(low.get("SendValue"))
+    if send is None or send <= 0 or low_send is None or low_send <= 0:
+        return None, "no SendValue"
     benefits = product.get("Benefits") or []
     product_type = _product_type(benefits if isinstance(benefits, list) else [])
     if product_type is None:
-        return None
+        return None, f"benefits {', '.join(map(str, benefits)) or 'none'} are not airtime or data"
     if str(product.get("RedemptionMechanism") or "Immediate") != "Immediate":
-        return None  # PINs and the like: the customer has more to do than receive it
+        return None, "not redeemed immediately (a PIN or a voucher)"
     settings = product.get("SettingDefinitions") or []
     if any(isinstance(s, dict) and s.get("IsMandatory") for s in settings):
-        return None  # needs Settings that a top-up request does not carry
+        return None, "needs mandatory settings"
     provider = providers.get(str(product.get("ProviderCode")))
-    country = str((provider or {}).get("CountryIso") or "").upper()
-    if provider is None or len(country) != 2 or country == "XG":
-        return None
+    operator = _operator(product, provider)
+    if provider is None or not operator.country:
+        return None, ""
     local = _decimal(high.get("ReceiveValue"))
-    if local is None:
-        return None
+    low_local = _decimal(low.get("ReceiveValue"))
+    if local is None or low_local is None:
+        return None, "no ReceiveValue"
     fee = _decimal(high.get("DistributorFee")) or Decimal(0)
     rate = _decimal(product.get("CommissionRate")) or Decimal(0)
     rate = min(max(rate, Decimal(0)), Decimal(100))
     send_currency = str(high.get("SendCurrencyIso") or "")
-    return UpstreamProduct(
-        operator=UpstreamOperator(
-            upstream_id=str(product.get("ProviderCode")),
-            name=str(
-                provider.get("Name") or provider.get("ShortName") or product.get("ProviderCode")
+    common: dict[str, Any] = {
+        "operator": operator,
+        "sku": str(product.get("SkuCode")),
+        "product_type": product_type,
+        "local_currency": str(high.get("ReceiveCurrencyIso") or ""),
+        "cost_currency": send_currency,
+        "send_currency": send_currency,
+        "raw": _plain(product),
+    }
+    if low_send == send:
+        return (
+            UpstreamProduct(
+                local_amount=local,
+                cost=quantize(send + fee - send * rate / 100),
+                send_value=send,
+                **common,
             ),
-            country=country,
+            "",
+        )
+    # A range: any ReceiveValue from Minimum's to Maximum's, its SendValue on the line
+    # between the two ends (Ding's own quote is EstimatePrices), less the commission.
+    if local <= low_local or send <= low_send:
+        return None, "Minimum and Maximum do not make a range"
+    per_unit = ((send - low_send) / (local - low_local)).quantize(Decimal("1e-10"))
+    # ``Route.send_value`` is to the cent: the line's start is rounded, and the ends of the
+    # range are drawn in (by a few cents at most) so that every amount's SendValue stays
+    # within Minimum's and Maximum's (Ding refuses others with ParameterOutOfRange).
+    intercept = (low_send - low_local * per_unit).quantize(Decimal("0.01"))
+    low_amount = max(low_local, ((low_send - intercept) / per_unit))
+    high_amount = min(local, ((send - intercept) / per_unit))
+    low_amount = low_amount.quantize(Decimal("0.01"), rounding=ROUND_CEILING)
+    high_amount = high_amount.quantize(Decimal("0.01"), rounding=ROUND_FLOOR)
+    if high_amount < low_amount:
+        return None, "Minimum and Maximum do not make a range"
+    keep = 1 - rate / 100
+    return (
+        UpstreamProduct(
+            local_amount=None,
+            cost=(intercept * keep + fee).quantize(Decimal("0.0001")),
+            send_value=intercept,
+            denomination="range",
+            min_amount=low_amount,
+            max_amount=high_amount,
+            step=Decimal("0.01"),
+            cost_per_unit=(per_unit * keep).quantize(Decimal("1e-10")),
+            send_per_unit=per_unit,
+            **common,
         ),
-        sku=str(product.get("SkuCode")),
-        product_type=product_type,
-        local_amount=local,
-        local_currency=str(high.get("ReceiveCurrencyIso") or ""),
-        cost=quantize(send + fee - send * rate / 100),
-        cost_currency=send_currency,
-        send_value=send,
-        send_currency=send_currency,
-        raw=_plain(product),
+        "",
     )
 
 

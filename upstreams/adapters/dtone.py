@@ -36,7 +36,14 @@ the callbacks on developers.dtone.com/reference/callbacks. What this adapter rel
   Airtime, 12 Bundle, 13 Data) and ``country_iso_code``, an ISO 3166 **alpha-3** code plus
   DT One's own ``GXX`` (global) and ``EXX`` (Europe), which have no alpha-2 and are skipped.
   A FIXED_VALUE_RECHARGE product has ``destination {unit_type, unit, amount}`` (what the
-  recipient gets) and ``prices.wholesale`` (what we pay).
+  recipient gets) and ``prices.wholesale`` (what we pay). A RANGED_VALUE_RECHARGE product has
+  ``destination.amount {min, max, increment}``, ``prices.wholesale.fee``, ``rates.wholesale``
+  ("exchange rate between the wholesale price and the destination amount") and
+  ``accepted_calculation_modes``; a transaction of it carries ``calculation_mode``
+  (``DESTINATION_AMOUNT``) and ``destination {unit_type, unit, amount}``; an amount outside
+  the range is ``1003002`` (400), another unit ``1003003``. Its route's sku is
+  ``"<product id>:range"``, which tells ``send`` to add the amount; it costs ``amount /
+  rates.wholesale + fee``.
 - ``GET /transactions`` filters by ``external_id`` or by ``from_date``/``to_date``: full
   date-times, both inclusive, at most 24 hours apart (without either it lists the last 24
   hours). Its documented 404 is ``1008004`` "Transaction not found".
@@ -60,7 +67,8 @@ What may surprise:
 - A transaction object carries no ``destination`` (write-only in the schema): the local
   amount of a report line comes from ``adjusted_values``/``requested_values`` when present,
   else from the benefit counted in currency (``benefits[].amount.base``).
-- The catalog keeps only Mobile products that need nothing but the recipient's mobile number
+- The catalog keeps only Mobile products (fixed and ranged) that need nothing but the
+  recipient's mobile number
   (products asking for sender, beneficiary, debit-party, statement or additional fields could
   not be sent with what we have). A product is ``data`` when its subservice is Data, or a
   Bundle with a DATA benefit; otherwise ``airtime``.
@@ -84,8 +92,10 @@ from upstreams.adapters.base import (
     PermanentError,
     ProviderConfig,
     ProviderResult,
+    SkippedProduct,
     TopupRequest,
     TransientError,
+    UpstreamCatalog,
     UpstreamOperator,
     UpstreamProduct,
     UpstreamTimeout,
@@ -142,6 +152,8 @@ REFUSALS = {
 }
 
 MOBILE_SERVICE = 1
+FIXED, RANGED = "FIXED_VALUE_RECHARGE", "RANGED_VALUE_RECHARGE"
+RANGE_SKU = ":range"  # a route's sku "<product id>:range": sent with its destination amount
 AIRTIME_SUBSERVICE, BUNDLE_SUBSERVICE, DATA_SUBSERVICE = 11, 12, 13
 # Fields a product may require that a top-up request of ours cannot fill.
 UNFILLABLE_FIELDS = (
@@ -280,8 +292,11 @@ class DTOneProvider:
 
     # -- sending ---------------------------------------------------------------------------
     def send(self, request: TopupRequest) -> ProviderResult:
+        sku, ranged = request.sku, request.sku.endswith(RANGE_SKU)
+        if ranged:
+            sku = sku.removesuffix(RANGE_SKU)
         try:
-            product_id = int(request.sku)
+            product_id = int(sku)
         except ValueError:
             raise PermanentError(
                 f"no DT One product id on this route (sku {request.sku!r})",
@@ -293,6 +308,14 @@ class DTOneProvider:
             "auto_confirm": True,
             "credit_party_identifier": {"mobile_number": request.recipient_number},
         }
+        if ranged:
+            # The reference: required for ranged products, the amount the recipient gets.
+            body["calculation_mode"] = "DESTINATION_AMOUNT"
+            body["destination"] = {
+                "unit_type": "CURRENCY",
+                "unit": request.currency,
+                "amount": float(request.amount),
+            }
         if request.callback_url:
             body["callback_url"] = request.callback_url
         response = self._request("POST", "/async/transactions", json_body=body, sending=True)
@@ -381,26 +404,36 @@ class DTOneProvider:
         return amount, str(chosen.get("unit") or self.currency)
 
     def catalog(self, *, countries: Iterable[str] | None = None) -> list[UpstreamProduct]:
-        base = {"type": "FIXED_VALUE_RECHARGE", "service_id": MOBILE_SERVICE}
+        return self.catalog_read(countries=countries).products
+
+    def catalog_read(self, *, countries: Iterable[str] | None = None) -> UpstreamCatalog:
+        """Mobile FIXED_VALUE_RECHARGE and RANGED_VALUE_RECHARGE products, all pages read."""
         if countries is None:
-            queries = [base]
+            countries_asked: list[dict[str, Any]] = [{}]
         else:
-            queries = []
+            countries_asked = []
             for alpha2 in sorted({c.upper() for c in countries}):
                 alpha3 = ALPHA3.get(alpha2)
                 if alpha3 is None:
                     logger.warning("DT One catalog: no ISO alpha-3 code for %r", alpha2)
                     continue
-                queries.append({**base, "country_iso_code": alpha3})
+                countries_asked.append({"country_iso_code": alpha3})
         products: list[UpstreamProduct] = []
+        skipped: list[SkippedProduct] = []
         seen: set[str] = set()
-        for params in queries:
-            for item in self._pages("/products", params, what="catalog"):
-                product = _product(item)
-                if product is not None and product.sku not in seen:
-                    seen.add(product.sku)
-                    products.append(product)
-        return products
+        for kind in (FIXED, RANGED):
+            for country in countries_asked:
+                params = {"type": kind, "service_id": MOBILE_SERVICE, **country}
+                for item in self._pages("/products", params, what="catalog"):
+                    if str(item.get("id")) in seen:
+                        continue
+                    seen.add(str(item.get("id")))
+                    product, reason = _product(item)
+                    if product is not None:
+                        products.append(product)
+                    elif reason:
+                        skipped.append(_skipped(item, reason))
+        return UpstreamCatalog(products=products, skipped=skipped)
 
     def transactions(self, *, day: date) -> list[UpstreamTransaction]:
         start = datetime.combine(day, time.min, tzinfo=UTC)
@@ -621,51 +654,123 @@ def _product_type(product: dict[str, Any]) -> str:
     return "airtime"
 
 
-def _sendable(product: dict[str, Any]) -> bool:
-    """A Mobile fixed-value recharge we can send with a mobile number and nothing else."""
+def _unsendable(product: dict[str, Any]) -> str:
+    """Why a product cannot be sold with a mobile number and nothing else ("" when it can)."""
     service = product.get("service")
-    if product.get("type") != "FIXED_VALUE_RECHARGE":
-        return False
+    if product.get("type") not in (FIXED, RANGED):
+        return f"product type {product.get('type')}"
     if not isinstance(service, dict) or service.get("id") != MOBILE_SERVICE:
-        return False
-    if any(product.get(field) for field in UNFILLABLE_FIELDS):
-        return False
+        return "not a Mobile service product"
+    needed = [field for field in UNFILLABLE_FIELDS if product.get(field)]
+    if needed:
+        return f"needs {', '.join(needed)}"
     credit_fields = product.get("required_credit_party_identifier_fields")
-    return not credit_fields or ["mobile_number"] in credit_fields
+    if credit_fields and ["mobile_number"] not in credit_fields:
+        return "the recipient is not identified by a mobile number"
+    return ""
 
 
-def _product(item: dict[str, Any]) -> UpstreamProduct | None:
-    if not _sendable(item):
-        return None
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _skipped(item: dict[str, Any], reason: str) -> SkippedProduct:
+    operator = _dict(item.get("operator"))
+    country = _dict(operator.get("country"))
+    return SkippedProduct(
+        operator=UpstreamOperator(
+            upstream_id=str(operator.get("id") or ""),
+            name=str(operator.get("name") or ""),
+            country=ALPHA2.get(str(country.get("iso_code") or ""), ""),
+        ),
+        product_id=str(item.get("id") or ""),
+        name=str(item.get("name") or ""),
+        reason=reason,
+    )
+
+
+def _product(item: dict[str, Any]) -> tuple[UpstreamProduct | None, str]:
+    """One product as a route, or None and why not ("" for one of no country of ours)."""
+    reason = _unsendable(item)
+    if reason:
+        return None, reason
     operator = item.get("operator")
     destination = item.get("destination")
     if not isinstance(operator, dict) or not isinstance(destination, dict):
-        return None
+        return None, "no operator or destination"
     country = operator.get("country")
     alpha3 = str(country.get("iso_code", "")) if isinstance(country, dict) else ""
     alpha2 = ALPHA2.get(alpha3)
-    local_amount = _decimal(destination.get("amount"))
-    cost, cost_currency = _cost(item)
+    if alpha2 is None:  # GXX, EXX: regional products, no country of ours
+        logger.info("DT One catalog: skipped product %s (no country)", item.get("id"))
+        return None, ""
     if (
-        alpha2 is None  # GXX, EXX: regional products, no country of ours
-        or destination.get("unit_type") != "CURRENCY"
-        or local_amount is None
-        or cost is None
-        or not cost_currency
+        destination.get("unit_type") != "CURRENCY"
         or item.get("id") is None
         or operator.get("id") is None
     ):
-        logger.info("DT One catalog: skipped product %s", item.get("id"))
-        return None
-    return UpstreamProduct(
-        operator=UpstreamOperator(
-            upstream_id=str(operator["id"]), name=str(operator.get("name", "")), country=alpha2
+        return None, "its destination is not an amount of currency"
+    upstream = UpstreamOperator(
+        upstream_id=str(operator["id"]), name=str(operator.get("name", "")), country=alpha2
+    )
+    if item.get("type") == RANGED:
+        return _ranged(item, upstream, destination)
+    local_amount = _decimal(destination.get("amount"))
+    cost, cost_currency = _cost(item)
+    if local_amount is None or cost is None or not cost_currency:
+        return None, "no destination amount or wholesale price"
+    return (
+        UpstreamProduct(
+            operator=upstream,
+            sku=str(item["id"]),
+            product_type=_product_type(item),
+            local_amount=local_amount,
+            local_currency=str(destination.get("unit", "")),
+            cost=cost,
+            cost_currency=cost_currency,
+            raw=item,
         ),
-        sku=str(item["id"]),
-        product_type=_product_type(item),
-        local_amount=local_amount,
-        local_currency=str(destination.get("unit", "")),
-        cost=cost,
-        cost_currency=cost_currency,
-        raw=item,
+        "",
+    )
+
+
+def _ranged(
+    item: dict[str, Any], upstream: UpstreamOperator, destination: dict[str, Any]
+) -> tuple[UpstreamProduct | None, str]:
+    """A RANGED_VALUE_RECHARGE product: any ``destination.amount`` from ``min`` to ``max`` in
+    steps of ``increment``, sent with ``calculation_mode: DESTINATION_AMOUNT``. The reference's
+    ``rates.wholesale`` is the "exchange rate between the wholesale price and the destination
+    amount", so an amount A costs ``A / rates.wholesale`` plus ``prices.wholesale.fee``."""
+    modes = item.get("accepted_calculation_modes")
+    if isinstance(modes, list) and "DESTINATION_AMOUNT" not in modes:
+        return None, "takes no destination amount (accepted_calculation_modes)"
+    bounds = destination.get("amount")
+    bounds = bounds if isinstance(bounds, dict) else {}
+    low, high = _decimal(bounds.get("min")), _decimal(bounds.get("max"))
+    step = _decimal(bounds.get("increment")) or Decimal("0.01")
+    rate = _decimal(_dict(item.get("rates")).get("wholesale"))
+    wholesale = _dict(_dict(item.get("prices")).get("wholesale"))
+    unit = str(wholesale.get("unit") or "")
+    fee = _decimal(wholesale.get("fee")) or Decimal(0)
+    if low is None or high is None or low <= 0 or high < low or step <= 0:
+        return None, "no destination range"
+    if rate is None or rate <= 0 or not unit:
+        return None, "no wholesale rate"
+    return (
+        UpstreamProduct(
+            operator=upstream,
+            sku=f"{item['id']}{RANGE_SKU}",
+            product_type=_product_type(item),
+            local_amount=None,
+            local_currency=str(destination.get("unit", "")),
+            cost=fee,
+            cost_currency=unit,
+            raw=item,
+            denomination="range",
+            min_amount=low,
+            max_amount=high,
+            step=step,
+            cost_per_unit=(1 / rate).quantize(Decimal("1e-10")),
+        ),
+        "",
     )

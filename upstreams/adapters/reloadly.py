@@ -17,14 +17,14 @@ What it relies on, from Reloadly's public reference: the OpenAPI of repository
   process: threads that need a token meanwhile wait for it and reuse it.
 - One HTTP client per process and timeout (keep-alive connections, thread-safe), a timeout on
   every call: the processor's many threads share it.
-- Top-up: ``POST {base_url}/topups`` with ``operatorId``, ``amount``, ``useLocalAmount`` (we
-  send the local amount: ``true``), ``customIdentifier`` (our recharge id; the reference says
-  it can never be reused) and ``recipientPhone {countryCode, number}``. The answer carries
-  ``transactionId``, ``status``, ``requestedAmount`` + ``requestedAmountCurrencyCode`` (what
-  was asked of our account, in its currency), ``discount`` + ``discountCurrencyCode``,
-  ``deliveredAmount`` + ``deliveredAmountCurrencyCode`` and ``balanceInfo {oldBalance,
-  newBalance, currencyCode}``. Its cost to us is ``requestedAmount`` less ``discount`` (the
-  reference's example debits exactly that from ``balanceInfo``); ``balanceInfo`` has no cost
+- Top-up: ``POST {base_url}/topups`` with ``operatorId``, ``amount``, ``useLocalAmount`` (we send
+  the local amount, ``true``, but for the sender-currency amounts below), ``customIdentifier`` (our
+  recharge id; the reference says it can never be reused) and ``recipientPhone {countryCode,
+  number}``. The answer carries ``transactionId``, ``status``, ``requestedAmount`` +
+  ``requestedAmountCurrencyCode`` (what was asked of our account, in its currency), ``discount`` +
+  ``discountCurrencyCode``, ``deliveredAmount`` + ``deliveredAmountCurrencyCode`` and ``balanceInfo
+  {oldBalance, newBalance, currencyCode}``. Its cost to us is ``requestedAmount`` less ``discount``
+  (the reference's example debits exactly that from ``balanceInfo``); ``balanceInfo`` has no cost
   field, so its balance difference is used only when the discount is in another currency.
 - Statuses: PROCESSING, SUCCESSFUL, REFUNDED, FAILED (the Java SDK's enum; the OpenAPI names
   only SUCCESSFUL). REFUNDED is a top-up Reloadly took back: ``ProviderResult.REVERSED``.
@@ -44,10 +44,23 @@ What it relies on, from Reloadly's public reference: the OpenAPI of repository
   pattern); ``transactionDate`` has the same form and no time zone: we treat it as UTC.
 - Balance: ``GET {base_url}/accounts/balance`` → ``balance``, ``currencyCode``.
 
-What the catalog leaves out: RANGE operators (any amount, not products), PIN operators (the
-top-up is a PIN code for the customer to enter, which the platform does not hand over), and
-FIXED operators whose amounts cannot be sent as local amounts (no ``localFixedAmounts`` and
-``supportsLocalAmounts`` false, or a local list that does not pair with the fixed one).
+What the catalog makes of an operator (contract section 17):
+- FIXED with local amounts (``localFixedAmounts``, or ``supportsLocalAmounts`` and ``fx.rate``):
+  one fixed offer per amount, sent as the local amount (``useLocalAmount: true``); cost: the
+  fixed amount less ``internationalDiscount`` percent.
+- FIXED in the account's currency only (no local list, ``supportsLocalAmounts`` false): one
+  fixed offer per amount with the sku ``"sender"``, sent as that amount (``useLocalAmount:
+  false``); the recipient gets it at ``fx.rate`` ("the FX rate at which the top-up will be
+  made"), and ``fixedAmountsDescriptions`` (keyed ``"5.00"``) says what it is.
+- RANGE: one range offer, any local amount from ``localMinAmount`` to ``localMaxAmount`` (else
+  ``minAmount``/``maxAmount`` times ``fx.rate``) to the cent (the reference publishes no
+  step), sent as the local amount; a local unit costs ``1 / fx.rate`` less
+  ``internationalDiscount`` percent. An amount outside is refused with 400
+  ``INVALID_AMOUNT_FOR_OPERATOR`` ("the specified topup amounts is not valid for the given
+  operator").
+- Left out, with the reason (``UpstreamCatalog.skipped``): PIN operators (the top-up is a
+  code for the customer to enter), RANGE operators that take no local amounts, and FIXED
+  operators whose local list does not pair with the fixed one.
 """
 
 from __future__ import annotations
@@ -58,7 +71,7 @@ import threading
 import time
 from collections.abc import Iterable, Iterator
 from datetime import UTC, date, datetime
-from decimal import Decimal, InvalidOperation
+from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, InvalidOperation
 from typing import Any
 
 import httpx
@@ -70,8 +83,10 @@ from upstreams.adapters.base import (
     PermanentError,
     ProviderConfig,
     ProviderResult,
+    SkippedProduct,
     TopupRequest,
     TransientError,
+    UpstreamCatalog,
     UpstreamOperator,
     UpstreamProduct,
     UpstreamTimeout,
@@ -286,6 +301,10 @@ class ReloadlyProvider:
     # -- the interface --------------------------------------------------------------------
     def send(self, request: TopupRequest) -> ProviderResult:
         number = phonenumbers.parse(request.recipient_number, None)
+        # A fixed amount Reloadly takes only in the account's currency is sent as that amount
+        # (``useLocalAmount: false``); every other (fixed or range) as the local amount.
+        in_sender = request.sku == SENDER_SKU and request.send_value is not None
+        amount = request.send_value if in_sender else request.amount
         response = self._call(
             "POST",
             "/topups",
@@ -294,8 +313,8 @@ class ReloadlyProvider:
                 "operatorId": int(request.operator_id)
                 if request.operator_id.isdigit()
                 else request.operator_id,
-                "amount": str(request.amount),
-                "useLocalAmount": True,
+                "amount": str(amount),
+                "useLocalAmount": not in_sender,
                 "customIdentifier": request.reference,
                 "recipientPhone": {
                     "countryCode": request.country,
@@ -363,7 +382,10 @@ class ReloadlyProvider:
         return Decimal(str(body["balance"])), body.get("currencyCode") or self.currency or "USD"
 
     def catalog(self, *, countries: Iterable[str] | None = None) -> list[UpstreamProduct]:
-        """The fixed amounts of every FIXED operator, all pages read; per country through
+        return self.catalog_read(countries=countries).products
+
+    def catalog_read(self, *, countries: Iterable[str] | None = None) -> UpstreamCatalog:
+        """Every operator's offers, all pages read; per country through
         ``/operators/countries/{iso}`` (a plain list) when ``countries`` are given."""
         include = {"includeBundles": "true", "includeData": "true"}
         operators: Iterable[dict[str, Any]]
@@ -382,7 +404,13 @@ class ReloadlyProvider:
                     or []
                 )
             ]
-        return [product for operator in operators for product in _products(operator)]
+        products: list[UpstreamProduct] = []
+        skipped: list[SkippedProduct] = []
+        for operator in operators:
+            sold, left = _products(operator)
+            products.extend(sold)
+            skipped.extend(left)
+        return UpstreamCatalog(products=products, skipped=skipped)
 
     def transactions(self, *, day: date) -> list[UpstreamTransaction]:
         """Reloadly's transactions of one UTC day, all pages read. Its report times carry no
@@ -454,36 +482,61 @@ def _cost(body: dict[str, Any]) -> tuple[Decimal | None, str]:
     return None, ""
 
 
-def _products(operator: dict[str, Any]) -> list[UpstreamProduct]:
-    """One product per fixed amount of a FIXED operator (see the module docstring for what
-    is left out). Cost: the fixed amount less ``internationalDiscount`` percent."""
-    if str(operator.get("denominationType") or "").upper() != "FIXED" or operator.get("pin"):
-        return []
-    fixed = [_decimal(a) for a in operator.get("fixedAmounts") or []]
-    local = [_decimal(a) for a in operator.get("localFixedAmounts") or []]
-    rate = _decimal((operator.get("fx") or {}).get("rate"))
-    if not local and operator.get("supportsLocalAmounts") and rate is not None:
-        local = [quantize(a * rate) if a is not None else None for a in fixed]
-    if len(local) != len(fixed):
-        return []
-    discount = _decimal(operator.get("internationalDiscount")) or Decimal(0)
+SENDER_SKU = "sender"  # a route whose amount is sent in the account's currency
+CENT = Decimal("0.01")
+
+
+def _products(operator: dict[str, Any]) -> tuple[list[UpstreamProduct], list[SkippedProduct]]:
+    """What one operator sells (see the module docstring), and what it sells that we cannot,
+    with why."""
     country = str((operator.get("country") or {}).get("isoName") or "").upper()
     upstream = UpstreamOperator(
         upstream_id=str(operator.get("operatorId") or operator.get("id")),
         name=str(operator.get("name") or ""),
         country=country,
     )
+    denomination = str(operator.get("denominationType") or "").upper()
+
+    def skipped(reason: str) -> tuple[list[UpstreamProduct], list[SkippedProduct]]:
+        return [], [SkippedProduct(upstream, "", upstream.name, reason)]
+
+    if operator.get("pin"):
+        return skipped("PIN operator: the top-up is a code for the customer to enter")
+    if denomination == "RANGE":
+        return _range(operator, upstream, skipped)
+    if denomination != "FIXED":
+        return skipped(f"denominationType {denomination or 'missing'}")
+    fixed = [_decimal(a) for a in operator.get("fixedAmounts") or []]
+    local = [_decimal(a) for a in operator.get("localFixedAmounts") or []]
+    rate = _decimal((operator.get("fx") or {}).get("rate"))
+    sender_only = False
+    if not local and operator.get("supportsLocalAmounts") and rate is not None:
+        local = [quantize(a * rate) if a is not None else None for a in fixed]
+    elif not local:
+        # Taken only in the account's currency (``useLocalAmount: false``): the recipient
+        # gets it at ``fx.rate``, "the FX rate at which the top-up will be made".
+        sender_only = True
+        local = [quantize(a * rate) if a is not None and rate else None for a in fixed]
+    if len(local) != len(fixed):
+        return skipped("localFixedAmounts do not pair with fixedAmounts")
+    discount = _decimal(operator.get("internationalDiscount")) or Decimal(0)
     sender_currency = str(operator.get("senderCurrencyCode") or "")
     product_type = "data" if operator.get("data") or operator.get("bundle") else "airtime"
     descriptions = operator.get("fixedAmountsDescriptions") or {}
     products = []
     for amount, local_amount in zip(fixed, local, strict=True):
-        if amount is None or local_amount is None or amount <= 0:
+        if amount is None or amount <= 0:
             continue
+        if local_amount is None and not sender_only:
+            continue
+        description = (
+            str(descriptions.get(f"{amount:.2f}", "")) if isinstance(descriptions, dict) else ""
+        )
         products.append(
             UpstreamProduct(
                 operator=upstream,
-                sku="",  # sent by operatorId and local amount
+                # sent by operatorId and local amount; SENDER_SKU: by the sender amount
+                sku=SENDER_SKU if sender_only else "",
                 product_type=product_type,
                 local_amount=local_amount,
                 local_currency=str(operator.get("destinationCurrencyCode") or ""),
@@ -494,16 +547,67 @@ def _products(operator: dict[str, Any]) -> list[UpstreamProduct]:
                 raw={
                     "operatorId": operator.get("operatorId"),
                     "fixedAmount": str(amount),
-                    "localFixedAmount": str(local_amount),
+                    "localFixedAmount": None if local_amount is None else str(local_amount),
+                    "useLocalAmount": not sender_only,
                     "internationalDiscount": str(discount),
                     "fxRate": None if rate is None else str(rate),
-                    "description": descriptions.get(f"{amount:.2f}", "")
-                    if isinstance(descriptions, dict)
-                    else "",
+                    "description": description,
                 },
             )
         )
-    return products
+    return products, []
+
+
+def _range(
+    operator: dict[str, Any], upstream: UpstreamOperator, skipped: Any
+) -> tuple[list[UpstreamProduct], list[SkippedProduct]]:
+    """A RANGE operator as one range route: any local amount from ``localMinAmount`` to
+    ``localMaxAmount`` (else ``minAmount``/``maxAmount`` times ``fx.rate``), to the cent, sent
+    as the local amount. One local unit costs ``1 / fx.rate`` of the account's currency less
+    ``internationalDiscount`` percent (the FIXED amounts' rule, per unit)."""
+    if not operator.get("supportsLocalAmounts"):
+        return skipped("RANGE operator that takes no local amounts (supportsLocalAmounts false)")
+    rate = _decimal((operator.get("fx") or {}).get("rate"))
+    if rate is None or rate <= 0:
+        return skipped("RANGE operator without fx.rate")
+    low = _decimal(operator.get("localMinAmount"))
+    high = _decimal(operator.get("localMaxAmount"))
+    if low is None or high is None:
+        sender_low = _decimal(operator.get("minAmount"))
+        sender_high = _decimal(operator.get("maxAmount"))
+        if sender_low is None or sender_high is None:
+            return skipped("RANGE operator without minAmount/maxAmount")
+        low, high = sender_low * rate, sender_high * rate
+    low = low.quantize(CENT, rounding=ROUND_CEILING)
+    high = high.quantize(CENT, rounding=ROUND_FLOOR)
+    if low <= 0 or high < low:
+        return skipped(f"RANGE operator with an empty range ({low} to {high})")
+    discount = _decimal(operator.get("internationalDiscount")) or Decimal(0)
+    sender_currency = str(operator.get("senderCurrencyCode") or "")
+    product_type = "data" if operator.get("data") or operator.get("bundle") else "airtime"
+    return [
+        UpstreamProduct(
+            operator=upstream,
+            sku="",  # sent by operatorId and local amount
+            product_type=product_type,
+            local_amount=None,
+            local_currency=str(operator.get("destinationCurrencyCode") or ""),
+            cost=Decimal(0),
+            cost_currency=sender_currency,
+            denomination="range",
+            min_amount=low,
+            max_amount=high,
+            step=CENT,
+            cost_per_unit=((1 - discount / 100) / rate).quantize(Decimal("1e-10")),
+            raw={
+                "operatorId": operator.get("operatorId"),
+                "localMinAmount": str(low),
+                "localMaxAmount": str(high),
+                "internationalDiscount": str(discount),
+                "fxRate": str(rate),
+            },
+        )
+    ], []
 
 
 def _decimal(value: Any) -> Decimal | None:

@@ -36,6 +36,7 @@ from upstreams.adapters.base import (
     ProviderResult,
     TopupRequest,
     TransientError,
+    UpstreamCatalog,
     UpstreamOperator,
     UpstreamProduct,
     UpstreamTimeout,
@@ -138,6 +139,9 @@ class SimulatorProvider:
         if countries is not None:
             products = products.filter(country_id__in=[c.upper() for c in countries])
         return [_offer(product, share) for product in products if product.priced]
+
+    def catalog_read(self, *, countries: Iterable[str] | None = None) -> UpstreamCatalog:
+        return UpstreamCatalog(products=self.catalog(countries=countries))
 
     def transactions(self, *, day: date) -> list[UpstreamTransaction]:
         return []  # it keeps references, not a report
