@@ -7,11 +7,13 @@ anything else is 400 ``invalid_amount`` naming the range, and nothing is charged
 from __future__ import annotations
 
 import io
+import json
 from decimal import ROUND_CEILING, Decimal
 
 import openpyxl
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
+from djangorestframework_camel_case.util import camelize
 from hypothesis import given
 from hypothesis import strategies as st
 from rest_framework.test import APIClient
@@ -19,6 +21,8 @@ from rest_framework.test import APIClient
 from accounts.services import account_set_b2b
 from catalog.models import Product
 from orders.models import Batch, CartItem, Order, OrderLine
+from orders.selectors import order_for_response
+from orders.serializers import OrderOut
 from payments.models import Payment
 from recharges.models import Recharge
 from recharges.serializers import RechargeDetailOut
@@ -567,3 +571,17 @@ def test_recharge_lookups_and_webhook_bodies_show_the_chosen_amount(ranged):
     assert payment["recharges"][0]["localAmount"] == "45.00"
     event_body = RechargeDetailOut(Recharge.objects.get(public_id=recharge_id)).data
     assert event_body["local_amount"] == "45.00" and event_body["local_currency"] == "MXN"
+
+
+def test_the_201_of_a_range_order_equals_the_stored_order_rendered_by_its_serializer(ranged):
+    """``order_body`` renders the 201 from the rows written; ``OrderOut`` reads them back: the
+    local amounts agree."""
+    user = b2b_user()
+    body = (
+        key_client(user)
+        .post(B2B, envelope(line(ranged, "55", quantity=2)), HTTP_IDEMPOTENCY_KEY="same")
+        .json()
+    )
+    stored = OrderOut(order_for_response(order_id=Order.objects.get().pk)).data
+    assert body == json.loads(json.dumps(camelize(stored)))
+    assert body["lines"][0]["localAmount"] == "55.00"
