@@ -6,8 +6,10 @@ to the order currency, less the account's discount, rounded half up to cents; li
 unit price * quantity.
 
 A product the catalog no longer offers (its price too close to its cost, docs/pricing.md),
-or a range product not priced yet, is refused here with 409 ``product_unavailable``, and a
-line whose amount its product does not take with 400 ``invalid_amount``: every way of
+or a range product not priced yet, or an amount of a range no route serves over the price
+floor (``upstreams.pricing.amount_offered_check``), is refused here with 409
+``product_unavailable``, and a line whose amount its product does not take with 400
+``invalid_amount``: every way of
 placing an order (quotes, wallet and B2B orders, card prepare, batches) prices through
 ``price_order``. Showing a cart that holds one (``for_sale=False``) is not placing an order.
 """
@@ -27,6 +29,7 @@ from catalog.models import Product, Promotion
 from catalog.selectors import FxQuote, fx_rate, product_offered_check, product_promotion
 from orders.errors import InvalidAmount
 from reseller.money import ZERO, quantize
+from upstreams.pricing import amount_offered_check
 
 QUOTE_VALIDITY = timedelta(minutes=15)
 QUANTITY_MIN, QUANTITY_MAX = 1, 20  # recharges of one line (docs/orders.md)
@@ -81,6 +84,19 @@ def amounts_check(lines: Iterable[LineRequest]) -> None:
             raise InvalidAmount(
                 f"{line.product.name} ({line.product.public_id}): " + amount_refused(line.product)
             )
+
+
+def amounts_offered_check(lines: Iterable[LineRequest]) -> None:
+    """Raise ``ProductUnavailable`` (409 ``product_unavailable``) for the first range line
+    whose amount no route serves at the price floor (``upstreams.pricing``; routes may cross
+    between the ends of a range): each product and amount checked once, however many lines
+    (a batch) ask for it."""
+    seen: set[tuple[int, Decimal | None]] = set()
+    for line in lines:
+        key = (line.product.pk, line.local_amount)
+        if line.product.is_range and key not in seen:
+            seen.add(key)
+            amount_offered_check(product=line.product, amount=line.local_amount)
 
 
 @dataclass(frozen=True)
@@ -143,6 +159,7 @@ def price_order(
     if for_sale:
         product_offered_check(products=(line.product for line in lines))
         amounts_check(lines)
+        amounts_offered_check(lines)
     at = at or timezone.now()
     currency = currency.upper()
     rates: dict[str, FxQuote] = {}

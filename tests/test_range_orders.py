@@ -13,6 +13,7 @@ from decimal import ROUND_CEILING, Decimal
 import openpyxl
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.core.management import call_command
 from djangorestframework_camel_case.util import camelize
 from hypothesis import given
 from hypothesis import strategies as st
@@ -37,6 +38,8 @@ from tests.factories import (
     make_key,
 )
 from tests.helpers import assert_ledger_balanced, assert_problem, bearer, client_for, fund
+from upstreams.models import PriceRule, Provider, ProviderOperator, Route
+from upstreams.pricing import products_reprice
 from wallet.models import LedgerEntry, Wallet
 
 pytestmark = pytest.mark.django_db
@@ -585,3 +588,55 @@ def test_the_201_of_a_range_order_equals_the_stored_order_rendered_by_its_serial
     stored = OrderOut(order_for_response(order_id=Order.objects.get().pk)).data
     assert body == json.loads(json.dumps(camelize(stored)))
     assert body["lines"][0]["localAmount"] == "55.00"
+
+
+# -- an amount no route serves over the floor ------------------------------------------------
+
+
+@pytest.fixture
+def crossing():
+    """A range product of 50 to 500 MXN sold by two crossing routes ("flat": 1.00 + 0.04 A
+    EUR, "lean": 0.05 A EUR), priced at a 10 % markup through both ends: at 100 MXN, where
+    they cross, no route leaves the floor's margin (docs/pricing.md's worked example)."""
+    product = RangeProductFactory(
+        range_min=Decimal("50.00"), range_max=Decimal("500.00"), range_step=Decimal("1.00")
+    )
+    for name, fee, per_peso in (("flat", "1.00", "0.04"), ("lean", "0.00", "0.05")):
+        call_command("create_provider", "--name", name, "--kind", "simulator")
+        row = Provider.objects.get(name=name)
+        upstream = ProviderOperator.objects.create(
+            provider=row,
+            upstream_id=f"{name}-op",
+            name=product.operator.name,
+            country=product.country_id,
+            operator=product.operator,
+        )
+        Route.objects.create(
+            provider=row,
+            upstream_operator=upstream,
+            product=product,
+            cost=Decimal(fee),
+            cost_per_unit=Decimal(per_peso),
+            cost_currency="EUR",
+            min_amount=product.range_min,
+            max_amount=product.range_max,
+            step=product.range_step,
+        )
+    PriceRule.objects.create(product=product, markup_percent=Decimal("10"))
+    products_reprice(product_ids=[product.pk])
+    product.refresh_from_db()
+    return product
+
+
+def test_an_amount_no_route_serves_over_the_floor_is_409_and_charges_nothing(crossing):
+    user = b2b_user()
+    client = key_client(user)
+    refused = client.post(
+        B2B, envelope(line(crossing, "50"), line(crossing, "100")), HTTP_IDEMPOTENCY_KEY="floor"
+    )
+    body = assert_problem(refused, 409, "product_unavailable")
+    assert "100" in body["detail"] and "MXN" in body["detail"]
+    assert_nothing_charged(user)
+    sold = client.post(B2B, envelope(line(crossing, "50")), HTTP_IDEMPOTENCY_KEY="floor-ok")
+    assert sold.status_code == 201, sold.content
+    assert sold.json()["recharges"][0]["amount"] == str(crossing.price_at(Decimal("50")))
