@@ -37,7 +37,14 @@ from tests.factories import (
     make_country,
     make_key,
 )
-from tests.helpers import assert_ledger_balanced, assert_problem, bearer, client_for, fund
+from tests.helpers import (
+    assert_ledger_balanced,
+    assert_problem,
+    bearer,
+    client_for,
+    fund,
+    process,
+)
 from upstreams.models import PriceRule, Provider, ProviderOperator, Route
 from upstreams.pricing import products_reprice
 from wallet.models import LedgerEntry, Wallet
@@ -640,3 +647,15 @@ def test_an_amount_no_route_serves_over_the_floor_is_409_and_charges_nothing(cro
     sold = client.post(B2B, envelope(line(crossing, "50")), HTTP_IDEMPOTENCY_KEY="floor-ok")
     assert sold.status_code == 201, sold.content
     assert sold.json()["recharges"][0]["amount"] == str(crossing.price_at(Decimal("50")))
+
+
+def test_a_delivered_range_recharge_shows_the_amount_it_sent(ranged):
+    user = b2b_user()
+    client = key_client(user)
+    placed = client.post(B2B, envelope(line(ranged, "45")), HTTP_IDEMPOTENCY_KEY="delivered")
+    process(Order.objects.get())
+    one = client.get(f"{B2B}/{placed.json()['recharges'][0]['id']}").json()
+    assert one["status"] == "delivered", one
+    assert one["deliveredAmount"] == "45.00" and one["deliveredCurrency"] == "MXN"
+    assert one["localAmount"] == "45.00"
+    assert_ledger_balanced()
