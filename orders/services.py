@@ -275,6 +275,9 @@ def _receipt_queue(
                     "product": line.product.name,
                     "recipient": number_display(line.recipient_number),
                     "quantity": line.quantity,
+                    # What the recipient gets (a range product's chosen amount).
+                    "local_amount": f"{line.face_value:.2f}",
+                    "local_currency": line.product.local_currency,
                     "unit_price": f"{line.unit_price:.2f}",
                     "line_total": f"{line.line_total:.2f}",
                 }

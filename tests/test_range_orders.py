@@ -21,6 +21,7 @@ from rest_framework.test import APIClient
 
 from accounts.services import account_set_b2b
 from catalog.models import Product
+from emails.models import Email
 from orders.models import Batch, CartItem, Order, OrderLine
 from orders.selectors import order_for_response
 from orders.serializers import OrderOut
@@ -191,6 +192,8 @@ def test_wallet_checkout_prices_the_amount_less_the_accounts_discount(ranged):
     # 5.97 less 10 %: 5.373, half up to 5.37.
     assert body["recharges"][0]["amount"] == "5.37" and body["total"] == "5.37"
     assert balance(user) == Decimal("44.63")
+    (receipt_line,) = Email.objects.get(kind=Email.Kind.RECEIPT).context["lines"]
+    assert receipt_line["local_amount"] == "100.00" and receipt_line["local_currency"] == "MXN"
     assert_ledger_balanced()
 
 
