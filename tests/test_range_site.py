@@ -11,6 +11,7 @@ import re
 from decimal import Decimal
 
 import pytest
+from django.core import mail
 from django.core.management import call_command
 from django.test import Client
 
@@ -18,6 +19,7 @@ from accounts.models import Account
 from catalog.models import Product
 from orders.amounts import amount_presets
 from orders.models import CartItem
+from recharges.models import Recharge
 from tests.factories import PASSWORD, OperatorFactory, ProductFactory, UserFactory, make_country
 from tests.helpers import fund
 from upstreams.models import Provider, ProviderOperator, Route
@@ -322,3 +324,21 @@ def test_a_logged_out_buy_now_keeps_the_amount_to_the_guest_checkout(client, any
     page = client.get("/checkout/guest/").content.decode()
     assert "150.00 MXN" in page
     assert re.search(r'data-testid="quote-total">8.00 EUR<', page)
+
+
+def test_paid_from_the_wallet_the_receipt_shows_the_amount_and_the_price_charged(
+    anytime, django_capture_on_commit_callbacks
+):
+    user = UserFactory()
+    client = logged_in(user)
+    fund(user, "20.00")
+    post_amount(client, anytime, "150")
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post("/checkout/wallet/", {"when_promotion_scheduled": "wait"})
+    assert response.status_code == 302, response.content
+    receipt = client.get(response["Location"]).content.decode()
+    assert re.search(r'data-testid="recharge-amount">150.00 MXN<', receipt)
+    (recharge,) = Recharge.objects.all()
+    assert recharge.local_amount == Decimal("150.00") and recharge.amount == Decimal("8.00")
+    (sent,) = [m for m in mail.outbox if m.to == [user.email]]
+    assert "Telcel any amount" in sent.body and "8.00 EUR" in sent.body
