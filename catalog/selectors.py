@@ -84,9 +84,10 @@ def product_list(*, offered_only: bool = True) -> QuerySet[Product]:
 
 def product_offered_check(*, products: Iterable[Product]) -> None:
     """Raise ``ProductUnavailable`` (409 ``product_unavailable``) for the first product that
-    is not offered: its price is too close to what its cheapest route costs."""
+    is not offered: its price is too close to what its cheapest route costs, or it is a range
+    product not priced yet (no rate and fee, contract section 17)."""
     for product in products:
-        if not product.offered:
+        if not product.offered or not product.priced:
             raise ProductUnavailable(
                 f"{product.name} ({product.public_id}) is not available at the moment: "
                 "no provider can sell it at a price over its cost."

@@ -77,6 +77,13 @@ CARD_PROBLEMS = {
 }
 
 
+# Prepare prices order lines: a line's localAmount its product does not take is refused.
+PREPARE_PROBLEMS = {
+    **CARD_PROBLEMS,
+    **problems(400, extra=("payment_method_required", "cart_empty", "invalid_amount")),
+}
+
+
 def _money(value: Decimal) -> str:
     return f"{value:.2f}"
 
@@ -227,7 +234,7 @@ class PaymentPrepareApi(APIView):
             *ex.exchange("Telcel 100 MXN", ex.PREPARE_REQUEST, ex.PREPARE, status=201),
             ex.request("Retry after a decline", {"paymentId": ex.PAYMENT_ID}),
         ],
-        responses={201: PrepareOut, **CARD_PROBLEMS},
+        responses={201: PrepareOut, **PREPARE_PROBLEMS},
     )
     def post(self, request):
         data = PrepareIn(data=request.data)

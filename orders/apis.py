@@ -80,6 +80,7 @@ class _Priced:
         self.product = item.product
         self.recipient_number = item.recipient_number
         self.quantity = item.quantity
+        self.local_amount = line.local_amount
         self.unit_price = line.unit_price
         # The item's own quantity: an add to a line already in the cart answers that line.
         self.line_total = line.unit_price * item.quantity
@@ -113,7 +114,7 @@ class CartItemsApi(APIView):
         "takes), and the cart is left as it was.",
         request=CartItemIn,
         examples=ex.exchange("Telcel 100 MXN", ex.CART_ITEM_REQUEST, ex.CART_ITEM, status=201),
-        responses={201: CartItemOut, **problems(400, 401, 403, 409)},
+        responses={201: CartItemOut, **problems(400, 401, 403, 409, extra=("invalid_amount",))},
     )
     def post(self, request):
         data = CartItemIn(data=request.data)
@@ -156,7 +157,7 @@ class QuoteApi(APIView):
         "The quote converts to any currency of the FX table and shows the rate used.",
         request=QuoteIn,
         examples=ex.exchange("Two units", ex.QUOTE_REQUEST, ex.QUOTE),
-        responses={200: QuoteOut, **problems(400, 401, 403, 409)},
+        responses={200: QuoteOut, **problems(400, 401, 403, 409, extra=("invalid_amount",))},
     )
     def post(self, request):
         data = QuoteIn(data=request.data)
@@ -254,7 +255,10 @@ class WalletCheckoutApi(APIView):
         parameters=[IDEMPOTENCY_HEADER],
         request=OrderIn,
         examples=ex.exchange("Telcel 100 MXN", ex.order_request(), ex.order(), status=201),
-        responses={201: OrderOut, **problems(*ORDER_STATUSES, extra=("currency_mismatch",))},
+        responses={
+            201: OrderOut,
+            **problems(*ORDER_STATUSES, extra=("currency_mismatch", "invalid_amount")),
+        },
     )
     def post(self, request):
         return place_wallet_order(request, channel=Order.Channel.WALLET, key_required=False)

@@ -2,8 +2,10 @@
 
 Columns (a header row, names in any case, spaces or underscores ignored):
 ``recipientNumber`` and ``productId``, or ``recipientNumber``, ``operator`` and ``amount``
-(the operator's id ``opr_…`` or ``CC/slug``, and the airtime's face value in local currency);
-``quantity`` (default 1) and ``reference`` are optional. Rows become the API's batch items, so
+(the operator's id ``opr_…`` or ``CC/slug``, and the airtime's face value in local currency:
+a fixed product of that face value, else a range product of the operator that sends it);
+``quantity`` (default 1), ``reference`` and ``localAmount`` (what the recipient gets, required
+for a range product: contract section 17) are optional. Rows become the API's batch items, so
 a file is checked exactly as ``POST /api-access/b2b/batches`` checks a request, and errors are
 given by line (the header is line 1) and column. A file past one of the caps of
 ``orders/batch_limits.py`` (checked before and while it is read) is refused whole, the cap named.
@@ -35,9 +37,11 @@ COLUMNS = {
     "amount": "amount",
     "quantity": "quantity",
     "reference": "reference",
+    "localamount": "localAmount",
 }
 ITEM_FIELDS = {"recipientNumber": "recipientNumber", "productId": "productId",
-               "quantity": "quantity", "reference": "reference"}  # fmt: skip
+               "quantity": "quantity", "reference": "reference",
+               "localAmount": "localAmount"}  # fmt: skip
 
 
 @dataclass
@@ -169,9 +173,25 @@ def read_rows(*, name: str, data: bytes) -> list[list[str]]:
     raise FileRefused("unsupported_type", _("Upload a .csv or .xlsx file."))
 
 
-def _products_by_face(operators: set[str]) -> dict[tuple[str, str], Product]:
-    """Airtime products of the named operators by (operator as written, face value)."""
-    wanted: dict[tuple[str, str], Product] = {}
+@dataclass
+class _Faces:
+    """Airtime products of the named operators: fixed ones by (operator as written, face
+    value), range ones by operator."""
+
+    fixed: dict[tuple[str, str], Product] = field(default_factory=dict)
+    ranges: dict[str, list[Product]] = field(default_factory=dict)
+
+    def find(self, operator: str, face: Decimal) -> tuple[Product | None, bool]:
+        """The product sending ``face`` for ``operator`` and whether it is a range one."""
+        fixed = self.fixed.get((operator, f"{face.normalize():f}"))
+        if fixed is not None:
+            return fixed, False
+        ranged = next((p for p in self.ranges.get(operator, []) if p.accepts(face)), None)
+        return ranged, ranged is not None
+
+
+def _products_by_face(operators: set[str]) -> _Faces:
+    wanted = _Faces()
     if not operators:
         return wanted
     products = Product.objects.filter(active=True, product_type="airtime").select_related(
@@ -181,8 +201,11 @@ def _products_by_face(operators: set[str]) -> dict[tuple[str, str], Product]:
         operator = product.operator
         for name in (operator.public_id, f"{operator.country_id}/{operator.slug}"):
             if name in operators or name.lower() in operators:
-                key = (name.lower(), f"{product.local_amount.normalize():f}")
-                wanted.setdefault(key, product)
+                if product.is_range:
+                    wanted.ranges.setdefault(name.lower(), []).append(product)
+                elif product.local_amount is not None:
+                    key = (name.lower(), f"{product.local_amount.normalize():f}")
+                    wanted.fixed.setdefault(key, product)
     return wanted
 
 
@@ -237,18 +260,24 @@ def parse(*, name: str, data: bytes, currency: str) -> ParsedFile:
         }
         if row.get("reference"):
             item["reference"] = row["reference"]
+        if row.get("localAmount"):
+            item["localAmount"] = row["localAmount"].replace(",", ".")
         if row.get("productId"):
             item["productId"] = row["productId"]
         elif by_operator:
             try:
-                face = f"{Decimal(row.get('amount', '').replace(',', '.')).normalize():f}"
+                face = Decimal(row.get("amount", "").replace(",", "."))
+                if not face.is_finite():
+                    raise InvalidOperation
             except InvalidOperation:
                 parsed.errors.append(
                     FileError(number, parsed.headers["amount"], _("Enter the amount as a number."))
                 )
                 item["productId"] = UNRESOLVED
             else:
-                product = faces.get((row.get("operator", "").lower(), face))
+                product, ranged = faces.find(row.get("operator", "").lower(), face)
+                if ranged and "localAmount" not in item:
+                    item["localAmount"] = f"{face.normalize():f}"
                 if product is None:
                     parsed.errors.append(
                         FileError(
@@ -286,7 +315,11 @@ def check(*, items: list[dict[str, Any]], currency: str) -> BatchIn:
 
 def _snake(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The serializer's own field names (the API's parser does this for JSON)."""
-    names = {"recipientNumber": "recipient_number", "productId": "product_id"}
+    names = {
+        "recipientNumber": "recipient_number",
+        "productId": "product_id",
+        "localAmount": "local_amount",
+    }
     return [{names.get(k, k): v for k, v in item.items()} for item in items]
 
 
@@ -296,7 +329,11 @@ def _where(field_path: str, headers: dict[str, str]) -> tuple[int | None, str]:
         return None, ""
     index, _bracket, rest = field_path[len("items[") :].partition("]")
     column = rest.lstrip(".")
-    camel = {"recipient_number": "recipientNumber", "product_id": "productId"}.get(column, column)
+    camel = {
+        "recipient_number": "recipientNumber",
+        "product_id": "productId",
+        "local_amount": "localAmount",
+    }.get(column, column)
     if camel == "productId" and "productId" not in headers:
         camel = "operator"
     return int(index) + 2, headers.get(camel, camel)

@@ -57,3 +57,14 @@ class CartLineFull(ApplicationError):
     status = 400
     title = _("Validation error")
     default_detail = _("A cart line holds at most 20 recharges.")
+
+
+class InvalidAmount(ApplicationError):
+    """A line's ``localAmount`` its product does not take (contract section 17): a range
+    product's missing, out of range or off its step; a fixed product's other than its face
+    value. Request bodies report it per line (``items[i].localAmount``, reseller.errors)."""
+
+    code = "invalid_amount"
+    status = 400
+    title = _("Invalid amount")
+    default_detail = _("This product does not send that amount.")

@@ -1,11 +1,11 @@
 """A visitor's choice kept through login and sign-up, and a guest's receipt link
 (docs/site.md, "Buying without logging in").
 
-- **The pending choice.** A logged-out "Buy now" keeps the product, the number and the
-  quantity in the visitor's session. The guest checkout page pays it without an account; after
-  a login or a sign-up (whose confirmation link logs in, in the same browser) the checkout's
-  resume page puts it in the "Buy now" cart and opens the checkout of exactly that item. Only a
-  POST with its CSRF token sets it; nothing in a URL can.
+- **The pending choice.** A logged-out "Buy now" keeps the product, the number, the
+  quantity and a range product's amount in the visitor's session. The guest checkout page
+  pays it without an account; after a login or a sign-up (whose confirmation link logs in, in
+  the same browser) the checkout's resume page puts it in the "Buy now" cart and opens the
+  checkout of exactly that item. Only a POST with its CSRF token sets it; nothing in a URL can.
 - **The guest's receipt.** A guest purchase belongs to the house guest account, which nobody
   logs in to. Its receipt page is reached by a link that names the payment and carries an HMAC
   of it (Django's signing, keyed by SECRET_KEY): a link cannot be guessed, and one receipt's
@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
 from django.contrib.sessions.backends.base import SessionBase
@@ -30,12 +31,19 @@ GUEST_PAYMENTS_KEPT = 20
 
 
 def pending_keep(
-    session: SessionBase, *, product_id: str, recipient_number: str, quantity: int
+    session: SessionBase,
+    *,
+    product_id: str,
+    recipient_number: str,
+    quantity: int,
+    local_amount: Decimal | None = None,
 ) -> None:
     session[PENDING_KEY] = {
         "product_id": product_id,
         "recipient_number": recipient_number,
         "quantity": quantity,
+        # A range product's amount (contract section 17), as text: sessions are JSON.
+        **({"local_amount": str(local_amount)} if local_amount is not None else {}),
     }
 
 

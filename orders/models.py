@@ -166,6 +166,12 @@ class OrderLine(models.Model):
     def __str__(self) -> str:
         return f"{self.quantity} x {self.product_id} to {self.recipient_number}"
 
+    @property
+    def face_value(self):
+        """What each recharge of the line sends, in the product's local currency
+        (``local_amount``, or the product's face value on lines older than ranges)."""
+        return self.local_amount if self.local_amount is not None else self.product.local_amount
+
 
 class Batch(models.Model):
     """Many recharges sent as one (docs/contract.md §13): one order, one debit, its recharges

@@ -13,10 +13,11 @@ from rest_framework.exceptions import ErrorDetail
 from catalog.errors import FxRateNotFound, PhoneNumberError
 from catalog.phone import recipient_validate
 from catalog.selectors import fx_rate, products_get
-from orders.pricing import QUANTITY_MAX, QUANTITY_MIN, LineRequest
+from orders.pricing import QUANTITY_MAX, QUANTITY_MIN, LineRequest, amount_refused
 from recharges.models import Recharge
 from recharges.serializers import RechargeOut
 from reseller.api import JsonIntegerField, StrictSerializer
+from reseller.money import quantize
 
 if TYPE_CHECKING:
     from orders.services import PlacedOrder
@@ -45,15 +46,36 @@ CURRENCY_FIELD: dict[str, Any] = {
 }
 
 
+def local_amount_field() -> serializers.DecimalField:
+    """A line's ``localAmount``: any decimal number of up to 20 digits here, its places
+    unbounded, so that an amount the product does not take (``12.345``) is one error,
+    ``invalid_amount`` naming the amounts it takes (``check_lines``), not a precision error.
+    Twenty digits keep the range and step arithmetic exact (28-digit decimal context)."""
+    return serializers.DecimalField(
+        max_digits=20,
+        decimal_places=None,
+        required=False,
+        allow_null=True,
+        help_text="What the recipient gets, in the product's local currency (contract section "
+        "17): required for a range product, within its `range` and on a step; for a fixed "
+        "product leave it out or send its `localAmount`. Anything else is 400 "
+        "`invalid_amount` naming the range.",
+    )
+
+
 class OrderLineIn(StrictSerializer):
     product_id = serializers.CharField(max_length=64)
     recipient_number = serializers.CharField(max_length=32)
     quantity = JsonIntegerField(min_value=QUANTITY_MIN, max_value=QUANTITY_MAX)
+    local_amount = local_amount_field()
 
 
 def check_lines(items: list[dict]) -> tuple[list[LineRequest], list[dict]]:
-    """Look the products up in one go and check every number against its product's country:
-    the lines, and each item's errors (``{}`` for a good one)."""
+    """Look the products up in one go and check every number against its product's country
+    and every local amount against its product's (``Product.accepts``, contract section 17):
+    the lines, and each item's errors (``{}`` for a good one). A refused amount is the field
+    error ``invalid_amount`` at ``localAmount``; a request whose only errors are those is
+    answered 400 ``invalid_amount`` (``reseller.errors``)."""
     products = products_get(product_ids=[item["product_id"] for item in items])
     errors: list[dict] = [{} for _item in items]
     lines: list[LineRequest] = []
@@ -69,8 +91,19 @@ def check_lines(items: list[dict]) -> tuple[list[LineRequest], list[dict]]:
         except PhoneNumberError as exc:
             errors[index]["recipient_number"] = [ErrorDetail(exc.message, code=exc.field_code)]
             continue
+        amount = item.get("local_amount")
+        if not product.accepts(amount):
+            errors[index]["local_amount"] = [
+                ErrorDetail(amount_refused(product), code="invalid_amount")
+            ]
+            continue
         lines.append(
-            LineRequest(product=product, recipient_number=phone.e164, quantity=item["quantity"])
+            LineRequest(
+                product=product,
+                recipient_number=phone.e164,
+                quantity=item["quantity"],
+                local_amount=product.amount_of(None if amount is None else quantize(amount)),
+            )
         )
     return lines, errors
 
@@ -222,6 +255,7 @@ class CartItemIn(StrictSerializer):
     product_id = serializers.CharField(max_length=64)
     recipient_number = serializers.CharField(max_length=32)
     quantity = JsonIntegerField(min_value=QUANTITY_MIN, max_value=QUANTITY_MAX)
+    local_amount = local_amount_field()
 
     def validate(self, data):
         (line,) = validate_lines([data], nested=False)
@@ -238,6 +272,27 @@ class CartQuery(serializers.Serializer):
 
 _MONEY = serializers.DecimalField(max_digits=12, decimal_places=2)
 _TIME = serializers.DateTimeField()
+
+
+def local_amount_out(**kwargs: Any) -> serializers.DecimalField:
+    return serializers.DecimalField(
+        max_digits=12,
+        decimal_places=2,
+        allow_null=True,
+        help_text="What the recipient gets, in `localCurrency` (the amount chosen for a range "
+        "product, the face value of a fixed one).",
+        **kwargs,
+    )
+
+
+def local_currency_out() -> serializers.CharField:
+    return serializers.CharField(
+        source="product.local_currency", help_text="The product's local currency."
+    )
+
+
+def _local(amount) -> str | None:
+    return None if amount is None else _MONEY.to_representation(amount)
 
 
 class DisputeOut(serializers.Serializer):
@@ -284,6 +339,8 @@ class OrderLineOut(serializers.Serializer):
     product_id = serializers.CharField(source="product.public_id")
     recipient_number = serializers.CharField()
     quantity = serializers.IntegerField()
+    local_amount = local_amount_out(source="face_value")
+    local_currency = local_currency_out()
     unit_price = serializers.DecimalField(max_digits=12, decimal_places=2)
     line_total = serializers.DecimalField(max_digits=12, decimal_places=2)
 
@@ -334,6 +391,8 @@ def order_body(placed: PlacedOrder) -> dict[str, Any]:
                 "product_id": line.product.public_id,
                 "recipient_number": line.recipient_number,
                 "quantity": line.quantity,
+                "local_amount": _local(line.face_value),
+                "local_currency": line.product.local_currency,
                 "unit_price": _MONEY.to_representation(line.unit_price),
                 "line_total": _MONEY.to_representation(line.line_total),
             }
@@ -354,6 +413,8 @@ def _recharge_body(recharge: Recharge) -> dict[str, Any]:
         "id": recharge.public_id,
         "product_id": recharge.product.public_id,
         "recipient_number": recharge.recipient_number,
+        "local_amount": _local(recharge.face_value),
+        "local_currency": recharge.product.local_currency,
         "amount": _MONEY.to_representation(recharge.amount),
         "currency": recharge.currency,
         "status": str(recharge.status),
@@ -380,6 +441,8 @@ class QuoteLineOut(serializers.Serializer):
     product_id = serializers.CharField(source="product.public_id")
     recipient_number = serializers.CharField()
     quantity = serializers.IntegerField()
+    local_amount = local_amount_out()
+    local_currency = local_currency_out()
     unit_price = serializers.DecimalField(max_digits=12, decimal_places=2)
     line_total = serializers.DecimalField(max_digits=12, decimal_places=2)
     promotion = PromotionBrief(allow_null=True)
@@ -408,6 +471,8 @@ class CartItemOut(serializers.Serializer):
     product_id = serializers.CharField(source="product.public_id")
     recipient_number = serializers.CharField()
     quantity = serializers.IntegerField()
+    local_amount = local_amount_out()
+    local_currency = local_currency_out()
     unit_price = serializers.DecimalField(max_digits=12, decimal_places=2)
     line_total = serializers.DecimalField(max_digits=12, decimal_places=2)
     currency = serializers.CharField()

@@ -27,7 +27,14 @@ from emails.outbox import Person, email_queue_to_user
 from orders.errors import CartAlreadyPaid, CartLineFull, CurrencyMismatch
 from orders.idempotency import IdempotentReply, run_idempotent
 from orders.models import Cart, CartItem, Order, OrderLine
-from orders.pricing import QUANTITY_MAX, LineRequest, PricedOrder, line_requests, price_order
+from orders.pricing import (
+    QUANTITY_MAX,
+    LineRequest,
+    PricedOrder,
+    amount_sent,
+    line_requests,
+    price_order,
+)
 from orders.selectors import cart_items
 from payments.models import Payment
 from payments.services import payment_create
@@ -55,16 +62,21 @@ def cart_get_or_create(*, account: Account, livemode: bool, session_id: str) -> 
 def cart_add_item(
     *, account: Account, livemode: bool, session_id: str, line: LineRequest
 ) -> CartItem:
-    """Add ``line`` to the cart. The same product to the same number makes one line: a line
-    already there grows by the quantity added (the answer is that line), up to
-    ``QUANTITY_MAX``; past it ``CartLineFull`` (400) and the cart is left as it was.
+    """Add ``line`` to the cart. The same product to the same number for the same local
+    amount makes one line: a line already there grows by the quantity added (the answer is
+    that line), up to ``QUANTITY_MAX``; past it ``CartLineFull`` (400) and the cart is left as
+    it was. Another amount of a range product is another line (contract section 17).
 
     The cart's row lock serialises adds to one cart, so two at once add up on one line."""
     cart = cart_get_or_create(account=account, livemode=livemode, session_id=session_id)
     Cart.objects.select_for_update(of=("self",)).filter(pk=cart.pk).first()
+    amount = amount_sent(line.product, line.local_amount)
     same = (
         CartItem.objects.filter(
-            cart=cart, product=line.product, recipient_number=line.recipient_number
+            cart=cart,
+            product=line.product,
+            recipient_number=line.recipient_number,
+            local_amount=amount,
         )
         .order_by("id")
         .first()
@@ -81,6 +93,7 @@ def cart_add_item(
         product=line.product,
         recipient_number=line.recipient_number,
         quantity=line.quantity,
+        local_amount=amount,
     )
 
 
@@ -164,6 +177,7 @@ def order_new(
             product=line.product,
             recipient_number=line.recipient_number,
             quantity=line.quantity,
+            local_amount=line.local_amount,
             unit_price=line.unit_price,
             line_total=line.line_total,
             promotion_name=line.promotion.name if line.promotion else "",
@@ -261,6 +275,9 @@ def _receipt_queue(
                     "product": line.product.name,
                     "recipient": number_display(line.recipient_number),
                     "quantity": line.quantity,
+                    # What the recipient gets (a range product's chosen amount).
+                    "local_amount": f"{line.face_value:.2f}",
+                    "local_currency": line.product.local_currency,
                     "unit_price": f"{line.unit_price:.2f}",
                     "line_total": f"{line.line_total:.2f}",
                 }

@@ -1,4 +1,5 @@
-"""Site pages of carts, checkout, receipts, payment history and batches."""
+"""Site pages of carts, checkout, receipts, payment history and batches, and the price of a
+range product's amount that its page asks for."""
 
 from django.urls import path
 
@@ -11,6 +12,8 @@ urlpatterns = [
     path("cart/add/", views.cart_add, name="cart-add"),
     path("cart/items/<id:item_id>/", views.cart_item_update, name="cart-item-update"),
     path("cart/items/<id:item_id>/remove/", views.cart_item_remove, name="cart-item-remove"),
+    # What the product page asks as the buyer types a range product's amount.
+    path("products/<id:product_id>/price", views.product_price, name="product-price"),
     path("checkout/", views.checkout, name="checkout"),
     path("checkout/wallet/", views.checkout_wallet, name="checkout-wallet"),
     path("checkout/resume/", views.checkout_resume, name="checkout-resume"),

@@ -6,6 +6,9 @@ the checkout app (via the JSON API that checkout.js calls), reads through orders
 
 from __future__ import annotations
 
+from decimal import Decimal
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
+
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -22,9 +25,18 @@ from rest_framework.exceptions import ValidationError
 
 from accounts.http import AuthenticatedRequest
 from accounts.services import guest_account
+from catalog.models import Product
 from catalog.phone import number_display
-from catalog.selectors import promotion_is_waitlisting
+from catalog.selectors import products_get, promotion_is_waitlisting
 from orders import guest, selectors, services
+from orders.amounts import (
+    AMOUNT,
+    AMOUNT_FOR,
+    amount_check,
+    amount_price,
+    number_shown,
+    visitor_account,
+)
 from orders.errors import CartAlreadyPaid
 from orders.models import Order
 from orders.pricing import line_requests, price_order
@@ -109,6 +121,8 @@ def _messages_of(exc: ValidationError) -> list[str]:
 @require_POST
 def cart_add(request: HttpRequest) -> HttpResponse:
     back = _back(request, reverse("catalog:index"))
+    if (refused := _amount_refused(request, back)) is not None:
+        return refused
     if not request.user.is_authenticated and request.POST.get("then") == "checkout":
         return _buy_now_logged_out(request, back)
     if not request.user.is_authenticated:
@@ -147,16 +161,17 @@ def cart_add(request: HttpRequest) -> HttpResponse:
 
 
 def _posted_line(request: HttpRequest, session_id: str):
-    """The line a product page posted (product, number, quantity), or None once what is
-    wrong with it is in the page's messages."""
-    form = CartItemIn(
-        data={
-            "session_id": session_id,
-            "product_id": request.POST.get("product", ""),
-            "recipient_number": request.POST.get("recipient_number", "").strip(),
-            "quantity": _form_int(request.POST.get("quantity", "1")),
-        }
-    )
+    """The line a product page posted (product, number, quantity, and a range product's
+    amount), or None once what is wrong with it is in the page's messages."""
+    data = {
+        "session_id": session_id,
+        "product_id": request.POST.get("product", ""),
+        "recipient_number": request.POST.get("recipient_number", "").strip(),
+        "quantity": _form_int(request.POST.get("quantity", "1")),
+    }
+    if "local_amount" in request.POST:  # checked by _amount_refused first
+        data["local_amount"] = request.POST["local_amount"].strip().replace(",", ".")
+    form = CartItemIn(data=data)
     try:
         form.is_valid(raise_exception=True)
     except ValidationError as exc:
@@ -164,6 +179,64 @@ def _posted_line(request: HttpRequest, session_id: str):
             messages.error(request, message)
         return None
     return form.validated_data["line"]
+
+
+def _amount_refused(request: HttpRequest, back: str) -> HttpResponse | None:
+    """A range product's amount posted without JavaScript, refused (not a number, out of its
+    range, off its step, not sold at the moment): back to the product page, which shows why
+    under the amount field, with the amount as typed (``site_pages.views.operator``). None
+    when the amount holds, or the product is not a range one."""
+    product = products_get(product_ids=[request.POST.get("product", "")]).get(
+        request.POST.get("product", "")
+    )
+    if product is None or not product.is_range:
+        return None
+    raw = request.POST.get("local_amount", "")
+    try:
+        amount_check(product=product, raw=raw)
+    except ApplicationError:
+        target = urlsplit(back)
+        query = [
+            (name, value)
+            for name, value in parse_qsl(target.query)
+            if name not in (AMOUNT_FOR, AMOUNT)
+        ]
+        query += [(AMOUNT_FOR, product.public_id), (AMOUNT, raw[:20])]
+        return redirect(
+            urlunsplit(target._replace(query=urlencode(query), fragment=product.public_id))
+        )
+    return None
+
+
+@require_GET
+def product_price(request: HttpRequest, product_id: str) -> JsonResponse:
+    """What the product page asks as the buyer types an amount (``?amount=150``): the price
+    of one top-up of that amount for the visitor (their currency, their discount), or why the
+    amount is refused (400 ``invalid_amount``, 409 ``product_unavailable``), in their words."""
+    product: Product | None = products_get(product_ids=[product_id]).get(product_id)
+    if product is None or not product.is_range:
+        return JsonResponse({"code": "not_found", "message": _("No such top-up.")}, status=404)
+    try:
+        found = amount_price(
+            product=product,
+            raw=request.GET.get("amount", ""),
+            account=visitor_account(request.user),
+        )
+    except ApplicationError as exc:
+        return JsonResponse({"code": exc.code, "message": str(exc.detail)}, status=exc.status)
+    return JsonResponse(
+        {
+            "amount": str(found.amount.quantize(Decimal("0.01"))),
+            "localCurrency": found.local_currency,
+            "price": str(found.price),
+            "currency": found.currency,
+            "message": _("You pay %(price)s %(currency)s")
+            % {
+                "price": number_shown(found.price, "2g"),
+                "currency": found.currency,
+            },
+        }
+    )
 
 
 def _buy_now_logged_out(request: HttpRequest, back: str) -> HttpResponse:
@@ -177,6 +250,7 @@ def _buy_now_logged_out(request: HttpRequest, back: str) -> HttpResponse:
         product_id=line.product.public_id,
         recipient_number=line.recipient_number,
         quantity=line.quantity,
+        local_amount=line.local_amount if line.product.is_range else None,
     )
     return redirect("orders:guest-checkout")
 

@@ -22,6 +22,16 @@ class RechargeOut(serializers.Serializer):
     id = serializers.CharField(source="public_id")
     product_id = serializers.CharField(source="product.public_id")
     recipient_number = serializers.CharField()
+    local_amount = serializers.DecimalField(
+        source="face_value",
+        max_digits=12,
+        decimal_places=2,
+        help_text="What the recipient gets, in `localCurrency` (the amount chosen for a range "
+        "product, the face value of a fixed one); `amount` is its price.",
+    )
+    local_currency = serializers.CharField(
+        source="product.local_currency", help_text="The product's local currency."
+    )
     amount = serializers.DecimalField(max_digits=12, decimal_places=2)
     currency = serializers.CharField()
     status = serializers.ChoiceField(choices=Recharge.Status.choices, help_text=FINAL_STATUSES_NOTE)
@@ -97,6 +107,8 @@ def recharge_detail(
         "id": recharge.public_id,
         "product_id": product.public_id,
         "recipient_number": recharge.recipient_number,
+        "local_amount": _MONEY.to_representation(recharge.face_value),
+        "local_currency": product.local_currency,
         "amount": _MONEY.to_representation(recharge.amount),
         "currency": recharge.currency,
         "status": recharge.status,
@@ -108,7 +120,7 @@ def recharge_detail(
         "order_id": order_id,
         "payment_id": payment_id,
         "operator_reference": (recharge.provider_transaction_id or None) if delivered else None,
-        "delivered_amount": _MONEY.to_representation(product.local_amount) if delivered else None,
+        "delivered_amount": _MONEY.to_representation(recharge.face_value) if delivered else None,
         "delivered_currency": product.local_currency if delivered else None,
         "events": [
             {

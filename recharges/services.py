@@ -80,6 +80,9 @@ def _recharges_new(
             livemode=order.livemode,
             product=line.product,
             recipient_number=line.recipient_number,
+            # What the recipient gets: the amount chosen for a range product, the face value
+            # of a fixed one (contract section 17).
+            local_amount=line.product.amount_of(line.local_amount),
             amount=line.unit_price,
             currency=order.currency,
             reference=references[index] if references else "",

@@ -80,7 +80,7 @@ PROBLEM_CODES = {
 
 # What placing an order can answer; a B2B order (or batch) needs an Idempotency-Key too.
 ORDER_STATUSES = (400, 401, 402, 403, 409, 422, 429)
-B2B_ORDER_CODES = ("currency_mismatch", "idempotency_key_required")
+B2B_ORDER_CODES = ("currency_mismatch", "idempotency_key_required", "invalid_amount")
 
 
 def problems(*statuses: int, extra: tuple[str, ...] = ()) -> dict[tuple[int, str], OpenApiResponse]:

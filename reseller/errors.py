@@ -15,6 +15,7 @@ from django.core.exceptions import RequestDataTooBig
 from django.db import DatabaseError, InterfaceError, OperationalError
 from django.http import Http404, JsonResponse
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import ngettext
 from djangorestframework_camel_case.util import camelize_re, underscore_to_camel
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
@@ -255,6 +256,31 @@ def _field_code(code: str | None) -> str:
     return _FIELD_CODE_NAMES.get(code, code)
 
 
+# Field errors that are a problem of their own when they are a request's only errors: its
+# code, and its title (docs/errors.md). An order line's refused ``localAmount`` is 400
+# ``invalid_amount`` (contract section 17), each line still named in ``errors``.
+OWN_PROBLEM_FIELD_CODES: dict[str, StrOrPromise] = {"invalid_amount": _("Invalid amount")}
+
+
+def _own_problem(fields: list[dict[str, str]]) -> tuple[str, StrOrPromise, str] | None:
+    """The code, title and detail of a validation failure whose every field error has one
+    code of ``OWN_PROBLEM_FIELD_CODES``: the detail is the first error's message (it names
+    what is accepted), and says how many more fields have that code."""
+    codes = {field["code"] for field in fields}
+    if len(codes) != 1 or not codes <= OWN_PROBLEM_FIELD_CODES.keys():
+        return None
+    (code,) = codes
+    detail = fields[0]["message"]
+    more = len(fields) - 1
+    if more:
+        detail += " " + ngettext(
+            "%(count)d more amount is refused: see errors.",
+            "%(count)d more amounts are refused: see errors.",
+            more,
+        ) % {"count": more}
+    return code, OWN_PROBLEM_FIELD_CODES[code], detail
+
+
 def _from_drf(
     exc: drf.APIException,
 ) -> tuple[int, str, StrOrPromise, StrOrPromise, list | None, dict]:
@@ -262,6 +288,9 @@ def _from_drf(
     headers: dict[str, str] = {}
     if isinstance(exc, drf.ValidationError):
         fields = flatten_validation_errors(exc.detail)
+        own = _own_problem(fields)
+        if own is not None:
+            return (400, *own, fields, headers)
         return (
             400,
             "validation_error",

@@ -75,6 +75,8 @@ def recharge(**over: Any) -> dict[str, Any]:
             "id": RECHARGE_ID,
             "productId": PRODUCT_ID,
             "recipientNumber": PHONE,
+            "localAmount": LOCAL_AMOUNT,
+            "localCurrency": LOCAL_CURRENCY,
             "amount": PRICE,
             "currency": CURRENCY,
             "status": "queued",
@@ -165,6 +167,8 @@ def order(**over: Any) -> dict[str, Any]:
                     "productId": PRODUCT_ID,
                     "recipientNumber": PHONE,
                     "quantity": 1,
+                    "localAmount": LOCAL_AMOUNT,
+                    "localCurrency": LOCAL_CURRENCY,
                     "unitPrice": PRICE,
                     "lineTotal": PRICE,
                 }
@@ -296,6 +300,14 @@ PHONE_FIELD_ERROR = {
 }
 
 
+# What a line's refused localAmount answers (a range product of 10 to 500 MXN, contract §17).
+AMOUNT_FIELD_ERROR = {
+    "field": "items[0].localAmount",
+    "code": "invalid_amount",
+    "message": PROBLEM_TYPES["invalid_amount"].detail,
+}
+
+
 def problem_value(code: str, *, status: int | None = None, detail: str | None = None):
     """A problem+json body of ``code``, as the exception handler renders it (in English)."""
     problem = PROBLEM_TYPES[code]
@@ -308,6 +320,8 @@ def problem_value(code: str, *, status: int | None = None, detail: str | None = 
     }
     if code == "validation_error":
         body["errors"] = [PHONE_FIELD_ERROR]
+    elif code == "invalid_amount":
+        body["errors"] = [AMOUNT_FIELD_ERROR]
     body["requestId"] = REQUEST_ID
     return body
 
@@ -378,6 +392,8 @@ CART_ITEM = {
     "productId": PRODUCT_ID,
     "recipientNumber": PHONE,
     "quantity": 1,
+    "localAmount": LOCAL_AMOUNT,
+    "localCurrency": LOCAL_CURRENCY,
     "unitPrice": PRICE,
     "lineTotal": PRICE,
     "currency": CURRENCY,
@@ -397,6 +413,8 @@ QUOTE = {
             "productId": PRODUCT_ID,
             "recipientNumber": PHONE,
             "quantity": 2,
+            "localAmount": LOCAL_AMOUNT,
+            "localCurrency": LOCAL_CURRENCY,
             "unitPrice": PRICE,
             "lineTotal": "10.20",
             "promotion": None,

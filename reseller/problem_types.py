@@ -78,6 +78,17 @@ PROBLEM_TYPES: dict[str, ProblemType] = {
         "baseCurrency must equal the wallet currency.",
         _("baseCurrency differs from the wallet's currency: send the wallet's currency."),
     ),
+    "invalid_amount": _p(
+        400,
+        _("Invalid amount"),
+        "Send localAmount from 10.00 to 500.00 MXN, in steps of 5.00.",
+        _(
+            "An order line's localAmount is one its product does not send: a range product "
+            "needs one within its range and on a step, a fixed product none or its own "
+            "localAmount. The detail names the amounts accepted and their currency, and errors "
+            "names each line (items[0].localAmount); nothing was charged."
+        ),
+    ),
     "unsupported_currency": _p(
         400,
         _("Unsupported currency"),

@@ -27,9 +27,10 @@ from accounts.forms import ApiKeyWhitelistForm
 from accounts.http import AuthenticatedRequest
 from catalog import selectors as catalog_selectors
 from catalog.errors import PhoneNumberError
-from catalog.models import Operator, PromotionStatus
+from catalog.models import Operator, Product, PromotionStatus
 from catalog.phone import PhoneNumber, phone_parse
 from catalog.views import REGION_COOKIE, countries_by_name
+from orders.amounts import AMOUNT, AMOUNT_FOR, amount_presets, amount_price, visitor_account
 from orders.selectors import sandbox_recharges
 from orders.statements import period_recharges
 from recharges.sandbox import GUIDE as SANDBOX_GUIDE
@@ -153,6 +154,22 @@ def _number_for(raw: str, *, country: str) -> PhoneNumber | None:
     return phone if phone.country == country else None
 
 
+def _amount_attach(request: HttpRequest, product: Product) -> None:
+    """A range product's amount field: its presets, and the amount a form posted without
+    JavaScript that the cart refused (``orders.views._amount_refused``), with why."""
+    product.amount_presets = amount_presets(product)  # type: ignore[attr-defined]
+    if request.GET.get(AMOUNT_FOR) != product.public_id:
+        return
+    raw = request.GET.get(AMOUNT, "")[:20]
+    product.amount_typed = raw  # type: ignore[attr-defined]
+    try:
+        product.amount_price = amount_price(  # type: ignore[attr-defined]
+            product=product, raw=raw, account=visitor_account(request.user)
+        )
+    except ApplicationError as exc:
+        product.amount_error = exc.detail  # type: ignore[attr-defined]
+
+
 @require_GET
 def operator(request: HttpRequest, code: str, slug: str) -> HttpResponse:
     found: Operator | None = (
@@ -169,6 +186,9 @@ def operator(request: HttpRequest, code: str, slug: str) -> HttpResponse:
         (kind, list(items)) for kind, items in groupby(products, key=lambda p: p.product_type)
     ]
     promotions = {p.promotion.pk: p.promotion for p in products if p.promotion}  # type: ignore[attr-defined]
+    for product in products:
+        if product.is_range:
+            _amount_attach(request, product)
     number = _number_for(request.GET.get("phone", ""), country=found.country_id)
     saved_name = ""
     if number is not None and request.user.is_authenticated:

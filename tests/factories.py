@@ -105,6 +105,20 @@ class ProductFactory(factory.django.DjangoModelFactory):
     retail_currency = "EUR"
 
 
+class RangeProductFactory(ProductFactory):
+    """A range product (contract section 17): any amount from 10.00 to 500.00 in steps of
+    5.00 of the local currency, priced A / 20 + 0.50 EUR, rounded up to the cent."""
+
+    denomination = "range"
+    local_amount = None
+    retail_price = None
+    range_min = Decimal("10.00")
+    range_max = Decimal("500.00")
+    range_step = Decimal("5.00")
+    pricing_rate = Decimal("20.00000000")
+    pricing_fee = Decimal("0.50")
+
+
 class PromotionFactory(factory.django.DjangoModelFactory):
     """Active by default: started an hour ago, ends in a week."""
 
