@@ -89,8 +89,14 @@ class ProductListApi(CatalogListApi):
         "value). A product with an active or scheduled promotion carries it in `promotion` "
         "(name, description, terms, startsAt, endsAt, status); otherwise `promotion` is null. "
         "An unknown `country` or `operator`, a malformed price or an unknown parameter is "
-        "400 `validation_error` naming the parameter." + LANGUAGE_NOTE,
-        examples=[ex.response(ex.PRODUCT_NAME, ex.product())],
+        "400 `validation_error` naming the parameter. A `range` product (`denomination`) "
+        "has no `localAmount` or `price`: the buyer chooses an amount within `range`, priced "
+        "`A / pricing.rate + pricing.fee` rounded up to the cent; `minPrice` and `maxPrice` "
+        "compare its price at the two ends of its range." + LANGUAGE_NOTE,
+        examples=[
+            ex.response(ex.PRODUCT_NAME, ex.product()),
+            ex.response("A range product", ex.range_product()),
+        ],
         responses={200: ProductOut, **problems(400, 401, 403)},
     )
     def get(self, request, *args, **kwargs):
@@ -113,7 +119,10 @@ class ProductDetailApi(APIView):
         description="An active product by id; an unknown or withdrawn id is 404 `not_found`."
         + LANGUAGE_NOTE,
         parameters=[OpenApiParameter("product_id", str, OpenApiParameter.PATH)],
-        examples=[ex.response(ex.PRODUCT_NAME, ex.product())],
+        examples=[
+            ex.response(ex.PRODUCT_NAME, ex.product()),
+            ex.response("A range product", ex.range_product()),
+        ],
         responses={200: ProductOut, **problems(401, 403, 404)},
     )
     def get(self, request, product_id: str):

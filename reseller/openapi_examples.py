@@ -193,15 +193,35 @@ def product(**over: Any) -> dict[str, Any]:
             "type": "airtime",
             "operator": OPERATOR,
             "country": COUNTRY,
+            "denomination": "fixed",
             "localAmount": LOCAL_AMOUNT,
             "localCurrency": LOCAL_CURRENCY,
             "price": PRICE,
             "currency": CURRENCY,
+            "range": None,
+            "pricing": None,
             "validity": None,
             "validityDays": None,
             "promotion": None,
         },
         over,
+    )
+
+
+def range_product(**over: Any) -> dict[str, Any]:
+    """A range product (contract section 17): the buyer chooses the amount."""
+    return product(
+        **{
+            "id": "prd_Rg7TelcelAnyAmount1",
+            "name": "Telcel any amount",
+            "description": "",
+            "denomination": "range",
+            "localAmount": None,
+            "price": None,
+            "range": {"min": "50.00", "max": "500.00", "step": "1.00", "currency": "MXN"},
+            "pricing": {"rate": "22.11302211", "fee": "0.49", "currency": CURRENCY},
+            **over,
+        }
     )
 
 
@@ -628,10 +648,16 @@ ADMIN_PRODUCT = {
     "productType": "airtime",
     "operator": OPERATOR,
     "country": COUNTRY,
+    "denomination": "fixed",
     "localAmount": LOCAL_AMOUNT,
     "localCurrency": LOCAL_CURRENCY,
     "price": PRICE,
     "currency": CURRENCY,
+    "rangeMin": None,
+    "rangeMax": None,
+    "rangeStep": None,
+    "pricingRate": None,
+    "pricingFee": None,
     "active": True,
     "offered": True,
     "rechargesLast30Days": 412,
