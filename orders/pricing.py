@@ -17,7 +17,7 @@ placing an order (quotes, wallet and B2B orders, card prepare, batches) prices t
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
 
@@ -43,6 +43,8 @@ class LineRequest:
     # The amount the recipient gets, in the product's local currency (contract section 17):
     # required for a range product; a fixed product's face value, or None for it.
     local_amount: Decimal | None = None
+    # The extra fields the product needs (catalog.fields), clean: {"senderPhone": "+1…"}.
+    fields: dict[str, str] = field(default_factory=dict)
 
 
 def line_requests(items: Iterable) -> list[LineRequest]:
@@ -54,6 +56,7 @@ def line_requests(items: Iterable) -> list[LineRequest]:
             recipient_number=i.recipient_number,
             quantity=i.quantity,
             local_amount=i.local_amount,
+            fields=dict(getattr(i, "fields", None) or {}),
         )
         for i in items
     ]
@@ -108,6 +111,7 @@ class PricedLine:
     unit_price: Decimal
     line_total: Decimal
     promotion: Promotion | None
+    fields: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -183,6 +187,7 @@ def price_order(
                 recipient_number=line.recipient_number,
                 quantity=line.quantity,
                 local_amount=amount_sent(line.product, line.local_amount),
+                fields=line.fields,
                 unit_price=price,
                 line_total=line_total,
                 promotion=product_promotion(product=line.product, at=at),

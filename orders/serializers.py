@@ -6,11 +6,13 @@ from typing import TYPE_CHECKING, Any
 
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
+from djangorestframework_camel_case.util import camelize_re, underscore_to_camel
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.exceptions import ErrorDetail
 
 from catalog.errors import FxRateNotFound, PhoneNumberError
+from catalog.fields import fields_check
 from catalog.phone import recipient_validate
 from catalog.selectors import fx_rate, products_get
 from orders.pricing import QUANTITY_MAX, QUANTITY_MIN, LineRequest, amount_refused
@@ -63,11 +65,40 @@ def local_amount_field() -> serializers.DecimalField:
     )
 
 
-class OrderLineIn(StrictSerializer):
+def line_fields_field() -> serializers.JSONField:
+    """A line's ``fields``: the extra fields its product needs (contract section 17)."""
+    return serializers.JSONField(
+        required=False,
+        allow_null=True,
+        help_text="What the product needs besides the number (its `requiredFields`): "
+        '`{"senderName", "senderPhone", "recipientEmail", "recipientName"}`. One missing or '
+        "malformed is 400 `validation_error` naming it (`missing_field`, `invalid_field`).",
+    )
+
+
+class WithLineFields:
+    """Adds a line's ``fields`` (a serializer's own ``fields`` attribute is taken: its field
+    map)."""
+
+    def get_fields(self):
+        found = super().get_fields()
+        found["fields"] = line_fields_field()
+        return found
+
+
+class OrderLineIn(WithLineFields, StrictSerializer):
     product_id = serializers.CharField(max_length=64)
     recipient_number = serializers.CharField(max_length=32)
     quantity = JsonIntegerField(min_value=QUANTITY_MIN, max_value=QUANTITY_MAX)
     local_amount = local_amount_field()
+
+
+def _fields_given(value: Any) -> Any:
+    """A line's ``fields`` with their wire names: the camelCase parser turned
+    ``senderPhone`` into ``sender_phone``, as it does every key of a request."""
+    if not isinstance(value, dict):
+        return value
+    return {camelize_re.sub(underscore_to_camel, str(key)): item for key, item in value.items()}
 
 
 def check_lines(items: list[dict]) -> tuple[list[LineRequest], list[dict]]:
@@ -97,12 +128,23 @@ def check_lines(items: list[dict]) -> tuple[list[LineRequest], list[dict]]:
                 ErrorDetail(amount_refused(product), code="invalid_amount")
             ]
             continue
+        fields, refused = fields_check(
+            required=product.required_fields or [], given=_fields_given(item.get("fields"))
+        )
+        if refused:
+            errors[index]["fields"] = {
+                error.field: [ErrorDetail(error.message, code=error.code)] for error in refused
+            }
+            if "fields" in errors[index]["fields"]:  # not an object at all
+                errors[index]["fields"] = errors[index]["fields"]["fields"]
+            continue
         lines.append(
             LineRequest(
                 product=product,
                 recipient_number=phone.e164,
                 quantity=item["quantity"],
                 local_amount=product.amount_of(None if amount is None else quantize(amount)),
+                fields=fields,
             )
         )
     return lines, errors
@@ -250,7 +292,7 @@ class QuoteIn(StrictSerializer):
         return data
 
 
-class CartItemIn(StrictSerializer):
+class CartItemIn(WithLineFields, StrictSerializer):
     session_id = serializers.CharField(max_length=100, required=False, default="default")
     product_id = serializers.CharField(max_length=64)
     recipient_number = serializers.CharField(max_length=32)
@@ -423,6 +465,7 @@ def _recharge_body(recharge: Recharge) -> dict[str, Any]:
         "created_at": _TIME.to_representation(recharge.created_at),
         "updated_at": _TIME.to_representation(recharge.updated_at),
         "livemode": recharge.livemode,
+        "fields": dict(recharge.fields or {}),
     }
 
 

@@ -77,6 +77,7 @@ def cart_add_item(
             product=line.product,
             recipient_number=line.recipient_number,
             local_amount=amount,
+            fields=line.fields,
         )
         .order_by("id")
         .first()
@@ -94,6 +95,7 @@ def cart_add_item(
         recipient_number=line.recipient_number,
         quantity=line.quantity,
         local_amount=amount,
+        fields=line.fields,
     )
 
 
@@ -178,6 +180,7 @@ def order_new(
             recipient_number=line.recipient_number,
             quantity=line.quantity,
             local_amount=line.local_amount,
+            fields=line.fields,
             unit_price=line.unit_price,
             line_total=line.line_total,
             promotion_name=line.promotion.name if line.promotion else "",

@@ -41,10 +41,23 @@ class RechargeOut(serializers.Serializer):
     updated_at = serializers.DateTimeField()
     livemode = serializers.BooleanField()
 
+    def get_fields(self):
+        # ``fields`` is the serializer's own field map: the line's extra fields are added
+        # here under that name (contract section 17).
+        found = super().get_fields()
+        found["fields"] = serializers.DictField(
+            child=serializers.CharField(),
+            read_only=True,
+            help_text="The extra fields its line carried (`senderPhone`, `recipientEmail`, …): "
+            "`{}` when its product needs none.",
+        )
+        return found
+
     def to_representation(self, instance):
         data = super().to_representation(instance)
         data["failure_code"] = data["failure_code"] or None
         data["failure_message"] = data["failure_message"] or None
+        data["fields"] = dict(instance.fields or {})
         return data
 
 

@@ -83,6 +83,7 @@ def _recharges_new(
             # What the recipient gets: the amount chosen for a range product, the face value
             # of a fixed one (contract section 17).
             local_amount=line.product.amount_of(line.local_amount),
+            fields=dict(getattr(line, "fields", None) or {}),
             amount=line.unit_price,
             currency=order.currency,
             reference=references[index] if references else "",

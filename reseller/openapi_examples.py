@@ -85,6 +85,7 @@ def recharge(**over: Any) -> dict[str, Any]:
             "createdAt": AT,
             "updatedAt": AT,
             "livemode": True,
+            "fields": {},
         },
         over,
     )
