@@ -7,7 +7,7 @@ same input twice changes nothing.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
@@ -19,6 +19,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from catalog.cache import catalog_changed
+from catalog.fields import required_fields_clean
 from catalog.i18n import clean_translations
 from catalog.ids import operator_public_id, product_public_id, promotion_public_id
 from catalog.models import (
@@ -287,6 +288,30 @@ def product_prices_set(*, prices: Iterable[ProductPrice]) -> int:
         Product.objects.bulk_update(
             changed, ["retail_price", "pricing_rate", "pricing_fee", "offered", "updated_at"]
         )
+        catalog_changed()  # bulk_update sends no signal
+    return len(changed)
+
+
+@transaction.atomic
+def product_required_fields_set(*, required: Mapping[int, Iterable[str]]) -> int:
+    """Set what each product needs besides the number (contract section 17, "Extra fields"):
+    ``required`` maps product ids to field names (catalog.fields; a provider's sync passes
+    the union of the product's active routes'). Only rows that differ are written, under
+    their row locks taken in id order. Returns how many changed."""
+    wanted = {pk: required_fields_clean(list(names)) for pk, names in required.items()}
+    if not wanted:
+        return 0
+    now = timezone.now()
+    changed: list[Product] = []
+    for product in (
+        Product.objects.select_for_update(of=("self",)).filter(pk__in=wanted).order_by("pk")
+    ):
+        if product.required_fields != wanted[product.pk]:
+            product.required_fields = wanted[product.pk]
+            product.updated_at = now
+            changed.append(product)
+    if changed:
+        Product.objects.bulk_update(changed, ["required_fields", "updated_at"])
         catalog_changed()  # bulk_update sends no signal
     return len(changed)
 

@@ -174,6 +174,7 @@ def request_for(recharge: Recharge, target: Target) -> TopupRequest:
         send_value=route.send_value_at(_ranged(recharge)),
         send_currency=route.send_currency,
         callback_url=callback_url(route.provider),
+        field_names=dict(route.field_names or {}),
     )
 
 

@@ -321,7 +321,7 @@ def test_catalog_skips_what_we_could_not_send(fake, dtone):
     mexico = {"country_iso": "MEX", "country_name": "Mexico", **base}
     fake.products = [
         fixed_product(id=1, wholesale=1, fee=0, **mexico),
-        fixed_product(id=2, wholesale=1, fee=0, required_sender_fields=[["first_name"]], **mexico),
+        fixed_product(id=2, wholesale=1, fee=0, required_sender_fields=[["middle_name"]], **mexico),
         fixed_product(id=3, wholesale=1, fee=0, service=(3, "Utilities"), **mexico),
         fixed_product(id=4, wholesale=1, fee=0, country_iso="GXX", country_name="Global", **base),
         fixed_product(

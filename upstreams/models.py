@@ -136,6 +136,9 @@ class Route(models.Model):
     send_per_unit = models.DecimalField(max_digits=18, decimal_places=10, null=True, blank=True)
     # What this provider needs besides the number to sell it (catalog.fields.FIELD_NAMES).
     required_fields = models.JSONField(default=list, blank=True)
+    # The provider's own name of each field it takes, where it names them per product
+    # (Ding's settings: ``{"senderName": "SenderName"}``); sent with the top-up.
+    field_names = models.JSONField(default=dict, blank=True)
     active = models.BooleanField(default=True)
     updated_at = models.DateTimeField(default=timezone.now)
 

@@ -24,7 +24,7 @@ from accounts.models import User
 from catalog.errors import FxRateNotFound
 from catalog.models import Operator, Product
 from catalog.selectors import fx_rate
-from catalog.services import product_range_upsert, product_upsert
+from catalog.services import product_range_upsert, product_required_fields_set, product_upsert
 from emails.outbox import email_queue_to_user
 from reseller.errors import ApplicationError, NotFound
 from upstreams.adapters import ProviderError, SkippedProduct, UpstreamProduct, adapter_for
@@ -360,12 +360,24 @@ def _ranges_span(product_ids: list[int]) -> None:
         )
 
 
+def _required_fields_union(product_ids: list[int]) -> None:
+    """Each product needs what any of its active routes needs (contract section 17, "Extra
+    fields"): a line carries the fields whichever route delivers it."""
+    required: dict[int, set[str]] = {pk: set() for pk in product_ids}
+    for product_id, names in Route.objects.filter(
+        product_id__in=product_ids, active=True
+    ).values_list("product_id", "required_fields"):
+        required[product_id].update(names or [])
+    product_required_fields_set(required=required)
+
+
 def catalog_sync(*, provider: Provider, countries: list[str] | None = None) -> SyncResult:
     """Read the provider's whole catalog (no transaction open), then in one transaction: its
     operators (mapped by normalised name when one catalog operator of the country answers to
     it), a route per product of each mapped operator (the cheapest of its offers for that
     product; a range offer to the operator's range product), routes no longer offered
-    deactivated, range products spanning their routes, and what could not be sold recorded
+    deactivated, range products spanning their routes, each product needing the extra fields
+    any of its active routes needs (``required_fields``), and what could not be sold recorded
     (``SkippedOffer``, replaced each run); then the products of its routes are repriced
     (``upstreams.pricing``)."""
     catalog = adapter_for(provider).catalog_read(countries=countries)
@@ -446,6 +458,8 @@ def catalog_sync(*, provider: Provider, countries: list[str] | None = None) -> S
                 "step": offer.step,
                 "cost_per_unit": offer.cost_per_unit,
                 "send_per_unit": offer.send_per_unit,
+                "required_fields": list(offer.required_fields),
+                "field_names": dict(offer.field_names),
                 "active": True,
             }
             route = routes.get(product_id)
@@ -465,6 +479,7 @@ def catalog_sync(*, provider: Provider, countries: list[str] | None = None) -> S
         gone = [r.pk for pid, r in routes.items() if pid not in cheapest and r.active]
         removed = Route.objects.filter(pk__in=gone).update(active=False, updated_at=now)
         _ranges_span([*cheapest, *routes])
+        _required_fields_union([*cheapest, *routes])
         SkippedOffer.objects.filter(provider=provider).delete()
         SkippedOffer.objects.bulk_create(
             SkippedOffer(

@@ -20,6 +20,10 @@ Switches, all thread-safe:
   listens again on the same port.
 - ``refuse_next(n, code=...)`` / ``refuse_number(account, code=...)``: a documented refusal
   (a Failed transfer with that ErrorCode; ``code="ProviderTimedOut"`` is Ding's 90 s case).
+- Extra fields: ``fields_product()`` (``add_product`` it) has a mandatory ``SenderName``
+  setting; a SendTransfer without it in ``Settings`` answers 400 ``ParameterMissing`` with
+  the setting's name as Context (the fake's reading: Ding publishes its codes only at run
+  time). ``received`` keeps the last body per DistributorRef.
 - ``slow_next(seconds)``: the transfer is made at once, the answer comes after ``seconds``.
 - ``delay``: seconds every transfer made takes to answer (made at once, answered after),
   unless ``slow_next`` says otherwise: many calls stay in flight together.
@@ -132,6 +136,7 @@ def product(
     max_receive: Decimal | str | None = None,
     region: str = "",
     redemption: str = "Immediate",
+    settings: Iterable[dict[str, Any]] = (),
 ) -> dict[str, Any]:
     """A GetProducts item: fixed-value unless ``max_send`` makes it a range."""
     low = price(
@@ -152,7 +157,7 @@ def product(
         "ProviderCode": provider_code,
         "SkuCode": sku,
         "LocalizationKey": sku,
-        "SettingDefinitions": [],
+        "SettingDefinitions": list(settings),
         "Maximum": high,
         "Minimum": low,
         "CommissionRate": Decimal(str(commission_rate)),
@@ -218,6 +223,27 @@ def default_products() -> list[dict[str, Any]]:
     ]
 
 
+def setting(name: str, description: str = "", *, mandatory: bool = True) -> dict[str, Any]:
+    """A SettingDefinition: a name to send back in SendTransfer's ``Settings``."""
+    return {"Name": name, "Description": description or name, "IsMandatory": mandatory}
+
+
+def fields_product() -> dict[str, Any]:
+    """A Telcel 500 MXN top-up with a mandatory ``SenderName`` setting (and an optional
+    ``RecipientEmail``)."""
+    return product(
+        "MX_TL_TopUp_500_Sender",
+        "TLMX",
+        send="27.50",
+        receive="500",
+        receive_currency="MXN",
+        settings=[
+            setting("SenderName", "The name of the person sending the top-up"),
+            setting("RecipientEmail", "Where the receipt is sent", mandatory=False),
+        ],
+    )
+
+
 class FakeDing:
     def __init__(
         self,
@@ -240,6 +266,7 @@ class FakeDing:
         self.transfers: dict[str, dict[str, Any]] = {}  # TransferRecord by DistributorRef
         self.transfer_errors: dict[str, list[dict[str, Any]]] = {}
         self.calls: Counter[str] = Counter()  # SendTransfer calls per DistributorRef
+        self.received: dict[str, dict[str, Any]] = {}  # the last SendTransfer body per ref
         self.lookups: Counter[str] = Counter()  # ListTransferRecords calls by DistributorRef
         self.omitted: set[str] = set()  # left out of a listing not asked by DistributorRef
         self.success_state = "Complete"
@@ -448,6 +475,7 @@ class FakeDing:
             reference = str(body.get("DistributorRef") or "") if isinstance(body, dict) else ""
             if reference:
                 self.calls[reference] += 1
+                self.received[reference] = body
             if self._answers:
                 status, answer, headers = self._answers.popleft()
                 return status, answer, headers, 0.0
@@ -467,6 +495,16 @@ class FakeDing:
             item = self.products.get(str(body["SkuCode"]))
             if item is None:
                 return 400, _refused(4, _error("ParameterInvalid", "SkuCode")), {}, 0.0
+            given = body.get("Settings") or []
+            if not isinstance(given, list) or not all(
+                isinstance(g, dict) and isinstance(g.get("Name"), str) for g in given
+            ):
+                return 400, _refused(4, _error("ParameterInvalid", "Settings")), {}, 0.0
+            values = {g["Name"]: g.get("Value") for g in given}
+            for definition in item["SettingDefinitions"]:
+                if definition["IsMandatory"] and not values.get(definition["Name"]):
+                    error = _error("ParameterMissing", definition["Name"])
+                    return 400, _refused(4, error), {}, 0.0
             try:
                 send = _money(body["SendValue"])
             except ArithmeticError:

@@ -28,6 +28,11 @@ COMPLETED). Switches:
   reference's error codes (``1005003``, ``1006001``, ``1000429``, ``1009503``...);
   ``after_creating`` makes (and completes) the transaction first, as a server that failed
   while answering. ``fail_lookups(count, code)`` does the same to ``GET /transactions``.
+- Extra fields: ``fields_product()`` (add it to ``products``) wants the sender's first and
+  last name and mobile number and the beneficiary's names; a send without them is 400
+  ``1000400`` (the reference has no finer code), a malformed sender or beneficiary mobile
+  number ``1005503`` / ``1006503``. A transaction keeps the ``sender`` and ``beneficiary``
+  it was sent; ``bodies`` has every body.
 - ``slow_next(seconds)``: the next send creates and completes its transaction, then answers
   after ``seconds`` (a client with a shorter timeout gives up).
 - ``delay``: seconds every send that makes a transaction takes to answer (after making it),
@@ -400,6 +405,45 @@ def default_products() -> list[dict[str, Any]]:
         fixed_product(id=30022, amount=20000, wholesale=5.10, fee=0.05, **claro),
         fixed_product(id=30031, amount=10000, wholesale=2.50, fee=0.05, **movistar),
     ]
+
+
+def fields_product() -> dict[str, Any]:
+    """A Telcel 500 MXN top-up that wants the sender's name and number and the beneficiary's
+    name (``required_sender_fields`` / ``required_beneficiary_fields``, as the reference's
+    schema shapes them: alternatives, each a list of fields wanted together)."""
+    return fixed_product(
+        id=30090,
+        operator_id=1450,
+        operator_name="Telcel",
+        country_iso="MEX",
+        country_name="Mexico",
+        unit="MXN",
+        amount=500,
+        wholesale=27.00,
+        fee=0.20,
+        required_sender_fields=[["first_name", "last_name", "mobile_number"]],
+        required_beneficiary_fields=[["first_name", "last_name"]],
+    )
+
+
+def parties_missing(product: dict[str, Any], body: dict[str, Any]) -> list[str]:
+    """The party fields a product requires that ``body`` lacks (none when one alternative of
+    each party is wholly given): ``["sender.first_name", ...]``."""
+    missing: list[str] = []
+    for party, required in (
+        ("sender", product.get("required_sender_fields")),
+        ("beneficiary", product.get("required_beneficiary_fields")),
+    ):
+        if not required:
+            continue
+        given = body.get(party) if isinstance(body.get(party), dict) else {}
+        lacking = [
+            [f for f in alternative if not (isinstance(given.get(f), str) and given[f].strip())]
+            for alternative in required
+        ]
+        if all(lacking):
+            missing.extend(f"{party}.{f}" for f in min(lacking, key=len))
+    return missing
 
 
 class _Server(ThreadingHTTPServer):
@@ -927,6 +971,14 @@ class FakeDTOne:
                         return self._error(1003001)
                     if not isinstance(number, str) or not E164.match(number):
                         return self._error(1005003)
+                    for party, code in (("sender", 1005503), ("beneficiary", 1006503)):
+                        phone = (body.get(party) or {}).get("mobile_number")
+                        if phone is not None and not E164.match(str(phone)):
+                            return self._error(code)
+                    if parties_missing(product, body):
+                        # The reference publishes no code of its own for a required party
+                        # field left out: its generic Bad Request.
+                        return self._error(1000400)
                     priced: dict[str, Any] | None = None
                     if product["type"] == "RANGED_VALUE_RECHARGE":
                         priced, refused = ranged_price(product, body)
@@ -940,6 +992,8 @@ class FakeDTOne:
                         fake._refusals.pop(0) if fake._refusals else None
                     )
                     fake._create(external_id, product, number, callback_url, priced=priced)
+                    fake.transactions[external_id]["sender"] = body.get("sender")
+                    fake.transactions[external_id]["beneficiary"] = body.get("beneficiary")
                     balance = fake.balances[fake.currency]
                     balance["available"] -= cost  # authorize
                     balance["holding"] += cost

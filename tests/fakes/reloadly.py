@@ -19,6 +19,10 @@ Behaviour can be switched:
   is made first, as when a gateway fails after the provider did the work.
 - ``refuse_next(n, error_code, message)`` / ``refuse_number(number, ...)``: a documented 4xx
   refusal with ``errorCode``, for the next ``n`` calls or for one recipient number.
+- Extra fields: ``nauta_operator()`` (add it to ``operators``) is Cuba's Nauta, whose top-ups
+  need ``recipientEmail``; one without it is refused with 400 (the reference's error body; the
+  errorCode ``INVALID_RECIPIENT_EMAIL`` is the fake's, Reloadly publishes none). A top-up
+  keeps the ``recipientEmail`` and ``senderPhone`` it was sent; ``received`` has each body.
 - ``slow_next(seconds)``: answers after the client gave up, having made the top-up.
 - ``refund(custom_identifier)``: Reloadly takes the top-up back: REFUNDED in the reports, and
   its cost back on the balance.
@@ -185,6 +189,26 @@ def default_operators(currency: str = "EUR") -> list[dict[str, Any]]:
             sender_currency=currency,
         ),
     ]
+
+
+def nauta_operator(currency: str = "EUR") -> dict[str, Any]:
+    """Cuba's Nauta, whose top-ups need the recipient's email (the reference's
+    ``recipientEmail``: "only applicable to Nauta Cuba top-ups")."""
+    return operator(
+        1255,
+        "Nauta Cuba",
+        ("CU", "Cuba"),
+        "CUP",
+        rate=120,
+        discount=3,
+        fixed=[10, 20],
+        local=[1200, 2400],
+        sender_currency=currency,
+    )
+
+
+def needs_email(op: dict[str, Any] | None) -> bool:
+    return bool(op) and op["country"]["isoName"] == "CU" and "nauta" in op["name"].lower()
 
 
 def amount_pairs(op: dict[str, Any]) -> list[tuple[Decimal, Decimal | None]]:
@@ -480,6 +504,14 @@ class FakeReloadly:
             return 400, self.error(400, "/topups", "INVALID_AMOUNT_FOR_OPERATOR", priced)
         requested, delivered, delivered_currency, discount = priced
         op = self.operator_by_id(body.get("operatorId"))
+        email = body.get("recipientEmail")
+        if needs_email(op) and not (isinstance(email, str) and "@" in email):
+            # The reference documents the field ("only applicable to Nauta Cuba top-ups") and
+            # the 400 body, but publishes no errorCode for it: this one is the fake's.
+            return 400, self.error(
+                400, "/topups", "INVALID_RECIPIENT_EMAIL", "Nauta Cuba top-ups need recipientEmail"
+            )
+        sender = body.get("senderPhone") or {}
         now = self.now().strftime(TIME_FORMAT)
         old = self.balance
         cost = requested - discount
@@ -491,8 +523,8 @@ class FakeReloadly:
             "operatorTransactionId": f"OP{transaction_id}",
             "customIdentifier": reference,
             "recipientPhone": number,
-            "recipientEmail": None,
-            "senderPhone": None,
+            "recipientEmail": email or None,
+            "senderPhone": sender.get("number") if isinstance(sender, dict) else None,
             "countryCode": body.get("recipientPhone", {}).get("countryCode"),
             "operatorId": body.get("operatorId"),
             "operatorName": op["name"] if op else None,

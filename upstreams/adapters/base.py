@@ -44,6 +44,9 @@ class TopupRequest:
     # The line's extra fields (catalog.fields: "senderPhone", "recipientEmail", …), clean;
     # each adapter sends them under its provider's names.
     fields: dict[str, str] = field(default_factory=dict)
+    # The provider's own name of each field, where it names them per product (Ding's
+    # settings), from the route (``UpstreamProduct.field_names``); empty otherwise.
+    field_names: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -112,8 +115,11 @@ class UpstreamProduct:
     step: Decimal | None = None
     cost_per_unit: Decimal | None = None
     send_per_unit: Decimal | None = None
-    # What the provider needs besides the number to sell it (catalog.fields.FIELD_NAMES).
+    # What the provider needs besides the number to sell it (catalog.fields.FIELD_NAMES),
+    # and, where the provider names them per product (Ding's settings), its name of each
+    # field it takes (``{"senderName": "SenderName"}``), sent back with the top-up.
     required_fields: tuple[str, ...] = ()
+    field_names: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -65,6 +65,12 @@ What this adapter relies on:
   "ErrorCodes"}``. It has no date filter and keeps two months: a day's report reads every page
   and keeps the records whose ``StartedUtc`` falls on that UTC day.
 - ``GET GetBalance`` answers ``Balance`` and ``CurrencyIso``.
+- A product's ``SettingDefinitions`` (``Name``, ``Description``, ``IsMandatory``: "must be
+  submitted during SendTransfer") are sent as SendTransfer's ``Settings: [{Name, Value}]``.
+  Ding names them per product and publishes no list: a setting whose name reads as one of
+  our fields (``SenderName``, ``SenderMobile``, ``RecipientEmail``, ``RecipientName``...,
+  ``SETTING_FIELDS``) is that field, kept with the route under Ding's spelling
+  (``field_names``); a product with any other mandatory setting is skipped with its name.
 
 Surprises, and what the adapter does about them:
 - Ding documents no reversal: ``Cancelled`` follows the agent's own ``CancelTransfers`` (which
@@ -238,6 +244,9 @@ class DingProvider:
         currency = request.send_currency or self.config.currency
         if currency:
             payload["SendCurrencyIso"] = currency
+        settings = _settings_sent(request)
+        if settings:
+            payload["Settings"] = settings
         response = self._call("POST", "SendTransfer", body=payload, sending=True)
         return self._sent(response)
 
@@ -613,9 +622,9 @@ def _upstream_product(
         return None, f"benefits {', '.join(map(str, benefits)) or 'none'} are not airtime or data"
     if str(product.get("RedemptionMechanism") or "Immediate") != "Immediate":
         return None, "not redeemed immediately (a PIN or a voucher)"
-    settings = product.get("SettingDefinitions") or []
-    if any(isinstance(s, dict) and s.get("IsMandatory") for s in settings):
-        return None, "needs mandatory settings"
+    required, field_names, reason = _settings(product.get("SettingDefinitions"))
+    if reason:
+        return None, reason
     provider = providers.get(str(product.get("ProviderCode")))
     operator = _operator(product, provider)
     if provider is None or not operator.country:
@@ -636,6 +645,8 @@ def _upstream_product(
         "cost_currency": send_currency,
         "send_currency": send_currency,
         "raw": _plain(product),
+        "required_fields": required,
+        "field_names": field_names,
     }
     if low_send == send:
         return (
@@ -678,6 +689,67 @@ def _upstream_product(
         ),
         "",
     )
+
+
+# Ding names a product's settings itself (``SettingDefinitions``: Name, Description,
+# IsMandatory) and publishes no list of them: a setting is one of our fields when its name,
+# lower-cased without punctuation, is one of these.
+SETTING_FIELDS = {
+    "sendername": "senderName",
+    "senderfullname": "senderName",
+    "senderphone": "senderPhone",
+    "sendermobile": "senderPhone",
+    "sendermobilenumber": "senderPhone",
+    "senderphonenumber": "senderPhone",
+    "sendernumber": "senderPhone",
+    "recipientemail": "recipientEmail",
+    "receiveremail": "recipientEmail",
+    "beneficiaryemail": "recipientEmail",
+    "recipientname": "recipientName",
+    "recipientfullname": "recipientName",
+    "receivername": "recipientName",
+    "beneficiaryname": "recipientName",
+}
+FIELD_ORDER = ("senderName", "senderPhone", "recipientEmail", "recipientName")  # catalog.fields
+
+
+def _settings(definitions: Any) -> tuple[tuple[str, ...], dict[str, str], str]:
+    """A product's ``SettingDefinitions`` as (the fields it needs, Ding's name of each field
+    it takes, why it cannot be sold or ""). A mandatory setting that is none of our fields
+    cannot be sent."""
+    if not definitions:
+        return (), {}, ""
+    if not isinstance(definitions, list):
+        return (), {}, "SettingDefinitions unreadable"
+    required: set[str] = set()
+    names: dict[str, str] = {}
+    unknown: list[str] = []
+    for setting in definitions:
+        if not isinstance(setting, dict):
+            continue
+        name = str(setting.get("Name") or "")
+        ours = SETTING_FIELDS.get(re.sub(r"[^a-z]", "", name.lower()))
+        if ours is None:
+            if setting.get("IsMandatory"):
+                unknown.append(name or "?")
+            continue
+        names.setdefault(ours, name)
+        if setting.get("IsMandatory"):
+            required.add(ours)
+    if unknown:
+        return (), {}, f"needs mandatory settings we cannot send: {', '.join(unknown)}"
+    return tuple(f for f in FIELD_ORDER if f in required), names, ""
+
+
+def _settings_sent(request: TopupRequest) -> list[dict[str, str]]:
+    """A line's fields as SendTransfer's ``Settings`` (``[{Name, Value}]``), under the
+    product's own setting names (the route's ``field_names``); what was not given, or that
+    the product does not take, is left out."""
+    return [
+        {"Name": name, "Value": request.fields[ours]}
+        for ours, name in request.field_names.items()
+        if request.fields.get(ours) and name
+    ]
 
 
 def _plain(value: Any) -> Any:

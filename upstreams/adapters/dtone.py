@@ -67,11 +67,19 @@ What may surprise:
 - A transaction object carries no ``destination`` (write-only in the schema): the local
   amount of a report line comes from ``adjusted_values``/``requested_values`` when present,
   else from the benefit counted in currency (``benefits[].amount.base``).
-- The catalog keeps only Mobile products (fixed and ranged) that need nothing but the
-  recipient's mobile number
-  (products asking for sender, beneficiary, debit-party, statement or additional fields could
-  not be sent with what we have). A product is ``data`` when its subservice is Data, or a
-  Bundle with a DATA benefit; otherwise ``airtime``.
+- The catalog keeps Mobile products (fixed and ranged) whose recipient is a mobile number.
+  ``required_sender_fields`` / ``required_beneficiary_fields`` (lists of alternatives, each a
+  list of fields wanted together) become the route's required fields: ``first_name`` and
+  ``last_name`` are the sender's or recipient's name (``senderName``/``recipientName``,
+  split on its last space; one word is sent as both), the sender's ``mobile_number`` is
+  ``senderPhone``, the beneficiary's ``email`` is ``recipientEmail`` and its
+  ``mobile_number`` the recipient's own. ``send`` sends them as the transaction's ``sender``
+  and ``beneficiary`` objects, leaving out what was not given. A product wanting any other
+  party field (middle name, nationality, address...) or debit-party, statement or additional
+  fields is skipped with the reason. DVS publishes no error code of its own for a missing
+  party field: the fake answers the generic ``1000400`` (400), a refusal here. A product is
+  ``data`` when its subservice is Data, or a Bundle with a DATA benefit; otherwise
+  ``airtime``.
 - Money comes as JSON numbers (doubles); they are read as ``Decimal(str(number))``.
 """
 
@@ -158,11 +166,27 @@ AIRTIME_SUBSERVICE, BUNDLE_SUBSERVICE, DATA_SUBSERVICE = 11, 12, 13
 # Fields a product may require that a top-up request of ours cannot fill.
 UNFILLABLE_FIELDS = (
     "required_debit_party_identifier_fields",
-    "required_sender_fields",
-    "required_beneficiary_fields",
     "required_statement_identifier_fields",
     "required_additional_identifier_fields",
 )
+FIELD_ORDER = ("senderName", "senderPhone", "recipientEmail", "recipientName")  # catalog.fields
+# The sender's and beneficiary's fields DVS names (the transaction's ``sender`` and
+# ``beneficiary``) that a line's extra fields fill (catalog.fields), per party; "" is filled
+# without one (the beneficiary's mobile number is the recipient's). Any other required field
+# (middle_name, nationality, address, the sender's email...) cannot be sent.
+PARTY_FIELDS = {
+    "required_sender_fields": {
+        "first_name": "senderName",
+        "last_name": "senderName",
+        "mobile_number": "senderPhone",
+    },
+    "required_beneficiary_fields": {
+        "first_name": "recipientName",
+        "last_name": "recipientName",
+        "email": "recipientEmail",
+        "mobile_number": "",
+    },
+}
 MAX_PAGES = 10_000  # a guard against a server that never says it is done
 
 ALPHA3 = {alpha2: codes[0] for alpha2, codes in ALT_CODES.items()}
@@ -308,6 +332,7 @@ class DTOneProvider:
             "auto_confirm": True,
             "credit_party_identifier": {"mobile_number": request.recipient_number},
         }
+        body.update(_parties(request))
         if ranged:
             # The reference: required for ranged products, the amount the recipient gets.
             body["calculation_mode"] = "DESTINATION_AMOUNT"
@@ -667,7 +692,66 @@ def _unsendable(product: dict[str, Any]) -> str:
     credit_fields = product.get("required_credit_party_identifier_fields")
     if credit_fields and ["mobile_number"] not in credit_fields:
         return "the recipient is not identified by a mobile number"
-    return ""
+    return _required_fields(product)[1]
+
+
+def _required_fields(product: dict[str, Any]) -> tuple[tuple[str, ...], str]:
+    """What a product needs besides the number (catalog.fields names), from its
+    ``required_sender_fields`` and ``required_beneficiary_fields``, and why it cannot be sold
+    ("" when it can). Each is a list of alternatives, each a list of fields DVS wants together
+    (as ``required_credit_party_identifier_fields: [["mobile_number"]]``): the first
+    alternative we can fill wholly is taken."""
+    names: set[str] = set()
+    for party, ours in PARTY_FIELDS.items():
+        alternatives = product.get(party)
+        if not alternatives:
+            continue
+        if not isinstance(alternatives, list):
+            return (), f"{party} unreadable"
+        for wanted in alternatives:
+            fields = wanted if isinstance(wanted, list) else [wanted]
+            if all(isinstance(f, str) and f in ours for f in fields):
+                names.update(ours[f] for f in fields if ours[f])
+                break
+        else:
+            shown = " or ".join(
+                "+".join(map(str, a if isinstance(a, list) else [a])) for a in alternatives
+            )
+            return (), f"needs {party} we cannot send: {shown}"
+    return tuple(name for name in FIELD_ORDER if name in names), ""
+
+
+def split_name(name: str) -> tuple[str, str]:
+    """(first_name, last_name) of one name, split on its last space; a single word is both
+    (DVS wants each non-empty)."""
+    first, _, last = name.strip().rpartition(" ")
+    first, last = first.strip(), last.strip()
+    return (first or last, last)
+
+
+def _parties(request: TopupRequest) -> dict[str, Any]:
+    """A line's fields as the transaction's ``sender`` and ``beneficiary`` (DVS's names);
+    each party only when something of it was given. The beneficiary, when sent, carries the
+    recipient's mobile number too."""
+    fields = request.fields
+    sender: dict[str, str] = {}
+    if fields.get("senderName"):
+        sender["first_name"], sender["last_name"] = split_name(fields["senderName"])
+    if fields.get("senderPhone"):
+        sender["mobile_number"] = fields["senderPhone"]
+    beneficiary: dict[str, str] = {}
+    if fields.get("recipientName"):
+        beneficiary["first_name"], beneficiary["last_name"] = split_name(fields["recipientName"])
+    if fields.get("recipientEmail"):
+        beneficiary["email"] = fields["recipientEmail"]
+    if beneficiary:
+        beneficiary["mobile_number"] = request.recipient_number
+    body: dict[str, Any] = {}
+    if sender:
+        body["sender"] = sender
+    if beneficiary:
+        body["beneficiary"] = beneficiary
+    return body
 
 
 def _dict(value: Any) -> dict[str, Any]:
@@ -729,6 +813,7 @@ def _product(item: dict[str, Any]) -> tuple[UpstreamProduct | None, str]:
             cost=cost,
             cost_currency=cost_currency,
             raw=item,
+            required_fields=_required_fields(item)[0],
         ),
         "",
     )
@@ -771,6 +856,7 @@ def _ranged(
             max_amount=high,
             step=step,
             cost_per_unit=(1 / rate).quantize(Decimal("1e-10")),
+            required_fields=_required_fields(item)[0],
         ),
         "",
     )

@@ -67,6 +67,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import re
 import threading
 import time
 from collections.abc import Iterable, Iterator
@@ -320,6 +321,7 @@ class ReloadlyProvider:
                     "countryCode": request.country,
                     "number": phonenumbers.national_significant_number(number),
                 },
+                **_extra_fields(request.fields),
             },
         )
         body = _body(response)
@@ -523,6 +525,7 @@ def _products(operator: dict[str, Any]) -> tuple[list[UpstreamProduct], list[Ski
     sender_currency = str(operator.get("senderCurrencyCode") or "")
     product_type = "data" if operator.get("data") or operator.get("bundle") else "airtime"
     descriptions = operator.get("fixedAmountsDescriptions") or {}
+    required = _required_fields(upstream)
     products = []
     for amount, local_amount in zip(fixed, local, strict=True):
         if amount is None or amount <= 0:
@@ -544,6 +547,7 @@ def _products(operator: dict[str, Any]) -> tuple[list[UpstreamProduct], list[Ski
                 cost_currency=sender_currency,
                 send_value=amount,
                 send_currency=sender_currency,
+                required_fields=required,
                 raw={
                     "operatorId": operator.get("operatorId"),
                     "fixedAmount": str(amount),
@@ -599,6 +603,7 @@ def _range(
             max_amount=high,
             step=CENT,
             cost_per_unit=((1 - discount / 100) / rate).quantize(Decimal("1e-10")),
+            required_fields=_required_fields(upstream),
             raw={
                 "operatorId": operator.get("operatorId"),
                 "localMinAmount": str(low),
@@ -608,6 +613,35 @@ def _range(
             },
         )
     ], []
+
+
+def _required_fields(operator: UpstreamOperator) -> tuple[str, ...]:
+    """What an operator's top-ups need besides the number. The reference's ``recipientEmail``
+    is "only applicable to Nauta Cuba top-ups": Cuba's Nauta operators need it. Reloadly's
+    operator publishes no field saying a top-up needs ``senderPhone``, so none is asked for
+    (it is sent whenever the buyer gave it)."""
+    words = re.sub(r"[^a-z]+", " ", operator.name.lower()).split()
+    if operator.country == "CU" and "nauta" in words:
+        return ("recipientEmail",)
+    return ()
+
+
+def _extra_fields(fields: dict[str, str]) -> dict[str, Any]:
+    """A line's fields under Reloadly's names (``POST /topups``): ``senderPhone {countryCode,
+    number}`` (the number's own country, as ``recipientPhone`` is sent) and
+    ``recipientEmail``; what was not given is left out."""
+    body: dict[str, Any] = {}
+    phone = fields.get("senderPhone")
+    if phone:
+        parsed = phonenumbers.parse(phone, None)
+        body["senderPhone"] = {
+            "countryCode": phonenumbers.region_code_for_number(parsed) or "",
+            "number": phonenumbers.national_significant_number(parsed),
+        }
+    email = fields.get("recipientEmail")
+    if email:
+        body["recipientEmail"] = email
+    return body
 
 
 def _decimal(value: Any) -> Decimal | None:
