@@ -130,6 +130,7 @@ def recharge_detail(
         "created_at": _TIME.to_representation(recharge.created_at),
         "updated_at": _TIME.to_representation(recharge.updated_at),
         "livemode": recharge.livemode,
+        "fields": dict(recharge.fields or {}),
         "order_id": order_id,
         "payment_id": payment_id,
         "operator_reference": (recharge.provider_transaction_id or None) if delivered else None,
