@@ -129,6 +129,26 @@ def demo_products(operator: DemoOperator) -> list[dict]:
     return rows
 
 
+def _any_amount(demo: DemoOperator, operator: Operator) -> tuple[Product, services.UpsertResult]:
+    """The operator's range product, priced as its fixed amounts are (``demo_price`` without
+    its floor): A / (rate / margin), no fee."""
+    assert demo.any_amount is not None
+    low, high, step = demo.any_amount
+    currency = demo.currency or operator.country.currency
+    rate = (PRICING_RATES[currency] / MARGIN).quantize(Decimal("0.00000001"))
+    return services.product_range_upsert(
+        sku=f"DEMO-{demo.country}-{demo.slug.upper()}-AIR-ANY",
+        operator=operator,
+        name=f"{demo.name} any amount",
+        description=f"Any amount from {_format_amount(low)} to {_format_amount(high)} {currency}",
+        local_currency=currency,
+        range_min=Decimal(low),
+        range_max=Decimal(high),
+        range_step=Decimal(step),
+        pricing=(rate, Decimal(0)),
+    )
+
+
 def promotion_window(kind: str, now: datetime) -> tuple[datetime, datetime]:
     """The window of a demo promotion as of ``now`` (the scheduled one starts in 24 h)."""
     if kind == "active":
@@ -195,6 +215,10 @@ def seed_demo(*, now: datetime | None = None) -> SeedReport:
         report.add("operators", outcome)
         for row in demo_products(demo):
             product, outcome = services.product_upsert(operator=operator, **row)
+            products[product.sku] = product
+            report.add("products", outcome)
+        if demo.any_amount is not None:
+            product, outcome = _any_amount(demo, operator)
             products[product.sku] = product
             report.add("products", outcome)
     for demo in PROMOTIONS:  # type: ignore[assignment]

@@ -62,6 +62,8 @@ class DemoOperator:
     data: tuple[tuple[int, str, int], ...] = ()  # (face value, allowance, validity days)
     currency: str | None = None  # the product currency when not the country's
     prefixes: tuple[str, ...] = field(default=())
+    # A range product (contract section 17): any amount from, to, in steps of.
+    any_amount: tuple[int, int, int] | None = None
 
 
 OPERATORS = [
@@ -72,6 +74,7 @@ OPERATORS = [
     DemoOperator(
         "MX", "telcel", "Telcel", "#0f3c96", ("Telcel",),
         (20, 30, 50, 100, 150, 200, 300, 500), ((50, "1.5 GB", 7), (200, "6 GB", 30)),
+        any_amount=(20, 1000, 10),
     ),
     DemoOperator(
         "MX", "att", "AT&T", "#009fdb", ("AT&T", "Iusacell", "Nextel"),

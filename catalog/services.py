@@ -197,10 +197,12 @@ def product_range_upsert(
     retail_currency: str = "EUR",
     product_type: str = ProductType.AIRTIME,
     description: str = "",
+    pricing: tuple[Decimal, Decimal] | None = None,
 ) -> tuple[Product, UpsertResult]:
     """Create or update the range product with this SKU (contract section 17): any local
     amount ``range_min``, ``range_min + range_step``, … up to ``range_max``. Its price (rate
-    and fee) is the pricing's to set; a new one has none until then."""
+    and fee) is the pricing's to set from its routes; a new one has none until then, unless
+    ``pricing`` gives it (a catalog no provider row sells: the demo's)."""
     values = {
         "operator_id": operator.pk,
         "name": name.strip(),
@@ -215,6 +217,8 @@ def product_range_upsert(
         "range_step": quantize(range_step),
         "retail_currency": retail_currency.strip().upper(),
     }
+    if pricing is not None:
+        values["pricing_rate"], values["pricing_fee"] = pricing[0], quantize(pricing[1])
     sku = sku.strip()
     product = Product.objects.select_for_update().filter(sku=sku).first()
     if product is None:

@@ -1,6 +1,7 @@
 """seed_demo: real countries and operators, 100+ products, promotions, FX, users; run twice."""
 
 from datetime import timedelta
+from decimal import Decimal
 from io import StringIO
 
 import pytest
@@ -63,11 +64,15 @@ def test_seed_demo_loads_over_100_sensibly_priced_products():
     assert {p.product_type for p in products} == {"airtime", "data"}
     for product in products:
         assert product.retail_currency == "EUR"
-        assert 0 < product.retail_price < 100, product
+        assert 0 < product.min_price <= product.max_price < 100, product
         assert product.public_id.startswith("prd_")
         assert product.country_id == product.operator.country_id
     telcel_100 = Product.objects.get(sku="DEMO-MX-TELCEL-AIR-100")
     assert telcel_100.local_amount == 100 and telcel_100.local_currency == "MXN"
+    # One range product (contract section 17), priced as the fixed amounts are.
+    (ranged,) = [p for p in products if p.is_range]
+    assert (ranged.range_min, ranged.range_max, ranged.range_step) == (20, 1000, 10)
+    assert ranged.price_at(Decimal("100")) == telcel_100.retail_price
 
 
 def test_demo_prices_grow_with_the_face_value_so_a_consumer_would_believe_them():
@@ -77,7 +82,7 @@ def test_demo_prices_grow_with_the_face_value_so_a_consumer_would_believe_them()
     assert mtn[0] < mtn[1] < mtn[2], mtn
     for operator in Operator.objects.all():
         airtime = list(
-            Product.objects.filter(operator=operator, product_type="airtime")
+            Product.objects.filter(operator=operator, product_type="airtime", denomination="fixed")
             .order_by("local_amount")
             .values_list("retail_price", flat=True)
         )

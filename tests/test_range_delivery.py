@@ -178,3 +178,36 @@ def test_extra_fields_reach_the_provider_under_its_names(routed, reloadly):
     lookup = client.get(f"{B2B}/{recharge.public_id}")
     assert lookup.json()["fields"] == {"senderPhone": "+14155550123"}
     assert_ledger_balanced()
+
+
+def test_the_readme_range_order_works_on_the_demo_catalog():
+    """README, "Recharges (B2B) and the wallet": the demo's Telcel any amount, 150 MXN with a
+    sender's phone, found by its name and ordered as the curl example does."""
+    call_command("seed_demo", stdout=StringIO())
+    _user, client = b2b_client()
+    found = client.get(
+        "/api/v1/catalog/recharge-products", {"country": "MX", "q": "any amount"}
+    ).json()["results"]
+    assert [p["denomination"] for p in found] == ["range"]
+    response = client.post(
+        B2B,
+        {
+            "items": [
+                {
+                    "productId": found[0]["id"],
+                    "recipientNumber": "+525512345678",
+                    "quantity": 1,
+                    "localAmount": "150",
+                    "fields": {"senderPhone": "+14155550123"},
+                }
+            ],
+            "baseCurrency": "EUR",
+        },
+        format="json",
+        HTTP_IDEMPOTENCY_KEY="order-0002",
+    )
+    assert response.status_code == 201, response.content
+    (recharge,) = response.json()["recharges"]
+    assert (recharge["localAmount"], recharge["localCurrency"]) == ("150.00", "MXN")
+    assert recharge["fields"] == {"senderPhone": "+14155550123"}
+    assert_ledger_balanced()
