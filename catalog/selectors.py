@@ -140,10 +140,18 @@ def product_get(*, product_id: str, at: datetime | None = None) -> Product:
     return product
 
 
+ID_MAX = Product._meta.get_field("public_id").max_length or 40
+
+
 def products_get(*, product_ids: Iterable[str], at: datetime | None = None) -> dict[str, Product]:
     """Active products by public id in three queries, offered or not (the caller checks
-    ``product_offered_check``); unknown ids are simply absent."""
-    ids = {pid for pid in product_ids if isinstance(pid, str) and pid}
+    ``product_offered_check``); unknown ids are simply absent, and so is anything that cannot
+    be an id (too long, or a NUL byte PostgreSQL would refuse to compare)."""
+    ids = {
+        pid
+        for pid in product_ids
+        if isinstance(pid, str) and pid and len(pid) <= ID_MAX and "\x00" not in pid
+    }
     if not ids:
         return {}
     if at is not None or not catalog_cache.enabled():
