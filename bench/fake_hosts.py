@@ -22,13 +22,32 @@ from typing import Any
 
 from tests.fakes.ding import FakeDing
 from tests.fakes.dtone import FakeDTOne
-from tests.fakes.reloadly import FakeReloadly
+from tests.fakes.reloadly import FakeReloadly, default_operators, operator
 
 KINDS = ("reloadly", "dtone", "ding")
 
+# Telcel at any amount from 10 to 1,000 MXN (a RANGE operator, as Reloadly lists one beside the
+# FIXED one of the same network): the routed figure sends half its recharges to it (issue 40).
+TELCEL_RANGE = operator(
+    343,
+    "Telcel Mexico",
+    ("MX", "Mexico"),
+    "MXN",
+    rate=20.5,
+    discount=6.5,
+    denomination="RANGE",
+    supports_local=True,
+    min_amount=0.49,
+    max_amount=48.78,
+    local_min_amount=10,
+    local_max_amount=1000,
+)
+
 
 def _make(kind: str, balance: str) -> Any:
-    return {"reloadly": FakeReloadly, "dtone": FakeDTOne, "ding": FakeDing}[kind](balance=balance)
+    if kind == "reloadly":
+        return FakeReloadly(balance=balance, operators=[*default_operators(), TELCEL_RANGE])
+    return {"dtone": FakeDTOne, "ding": FakeDing}[kind](balance=balance)
 
 
 def _delivered(kind: str, fake: Any) -> set[str]:

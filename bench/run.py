@@ -42,6 +42,7 @@ import urllib.request
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -95,6 +96,7 @@ FINAL = ("delivered", "failed")
 ROUTED_PROVIDER = "reloadly-one"
 ROUTED_DELAY_S = 0.5
 ROUTED_RECHARGES = 1200
+RANGE_AMOUNT = "150"  # MXN: the routed figure's range orders (issue 40)
 # PgBouncer as docker-compose.yml runs it (transaction pooling), on this port.
 PGBOUNCER_PORT = 18439
 PGBOUNCER_POOL = 40  # DEFAULT_POOL_SIZE of docker-compose.yml's pgbouncer
@@ -439,19 +441,22 @@ class Bench:
             self.notes.append(f"{name} with {clients} clients: statuses {summary['statuses']}")
         return summary
 
-    def b2b(self, keys: list[str], quantity: int = 1, product: str | None = None):
-        body = json.dumps(
-            {
-                "items": [
-                    {
-                        "productId": product or self.seed["product_id"],
-                        "recipientNumber": self.seed["recipient"],
-                        "quantity": quantity,
-                    }
-                ],
-                "baseCurrency": "EUR",
-            }
-        ).encode()
+    def b2b(
+        self,
+        keys: list[str],
+        quantity: int = 1,
+        product: str | None = None,
+        local_amount: str | None = None,
+    ):
+        """B2B orders of ``quantity`` units; ``local_amount``: a range product's amount."""
+        item: dict[str, Any] = {
+            "productId": product or self.seed["product_id"],
+            "recipientNumber": self.seed["recipient"],
+            "quantity": quantity,
+        }
+        if local_amount is not None:
+            item["localAmount"] = local_amount
+        body = json.dumps({"items": [item], "baseCurrency": "EUR"}).encode()
 
         def factory(client: int, _n: int):
             headers = {
@@ -841,12 +846,13 @@ class Bench:
             )  # fmt: skip
 
             fake.delay(ROUTED_DELAY_S)
-            slow = self.routed_burst(product, ROUTED_RECHARGES)
+            # Half the orders on Telcel's range product at 150 MXN (issue 40: held).
+            slow = self.routed_burst([product, self.routed_range()], ROUTED_RECHARGES)
             in_flight = round(slow["rps"] * ROUTED_DELAY_S, 1)
             self.series["routed"] = [{"noop": floor, "at_0ms": rate, "at_500ms": slow}]
             self.row(
                 f"routed at 500 ms: calls in flight, {slow['requests']} recharges placed "
-                "through the API (req/s col: in flight)",
+                "through the API, half at 150 MXN of a range product (req/s col: in flight)",
                 {"rps": in_flight}, "the aim: 100 in flight (200 recharges/s)", {"rps": 100.0},
                 aim=1.0, aim_text=">= 100 in flight",
             )  # fmt: skip
@@ -893,16 +899,25 @@ class Bench:
                 return found["id"]
         raise RuntimeError("routed: no Telcel 100 MXN product after the sync")
 
-    def routed_burst(self, product: str, total: int) -> dict:
-        """``total`` recharges placed through the API in B2B orders of BURST_QUANTITY, back to
-        back from one client, while the worker consumes: recharges/s from the first request
-        until every one is delivered."""
+    def routed_range(self) -> str:
+        """Telcel's range product that ROUTED_PROVIDER sells (its RANGE operator, issue 40),
+        as ``id@150``: ordered at 150 MXN."""
+        listed = self.seed_cmd("routes", "--providers", "1")["products"]
+        for found in listed:
+            if found["operator"] == "telcel" and found["denomination"] == "range":
+                return f"{found['id']}@{RANGE_AMOUNT}"
+        raise RuntimeError("routed: no Telcel range product after the sync")
+
+    def routed_burst(self, products: list[str], total: int) -> dict:
+        """``total`` recharges placed through the API in B2B orders of BURST_QUANTITY (of
+        ``products`` in turn), back to back from one client, while the worker consumes:
+        recharges/s from the first request until every one is delivered."""
         orders = -(-total // BURST_QUANTITY)
         key = self.seed["many_keys"][0]
         self.consume(True)
         cpu_before = self.cpu_seconds()
         started = time.perf_counter()
-        order_ids, latencies = self.place_orders(key, orders, BURST_QUANTITY, [product])
+        order_ids, latencies = self.place_orders(key, orders, BURST_QUANTITY, products)
         placed = time.perf_counter() - started
         delivered = self.wait_delivered(order_ids, orders * BURST_QUANTITY, started)
         elapsed = time.perf_counter() - started
@@ -1011,7 +1026,7 @@ class Bench:
         saved = self.args.port
         self.args.port = port
         try:
-            return self.routed_burst(product, total)
+            return self.routed_burst([product], total)
         finally:
             self.args.port = saved
 
@@ -1024,9 +1039,15 @@ class Bench:
         port: int | None = None,
     ) -> tuple[list[str], list[float]]:
         """``orders`` B2B orders of ``quantity`` units, back to back from one client on one
-        keep-alive connection (of ``products`` in turn, else the seeded product); each must be
+        keep-alive connection (of ``products`` in turn, else the seeded product; a product
+        given as ``id@amount`` is a range product ordered at that local amount); each must be
         answered 201. Their ids and latencies (ms)."""
-        factories = [self.b2b([key], quantity, product) for product in products or [None]]
+        factories = [
+            self.b2b([key], quantity, *(product.split("@", 1) if "@" in product else [product]))
+            if product is not None
+            else self.b2b([key], quantity)
+            for product in products or [None]
+        ]
         conn = http.client.HTTPConnection(HOST, port or self.args.port, timeout=60)
         ids: list[str] = []
         latencies: list[float] = []

@@ -293,13 +293,15 @@ def cmd_routes(args) -> dict:
     )
     products = []
     for product in Product.objects.filter(pk__in=list(product_ids)).select_related("operator"):
-        ranked = routes_ranked(product=product)
+        # A range product's routes ranked at its smallest amount (contract section 17).
+        ranked = routes_ranked(product=product, amount=product.range_min)
         products.append(
             {
                 "id": product.public_id,
                 "name": product.name,
                 "operator": product.operator.slug,
-                "local_amount": str(product.local_amount),
+                "denomination": product.denomination,
+                "local_amount": str(product.local_amount or 0),
                 "routes": [
                     {"provider": r.provider.name, "cost": str(r.cost), "currency": r.cost_currency}
                     for r in ranked
