@@ -166,7 +166,7 @@ def product_upsert(
         "retail_price": quantize(retail_price),
         "retail_currency": retail_currency.strip().upper(),
         "validity_days": validity_days,
-        "benefits": benefits_clean([dict(item) for item in benefits]),
+        "benefits": benefits_clean(list(benefits)),
         "active": active,
         "translations": clean_translations(translations, fields=Product.TRANSLATABLE_FIELDS),
     }
@@ -227,7 +227,7 @@ def product_range_upsert(
     if pricing is not None:
         values["pricing_rate"], values["pricing_fee"] = pricing[0], quantize(pricing[1])
     if benefits is not None:
-        values["benefits"] = benefits_clean([dict(item) for item in benefits])
+        values["benefits"] = benefits_clean(list(benefits))
         values["validity_days"] = validity_days
     sku = sku.strip()
     product = Product.objects.select_for_update().filter(sku=sku).first()
@@ -348,8 +348,7 @@ def product_kinds_set(*, kinds: Mapping[int, ProductKind]) -> int:
 
     Raises ``ValidationError`` for benefits of the wrong shape."""
     wanted = {
-        pk: (benefits_clean([dict(item) for item in kind.benefits]), kind.validity_days)
-        for pk, kind in kinds.items()
+        pk: (benefits_clean(list(kind.benefits)), kind.validity_days) for pk, kind in kinds.items()
     }
     if not wanted:
         return 0
