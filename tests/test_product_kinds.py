@@ -8,18 +8,19 @@ from decimal import Decimal
 
 import pytest
 from django.core.exceptions import ValidationError
+from django.urls import reverse
 from rest_framework.test import APIClient
 
 from catalog.benefits import benefit, benefits_clean, benefits_line
 from catalog.models import Product
 from catalog.services import fx_rate_set, product_upsert
-from tests.factories import OperatorFactory, ProductFactory
+from tests.factories import OperatorFactory, ProductFactory, UserFactory
 from tests.fakes.ding import FakeDing
 from tests.fakes.ding import kinds_products as ding_kinds
 from tests.fakes.dtone import FakeDTOne, default_products
 from tests.fakes.dtone import kinds_products as dtone_kinds
 from tests.fakes.reloadly import FakeReloadly, default_operators, kinds_operators
-from tests.helpers import assert_problem, bearer
+from tests.helpers import assert_problem, bearer, second_factor_login
 from upstreams.adapters import adapter_for
 from upstreams.models import Route
 from upstreams.services import catalog_sync, provider_create, provider_operator_map
@@ -374,3 +375,62 @@ def test_the_operator_page_shows_bundles_and_pins_as_people_read_them(client, ki
 
 def test_a_country_page_still_lists_the_operator(client, kinds):
     assert client.get("/catalog/MX/").status_code == 200
+
+
+# -- the back office ------------------------------------------------------------------------
+
+
+def test_the_back_office_edits_a_products_type_and_benefits(client, telcel):
+    second_factor_login(client, UserFactory(is_staff=True, is_superuser=True))
+    form = {
+        "sku": "ADMIN-BUNDLE",
+        "operator": telcel.pk,
+        "product_type": "bundle",
+        "denomination": "fixed",
+        "active": "on",
+        "name": "Telcel bundle",
+        "local_amount": "150",
+        "local_currency": "MXN",
+        "retail_price": "7.65",
+        "retail_currency": "EUR",
+        "validity_days": "30",
+        "benefits": '[{"kind": "data", "amount": "5", "unit": "GB", "text": ""}]',
+    }
+    wrong = {**form, "benefits": '[{"kind": "minutes", "amount": "5", "unit": "", "text": ""}]'}
+    response = client.post(reverse("admin:catalog_product_add"), wrong)
+    assert response.status_code == 200
+    assert "benefits" in response.context["adminform"].form.errors
+    response = client.post(reverse("admin:catalog_product_add"), form)
+    assert response.status_code == 302, response.content.decode()[:2000]
+    product = Product.objects.get(sku="ADMIN-BUNDLE")
+    assert (product.product_type, product.benefits) == ("bundle", [benefit("data", "5", "GB")])
+
+
+# -- reading providers' words ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "benefits", "days"),
+    [
+        ("Internet 2GB, vigencia 15 días", [("data", "2", "GB")], 15),
+        ("500MB + 50 SMS, 1 week", [("data", "500", "MB"), ("sms", "50", "SMS")], 7),
+        ("Unlimited calls + 1,5GB por 1 mes", [("voice", None, ""), ("data", "1.5", "GB")], 30),
+        ("Llamadas ilimitadas 24 hrs", [("voice", None, "")], 1),
+        ("100 MXN airtime", [], None),
+    ],
+)
+def test_providers_words_are_read_as_benefits_and_validity(text, benefits, days):
+    from upstreams.adapters.kinds import text_benefits, text_validity_days
+
+    assert [(b["kind"], b["amount"], b["unit"]) for b in text_benefits(text)] == benefits
+    assert text_validity_days(text) == days
+
+
+@pytest.mark.parametrize(
+    ("iso", "days"),
+    [("P30D", 30), ("P1M", 30), ("P2W", 14), ("PT24H", 1), ("PT36H", 2), ("P1Y", 365), ("", None)],
+)
+def test_iso_durations_are_read_in_days(iso, days):
+    from upstreams.adapters.kinds import iso_validity_days
+
+    assert iso_validity_days(iso) == days
