@@ -36,11 +36,15 @@ class FieldInput:
     type: str  # the <input>'s type
     autocomplete: str
     maxlength: int
+    # An example of the form wanted, shown in the empty input: a phone with its country code.
+    placeholder: str = ""
 
 
 FIELD_INPUTS: dict[str, FieldInput] = {
     SENDER_NAME: FieldInput(SENDER_NAME, _("Sender's name"), "text", "name", NAME_MAX),
-    SENDER_PHONE: FieldInput(SENDER_PHONE, _("Sender's phone"), "tel", "tel", PHONE_MAX),
+    SENDER_PHONE: FieldInput(
+        SENDER_PHONE, _("Sender's phone"), "tel", "tel", PHONE_MAX, placeholder="+1 415 555 0123"
+    ),
     RECIPIENT_EMAIL: FieldInput(
         RECIPIENT_EMAIL, _("Recipient's email"), "email", "section-recipient email", EMAIL_MAX
     ),

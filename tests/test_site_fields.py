@@ -126,6 +126,7 @@ def test_a_card_asks_for_each_field_its_product_needs_and_only_those(client, nee
         assert f'<label class="small" for="{field_id}">{label}</label>' in card
         assert f'type="{kind}"' in tag and f'autocomplete="{autocomplete}"' in tag
         assert "required" in tag and "aria-invalid" not in tag
+        assert ('placeholder="+1 415 555 0123"' in tag) == (name == "senderPhone")
     assert "fields-" not in card_of(html, plain)
 
 
