@@ -18,6 +18,7 @@ from django.contrib.staticfiles.storage import staticfiles_storage
 from django.templatetags.static import static
 from django.utils.html import format_html
 
+from catalog.field_inputs import fields_shown as _fields_shown
 from catalog.models import Operator
 from catalog.phone import number_display
 
@@ -135,3 +136,11 @@ def phone(number: str) -> str:
     (``+525512345601`` → ``+52 55 1234 5601``): pages show it so; forms and links keep the
     E.164 value."""
     return number_display(number)
+
+
+@register.filter
+def fields_shown(fields) -> list[tuple[str, str]]:
+    """A line's extra fields, ``(label, value)`` each, as its buyer reads them
+    (``catalog.field_inputs.fields_shown``):
+    ``{% for label, value in line.fields|fields_shown %}``."""
+    return _fields_shown(fields)
