@@ -46,8 +46,8 @@ def message(
             **_amounts_localized(context),
             "LANGUAGE_CODE": language,
         }
-        subject = render_to_string(f"emails/{kind}_subject.txt", context)
-        text = render_to_string(f"emails/{kind}.txt", context)
+        subject = render_to_string(f"emails/{kind}_subject.txt", context, using="text")
+        text = render_to_string(f"emails/{kind}.txt", context, using="text")
         html = render_to_string(f"emails/{kind}.html", context)
     built = EmailMultiAlternatives(subject=" ".join(subject.split()), body=text, to=[to])
     built.attach_alternative(html, "text/html")

@@ -15,7 +15,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from emails.models import Email
-from emails.services import email_send
+from emails.services import email_send, message
 from emails.tasks import emails_sweep_task
 from orders.models import Order
 from tests.factories import ProductFactory, RangeProductFactory, UserFactory, make_key
@@ -191,3 +191,14 @@ def test_sent_messages_are_forgotten_after_a_month():
     with time_machine.travel(timezone.now() + timedelta(days=31), tick=False):
         emails_sweep_task()
     assert not Email.objects.exists()
+
+
+def test_plain_text_is_not_html_escaped_and_the_html_is():
+    """An apostrophe or an ampersand reads as itself in the text part (before, the text
+    templates escaped it as ``&#x27;``), and stays escaped in the HTML part."""
+    address = "o'brien&sons@example.com"
+    context = {"new_email": address, "reset_path": "/reset"}
+    built = message(kind="email_changed", to="a@example.com", language="en", context=context)
+    html = str(built.alternatives[0][0])
+    assert address in built.body
+    assert "o&#x27;brien&amp;sons@example.com" in html

@@ -109,6 +109,15 @@ TEMPLATES = [
             ],
         },
     },
+    {
+        # Plain text (email bodies and subjects): nothing is HTML-escaped, so an apostrophe
+        # in a name reads as one (emails.services renders .txt templates with it).
+        "NAME": "text",
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [PACKAGE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {"autoescape": False},
+    },
 ]
 
 # Embedded default: a SQLite file next to the code. DATABASE_URL selects PostgreSQL.
