@@ -113,6 +113,11 @@ class ProductOut(serializers.Serializer):
     currency = serializers.CharField(source="retail_currency")
     range = serializers.SerializerMethodField()
     pricing = serializers.SerializerMethodField()
+    required_fields = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="What a line of it must carry in `fields` besides the number "
+        "(`senderName`, `senderPhone`, `recipientEmail`, `recipientName`); empty for most.",
+    )
     validity = serializers.CharField(
         allow_null=True, help_text="ISO 8601 duration such as `P30D`; null: no expiry."
     )

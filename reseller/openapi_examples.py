@@ -201,6 +201,7 @@ def product(**over: Any) -> dict[str, Any]:
             "currency": CURRENCY,
             "range": None,
             "pricing": None,
+            "requiredFields": [],
             "validity": None,
             "validityDays": None,
             "promotion": None,

@@ -107,6 +107,7 @@ def test_products_have_the_documented_shape_with_money_as_strings(user_api, mexi
             "currency": "EUR",
             "range": None,
             "pricing": None,
+            "requiredFields": [],
             "validity": "P30D",
             "validityDays": 30,
             "promotion": None,
