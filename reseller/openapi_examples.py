@@ -407,6 +407,7 @@ OPERATOR_TELCEL = {
     "color": "#0b3f94",
     "logoUrl": None,
     "detected": True,
+    "detectedBy": "provider",
 }
 CART_ITEM_REQUEST = {"sessionId": "web-42", **line()}
 CART_ITEM = {

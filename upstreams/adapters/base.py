@@ -221,3 +221,17 @@ class CatalogProvider(AirtimeProvider, Protocol):
     def transactions(self, *, day: date) -> list[UpstreamTransaction]:
         """The provider's transactions of one UTC day, all pages read."""
         ...
+
+
+class NumberLookupProvider(Protocol):
+    """A provider that can say which operator a mobile number is with now (contract section
+    17, "Number lookup"): Reloadly's auto-detect, DT One's mobile-number lookup, Ding's
+    ``GetAccountLookup``. A ported number answers its new operator."""
+
+    name: str
+
+    def lookup(self, *, number: str, country: str, timeout: float) -> list[UpstreamOperator]:
+        """The operator(s) the provider says ``number`` (E.164) of ``country`` (alpha-2) is
+        with, usually one; empty when it does not know. One HTTP call of at most ``timeout``
+        seconds; failures raise ``TransientError`` (nothing is sent, so nothing is unclear)."""
+        ...

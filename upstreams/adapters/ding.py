@@ -387,6 +387,35 @@ class DingProvider:
             skip += len(page)
         return sorted(found.values(), key=lambda t: (t.created_at or start, t.transaction_id))
 
+    # -- number lookup (contract section 17) ----------------------------------------------
+    def lookup(self, *, number: str, country: str, timeout: float) -> list[UpstreamOperator]:
+        """``GET GetAccountLookup?accountNumber=`` (Ding's swagger: ``docs/Api/V1Api.md``,
+        ``docs/Model/GetAccountLookupResponse.md`` and ``AccountLookup.md``): ``CountryIso``,
+        ``AccountNumberNormalized`` and ``Items`` ("provider information associated to the
+        account number"), each ``{ProviderCode, RegionCode}``; empty when Ding could not look
+        the number up. The number goes as SendTransfer's ``AccountNumber`` does: its digits."""
+        try:
+            response = self.http.get(
+                f"{self.base_url}{API}/GetAccountLookup",
+                params={"accountNumber": account_number(number)},
+                headers={"api_key": self.config.api_key, "Accept": "application/json"},
+                timeout=_timeout(timeout),
+            )
+        except httpx.HTTPError as exc:
+            raise TransientError(
+                f"DingConnect GetAccountLookup: {exc!r}", code="upstream_unavailable"
+            ) from exc
+        if response.status_code == 400:  # AccountNumberInvalid and the like: not known
+            return []
+        body = self._answer(response, "GetAccountLookup")
+        where = str(body.get("CountryIso") or country).upper()
+        codes: list[str] = []
+        for item in _items(body):
+            code = str(item.get("ProviderCode") or "")
+            if code and code not in codes:
+                codes.append(code)
+        return [UpstreamOperator(upstream_id=code, name=code, country=where) for code in codes]
+
 
 # -- helpers -------------------------------------------------------------------------------
 def _server(url: str) -> str:

@@ -481,6 +481,45 @@ class DTOneProvider:
             lines.append(line)
         return lines
 
+    # -- number lookup (contract section 17) ----------------------------------------------
+    def lookup(self, *, number: str, country: str, timeout: float) -> list[UpstreamOperator]:
+        """``POST /lookup/mobile-number`` with ``{"mobile_number": <E.164>}`` (the
+        reference's "Mobile Number" look-up): a list of operators ``{id, name, country
+        {iso_code (alpha-3), ...}, regions, identified}``, where ``identified`` "indicates
+        whether operator was identified as a direct match". Only those count: the others are
+        the candidates of the number's country. Its first page is enough (one number has one
+        operator)."""
+        try:
+            response = self.http.post(
+                f"{self.base_url}/lookup/mobile-number",
+                json={"mobile_number": number},
+                auth=self.auth,
+                timeout=httpx.Timeout(timeout),
+                headers={"Accept": "application/json"},
+            )
+        except httpx.HTTPError as exc:
+            raise TransientError(
+                f"DT One mobile-number lookup: {exc!r}", code="upstream_unavailable"
+            ) from exc
+        if response.status_code in (400, 404):  # an invalid number, or none known
+            return []
+        if response.status_code != 200:
+            raise self._refused_call(response, "mobile-number lookup")
+        data = _json(response)
+        found: list[UpstreamOperator] = []
+        for item in data if isinstance(data, list) else []:
+            if not isinstance(item, dict) or item.get("identified") is not True:
+                continue
+            where = _dict(item.get("country"))
+            found.append(
+                UpstreamOperator(
+                    upstream_id=str(item.get("id")),
+                    name=str(item.get("name") or ""),
+                    country=ALPHA2.get(str(where.get("iso_code") or ""), country.upper()),
+                )
+            )
+        return found
+
     def callback_result(self, payload: dict[str, Any]) -> tuple[str, ProviderResult] | None:
         """(our reference, the outcome) from a callback's body, a transaction object; None
         when it is not one. Anyone may POST to the callback URL: look it up before trusting."""

@@ -442,6 +442,54 @@ class ReloadlyProvider:
             )
         return found
 
+    # -- number lookup (contract section 17) ----------------------------------------------
+    def lookup(self, *, number: str, country: str, timeout: float) -> list[UpstreamOperator]:
+        """``GET /operators/auto-detect/phone/{phone}/countries/{countryisocode}``
+        (``openapi/paths/airtime-auto-detect-an-operator.yaml``): the operator the number is
+        with now, as ``GET /operators`` shows one (``operatorId``, ``name``,
+        ``country.isoName``). ``phone`` is written as the reference's example writes it, the
+        national number (``08147658721`` with ``NG``). A 404 is "not detected"."""
+        phone = _lookup_phone(number)
+        iso = country.upper()
+        path = f"/operators/auto-detect/phone/{phone}/countries/{iso}"
+        response = self._lookup_get(path, timeout=timeout)
+        if response.status_code == 404:
+            return []
+        if response.status_code != 200:
+            raise TransientError(
+                f"auto-detect failed ({response.status_code})",
+                code="upstream_unavailable",
+                raw=_json(response),
+            )
+        body = _body(response) or {}
+        operator_id = body.get("operatorId") or body.get("id")
+        if not operator_id:
+            return []
+        found = str((body.get("country") or {}).get("isoName") or iso).upper()
+        return [UpstreamOperator(str(operator_id), str(body.get("name") or ""), found)]
+
+    def _lookup_get(self, path: str, *, timeout: float) -> httpx.Response:
+        """A read within ``timeout`` seconds (the token fetched again once on a 401)."""
+        refused = ""
+        response = None
+        for _attempt in (1, 2):
+            token = self._token(refused=refused)
+            try:
+                response = self.http.get(
+                    f"{self.base_url}{path}",
+                    headers={"Authorization": f"Bearer {token}", "Accept": ACCEPT},
+                    timeout=httpx.Timeout(timeout),
+                )
+            except httpx.HTTPError as exc:
+                raise TransientError(
+                    f"Reloadly auto-detect: {exc!r}", code="upstream_unavailable"
+                ) from exc
+            if response.status_code != 401:
+                return response
+            refused = token
+        assert response is not None
+        return response
+
     def _result(self, body: dict[str, Any]) -> ProviderResult:
         status = STATUS_MAP.get(
             str(body.get("status") or "SUCCESSFUL").upper(), ProviderResult.PENDING
@@ -667,6 +715,17 @@ def _body(response: httpx.Response) -> dict[str, Any] | None:
     except ValueError:
         return None
     return body if isinstance(body, dict) else None
+
+
+def _lookup_phone(number: str) -> str:
+    """The national number's digits, trunk prefix included, as the auto-detect reference's
+    example writes it (``08147658721`` for +234 814 765 8721)."""
+    try:
+        parsed = phonenumbers.parse(number, None)
+    except phonenumbers.NumberParseException:
+        return re.sub(r"\D", "", number)
+    national = phonenumbers.format_number(parsed, phonenumbers.PhoneNumberFormat.NATIONAL)
+    return re.sub(r"\D", "", national)
 
 
 def _json(response: httpx.Response) -> dict[str, Any]:
