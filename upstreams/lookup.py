@@ -9,25 +9,27 @@ the catalog is a layer below and cannot import this). For one number it:
    the catalog sync), by priority then name; none: no lookup, the prefixes answer;
 2. returns the answer kept in the shared cache under the number, if any: a provider's answer
    for ``NUMBER_LOOKUP_CACHE_SECONDS``, "nobody knew" for ``NUMBER_LOOKUP_MISS_SECONDS``;
-3. otherwise asks the providers one after the other, in a worker thread, each with the time
-   left of ``NUMBER_LOOKUP_TIMEOUT_SECONDS`` as its HTTP timeout (a provider with an open
-   circuit is skipped), until one names an operator we map; the request waits for that
-   thread no longer than the budget, then the prefixes answer. The thread keeps what it
-   learns in the cache, so a late answer still serves the next request.
+3. otherwise asks the providers one after the other, in the request's own thread, each with
+   the time left of ``NUMBER_LOOKUP_TIMEOUT_SECONDS`` as its HTTP timeout (a provider with an
+   open circuit is skipped), until one names an operator we map; when the budget is spent
+   the prefixes answer. What it learns is kept in the cache, and so is "nobody knew or
+   answered in time", so a slow provider costs the budget once, not on every request.
 
-No database transaction or row lock is held here: this is a read path, and the calls happen
-in a thread that touches no database. A provider's failure, refusal or unreadable answer is
-"this provider does not know"; nothing here raises to the caller.
+No thread of our own waits here (docs/processor.md counts the app's hand-made waits): the
+HTTP client's timeout is the wait. It bounds each phase of a call (connect, write, read) by
+the time left, so a provider that drips its answer could overrun the budget by a phase; a
+Reloadly token, fetched about once an hour, is fetched within its own timeout.
+
+No database transaction or row lock is held here: this is a read path. A provider's
+failure, refusal or unreadable answer is "this provider does not know"; nothing here raises
+to the caller.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -45,18 +47,6 @@ logger = logging.getLogger(__name__)
 LOOKUP_KINDS = (Provider.Kind.RELOADLY, Provider.Kind.DTONE, Provider.Kind.DING)
 CACHE_PREFIX = "number-lookup:v1:"
 NOBODY_KNEW = "-"  # kept briefly: no provider named a mapped operator
-WORKERS = 8  # lookups in flight per process; more wait in the pool, within their budget
-
-_pool: ThreadPoolExecutor | None = None
-_pool_lock = threading.Lock()
-
-
-def _executor() -> ThreadPoolExecutor:
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="number-lookup")
-        return _pool
 
 
 @dataclass(frozen=True)
@@ -84,16 +74,7 @@ def number_lookup(*, phone: PhoneNumber, operators: Sequence[Operator]) -> Opera
     kept = cache.get(key)
     if kept is None:
         budget = float(settings.NUMBER_LOOKUP_TIMEOUT_SECONDS)
-        deadline = time.monotonic() + budget
-        future: Future[str] = _executor().submit(_ask, key, phone, asked, deadline)
-        try:
-            kept = future.result(timeout=max(0.0, deadline - time.monotonic()))
-        except FutureTimeout:
-            logger.info("number lookup of %s: no answer within %.1f s", phone.country, budget)
-            # Nobody answered in time: the next requests use the prefixes for a while rather
-            # than wait again (the thread replaces this if an answer still comes).
-            cache.add(key, NOBODY_KNEW, settings.NUMBER_LOOKUP_MISS_SECONDS)
-            return None
+        kept = _ask(key, phone, asked, time.monotonic() + budget)
     return _operator_of(kept, asked, by_pk)
 
 
@@ -140,11 +121,12 @@ def _operator_of(kept: str, asked: list[_Asked], by_pk: dict[int, Operator]) -> 
 
 def _ask(key: str, phone: PhoneNumber, asked: list[_Asked], deadline: float) -> str:
     """Ask the providers in order until one names an operator we map, before ``deadline``;
-    keep the outcome in the cache. Runs in the pool: no database here."""
+    keep the outcome in the cache (nobody knew, or nobody answered in time: briefly)."""
     for entry in asked:
         left = deadline - time.monotonic()
         if left <= 0:
-            return NOBODY_KNEW  # the caller has gone back to the prefixes; nothing is kept
+            logger.info("number lookup of %s: no answer within the budget", phone.country)
+            break
         if health.is_open(entry.name):
             continue
         try:
@@ -158,6 +140,5 @@ def _ask(key: str, phone: PhoneNumber, asked: list[_Asked], deadline: float) -> 
             answer = _answer(entry.provider_id, upstream_id)
             cache.set(key, answer, settings.NUMBER_LOOKUP_CACHE_SECONDS)
             return answer
-    if time.monotonic() < deadline:
-        cache.set(key, NOBODY_KNEW, settings.NUMBER_LOOKUP_MISS_SECONDS)
+    cache.set(key, NOBODY_KNEW, settings.NUMBER_LOOKUP_MISS_SECONDS)
     return NOBODY_KNEW
