@@ -153,6 +153,8 @@ class Operator(TranslatableModel):
 class ProductType(models.TextChoices):
     AIRTIME = "airtime", _("Airtime")
     DATA = "data", _("Data bundle")
+    # A code the customer enters (contract section 17, "PINs"), delivered encrypted at rest.
+    PIN = "pin", _("PIN")
 
 
 class Denomination(models.TextChoices):

@@ -45,7 +45,8 @@ from orders.pricing import line_requests, price_order
 from orders.serializers import QUANTITY_MAX, QUANTITY_MIN, SEND_NOW, WAIT, CartItemIn
 from payments import gateway
 from payments.models import Payment
-from recharges.state import FINAL
+from recharges.serializers import recharge_pin
+from recharges.state import DELIVERED, FINAL
 from recipients.selectors import recipient_names, top_up_url
 from reseller.errors import ApplicationError, NotFound, flatten_validation_errors
 from wallet.services import wallet_get_or_create
@@ -507,6 +508,8 @@ def _receipt(
     card payment not paid yet, what it is ("Waiting for your bank", "Payment expired" …),
     what it would buy, and while it can still be paid "Finish payment" and "Cancel payment"."""
     recharges = list(payment.recharges.all())
+    for recharge in recharges:  # a delivered PIN, for its buyer (contract section 17)
+        recharge.pin_shown = recharge_pin(recharge)  # type: ignore[attr-defined]
     lines = list(payment.order.lines.all())
     unpaid = payment.method == Payment.Method.CARD and payment.status not in PAID
     allowed = guest_token is None or guest.guest_payment_allowed(request.session, payment.public_id)
@@ -536,7 +539,10 @@ def _receipt(
                 "publishable_key": gateway.publishable_key(),
             }
         )
-    return render(request, "orders/receipt.html", context)
+    response = render(request, "orders/receipt.html", context)
+    if any(recharge.pin_shown for recharge in recharges):  # type: ignore[attr-defined]
+        response["Cache-Control"] = "no-store"  # a page with a PIN is kept by no cache
+    return response
 
 
 @login_required
@@ -629,6 +635,8 @@ def _status_body(payment: Payment) -> JsonResponse:
                     "id": r.public_id,
                     "status": r.status,
                     "statusLabel": str(r.get_status_display()),
+                    # A PIN was delivered: the page shows it once drawn again (never here).
+                    "hasPin": bool(r.pin_last4) and r.status in DELIVERED,
                     "failureMessage": (
                         _("The operator took the top-up back; its amount was refunded.")
                         if r.status == "reversed"

@@ -86,6 +86,7 @@ def recharge(**over: Any) -> dict[str, Any]:
             "updatedAt": AT,
             "livemode": True,
             "fields": {},
+            "pin": None,  # a PIN product's code once delivered, for its buyer only
         },
         over,
     )
@@ -627,6 +628,7 @@ ADMIN_RECHARGE = {
     "createdAt": AT,
     "updatedAt": LATER,
     "livemode": True,
+    "pinLast4": None,  # a delivered PIN's last 4 digits (never the whole code)
 }
 ADMIN_PAYMENT = {
     "id": PAYMENT_ID,

@@ -629,6 +629,10 @@ def mailers_from_env(default: str) -> dict[str, Any]:
 MAILERS = mailers_from_env("consolemail://")
 # The site's address as people reach it, for links in email sent by workers (receipts, alerts).
 SITE_URL = env.str("SITE_URL", default="http://127.0.0.1:8000")
+# PINs are encrypted at rest with these Fernet keys (reseller.crypto, docs/security.md): a
+# comma-separated list, the first encrypts and every one decrypts. No default: production
+# refuses to start without one once a PIN product exists; make run makes one for development.
+FIELD_ENCRYPTION_KEY = env.list("FIELD_ENCRYPTION_KEY", default=[])
 DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="reseller <no-reply@localhost>")
 # A password-reset link works once, for an hour.
 PASSWORD_RESET_TIMEOUT = 3600

@@ -54,6 +54,7 @@ import contextlib
 import itertools
 import json
 import math
+import secrets
 import threading
 import time
 from collections import Counter, deque
@@ -313,6 +314,8 @@ class FakeReloadly:
         self.lookups: Counter[str] = Counter()
         self.omitted: set[str] = set()  # left out of the day's report, not of a look-up
         self.delay = 0.0  # seconds every top-up takes, to keep work in flight
+        # Opt-in: every top-up is a PIN top-up (besides those of operators marked ``pin``).
+        self.pins = False
         # A provider that lists a top-up in its reports only once it has answered the call
         # (while it works, a lookup finds nothing, but the reference is already taken).
         self.list_after_answer = False
@@ -521,6 +524,17 @@ class FakeReloadly:
         discount = _money(requested * Decimal(str(op["internationalDiscount"])) / 100)
         return requested, delivered, op["destinationCurrencyCode"], discount
 
+    def pin_detail(self) -> dict[str, Any]:
+        """A PIN as the reference shows one: ``code`` and ``serial`` integers, how to use it."""
+        return {
+            "serial": secrets.randbelow(10**6) + 10**5,
+            "info": "DIAL *611",
+            "value": None,
+            "code": secrets.randbelow(9 * 10**14) + 10**14,
+            "ivr": "1-888-888-8888",
+            "validity": "30 days",
+        }
+
     def make_topup(self, body: dict, reference: str) -> dict | tuple[int, dict]:
         """Make a top-up (under ``lock``): its record, or the refusal (status, body)."""
         number = str(body.get("recipientPhone", {}).get("number", "")).lstrip("+")
@@ -567,7 +581,8 @@ class FakeReloadly:
             "deliveredAmount": float(delivered),
             "deliveredAmountCurrencyCode": delivered_currency,
             "transactionDate": now,
-            "pinDetail": None,
+            # A PIN operator's top-up is a code (TopUpsResponse200.yaml's ``pinDetail``).
+            "pinDetail": self.pin_detail() if self.pins or (op and op.get("pin")) else None,
             "balanceInfo": {
                 "oldBalance": float(old),
                 "newBalance": float(self.balance),

@@ -36,6 +36,12 @@ What this adapter relies on:
 - ``TransferRecord``: ``TransferId {TransferRef, DistributorRef}``, ``SkuCode``, ``Price``,
   ``CommissionApplied`` ("the actual commission that was earned"), ``StartedUtc``,
   ``CompletedUtc``, ``ProcessingState``, ``ReceiptText``, ``ReceiptParams``, ``AccountNumber``.
+- PINs: ``ReceiptText`` is "provider specific receipt text … for the end customer" and
+  ``ReceiptParams`` "name value pairs of data that is in the ReceiptText". The names are the
+  provider's (Ding publishes none), so a PIN is read from the usual ones (``Pin``, ``PinCode``,
+  ``VoucherCode``…; ``Serial``/``SerialNumber``; ``Expiry``/``ExpiryDate``/``ValidUntil``),
+  case-insensitively; the receipt text is its instructions. Both are left out of ``raw`` and
+  of the message when they carry a PIN (contract section 17).
 - ``ProcessingState``: Submitted, Processing, Complete, Failed, Cancelled, Cancelling. Ding's own
   text spells success "Complete" in that list and "Completed" a few paragraphs earlier (Voxgig's
   file has only "Completed", the live API answers "Complete"): both mean delivered.
@@ -97,7 +103,9 @@ import httpx
 
 from reseller.money import quantize
 from upstreams.adapters.base import (
+    PIN_REDACTED,
     PermanentError,
+    Pin,
     ProviderConfig,
     ProviderResult,
     SkippedProduct,
@@ -558,7 +566,49 @@ def _cost(record: dict[str, Any]) -> Decimal | None:
     return quantize(send + fee - commission)
 
 
+_PIN_CODE_NAMES = ("pin", "pincode", "pinnumber", "vouchercode", "voucher", "code")
+_PIN_SERIAL_NAMES = ("serial", "serialnumber", "pinserial", "voucherserial")
+_PIN_VALID_NAMES = ("validuntil", "expirydate", "expiry", "expirationdate", "validity")
+
+
+def _param(params: dict[str, str], names: tuple[str, ...]) -> str:
+    by_name = {str(key).replace("_", "").lower(): value for key, value in params.items()}
+    for name in names:
+        value = by_name.get(name)
+        if value not in (None, ""):
+            return str(value).strip()
+    return ""
+
+
+def _pin(record: dict[str, Any]) -> Pin | None:
+    """The PIN a transfer record's ``ReceiptParams`` carry, if any (see the module doc)."""
+    params = record.get("ReceiptParams")
+    if not isinstance(params, dict):
+        return None
+    code = _param(params, _PIN_CODE_NAMES)
+    if not code:
+        return None
+    return Pin(
+        code=code,
+        serial=_param(params, _PIN_SERIAL_NAMES),
+        instructions=str(record.get("ReceiptText") or "").strip(),
+        valid_until=_param(params, _PIN_VALID_NAMES),
+    )
+
+
+def _without_pins(value: Any) -> Any:
+    """A body with the receipt of every transfer record that carries a PIN left out."""
+    if isinstance(value, list):
+        return [_without_pins(item) for item in value]
+    if not isinstance(value, dict):
+        return value
+    if _pin(value) is not None:
+        value = {**value, "ReceiptText": PIN_REDACTED, "ReceiptParams": PIN_REDACTED}
+    return {key: _without_pins(item) for key, item in value.items()}
+
+
 def _result(record: dict[str, Any], envelope: dict[str, Any]) -> ProviderResult:
+    pin = _pin(record)
     state = str(record.get("ProcessingState") or "")
     status = _status(state)
     delivered = status == ProviderResult.DELIVERED
@@ -567,15 +617,17 @@ def _result(record: dict[str, Any], envelope: dict[str, Any]) -> ProviderResult:
         code = _code(_codes(envelope))
         if code == "upstream_failed" and state == PROVIDER_TIMED_OUT:
             code = "provider_timed_out"
-    message = str(record.get("ReceiptText") or state) if delivered else state
+    receipt = "" if pin is not None else str(record.get("ReceiptText") or "")
+    message = (receipt or state) if delivered else state
     return ProviderResult(
         status=status,
         transaction_id=_transfer_ref(record),
         code=code,
         message=message if delivered else f"{message}{_describe(envelope)}",
-        raw=_plain(envelope),
+        raw=_without_pins(_plain(envelope)),
         cost=_cost(record) if delivered else None,
         cost_currency=str(_price(record).get("SendCurrencyIso") or "") if delivered else "",
+        pin=pin,
     )
 
 
@@ -594,7 +646,7 @@ def _transaction(
         cost=_cost(record) if delivered else None,
         cost_currency=str(price.get("SendCurrencyIso") or "") if delivered else "",
         created_at=started,
-        raw=_plain(envelope),
+        raw=_without_pins(_plain(envelope)),
     )
 
 

@@ -97,7 +97,9 @@ import httpx
 from django_countries.data import ALT_CODES
 
 from upstreams.adapters.base import (
+    PIN_REDACTED,
     PermanentError,
+    Pin,
     ProviderConfig,
     ProviderResult,
     SkippedProduct,
@@ -399,7 +401,7 @@ class DTOneProvider:
                 code="external_id_already_used",
                 raw=answer,
             )
-        return _sent(found.raw)
+        return _sent_result(found)
 
     # -- lookups ---------------------------------------------------------------------------
     def status(self, reference: str) -> ProviderResult | None:
@@ -640,7 +642,34 @@ def _cost(transaction_or_product: dict[str, Any]) -> tuple[Decimal | None, str]:
     return amount + fee, str(wholesale.get("unit") or "")
 
 
+def _pin(transaction: dict[str, Any]) -> tuple[Pin | None, dict[str, Any]]:
+    """A PIN product's transaction carries ``pin`` {``code``, ``serial``} (the reference's
+    Transaction schema): a ``Pin`` (None without a code), and the transaction without it (the
+    code never reaches ``raw``). Its product's ``pin`` may say how to use it
+    (``usage_info``) and until when (``validity``), where it says so."""
+    detail = transaction.get("pin")
+    if not isinstance(detail, dict) or detail.get("code") in (None, ""):
+        return None, transaction
+    rest = {**transaction, "pin": PIN_REDACTED}
+    product = transaction.get("product")
+    about = product.get("pin") if isinstance(product, dict) else None
+    about = about if isinstance(about, dict) else {}
+    usage = about.get("usage_info") or detail.get("usage_info") or ""
+    if isinstance(usage, list):
+        usage = "\n".join(str(line) for line in usage if line)
+    validity = detail.get("validity") or about.get("validity") or ""
+    serial = detail.get("serial")
+    pin = Pin(
+        code=str(detail["code"]),
+        serial="" if serial in (None, "") else str(serial),
+        instructions=str(usage),
+        valid_until=validity if isinstance(validity, str) else "",
+    )
+    return pin, rest
+
+
 def _result(transaction: dict[str, Any]) -> ProviderResult:
+    pin, transaction = _pin(transaction)
     klass = _status_class(transaction) or ""
     status = STATUS_CLASSES.get(klass, ProviderResult.PENDING)
     raw_status = transaction.get("status")
@@ -654,18 +683,22 @@ def _result(transaction: dict[str, Any]) -> ProviderResult:
         raw=transaction,
         cost=cost,
         cost_currency=cost_currency,
+        pin=pin,
     )
 
 
 def _sent(transaction: dict[str, Any]) -> ProviderResult:
     """The answer to a send: a transaction that failed is a refusal (the next route may be
     tried); any other is its result."""
-    result = _result(transaction)
+    return _sent_result(_result(transaction))
+
+
+def _sent_result(result: ProviderResult) -> ProviderResult:
     if result.status == ProviderResult.FAILED:
         raise PermanentError(
             result.message or "DT One did not deliver the top-up",
             code=result.code,
-            raw=transaction,
+            raw=result.raw,
         )
     return result
 
@@ -700,7 +733,7 @@ def _report_line(transaction: dict[str, Any]) -> UpstreamTransaction:
         cost=result.cost,
         cost_currency=result.cost_currency,
         created_at=_datetime(transaction.get("creation_date")),
-        raw=transaction,
+        raw=result.raw,
     )
 
 

@@ -43,6 +43,10 @@ What it relies on, from Reloadly's public reference: the OpenAPI of repository
   status lookup) or by ``startDate``/``endDate`` written ``yyyy-MM-dd HH:mm:ss`` (the Java SDK's
   pattern); ``transactionDate`` has the same form and no time zone: we treat it as UTC.
 - Balance: ``GET {base_url}/accounts/balance`` → ``balance``, ``currencyCode``.
+- PINs: the top-up answer (and its report line) of a PIN operator carries ``pinDetail``
+  {``code`` (an integer in the reference), ``serial``, ``info`` (how to use it), ``value``,
+  ``ivr`` (a number to call), ``validity`` ("30 days")} (``TopUpsResponse200.yaml``): read as
+  ``ProviderResult.pin`` and left out of ``raw`` (contract section 17).
 
 What the catalog makes of an operator (contract section 17):
 - FIXED with local amounts (``localFixedAmounts``, or ``supportsLocalAmounts`` and ``fx.rate``):
@@ -81,7 +85,9 @@ from django.core.cache import cache
 
 from reseller.money import quantize
 from upstreams.adapters.base import (
+    PIN_REDACTED,
     PermanentError,
+    Pin,
     ProviderConfig,
     ProviderResult,
     SkippedProduct,
@@ -437,7 +443,7 @@ class ReloadlyProvider:
                     cost=result.cost,
                     cost_currency=result.cost_currency,
                     created_at=created,
-                    raw=line,
+                    raw=_pin(line)[1],
                 )
             )
         return found
@@ -491,6 +497,7 @@ class ReloadlyProvider:
         return response
 
     def _result(self, body: dict[str, Any]) -> ProviderResult:
+        pin, body = _pin(body)
         status = STATUS_MAP.get(
             str(body.get("status") or "SUCCESSFUL").upper(), ProviderResult.PENDING
         )
@@ -504,7 +511,34 @@ class ReloadlyProvider:
             raw=body,
             cost=cost,
             cost_currency=(cost_currency or self.currency) if cost is not None else "",
+            pin=pin,
         )
+
+
+def _pin(body: dict[str, Any]) -> tuple[Pin | None, dict[str, Any]]:
+    """``pinDetail`` as a ``Pin`` (None when the answer has no code), and the answer without
+    it: the code never reaches ``raw``."""
+    detail = body.get("pinDetail")
+    if "pinDetail" not in body:
+        return None, body
+    rest = {key: value for key, value in body.items() if key != "pinDetail"}
+    if not isinstance(detail, dict) or detail.get("code") in (None, ""):
+        return None, rest
+    rest["pinDetail"] = PIN_REDACTED
+    texts = [
+        str(detail[key]).strip() for key in ("info", "value") if detail.get(key) not in (None, "")
+    ]
+    if detail.get("ivr"):
+        texts.append(f"IVR: {detail['ivr']}")
+    if detail.get("validity"):
+        texts.append(f"Valid: {detail['validity']}")
+    serial = detail.get("serial")
+    pin = Pin(
+        code=str(detail["code"]),
+        serial="" if serial in (None, "") else str(serial),
+        instructions="\n".join(texts),
+    )
+    return pin, rest
 
 
 # Reloadly keeps what it debited only for a top-up made or being made; a failed one was not
