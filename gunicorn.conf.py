@@ -19,6 +19,18 @@ limit_request_fields = int(os.environ.get("GUNICORN_LIMIT_REQUEST_FIELDS", "100"
 limit_request_field_size = int(os.environ.get("GUNICORN_LIMIT_REQUEST_FIELD_SIZE", "8190"))
 
 
+def on_starting(server):
+    """Refuse to start where PINs could not be kept encrypted (catalog/checks.py): no
+    FIELD_ENCRYPTION_KEY while a PIN product exists, DEBUG off."""
+    import io
+
+    import django
+    from django.core.management import call_command
+
+    django.setup()
+    call_command("check", tags=["field_encryption"], databases=["default"], stdout=io.StringIO())
+
+
 def child_exit(server, worker):
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         multiprocess.mark_process_dead(worker.pid)

@@ -260,9 +260,15 @@ class AdminRechargeOut(serializers.Serializer):
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
     livemode = serializers.BooleanField()
+    pin_last4 = serializers.CharField(
+        allow_null=True,
+        help_text="The last 4 digits of a delivered PIN (never the whole code: the back "
+        "office shows it by a recorded action only).",
+    )
 
     def to_representation(self, instance):
         data = super().to_representation(instance)
+        data["pin_last4"] = data["pin_last4"] or None
         names = ("failure_code", "failure_message", "provider", "provider_reference")
         for name in (*names, "cost_currency", "margin_currency"):
             data[name] = data[name] or None

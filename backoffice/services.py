@@ -19,6 +19,7 @@ from backoffice.models import StaffAction
 from checkout.disputes import card_purchases_unfreeze
 from recharges import processor
 from recharges.models import Recharge
+from recharges.pins import pin_body
 from recharges.tasks import recharges_enqueue
 from reseller.errors import ValidationFailed
 from upstreams import pricing
@@ -123,6 +124,23 @@ def staff_recharge_retry(*, recharge: Recharge, actor: User) -> Recharge:
         detail={"amount": recharge.amount, "currency": recharge.currency},
     )
     return recharge
+
+
+@transaction.atomic
+def staff_recharge_pin_reveal(*, recharge: Recharge, actor: User, reason: str) -> dict | None:
+    """A delivered PIN in full, for a member of staff (contract section 17): recorded first,
+    in the same transaction (``recharge.pin_reveal``, with the reason and the last 4 digits,
+    never the code). None when the recharge has no PIN."""
+    pin = pin_body(recharge)
+    if pin is None:
+        return None
+    audit(
+        actor=actor,
+        action="recharge.pin_reveal",
+        target=recharge,
+        detail={"reason": reason, "last4": recharge.pin_last4},
+    )
+    return pin
 
 
 @transaction.atomic

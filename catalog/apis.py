@@ -63,9 +63,12 @@ class OperatorListApi(CatalogListApi):
         tags=["catalog"],
         summary="List operators, or find the operator of a phone number",
         description="Operators by country and name. With `phone`, only the operators of the "
-        "number's country, the detected one(s) first with `detected: true`. Detection uses "
-        "the number range (ported numbers show their original operator) and is unknown for "
-        "some countries (e.g. Mexico): then no operator is detected. Errors: an invalid "
+        "number's country, the detected one(s) first with `detected: true` and "
+        "`detectedBy`: `provider` when a provider's number lookup named it (ported numbers "
+        "show their new operator), `prefix` when the number's range did. The providers are "
+        "asked where numbers are ported or the range cannot tell, for at most "
+        "`NUMBER_LOOKUP_TIMEOUT_SECONDS`; without an answer the range decides, and some "
+        "ranges are unknown: then no operator is detected. Errors: an invalid "
         "number is 400 with the field error code `invalid_phone_number`; a number of "
         "another country than `country` is `phone_country_mismatch`." + LANGUAGE_NOTE,
         examples=[ex.response("Telcel", ex.OPERATOR_TELCEL)],

@@ -9,6 +9,7 @@ class CatalogConfig(AppConfig):
     def ready(self) -> None:
         from django.db.models.signals import m2m_changed, post_delete, post_save
 
+        from catalog import checks  # noqa: F401  (registers the FIELD_ENCRYPTION_KEY check)
         from catalog.cache import catalog_changed
         from catalog.models import Country, Operator, Product, Promotion
 

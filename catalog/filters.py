@@ -10,15 +10,16 @@ from decimal import Decimal
 
 import django_filters
 from django import forms
-from django.db.models import BooleanField, Case, DecimalField, F, Value, When
+from django.db.models import BooleanField, Case, CharField, DecimalField, F, Value, When
 from django.db.models.functions import Ceil
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from catalog import selectors
+from catalog.detection import operators_detect
 from catalog.errors import PhoneNumberError
 from catalog.models import Country, Denomination, Operator, Product, ProductType
-from catalog.phone import PhoneNumber, operator_detect, phone_parse
+from catalog.phone import PhoneNumber, phone_parse
 
 
 class CodeChoiceField(django_filters.fields.ModelChoiceField):
@@ -202,11 +203,17 @@ class OperatorFilter(django_filters.FilterSet):
         if value is None:
             return queryset
         queryset = queryset.filter(country_id=value.country)
-        detected = [op.pk for op in operator_detect(phone=value, operators=queryset)]
+        detection = operators_detect(phone=value, operators=queryset)
+        detected = [op.pk for op in detection.operators]
         return queryset.annotate(
             detected=Case(
                 When(pk__in=detected, then=Value(True)),
                 default=Value(False),
                 output_field=BooleanField(),
-            )
+            ),
+            detected_by=Case(
+                When(pk__in=detected, then=Value(detection.by)),
+                default=Value(None),
+                output_field=CharField(null=True),
+            ),
         ).order_by("-detected", "name", "id")

@@ -157,7 +157,8 @@ class ProductType(models.TextChoices):
     AIRTIME = "airtime", _("Airtime")
     DATA = "data", _("Data bundle")
     BUNDLE = "bundle", _("Bundle")  # data, minutes and/or SMS together
-    PIN = "pin", _("PIN")  # a code the customer enters, not credit on the line
+    # A code the customer enters (contract section 17, "PINs"), delivered encrypted at rest.
+    PIN = "pin", _("PIN")
 
 
 class Denomination(models.TextChoices):

@@ -47,9 +47,17 @@ class OperatorOut(serializers.Serializer):
     def get_logo_url(self, operator) -> str | None:
         return operator.logo_url or None
 
+    detected_by = serializers.SerializerMethodField()
+
     def get_detected(self, operator) -> bool:
         """True when the request's `phone` belongs to this operator."""
         return bool(getattr(operator, "detected", False))
+
+    @extend_schema_field({"type": ["string", "null"], "enum": ["provider", "prefix", None]})
+    def get_detected_by(self, operator) -> str | None:
+        """Who detected it: `provider` (a provider's number lookup: ported numbers too) or
+        `prefix` (the number's range); null when not detected."""
+        return getattr(operator, "detected_by", None) if self.get_detected(operator) else None
 
 
 class PromotionOut(serializers.Serializer):
@@ -135,6 +143,11 @@ class ProductOut(serializers.Serializer):
     currency = serializers.CharField(source="retail_currency")
     range = serializers.SerializerMethodField()
     pricing = serializers.SerializerMethodField()
+    required_fields = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="What a line of it must carry in `fields` besides the number "
+        "(`senderName`, `senderPhone`, `recipientEmail`, `recipientName`); empty for most.",
+    )
     validity = serializers.CharField(
         allow_null=True, help_text="ISO 8601 duration such as `P30D`; null: no expiry."
     )

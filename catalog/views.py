@@ -16,9 +16,10 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 from catalog import selectors
+from catalog.detection import operators_detect
 from catalog.errors import PhoneNumberError
 from catalog.models import Country
-from catalog.phone import operator_detect, phone_international, phone_parse
+from catalog.phone import phone_international, phone_parse
 
 
 def countries_by_name() -> list[Country]:
@@ -57,7 +58,8 @@ def find(request: HttpRequest) -> HttpResponse:
             context["error"] = exc.message
         else:
             operators = list(selectors.operators_with_product_counts(country=phone.country))
-            detected = operator_detect(phone=phone, operators=operators)
+            detection = operators_detect(phone=phone, operators=operators)
+            detected = detection.operators
             if len(detected) == 1 and "choose" not in request.GET:
                 found = detected[0]
                 url = reverse("catalog:operator", args=[found.country_id, found.slug])
@@ -71,6 +73,7 @@ def find(request: HttpRequest) -> HttpResponse:
                     "number": phone,
                     "country": selectors.country_get(code=phone.country),
                     "detected": detected,
+                    "detected_by": detection.by,
                     "others": [op for op in operators if op not in detected],
                 }
             )

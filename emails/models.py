@@ -15,6 +15,7 @@ from django.utils.translation import gettext_lazy as _
 class Email(models.Model):
     class Kind(models.TextChoices):
         RECEIPT = "receipt"
+        PIN_RECEIPT = "pin_receipt"  # a delivered PIN of a site order (contract section 17)
         BALANCE_LOW = "balance_low"
         ENDPOINT_DISABLED = "endpoint_disabled"
         BANK_TRANSFER = "bank_transfer"
@@ -25,6 +26,10 @@ class Email(models.Model):
     language = models.CharField(max_length=8, default="en")
     # What the templates show, as the caller saw it in the transaction (JSON values only).
     context = models.JSONField(default=dict)
+    # What the message carries that must not be stored in clear (a PIN: contract section 17),
+    # as a FIELD_ENCRYPTION_KEY token of its JSON, merged into the context when rendered and
+    # forgotten once the message is sent.
+    secret_context = models.TextField(blank=True, default="")
     created_at = models.DateTimeField(default=timezone.now)
     # A worker sends when this is due; it moves it on (a lease) before sending, then to the
     # next retry on failure, so a crashed worker's message is sent again later.

@@ -21,6 +21,7 @@ from django.template.loader import render_to_string
 from django.utils import formats, timezone, translation
 
 from emails.models import Email
+from reseller import crypto
 
 logger = logging.getLogger(__name__)
 
@@ -46,8 +47,8 @@ def message(
             **_amounts_localized(context),
             "LANGUAGE_CODE": language,
         }
-        subject = render_to_string(f"emails/{kind}_subject.txt", context)
-        text = render_to_string(f"emails/{kind}.txt", context)
+        subject = render_to_string(f"emails/{kind}_subject.txt", context, using="text")
+        text = render_to_string(f"emails/{kind}.txt", context, using="text")
         html = render_to_string(f"emails/{kind}.html", context)
     built = EmailMultiAlternatives(subject=" ".join(subject.split()), body=text, to=[to])
     built.attach_alternative(html, "text/html")
@@ -70,7 +71,10 @@ def _amounts_localized(value: Any) -> Any:
 
 
 def render(email: Email) -> EmailMultiAlternatives:
-    return message(kind=email.kind, to=email.to, language=email.language, context=email.context)
+    context = email.context
+    if email.secret_context:  # a PIN: opened only to be sent
+        context = {**context, **crypto.decrypt_json(email.secret_context)}
+    return message(kind=email.kind, to=email.to, language=email.language, context=context)
 
 
 def _claim(email_id: int) -> Email | None:
@@ -104,6 +108,7 @@ def email_send(email_id: int) -> bool:
         sent_at=timezone.now(),
         last_error="",
         context=context_without_links(email.context),
+        secret_context="",
     )
     return True
 

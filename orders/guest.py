@@ -2,7 +2,8 @@
 (docs/site.md, "Buying without logging in").
 
 - **The pending choice.** A logged-out "Buy now" keeps the product, the number, the
-  quantity and a range product's amount in the visitor's session. The guest checkout page
+  quantity, a range product's amount and the extra fields its product needs (a sender's
+  phone …) in the visitor's session. The guest checkout page
   pays it without an account; after a login or a sign-up (whose confirmation link logs in, in
   the same browser) the checkout's resume page puts it in the "Buy now" cart and opens the
   checkout of exactly that item. Only a POST with its CSRF token sets it; nothing in a URL can.
@@ -37,6 +38,7 @@ def pending_keep(
     recipient_number: str,
     quantity: int,
     local_amount: Decimal | None = None,
+    fields: dict[str, str] | None = None,
 ) -> None:
     session[PENDING_KEY] = {
         "product_id": product_id,
@@ -44,6 +46,8 @@ def pending_keep(
         "quantity": quantity,
         # A range product's amount (contract section 17), as text: sessions are JSON.
         **({"local_amount": str(local_amount)} if local_amount is not None else {}),
+        # The extra fields its product needs (catalog.fields), clean: checked again on use.
+        **({"fields": dict(fields)} if fields else {}),
     }
 
 

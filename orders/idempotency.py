@@ -37,6 +37,7 @@ from orders.errors import (
     IdempotencyKeyReused,
 )
 from orders.models import IdempotencyRecord
+from reseller import crypto
 from reseller.db import advisory_xact_lock
 from reseller.errors import ApplicationError
 from wallet.errors import InsufficientBalance
@@ -92,8 +93,57 @@ def _replay(stored: IdempotencyRecord, *, print_: str) -> IdempotentReply:
         raise IdempotencyKeyReused()
     status = stored.response_status
     return IdempotentReply(
-        status=status, body=stored.response_body, replayed=True, is_problem=status >= 400
+        status=status, body=pins_open(stored.response_body), replayed=True, is_problem=status >= 400
     )
+
+
+# A stored answer never holds a PIN in clear (contract section 17). A live 201 has none (its
+# recharges are delivered after it), but a test key's sandbox answer may show a simulated one:
+# every non-null ``pin`` object is stored as ``{"sealed": <FIELD_ENCRYPTION_KEY token>}`` and
+# opened when replayed.
+SEALED = "sealed"
+
+
+def pins_seal(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {
+            key: {SEALED: crypto.encrypt_json(item)}
+            if key == "pin" and isinstance(item, dict)
+            else pins_seal(item)
+            for key, item in value.items()
+        }
+    if isinstance(value, list):
+        return [pins_seal(item) for item in value]
+    return value
+
+
+def _is_sealed(item: Any) -> bool:
+    return isinstance(item, dict) and set(item) == {SEALED}
+
+
+def pins_open(value: Any, *, opener: Callable[[str], Any] = crypto.decrypt_json) -> Any:
+    if isinstance(value, dict):
+        return {
+            key: opener(item[SEALED])
+            if key == "pin" and _is_sealed(item)
+            else pins_open(item, opener=opener)
+            for key, item in value.items()
+        }
+    if isinstance(value, list):
+        return [pins_open(item, opener=opener) for item in value]
+    return value
+
+
+def pins_rotate() -> int:
+    """Re-encrypt the PINs of stored answers with the first key (rotate_field_encryption)."""
+    rotated = 0
+    for record in IdempotencyRecord.objects.filter(response_body__icontains=f'"{SEALED}"'):
+        body = pins_open(record.response_body, opener=lambda token: {SEALED: crypto.rotate(token)})
+        if body != record.response_body:
+            record.response_body = body
+            record.save(update_fields=["response_body"])
+            rotated += 1
+    return rotated
 
 
 def _store(*, account: Account, livemode: bool, key: str, print_: str, status: int, body) -> None:
@@ -104,7 +154,7 @@ def _store(*, account: Account, livemode: bool, key: str, print_: str, status: i
         key=key,
         fingerprint=print_,
         response_status=status,
-        response_body=body,
+        response_body=pins_seal(body),
         created_at=timezone.now(),
     )
 

@@ -17,7 +17,7 @@ from catalog.phone import recipient_validate
 from catalog.selectors import fx_rate, products_get
 from orders.pricing import QUANTITY_MAX, QUANTITY_MIN, LineRequest, amount_refused
 from recharges.models import Recharge
-from recharges.serializers import RechargeOut
+from recharges.serializers import RechargeOut, recharge_pin
 from reseller.api import JsonIntegerField, StrictSerializer
 from reseller.money import quantize
 
@@ -466,6 +466,7 @@ def _recharge_body(recharge: Recharge) -> dict[str, Any]:
         "updated_at": _TIME.to_representation(recharge.updated_at),
         "livemode": recharge.livemode,
         "fields": dict(recharge.fields or {}),
+        "pin": recharge_pin(recharge),
     }
 
 

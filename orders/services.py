@@ -278,9 +278,14 @@ def _receipt_queue(
                     "product": line.product.name,
                     "recipient": number_display(line.recipient_number),
                     "quantity": line.quantity,
-                    # What the recipient gets (a range product's chosen amount).
+                    # What the recipient gets (a range product's chosen amount, said beside
+                    # the product's name; a fixed product's name says it already).
                     "local_amount": f"{line.face_value:.2f}",
                     "local_currency": line.product.local_currency,
+                    "is_range": line.product.is_range,
+                    # The extra fields given (catalog.fields), clean; labelled in the email's
+                    # language when it is written (the catalog_marks filter fields_shown).
+                    "fields": dict(line.fields or {}),
                     "unit_price": f"{line.unit_price:.2f}",
                     "line_total": f"{line.line_total:.2f}",
                 }

@@ -25,6 +25,7 @@ from rest_framework.exceptions import ValidationError
 
 from accounts.http import AuthenticatedRequest
 from accounts.services import guest_account
+from catalog.fields import fields_check
 from catalog.models import Product
 from catalog.phone import number_display
 from catalog.selectors import products_get, promotion_is_waitlisting
@@ -38,12 +39,14 @@ from orders.amounts import (
     visitor_account,
 )
 from orders.errors import CartAlreadyPaid
+from orders.line_fields import FIELDS_FOR, fields_forget, fields_keep, fields_posted
 from orders.models import Order
 from orders.pricing import line_requests, price_order
 from orders.serializers import QUANTITY_MAX, QUANTITY_MIN, SEND_NOW, WAIT, CartItemIn
 from payments import gateway
 from payments.models import Payment
-from recharges.state import FINAL
+from recharges.serializers import recharge_pin
+from recharges.state import DELIVERED, FINAL
 from recipients.selectors import recipient_names, top_up_url
 from reseller.errors import ApplicationError, NotFound, flatten_validation_errors
 from wallet.services import wallet_get_or_create
@@ -121,7 +124,7 @@ def _messages_of(exc: ValidationError) -> list[str]:
 @require_POST
 def cart_add(request: HttpRequest) -> HttpResponse:
     back = _back(request, reverse("catalog:index"))
-    if (refused := _amount_refused(request, back)) is not None:
+    if (refused := _card_refused(request, back)) is not None:
         return refused
     if not request.user.is_authenticated and request.POST.get("then") == "checkout":
         return _buy_now_logged_out(request, back)
@@ -133,6 +136,7 @@ def cart_add(request: HttpRequest) -> HttpResponse:
     line = _posted_line(request, SITE_CART)
     if line is None:
         return redirect(back)
+    fields_forget(request.session)
     if request.POST.get("then") == "checkout":  # "Buy now": straight to paying that one item
         services.cart_set_only(
             account=request.user.account, livemode=True, session_id=SITE_BUY_NOW, line=line
@@ -161,13 +165,15 @@ def cart_add(request: HttpRequest) -> HttpResponse:
 
 
 def _posted_line(request: HttpRequest, session_id: str):
-    """The line a product page posted (product, number, quantity, and a range product's
-    amount), or None once what is wrong with it is in the page's messages."""
+    """The line a product page posted (product, number, quantity, a range product's amount
+    and the extra fields its product needs), or None once what is wrong with it is in the
+    page's messages."""
     data = {
         "session_id": session_id,
         "product_id": request.POST.get("product", ""),
         "recipient_number": request.POST.get("recipient_number", "").strip(),
         "quantity": _form_int(request.POST.get("quantity", "1")),
+        "fields": fields_posted(request.POST),
     }
     if "local_amount" in request.POST:  # checked by _amount_refused first
         data["local_amount"] = request.POST["local_amount"].strip().replace(",", ".")
@@ -181,31 +187,41 @@ def _posted_line(request: HttpRequest, session_id: str):
     return form.validated_data["line"]
 
 
-def _amount_refused(request: HttpRequest, back: str) -> HttpResponse | None:
-    """A range product's amount posted without JavaScript, refused (not a number, out of its
-    range, off its step, not sold at the moment): back to the product page, which shows why
-    under the amount field, with the amount as typed (``site_pages.views.operator``). None
-    when the amount holds, or the product is not a range one."""
-    product = products_get(product_ids=[request.POST.get("product", "")]).get(
-        request.POST.get("product", "")
-    )
-    if product is None or not product.is_range:
+def _card_refused(request: HttpRequest, back: str) -> HttpResponse | None:
+    """A card posted without JavaScript whose range amount (not a number, out of its range,
+    off its step, not sold at the moment) or extra fields (one missing or malformed,
+    ``catalog.fields.fields_check`` as the API checks them) are refused: back to the product
+    page, which shows why under each field, with what was typed (``site_pages.views.
+    operator``). The amount comes back in the query (``?amount_for=<id>&amount=…``); the
+    fields, which may be an email or a phone, wait in the session (``orders.line_fields``)
+    and the query only names the card (``?fields_for=<id>``). None when the card holds."""
+    product_id = request.POST.get("product", "")
+    product = products_get(product_ids=[product_id]).get(product_id)
+    if product is None:
         return None
     raw = request.POST.get("local_amount", "")
-    try:
-        amount_check(product=product, raw=raw)
-    except ApplicationError:
-        target = urlsplit(back)
-        query = [
-            (name, value)
-            for name, value in parse_qsl(target.query)
-            if name not in (AMOUNT_FOR, AMOUNT)
-        ]
+    amount_refused = False
+    if product.is_range:
+        try:
+            amount_check(product=product, raw=raw)
+        except ApplicationError:
+            amount_refused = True
+    given = fields_posted(request.POST)
+    _clean, fields_refused = fields_check(required=product.required_fields or [], given=given)
+    if not amount_refused and not fields_refused:
+        return None
+    target = urlsplit(back)
+    query = [
+        (name, value)
+        for name, value in parse_qsl(target.query)
+        if name not in (AMOUNT_FOR, AMOUNT, FIELDS_FOR)
+    ]
+    if product.is_range:  # kept as typed, refused or not, with its price or why
         query += [(AMOUNT_FOR, product.public_id), (AMOUNT, raw[:20])]
-        return redirect(
-            urlunsplit(target._replace(query=urlencode(query), fragment=product.public_id))
-        )
-    return None
+    if product.required_fields or given:
+        fields_keep(request.session, product_id=product.public_id, given=given)
+        query.append((FIELDS_FOR, product.public_id))
+    return redirect(urlunsplit(target._replace(query=urlencode(query), fragment=product.public_id)))
 
 
 @require_GET
@@ -245,12 +261,14 @@ def _buy_now_logged_out(request: HttpRequest, back: str) -> HttpResponse:
     line = _posted_line(request, SITE_BUY_NOW)
     if line is None:
         return redirect(back)
+    fields_forget(request.session)
     guest.pending_keep(
         request.session,
         product_id=line.product.public_id,
         recipient_number=line.recipient_number,
         quantity=line.quantity,
         local_amount=line.local_amount if line.product.is_range else None,
+        fields=line.fields,
     )
     return redirect("orders:guest-checkout")
 
@@ -490,6 +508,8 @@ def _receipt(
     card payment not paid yet, what it is ("Waiting for your bank", "Payment expired" …),
     what it would buy, and while it can still be paid "Finish payment" and "Cancel payment"."""
     recharges = list(payment.recharges.all())
+    for recharge in recharges:  # a delivered PIN, for its buyer (contract section 17)
+        recharge.pin_shown = recharge_pin(recharge)  # type: ignore[attr-defined]
     lines = list(payment.order.lines.all())
     unpaid = payment.method == Payment.Method.CARD and payment.status not in PAID
     allowed = guest_token is None or guest.guest_payment_allowed(request.session, payment.public_id)
@@ -519,7 +539,10 @@ def _receipt(
                 "publishable_key": gateway.publishable_key(),
             }
         )
-    return render(request, "orders/receipt.html", context)
+    response = render(request, "orders/receipt.html", context)
+    if any(recharge.pin_shown for recharge in recharges):  # type: ignore[attr-defined]
+        response["Cache-Control"] = "no-store"  # a page with a PIN is kept by no cache
+    return response
 
 
 @login_required
@@ -612,6 +635,8 @@ def _status_body(payment: Payment) -> JsonResponse:
                     "id": r.public_id,
                     "status": r.status,
                     "statusLabel": str(r.get_status_display()),
+                    # A PIN was delivered: the page shows it once drawn again (never here).
+                    "hasPin": bool(r.pin_last4) and r.status in DELIVERED,
                     "failureMessage": (
                         _("The operator took the top-up back; its amount was refunded.")
                         if r.status == "reversed"

@@ -87,11 +87,13 @@ def lookups(ids: Sequence[int]) -> list[Recharge]:
 def recharge_event(recharge: Recharge) -> Event:
     """The event of the status the recharge has reached (``lookups``' shape), built with its
     body, not yet written."""
+    body = camelized(RechargeDetailOut(recharge).data)
     return event_new(
         account_id=recharge.account_id,
         livemode=recharge.livemode,
         event_type=EVENT_OF_STATUS[recharge.status],
-        obj=camelized(RechargeDetailOut(recharge).data),
+        obj=body,
+        secret=body.get("pin") is not None,  # stored encrypted, opened to be sent
     )
 
 

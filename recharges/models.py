@@ -77,7 +77,13 @@ class Recharge(models.Model):
     margin = models.DecimalField(**MONEY, null=True, blank=True)
     margin_currency = models.CharField(max_length=3, blank=True)
     provider_transaction_id = models.CharField(max_length=128, blank=True)
+    # The provider's answer, without any PIN (the adapters strip it).
     provider_response = models.JSONField(null=True, blank=True)
+    # A PIN product's code, once delivered (contract section 17): its JSON ``{"code",
+    # "serial", "instructions", "valid_until"}`` encrypted with FIELD_ENCRYPTION_KEY
+    # (recharges.pins, reseller.crypto); never in clear in any table. Staff see its last 4.
+    pin_encrypted = models.TextField(blank=True, default="")
+    pin_last4 = models.CharField(max_length=4, blank=True, default="")
     attempts = models.PositiveSmallIntegerField(default=0)
     retries = models.PositiveSmallIntegerField(default=0, help_text="Staff retries after failure")
     refunded = models.BooleanField(_("refunded"), default=False)

@@ -60,6 +60,7 @@ from payments.services import payment_add_refunded, payment_lock
 from recharges import lanes
 from recharges.events import recharge_emit, recharges_emit
 from recharges.models import Recharge, RechargeAttempt
+from recharges.pins import PIN_FIELDS, pin_receipts_queue, pin_seal
 from recharges.state import IllegalTransition, transition, transition_many
 from reseller.batching import Batcher
 from reseller.db import connection_release
@@ -678,6 +679,8 @@ class _Deliveries:
         recharge.cost, recharge.cost_currency = cost, cost_currency if cost is not None else ""
         recharge.margin = margin
         recharge.margin_currency = recharge.currency if margin is not None else ""
+        if result.pin is not None:  # a PIN product's code: kept encrypted, never logged
+            pin_seal(recharge, result.pin)
         self.rows.append(recharge)
         self.notes.append(f"{target.name} {result.transaction_id}")
         return Progress(S.DELIVERED)
@@ -686,10 +689,12 @@ class _Deliveries:
         fields = [
             *("provider", "provider_transaction_id", "provider_response"),
             *("cost", "cost_currency", "margin", "margin_currency"),
+            *PIN_FIELDS,
         ]
         transition_many(self.rows, S.DELIVERED, notes=self.notes, fields=fields)
         books_sales_record(sales=[sale_of(recharge) for recharge in self.rows])
         recharges_emit(self.rows)
+        pin_receipts_queue(self.rows)
 
 
 def answers_write(calls: list[Call]) -> list[Ticket | Progress]:

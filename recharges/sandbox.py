@@ -7,6 +7,9 @@ The outcome is chosen by the last four digits of the recipient number:
     0004  timeout     the amount goes back to the sandbox balance at once
     else  success
 
+A PIN product's test recharge that succeeds (at once or after processing) carries a simulated
+PIN (``recharges.pins.pin_simulated``), encrypted like a live one.
+
 Outcomes are applied in the order's own transaction, so the 201 answer already shows them.
 A processing row becomes success when its 10 seconds have passed: the delayed task enqueued
 after the order settles it, and the beat sweeper settles any it missed (both write the move and
@@ -25,8 +28,10 @@ from django.db.models import Case, F, Q, Value, When
 from django.utils import timezone
 from django.utils.translation import gettext_lazy
 
+from catalog.models import ProductType
 from recharges.events import recharge_emit
 from recharges.models import Recharge, RechargeEvent
+from recharges.pins import PIN_FIELDS, pin_seal, pin_simulated
 from recharges.processor import recharge_refund
 from recharges.state import transition
 
@@ -68,6 +73,10 @@ def sandbox_simulate(*, recharges: list[Recharge]) -> bool:
             processing = True
         if outcome in MESSAGES:
             extra["failure_code"], extra["failure_message"] = MESSAGES[outcome]
+        elif recharge.product.product_type == ProductType.PIN:
+            # A simulated PIN, shown once the recharge succeeds (contract section 17).
+            pin_seal(recharge, pin_simulated())
+            extra.update({field: getattr(recharge, field) for field in PIN_FIELDS})
         transition(recharge, outcome, note="sandbox simulation", extra_fields=extra)
         if outcome in MESSAGES:
             recharge_refund(recharge=recharge)

@@ -8,6 +8,7 @@ from typing import Any
 from rest_framework import serializers
 
 from recharges.models import Recharge
+from recharges.pins import pin_body
 from recharges.state import DELIVERED
 
 FINAL_STATUSES_NOTE = (
@@ -16,6 +17,25 @@ FINAL_STATUSES_NOTE = (
     "`timeout` (sandbox). `queued`, `waitlisted`, `dispatched` and `processing` move on by "
     "themselves."
 )
+
+
+PIN_NOTE = (
+    "A PIN product's code once delivered (`delivered`, or `success` in the sandbox, where "
+    "the PIN is simulated): shown only to the account that bought it; `null` for other "
+    "products and before delivery. Its fields are `null` where the provider does not say."
+)
+
+
+class PinOut(serializers.Serializer):
+    code = serializers.CharField(help_text="What the customer enters.")
+    serial = serializers.CharField(allow_null=True)
+    instructions = serializers.CharField(allow_null=True, help_text="How to use it.")
+    valid_until = serializers.CharField(allow_null=True, help_text="As the provider says it.")
+
+
+def recharge_pin(recharge: Recharge) -> dict[str, Any] | None:
+    """The ``pin`` of a recharge body: its PIN once delivered, else None (docs/security.md)."""
+    return pin_body(recharge) if recharge.status in DELIVERED else None
 
 
 class RechargeOut(serializers.Serializer):
@@ -51,6 +71,7 @@ class RechargeOut(serializers.Serializer):
             help_text="The extra fields its line carried (`senderPhone`, `recipientEmail`, …): "
             "`{}` when its product needs none.",
         )
+        found["pin"] = PinOut(read_only=True, allow_null=True, help_text=PIN_NOTE)
         return found
 
     def to_representation(self, instance):
@@ -58,6 +79,7 @@ class RechargeOut(serializers.Serializer):
         data["failure_code"] = data["failure_code"] or None
         data["failure_message"] = data["failure_message"] or None
         data["fields"] = dict(instance.fields or {})
+        data["pin"] = recharge_pin(instance)
         return data
 
 
@@ -131,6 +153,7 @@ def recharge_detail(
         "updated_at": _TIME.to_representation(recharge.updated_at),
         "livemode": recharge.livemode,
         "fields": dict(recharge.fields or {}),
+        "pin": recharge_pin(recharge),
         "order_id": order_id,
         "payment_id": payment_id,
         "operator_reference": (recharge.provider_transaction_id or None) if delivered else None,

@@ -1,7 +1,7 @@
 """Removing secrets and card data from a body before it is stored (docs/request-log.md).
 
 What goes: the value of every JSON field (or form/query parameter) whose name says it is a
-secret (password, secret, token, access, refresh, apiKey, key, cvc, cvv…), and wherever they
+secret (password, secret, token, access, refresh, apiKey, key, cvc, cvv, pin…), and wherever they
 appear, API keys (``rsl_live_…``, ``rsl_test_…``), webhook secrets (``whsec_…``), Stripe client
 secrets (``pi_…_secret_…``, ``seti_…_secret_…``), JSON Web Tokens, ``Bearer`` credentials and
 card numbers (13 to 19 digits, spaces or dashes allowed, passing the Luhn check). Each is
@@ -39,6 +39,8 @@ _SECRET_NAMES = frozenset(
         "otp",
         "pan",
         "cardnumber",
+        # A delivered PIN (contract section 17): the whole ``pin`` object of a recharge body.
+        "pin",
     }
 )
 _SECRET_PARTS = ("password", "passwd", "secret", "token", "apikey", "privatekey", "signature")
@@ -66,6 +68,9 @@ _JSON_PAIR = re.compile(
     r'"(?P<name>[^"\\]{1,64})"(?P<sep>\s*:\s*)'
     r'(?P<value>"(?:[^"\\]|\\.)*(?:"|$)|-?[0-9][0-9.eE+\-]*|true|false|null)'
 )
+# A ``"pin": {…}`` object in JSON text that did not parse (cut short): up to its end or the
+# text's (its code comes first, so a "}" inside its instructions leaves no code behind).
+_PIN_OBJECT = re.compile(r'"pin"(?P<sep>\s*:\s*)\{[^}]*(?:\}|$)')
 # name=value in a query string or a form body.
 _FORM_PAIR = re.compile(r"(?P<lead>^|[&;?\s])(?P<name>[^=&;?\s]{1,64})=(?P<value>[^&;\s]*)")
 
@@ -149,6 +154,7 @@ def redact_text(text: str) -> str:
         try:
             decoded = json.loads(stripped)
         except ValueError:
+            text = _PIN_OBJECT.sub(rf'"pin"\g<sep>"{REDACTED}"', text)
             text = _JSON_PAIR.sub(_json_pair, text)
         else:
             text = json.dumps(redact_value(decoded), ensure_ascii=False, separators=(",", ":"))

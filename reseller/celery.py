@@ -71,6 +71,25 @@ def _worker_database(sender=None, **kwargs) -> None:
 
 
 @worker_init.connect
+def _worker_field_encryption(sender=None, **kwargs) -> None:
+    """Refuse to start where PINs could not be kept encrypted (catalog/checks.py, run by its
+    tag: this module names no app)."""
+    import io
+
+    import django
+    from django.core.management import call_command
+    from django.core.management.base import SystemCheckError
+
+    django.setup()
+    try:
+        call_command(
+            "check", tags=["field_encryption"], databases=["default"], stdout=io.StringIO()
+        )
+    except SystemCheckError as refused:
+        raise SystemExit(str(refused)) from refused
+
+
+@worker_init.connect
 def _worker_tracing(sender=None, **kwargs) -> None:
     tracing_start("worker")
 

@@ -86,6 +86,7 @@ def recharge(**over: Any) -> dict[str, Any]:
             "updatedAt": AT,
             "livemode": True,
             "fields": {},
+            "pin": None,  # a PIN product's code once delivered, for its buyer only
         },
         over,
     )
@@ -201,6 +202,7 @@ def product(**over: Any) -> dict[str, Any]:
             "currency": CURRENCY,
             "range": None,
             "pricing": None,
+            "requiredFields": [],
             "validity": None,
             "validityDays": None,
             "benefits": [],
@@ -429,6 +431,7 @@ OPERATOR_TELCEL = {
     "color": "#0b3f94",
     "logoUrl": None,
     "detected": True,
+    "detectedBy": "provider",
 }
 CART_ITEM_REQUEST = {"sessionId": "web-42", **line()}
 CART_ITEM = {
@@ -648,6 +651,7 @@ ADMIN_RECHARGE = {
     "createdAt": AT,
     "updatedAt": LATER,
     "livemode": True,
+    "pinLast4": None,  # a delivered PIN's last 4 digits (never the whole code)
 }
 ADMIN_PAYMENT = {
     "id": PAYMENT_ID,

@@ -55,6 +55,19 @@ if [ -z "${STRIPE_SECRET_KEY:-}" ] && [ -n "${LOCALSTRIPE_PORT:-}" ] && ! port_f
   exit 1
 fi
 
+# PINs are encrypted at rest with FIELD_ENCRYPTION_KEY (docs/security.md): a development key
+# is made once and kept in var/ (never committed), so the PINs of earlier runs stay readable.
+if [ -z "${FIELD_ENCRYPTION_KEY:-}" ]; then
+  mkdir -p var
+  if [ ! -s var/field-encryption-key ]; then
+    $PY -c 'from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())' \
+      >var/field-encryption-key
+    chmod 600 var/field-encryption-key
+  fi
+  FIELD_ENCRYPTION_KEY=$(cat var/field-encryption-key)
+  export FIELD_ENCRYPTION_KEY
+fi
+
 $PY manage.py migrate --noinput -v0
 if $PY manage.py help seed_demo >/dev/null 2>&1; then
   $PY manage.py seed_demo --qr  # the demo users, and the staff user's authenticator (2FA)

@@ -27,10 +27,13 @@ from accounts.forms import ApiKeyWhitelistForm
 from accounts.http import AuthenticatedRequest
 from catalog import selectors as catalog_selectors
 from catalog.errors import PhoneNumberError
+from catalog.field_inputs import FIELD_INPUTS
+from catalog.fields import fields_check
 from catalog.models import Operator, Product, PromotionStatus
 from catalog.phone import PhoneNumber, phone_parse
 from catalog.views import REGION_COOKIE, countries_by_name
 from orders.amounts import AMOUNT, AMOUNT_FOR, amount_presets, amount_price, visitor_account
+from orders.line_fields import FIELD_PREFIX, FIELDS_FOR, fields_kept
 from orders.selectors import sandbox_recharges
 from orders.statements import period_recharges
 from recharges.sandbox import GUIDE as SANDBOX_GUIDE
@@ -170,6 +173,29 @@ def _amount_attach(request: HttpRequest, product: Product) -> None:
         product.amount_error = exc.detail  # type: ignore[attr-defined]
 
 
+def _fields_attach(request: HttpRequest, product: Product) -> None:
+    """The inputs of the extra fields a product needs (contract section 17), and, for a card
+    the cart refused (``?fields_for=<id>``, ``orders.views._card_refused``), what was typed
+    (kept in the session, never in the URL) with why each field was refused."""
+    kept = None
+    if request.GET.get(FIELDS_FOR) == product.public_id:
+        kept = fields_kept(request.session, product_id=product.public_id)
+    errors: dict[str, str] = {}
+    if kept is not None:
+        _clean, refused = fields_check(required=product.required_fields, given=kept)
+        errors = {error.field: error.message for error in refused}
+    product.field_inputs = [  # type: ignore[attr-defined]
+        {
+            "input": FIELD_INPUTS[name],
+            "id": f"{FIELD_PREFIX}{name}-{product.public_id}",
+            "value": (kept or {}).get(name, ""),
+            "error": errors.get(name, ""),
+        }
+        for name in product.required_fields
+        if name in FIELD_INPUTS
+    ]
+
+
 @require_GET
 def operator(request: HttpRequest, code: str, slug: str) -> HttpResponse:
     found: Operator | None = (
@@ -189,6 +215,8 @@ def operator(request: HttpRequest, code: str, slug: str) -> HttpResponse:
     for product in products:
         if product.is_range:
             _amount_attach(request, product)
+        if product.required_fields:
+            _fields_attach(request, product)
     number = _number_for(request.GET.get("phone", ""), country=found.country_id)
     saved_name = ""
     if number is not None and request.user.is_authenticated:

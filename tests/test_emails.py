@@ -15,10 +15,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from emails.models import Email
-from emails.services import email_send
+from emails.services import email_send, message
 from emails.tasks import emails_sweep_task
 from orders.models import Order
-from tests.factories import ProductFactory, UserFactory, make_key
+from tests.factories import ProductFactory, RangeProductFactory, UserFactory, make_key
 from tests.helpers import assert_ledger_balanced, bearer, client_for, fund, place
 from wallet.services import wallet_set_threshold
 
@@ -61,6 +61,43 @@ def test_a_wallet_checkout_sends_a_receipt_listing_its_top_ups(
     assert "Telcel 100 MXN" in html and "10.00 EUR" in html
     assert Email.objects.get().sent_at is not None
     assert_ledger_balanced()
+
+
+def test_the_receipt_says_the_amount_chosen_of_a_range_line_and_the_fields_given(
+    api, django_capture_on_commit_callbacks
+):
+    user = UserFactory(email="ana@example.com")
+    fixed = ProductFactory(retail_price=Decimal("5.00"), name="Telcel 100 MXN")
+    ranged = RangeProductFactory(
+        operator=fixed.operator, name="Telcel any amount", required_fields=["senderPhone"]
+    )
+    fund(user, "50.00")
+    body = envelope(fixed)
+    body["items"].append(
+        {
+            "productId": ranged.public_id,
+            "recipientNumber": "+525512345678",
+            "quantity": 1,
+            "localAmount": "150.00",
+            "fields": {"senderPhone": "+1 415 555 0123"},
+        }
+    )
+    with django_capture_on_commit_callbacks(execute=True):
+        response = api.post(CHECKOUT, body, **bearer(user), format="json")
+    assert response.status_code == 201, response.content
+    fixed_line, range_line = Email.objects.get().context["lines"]
+    assert (fixed_line["is_range"], fixed_line["fields"]) == (False, {})
+    assert range_line["is_range"] is True
+    assert range_line["fields"] == {"senderPhone": "+14155550123"}
+    (message,) = mail.outbox
+    # A fixed product's name says its amount; a range line's amount is said beside it.
+    assert "- Telcel 100 MXN · +52 55 1234 5678 · 1 × 5.00 EUR" in message.body  # noqa: RUF001
+    assert "- Telcel any amount · 150.00 MXN · +52 55 1234 5678 · 1 × 8.00 EUR" in message.body  # noqa: RUF001
+    assert "  Sender's phone: +1 415-555-0123\n" in message.body
+    assert "100.00 MXN" not in message.body
+    html = message.alternatives[0][0]
+    assert "Telcel any amount · <span" in html and "150.00 MXN</span>" in html
+    assert "Sender&#x27;s phone: <span" in html and "+1 415-555-0123" in html
 
 
 def test_the_receipt_speaks_the_buyers_language(django_capture_on_commit_callbacks):
@@ -154,3 +191,14 @@ def test_sent_messages_are_forgotten_after_a_month():
     with time_machine.travel(timezone.now() + timedelta(days=31), tick=False):
         emails_sweep_task()
     assert not Email.objects.exists()
+
+
+def test_plain_text_is_not_html_escaped_and_the_html_is():
+    """An apostrophe or an ampersand reads as itself in the text part (before, the text
+    templates escaped it as ``&#x27;``), and stays escaped in the HTML part."""
+    address = "o'brien&sons@example.com"
+    context = {"new_email": address, "reset_path": "/reset"}
+    built = message(kind="email_changed", to="a@example.com", language="en", context=context)
+    html = str(built.alternatives[0][0])
+    assert address in built.body
+    assert "o&#x27;brien&amp;sons@example.com" in html

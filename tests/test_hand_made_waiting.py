@@ -61,6 +61,10 @@ SLEEPS_KEPT = {
     ("tests/fakes/dtone.py", "_create"),  # DT One's latency, simulated
     ("tests/fakes/dtone.py", "_post_callback"),  # DT One's callback retry back-off, simulated
     ("tests/fakes/ding.py", "do_POST"),  # Ding's latency, simulated
+    # A number lookup's latency, simulated (issue 41: the budget's fallback to the prefixes).
+    ("tests/fakes/reloadly.py", "_auto_detect"),
+    ("tests/fakes/dtone.py", "_lookup_number"),
+    ("tests/fakes/ding.py", "_account_lookup"),
 }
 
 

@@ -227,3 +227,9 @@ def test_the_worked_example_of_docs_pricing(crossing):
     assert crossing.price_at(Decimal("100")) == Decimal("5.02")
     with override_settings(PRICE_MIN_MARGIN_PERCENT=3), pytest.raises(ProductUnavailable):
         amount_offered_check(product=crossing, amount=Decimal("100"))
+
+
+def test_the_catalog_lists_a_products_required_fields():
+    product = ProductFactory(required_fields=["senderPhone", "recipientEmail"])
+    found = anonymous().get(f"{PRODUCTS}/{product.public_id}").json()
+    assert found["requiredFields"] == ["senderPhone", "recipientEmail"]

@@ -270,6 +270,7 @@ def _due_batch(endpoint_id: int, limit: int) -> _Batch:
             "created_at",
             "event__public_id",
             "event__body",
+            "event__sealed",
             *(f"endpoint__{field}" for field in _ENDPOINT_FIELDS),
         )
         .order_by("next_attempt_at", "id")[:limit]
@@ -278,7 +279,12 @@ def _due_batch(endpoint_id: int, limit: int) -> _Batch:
         return _Batch(None, [])
     due = [
         _Due(
-            row.pk, row.public_id, row.attempts, row.created_at, row.event.public_id, row.event.body
+            row.pk,
+            row.public_id,
+            row.attempts,
+            row.created_at,
+            row.event.public_id,
+            row.event.body_to_send(),
         )
         for row in rows
     ]

@@ -13,6 +13,7 @@ from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
+from reseller import crypto
 from reseller.ids import make_id
 
 
@@ -95,8 +96,11 @@ class Event(models.Model):
     account = models.ForeignKey("accounts.Account", on_delete=models.CASCADE, related_name="+")
     livemode = models.BooleanField()
     type = models.CharField(max_length=40)
-    # The exact JSON body sent (and signed): fixed when the event happens.
+    # The exact JSON body sent (and signed): fixed when the event happens. An event that
+    # carries a PIN (``recharge.delivered`` of a PIN product) holds it encrypted
+    # (``sealed``: a FIELD_ENCRYPTION_KEY token of the body), opened only to be sent.
     body = models.TextField()
+    sealed = models.BooleanField(default=False)
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
 
     class Meta:
@@ -110,6 +114,10 @@ class Event(models.Model):
 
     def __str__(self) -> str:
         return f"{self.public_id} {self.type}"
+
+    def body_to_send(self) -> str:
+        """The body as sent: opened when sealed."""
+        return crypto.decrypt(self.body) if self.sealed else self.body
 
 
 class Delivery(models.Model):

@@ -21,6 +21,7 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
+from reseller import crypto
 from webhooks.models import Delivery, Event, WebhookEndpoint, new_event_id
 from webhooks.tasks import endpoints_wake
 
@@ -139,22 +140,26 @@ def event_new(
     event_type: str,
     obj: dict[str, Any],
     extra: dict[str, Any] | None = None,
+    secret: bool = False,
 ) -> Event:
-    """An event with its body, not yet written (``events_emit_many``)."""
+    """An event with its body, not yet written (``events_emit_many``). ``secret``: the body
+    carries a PIN, so it is stored encrypted (``Event.sealed``) and opened only to be sent."""
     now = timezone.now()
     event_id = new_event_id()
+    body = event_body(
+        event_id=event_id,
+        event_type=event_type,
+        created_at=now,
+        livemode=livemode,
+        data={"object": obj, **(extra or {})},
+    )
     return Event(
         public_id=event_id,
         account_id=account_id,
         livemode=livemode,
         type=event_type,
-        body=event_body(
-            event_id=event_id,
-            event_type=event_type,
-            created_at=now,
-            livemode=livemode,
-            data={"object": obj, **(extra or {})},
-        ),
+        body=crypto.encrypt(body) if secret else body,
+        sealed=secret,
         created_at=now,
     )
 

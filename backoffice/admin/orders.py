@@ -6,6 +6,7 @@ action goes through ``backoffice.services`` and lands in the audit trail.
 """
 
 from django.contrib import admin
+from django.template.response import TemplateResponse
 from django.utils.formats import localize
 from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
@@ -35,6 +36,7 @@ from orders.models import (
 )
 from payments.models import Payment
 from recharges.models import Recharge, RechargeEvent
+from recharges.pins import pin_masked
 
 PAYMENT_CSV = [
     "id",
@@ -200,7 +202,9 @@ class RechargeAdmin(ReadOnlyAdmin):
     list_select_related = ("account", "product__operator", "product__country")
     date_hierarchy = "created_at"
     inlines = [RechargeEventInline, RechargeAttemptInline]
-    actions = ["retry_failed", "refund_undelivered", "export_csv"]
+    actions = ["retry_failed", "refund_undelivered", "show_pin", "export_csv"]
+    # A PIN is shown as its last 4 digits (pin_last4); the whole one only by ``show_pin``.
+    exclude = ("pin_encrypted",)
 
     @admin.display(description=_("recharge"), ordering="created_at")
     def recharge_shown(self, obj: Recharge) -> str:
@@ -217,7 +221,13 @@ class RechargeAdmin(ReadOnlyAdmin):
 
     @admin.display(description=_("amount"), ordering="amount")
     def amount_shown(self, obj: Recharge) -> str:
-        return format_html('<span class="nowrap">{} {}</span>', localize(obj.amount), obj.currency)
+        """The price, and below it the last 4 digits of its PIN when it has one."""
+        amount = format_html(
+            '<span class="nowrap">{} {}</span>', localize(obj.amount), obj.currency
+        )
+        if not obj.pin_last4:
+            return amount
+        return two_lines(amount, _("PIN %(masked)s") % {"masked": pin_masked(obj)}, nowrap=True)
 
     @admin.display(description=_("status"), ordering="status")
     def status_shown(self, obj: Recharge) -> str:
@@ -273,6 +283,47 @@ class RechargeAdmin(ReadOnlyAdmin):
             form_class=ReasonForm,
             title=_("Fail and refund recharges"),
             apply=apply,
+        )
+
+    @admin.action(
+        description=_("Show the whole PIN of selected recharges (recorded)"),
+        permissions=["operate"],
+    )
+    def show_pin(self, request, queryset):
+        """Each selected PIN in full, on a page that is not kept (no-store), after a reason;
+        every one shown is a recorded staff action (``recharge.pin_reveal``)."""
+        if "apply" in request.POST:
+            form = ReasonForm(request.POST)
+            if form.is_valid():
+                rows = queryset.exclude(pin_last4="").select_related("product").order_by("pk")
+                shown = [
+                    (recharge, pin)
+                    for recharge in rows[:20]
+                    if (
+                        pin := staff.staff_recharge_pin_reveal(
+                            recharge=recharge,
+                            actor=request.user,
+                            reason=form.cleaned_data["reason"],
+                        )
+                    )
+                    is not None
+                ]
+                context = {
+                    **self.admin_site.each_context(request),
+                    "title": _("PINs shown"),
+                    "opts": self.opts,
+                    "shown": shown,
+                }
+                response = TemplateResponse(request, "backoffice/pin_reveal.html", context)
+                response["Cache-Control"] = "no-store"
+                return response
+        return form_action(
+            self,
+            request,
+            queryset,
+            form_class=ReasonForm,
+            title=_("Show PINs (recorded)"),
+            apply=lambda data: None,
         )
 
     @admin.action(description=_("Export selected recharges as CSV"))

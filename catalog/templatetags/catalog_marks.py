@@ -20,6 +20,7 @@ from django.templatetags.static import static
 from django.utils.html import format_html
 
 from catalog.benefits import benefits_line as benefits_text_line
+from catalog.field_inputs import fields_shown as _fields_shown
 from catalog.models import Operator
 from catalog.phone import number_display
 
@@ -147,3 +148,11 @@ def benefits_line(product: Any) -> str:
     if not benefits:
         return ""
     return benefits_text_line(benefits, getattr(product, "validity_days", None))
+
+
+@register.filter
+def fields_shown(fields) -> list[tuple[str, str]]:
+    """A line's extra fields, ``(label, value)`` each, as its buyer reads them
+    (``catalog.field_inputs.fields_shown``):
+    ``{% for label, value in line.fields|fields_shown %}``."""
+    return _fields_shown(fields)

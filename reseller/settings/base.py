@@ -109,6 +109,15 @@ TEMPLATES = [
             ],
         },
     },
+    {
+        # Plain text (email bodies and subjects): nothing is HTML-escaped, so an apostrophe
+        # in a name reads as one (emails.services renders .txt templates with it).
+        "NAME": "text",
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [PACKAGE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {"autoescape": False},
+    },
 ]
 
 # Embedded default: a SQLite file next to the code. DATABASE_URL selects PostgreSQL.
@@ -277,6 +286,18 @@ WAITLIST_HORIZON_HOURS = env.int("WAITLIST_HORIZON_HOURS", default=72)
 # How long a process may keep the products an order asks for (catalog/cache.py): any change
 # to the catalog is seen at once regardless; 0 turns the copy off.
 CATALOG_CACHE_SECONDS = env.int("CATALOG_CACHE_SECONDS", default=30)
+# Number lookup (docs/catalog.md, "Phone numbers"; contract section 17): the countries whose
+# numbers are asked of the providers' lookup even when our prefixes name an operator (they
+# port numbers between operators; a number our prefixes cannot tell is asked in any country),
+# how long an answer is kept, how long "no provider knew" is kept, and the budget of one
+# request: past it the prefixes answer.
+NUMBER_LOOKUP_COUNTRIES = env.list(
+    "NUMBER_LOOKUP_COUNTRIES",
+    default=["BR", "CO", "DO", "GH", "IN", "KE", "MX", "NG", "PH"],
+)
+NUMBER_LOOKUP_CACHE_SECONDS = env.int("NUMBER_LOOKUP_CACHE_SECONDS", default=86400)
+NUMBER_LOOKUP_MISS_SECONDS = env.int("NUMBER_LOOKUP_MISS_SECONDS", default=300)
+NUMBER_LOOKUP_TIMEOUT_SECONDS = env.float("NUMBER_LOOKUP_TIMEOUT_SECONDS", default=2.0)
 
 # Where customers send bank-transfer top-ups, shown with each request's reference. Without an
 # IBAN the site offers no bank transfer (a request nobody can pay is worse than none).
@@ -608,6 +629,10 @@ def mailers_from_env(default: str) -> dict[str, Any]:
 MAILERS = mailers_from_env("consolemail://")
 # The site's address as people reach it, for links in email sent by workers (receipts, alerts).
 SITE_URL = env.str("SITE_URL", default="http://127.0.0.1:8000")
+# PINs are encrypted at rest with these Fernet keys (reseller.crypto, docs/security.md): a
+# comma-separated list, the first encrypts and every one decrypts. No default: production
+# refuses to start without one once a PIN product exists; make run makes one for development.
+FIELD_ENCRYPTION_KEY = env.list("FIELD_ENCRYPTION_KEY", default=[])
 DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="reseller <no-reply@localhost>")
 # A password-reset link works once, for an hour.
 PASSWORD_RESET_TIMEOUT = 3600

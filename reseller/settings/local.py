@@ -3,9 +3,13 @@
 from reseller.env import env
 
 from .base import *  # noqa: F403
-from .base import refuse_insecure_production
+from .base import FIELD_ENCRYPTION_KEY, refuse_insecure_production
 
 DEBUG = env.bool("DEBUG", default=True)
+# The development key make run keeps in var/ (scripts/run.sh), for manage.py run by hand too.
+_DEV_FIELD_KEY = BASE_DIR / "var" / "field-encryption-key"  # noqa: F405
+if not FIELD_ENCRYPTION_KEY and _DEV_FIELD_KEY.is_file():
+    FIELD_ENCRYPTION_KEY = [_DEV_FIELD_KEY.read_text().strip()]
 refuse_insecure_production(DEBUG, SECRET_KEY)  # noqa: F405
 # Static files are served from the source folders in development; no collectstatic needed.
 STORAGES = {

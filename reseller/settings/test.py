@@ -6,6 +6,8 @@ os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/resell
 os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/15")
 os.environ.setdefault("DEBUG", "false")
 os.environ.setdefault("SECRET_KEY", "test-secret-key-not-for-production-0123456789abcdef")
+# A fixed Fernet key of the suite (never a production one): PINs encrypted at rest.
+os.environ.setdefault("FIELD_ENCRYPTION_KEY", "dGVzdC1maWVsZC1lbmNyeXB0aW9uLWtleS0zMmJ5dGU=")
 
 from .base import *  # noqa: F403
 

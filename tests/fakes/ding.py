@@ -45,6 +45,15 @@ Switches, all thread-safe:
   DistributorRef (the look-up still finds it); ``misreport(ref, **fields)`` changes what the
   records say of it (``CommissionApplied=…``).
 
+Number lookup, ``GET /api/V1/GetAccountLookup?accountNumber=`` (``GetAccountLookupResponse``:
+``CountryIso``, ``AccountNumberNormalized`` (E.164 without the plus), ``Items`` of
+``{ProviderCode, RegionCode}``): ``number_range(prefix, provider_code)`` gives a range of
+numbers (E.164 digits) to a provider, ``port_number(number, provider_code)`` moves one number;
+a number of neither answers no ``Items``, one that is not digits 400 ``AccountNumberInvalid``
+(the live API's code, as the adapter's docstring says). ``lookup_delay`` (seconds before
+answering), ``lookup_status`` (answer every lookup with that HTTP status and a failed
+``ResultCode``) and ``lookups`` (count per number).
+
 Run it on its own: ``python -m tests.fakes.ding --port 18612`` prints its URL and serves until
 killed (api_key ``fake-ding-key`` unless ``--api-key`` says otherwise).
 """
@@ -324,6 +333,11 @@ class FakeDing:
         self.delay = 0.0  # seconds every transfer made takes to answer
         self._pending = 0
         self._answers: deque[tuple[int, Any, dict[str, str]]] = deque()
+        self.ranges: dict[str, str] = {}  # E.164 digit prefix -> ProviderCode
+        self.ported: dict[str, str] = {}  # E.164 digits -> ProviderCode
+        self.lookup_delay = 0.0
+        self.lookup_status: int | None = None
+        self.lookups: Counter[str] = Counter()
         self._refs = itertools.count(863000001)
         self._server: _Server | None = None
         self._life = threading.Lock()
@@ -375,6 +389,56 @@ class FakeDing:
         self._server = None
 
     # -- catalog --------------------------------------------------------------------------
+    def number_range(self, prefix: str, provider_code: str) -> None:
+        """Numbers starting with ``prefix`` (E.164 digits) were given to ``provider_code``."""
+        self.ranges[prefix.lstrip("+")] = provider_code
+
+    def port_number(self, number: str, provider_code: str) -> None:
+        """``number`` (E.164) is with ``provider_code`` now, whatever its range."""
+        self.ported[number.lstrip("+")] = provider_code
+
+    def _account_lookup(self, query: dict[str, list[str]]) -> tuple[int, Any]:
+        digits = (query.get("accountnumber") or [""])[0].strip().lstrip("+")
+        if not re.fullmatch(r"[0-9]{6,15}", digits):
+            return 400, {
+                "ResultCode": 3,
+                "ErrorCodes": [_error("AccountNumberInvalid", "accountNumber")],
+                "Items": [],
+            }
+        with self.lock:
+            self.lookups[f"+{digits}"] += 1
+        if self.lookup_delay:
+            time.sleep(self.lookup_delay)  # the provider's latency, simulated
+        if self.lookup_status is not None:
+            return self.lookup_status, {
+                "ResultCode": 2,
+                "ErrorCodes": [_error("ProviderError")],
+                "Items": [],
+            }
+        with self.lock:
+            code = self.ported.get(digits)
+            if code is None:
+                prefixes = [p for p in self.ranges if digits.startswith(p)]
+                code = self.ranges[max(prefixes, key=len)] if prefixes else None
+            provider = self.providers.get(code or "")
+        if provider is None:
+            return 200, {
+                "CountryIso": "",
+                "AccountNumberNormalized": digits,
+                "Items": [],
+                "ResultCode": 1,
+                "ErrorCodes": [],
+            }
+        return 200, {
+            "CountryIso": provider["CountryIso"],
+            "AccountNumberNormalized": digits,
+            "Items": [
+                {"ProviderCode": provider["ProviderCode"], "RegionCode": provider["CountryIso"]}
+            ],
+            "ResultCode": 1,
+            "ErrorCodes": [],
+        }
+
     def add_provider(self, item: dict[str, Any]) -> None:
         with self.lock:
             self.providers[item["ProviderCode"]] = item
@@ -754,6 +818,9 @@ def _handler(fake: FakeDing) -> type[BaseHTTPRequestHandler]:
             if not self._authorised():
                 return None
             operation, query = found
+            if operation == "GetAccountLookup":
+                status, body = fake._account_lookup(query)
+                return self._answer(status, body)
             status, body = fake._get(operation, query)
             return self._answer(status, body)
 

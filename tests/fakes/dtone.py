@@ -51,6 +51,15 @@ replaces fields of what the report shows (``prices=…``).
 ``add_transaction(...)`` seeds past transactions (for the report, ``GET /transactions`` with
 ``from_date``/``to_date``: full date-times, both inclusive, at most 24 hours apart).
 
+Number lookup, ``POST /lookup/mobile-number`` with ``{"mobile_number": <E.164>}`` (the
+reference's "Mobile Number" look-up): a list of operators ``{id, name, country, regions,
+identified}``: the number's operator with ``identified: true``, then the other operators of
+its country with ``identified: false``. ``number_range(prefix, operator_id)`` gives a range of
+E.164 numbers (digits) to an operator, ``port_number(number, operator_id)`` moves one number;
+a number of neither answers ``[]``, one that is not E.164 400 ``1005003``. ``lookup_delay``
+(seconds before answering), ``lookup_error`` (answer every lookup with that error code) and
+``lookups`` (count per number).
+
 Choices the reference leaves open: ``GET /transactions?external_id=`` of an unknown id answers
 404 ``1008004`` (the reference lists that 404 for the list), a date window with nothing in it
 answers ``[]``; a send beyond the available balance answers 400 ``1006001``.
@@ -575,6 +584,11 @@ class FakeDTOne:
         self._errors: list[tuple[int, bool]] = []  # next sends: (code, after_creating)
         self._lookup_errors: list[int] = []
         self._slow: list[float] = []
+        self.ranges: dict[str, int] = {}  # E.164 digit prefix -> operator id
+        self.ported: dict[str, int] = {}  # E.164 digits -> operator id
+        self.lookup_delay = 0.0
+        self.lookup_error: int | None = None
+        self.lookups: Counter[str] = Counter()
         self.delay = 0.0  # seconds every send that makes a transaction takes to answer
         self._timers: list[threading.Timer] = []
         self._ids = itertools.count(2_000_000_001)
@@ -663,6 +677,36 @@ class FakeDTOne:
     def async_completion(self, enabled: bool = True, *, delay: float | None = None) -> None:
         with self.lock:
             self.async_mode, self.async_delay = enabled, delay
+
+    def number_range(self, prefix: str, operator_id: int) -> None:
+        """Numbers starting with ``prefix`` (E.164 digits) were given to ``operator_id``."""
+        self.ranges[prefix.lstrip("+")] = operator_id
+
+    def port_number(self, number: str, operator_id: int) -> None:
+        """``number`` (E.164) is with ``operator_id`` now, whatever its range."""
+        self.ported[number.lstrip("+")] = operator_id
+
+    def _lookup(self, number: str) -> list[dict[str, Any]]:
+        digits = number.lstrip("+")
+        with self.lock:
+            found = self.ported.get(digits)
+            if found is None:
+                prefixes = [p for p in self.ranges if digits.startswith(p)]
+                found = self.ranges[max(prefixes, key=len)] if prefixes else None
+            operators: dict[int, dict[str, Any]] = {}
+            for product in self.products:
+                operators.setdefault(product["operator"]["id"], product["operator"])
+        if found is None or found not in operators:
+            return []
+        country = operators[found]["country"]["iso_code"]
+        return [
+            {**operators[found], "identified": True},
+            *(
+                {**op, "identified": False}
+                for op_id, op in sorted(operators.items())
+                if op_id != found and op["country"]["iso_code"] == country
+            ),
+        ]
 
     def add_balance(self, unit: str, available: Decimal | str | float) -> None:
         with self.lock:
@@ -1012,6 +1056,8 @@ class FakeDTOne:
                 if route is None:
                     return None
                 path, _query = route
+                if path == "/lookup/mobile-number":
+                    return self._lookup_number()
                 if path != "/async/transactions":
                     return self._error(1000404)
                 length = int(self.headers.get("Content-Length") or 0)
@@ -1023,6 +1069,23 @@ class FakeDTOne:
                 if len(data) < length or not isinstance(body, dict):
                     return self._error(1000400)
                 return self._create(body)
+
+            def _lookup_number(self):
+                length = int(self.headers.get("Content-Length") or 0)
+                try:
+                    body = json.loads(self.rfile.read(length) or b"{}")
+                except ValueError:
+                    return self._error(1000400)
+                number = body.get("mobile_number") if isinstance(body, dict) else None
+                if not isinstance(number, str) or not re.fullmatch(r"\+[1-9][0-9]{6,14}", number):
+                    return self._error(1005003)
+                with fake.lock:
+                    fake.lookups[number] += 1
+                if fake.lookup_delay:
+                    time.sleep(fake.lookup_delay)  # the provider's latency, simulated
+                if fake.lookup_error is not None:
+                    return self._error(fake.lookup_error)
+                return self._page(fake._lookup(number), {})
 
             def _create(self, body: dict[str, Any]):
                 external_id = body.get("external_id")

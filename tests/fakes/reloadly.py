@@ -36,6 +36,15 @@ Behaviour can be switched:
 - ``outage(True)``: the port refuses connections (the listening socket is closed); ``outage
   (False)`` listens on the same port again.
 - ``fail_next_lookup(status)``, ``expire_tokens()``, ``list_after_answer``, ``delay``, ``now``.
+- Number lookup, ``GET /operators/auto-detect/phone/{phone}/countries/{iso}``
+  (``openapi/paths/airtime-auto-detect-an-operator.yaml``): ``phone`` national (the
+  reference's ``08147658721`` with ``NG``) or international; the answer is the operator as
+  ``GET /operators`` shows it. ``number_range(prefix, operator_id)`` says which operator a
+  range of E.164 numbers (digits, no plus) was given to, ``port_number(number, operator_id)``
+  moves one number to another operator; a number of neither answers 404 (errorCode
+  ``COULD_NOT_AUTO_DETECT_OPERATOR``: the fake's, the reference publishes the 404 only).
+  ``lookup_delay`` (seconds before answering), ``lookup_status`` (answer every lookup with
+  that HTTP status) and ``lookups`` (count per E.164 number).
 
 Run alone (``python -m tests.fakes.reloadly --port 18610``) it prints its URL and serves until
 killed: that URL is both the auth server and the API base URL.
@@ -48,6 +57,7 @@ import contextlib
 import itertools
 import json
 import math
+import secrets
 import threading
 import time
 from collections import Counter, deque
@@ -57,6 +67,8 @@ from decimal import ROUND_HALF_UP, Decimal
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlparse
+
+import phonenumbers
 
 from tests.waiting import WaitTimeout, wait_until
 
@@ -351,8 +363,15 @@ class FakeReloadly:
         self.script: deque[tuple[str, Any]] = deque()
         self.lookup_script: deque[int] = deque()
         self.refused_numbers: dict[str, tuple[str, str]] = {}
+        self.ranges: dict[str, int] = {}  # E.164 digit prefix -> operator id
+        self.ported: dict[str, int] = {}  # E.164 digits -> operator id
+        self.lookup_delay = 0.0
+        self.lookup_status: int | None = None
+        self.lookups: Counter[str] = Counter()
         self.omitted: set[str] = set()  # left out of the day's report, not of a look-up
         self.delay = 0.0  # seconds every top-up takes, to keep work in flight
+        # Opt-in: every top-up is a PIN top-up (besides those of operators marked ``pin``).
+        self.pins = False
         # A provider that lists a top-up in its reports only once it has answered the call
         # (while it works, a lookup finds nothing, but the reference is already taken).
         self.list_after_answer = False
@@ -459,6 +478,22 @@ class FakeReloadly:
     def slow_next(self, seconds: float) -> None:
         self.script.append(("slow", seconds))
 
+    def number_range(self, prefix: str, operator_id: int) -> None:
+        """Numbers starting with ``prefix`` (E.164 digits) were given to ``operator_id``."""
+        self.ranges[prefix.lstrip("+")] = operator_id
+
+    def port_number(self, number: str, operator_id: int) -> None:
+        """``number`` (E.164) is with ``operator_id`` now, whatever its range."""
+        self.ported[number.lstrip("+")] = operator_id
+
+    def operator_of_number(self, digits: str) -> dict | None:
+        with self.lock:
+            found = self.ported.get(digits)
+            if found is None:
+                prefixes = [p for p in self.ranges if digits.startswith(p)]
+                found = self.ranges[max(prefixes, key=len)] if prefixes else None
+        return self.operator_by_id(found) if found is not None else None
+
     def expire_tokens(self) -> None:
         with self.lock:
             self.tokens.clear()
@@ -504,7 +539,7 @@ class FakeReloadly:
             self.topups[reference].update(fields)
 
     # -- what the provider does ---------------------------------------------------------
-    def error(self, status: int, path: str, error_code: str, message: str) -> dict:
+    def error(self, status: int, path: str, error_code: str | None, message: str) -> dict:
         return {
             "timeStamp": self.now().strftime(TIME_FORMAT),
             "message": message,
@@ -544,6 +579,17 @@ class FakeReloadly:
             requested, delivered = amount, _money(amount * rate)
         discount = _money(requested * Decimal(str(op["internationalDiscount"])) / 100)
         return requested, delivered, op["destinationCurrencyCode"], discount
+
+    def pin_detail(self) -> dict[str, Any]:
+        """A PIN as the reference shows one: ``code`` and ``serial`` integers, how to use it."""
+        return {
+            "serial": secrets.randbelow(10**6) + 10**5,
+            "info": "DIAL *611",
+            "value": None,
+            "code": secrets.randbelow(9 * 10**14) + 10**14,
+            "ivr": "1-888-888-8888",
+            "validity": "30 days",
+        }
 
     def make_topup(self, body: dict, reference: str) -> dict | tuple[int, dict]:
         """Make a top-up (under ``lock``): its record, or the refusal (status, body)."""
@@ -591,7 +637,8 @@ class FakeReloadly:
             "deliveredAmount": float(delivered),
             "deliveredAmountCurrencyCode": delivered_currency,
             "transactionDate": now,
-            "pinDetail": None,
+            # A PIN operator's top-up is a code (TopUpsResponse200.yaml's ``pinDetail``).
+            "pinDetail": self.pin_detail() if self.pins or (op and op.get("pin")) else None,
             "balanceInfo": {
                 "oldBalance": float(old),
                 "newBalance": float(self.balance),
@@ -644,7 +691,7 @@ class FakeReloadly:
                 with contextlib.suppress(BrokenPipeError, ConnectionResetError):
                     self.wfile.write(data)
 
-            def _error(self, status: int, error_code: str, message: str):
+            def _error(self, status: int, error_code: str | None, message: str):
                 path = urlparse(self.path).path
                 return self._send(status, fake.error(status, path, error_code, message))
 
@@ -772,6 +819,8 @@ class FakeReloadly:
                     return self._paged(lines, query)
                 if url.path == "/operators":
                     return self._paged(self._operators(fake.operators, query), query)
+                if url.path.startswith("/operators/auto-detect/phone/"):
+                    return self._auto_detect(url.path)
                 if url.path.startswith("/operators/countries/"):
                     iso = url.path.rsplit("/", 1)[1].upper()
                     found = [o for o in fake.operators if o["country"]["isoName"] == iso]
@@ -783,6 +832,33 @@ class FakeReloadly:
                         )
                     return self._send(200, self._operators(found, query))
                 return self._send(404, {"status": 404, "error": "Not Found", "path": url.path})
+
+            def _auto_detect(self, path: str):
+                parts = path.split("/")  # "", operators, auto-detect, phone, P, countries, ISO
+                if len(parts) != 7 or parts[5] != "countries":
+                    return self._send(404, {"status": 404, "error": "Not Found", "path": path})
+                phone, iso = parts[4], parts[6].upper()
+                if len(iso) != 2:
+                    return self._error(
+                        404,
+                        None,
+                        "Country code must be 2 characters ISO-Alpha-2 country code.",
+                    )
+                digits = _e164_digits(phone, iso)
+                with fake.lock:
+                    fake.lookups[f"+{digits}"] += 1
+                if fake.lookup_delay:
+                    time.sleep(fake.lookup_delay)  # the provider's latency, simulated
+                if fake.lookup_status is not None:
+                    return self._send(fake.lookup_status, {"message": "down"})
+                found = fake.operator_of_number(digits)
+                if found is None or found["country"]["isoName"] != iso:
+                    return self._error(
+                        404,
+                        "COULD_NOT_AUTO_DETECT_OPERATOR",
+                        "Could not retrieve/auto detect operator for the given phone number",
+                    )
+                return self._send(200, found)
 
             def _operators(self, operators: list[dict], query: dict[str, str]) -> list[dict]:
                 """``includeBundles``, ``includeData`` and ``includePin`` (default true)."""
@@ -806,6 +882,22 @@ class FakeReloadly:
                 return self._send(200, page_of(items, page, size))
 
         return Handler
+
+
+def _e164_digits(phone: str, iso: str) -> str:
+    """The E.164 digits of an auto-detect ``phone``: national (``08147658721`` with ``NG``) or
+    international without the plus (``2348147658721``)."""
+    candidates = [f"+{phone}", phone] if not phone.startswith("0") else [phone]
+    for candidate in candidates:
+        try:
+            number = phonenumbers.parse(candidate, iso)
+        except phonenumbers.NumberParseException:
+            continue
+        if phonenumbers.region_code_for_number(number) == iso and phonenumbers.is_valid_number(
+            number
+        ):
+            return phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.E164)[1:]
+    return phone
 
 
 class _CountingServer(ThreadingHTTPServer):

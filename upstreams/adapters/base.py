@@ -50,6 +50,34 @@ class TopupRequest:
 
 
 @dataclass(frozen=True)
+class Pin:
+    """A code the customer enters (contract section 17, "PINs"), as the provider answered it:
+    Reloadly's ``pinDetail``, DT One's transaction ``pin``, Ding's ``ReceiptParams``. Secret:
+    the processor keeps it encrypted (``reseller.crypto``); nothing logs or stores it in clear,
+    and the adapters strip it from the ``raw`` answer they hand over."""
+
+    code: str
+    serial: str = ""
+    instructions: str = ""
+    valid_until: str = ""  # as the provider says it (a date, or "" when it does not)
+
+    def as_dict(self) -> dict[str, str | None]:
+        """The wire shape's fields (snake_case), None where unknown."""
+        return {
+            "code": self.code,
+            "serial": self.serial or None,
+            "instructions": self.instructions or None,
+            "valid_until": self.valid_until or None,
+        }
+
+    def __repr__(self) -> str:  # never the code, in a traceback or a log line
+        return f"Pin(code=…{self.code[-4:]}, serial={self.serial!r})"
+
+
+PIN_REDACTED = "[pin]"
+
+
+@dataclass(frozen=True)
 class ProviderResult:
     status: str  # "delivered", "pending", "failed" or "reversed"
     transaction_id: str = ""
@@ -61,6 +89,8 @@ class ProviderResult:
     # ``CommissionApplied``), in the provider account's currency.
     cost: Decimal | None = None
     cost_currency: str = ""
+    # A PIN product's code, when the provider delivered one (``raw`` then holds it no more).
+    pin: Pin | None = field(default=None, repr=False)
 
     DELIVERED = "delivered"
     PENDING = "pending"
@@ -225,4 +255,18 @@ class CatalogProvider(AirtimeProvider, Protocol):
 
     def transactions(self, *, day: date) -> list[UpstreamTransaction]:
         """The provider's transactions of one UTC day, all pages read."""
+        ...
+
+
+class NumberLookupProvider(Protocol):
+    """A provider that can say which operator a mobile number is with now (contract section
+    17, "Number lookup"): Reloadly's auto-detect, DT One's mobile-number lookup, Ding's
+    ``GetAccountLookup``. A ported number answers its new operator."""
+
+    name: str
+
+    def lookup(self, *, number: str, country: str, timeout: float) -> list[UpstreamOperator]:
+        """The operator(s) the provider says ``number`` (E.164) of ``country`` (alpha-2) is
+        with, usually one; empty when it does not know. One HTTP call of at most ``timeout``
+        seconds; failures raise ``TransientError`` (nothing is sent, so nothing is unclear)."""
         ...

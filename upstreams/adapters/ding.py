@@ -36,6 +36,12 @@ What this adapter relies on:
 - ``TransferRecord``: ``TransferId {TransferRef, DistributorRef}``, ``SkuCode``, ``Price``,
   ``CommissionApplied`` ("the actual commission that was earned"), ``StartedUtc``,
   ``CompletedUtc``, ``ProcessingState``, ``ReceiptText``, ``ReceiptParams``, ``AccountNumber``.
+- PINs: ``ReceiptText`` is "provider specific receipt text … for the end customer" and
+  ``ReceiptParams`` "name value pairs of data that is in the ReceiptText". The names are the
+  provider's (Ding publishes none), so a PIN is read from the usual ones (``Pin``, ``PinCode``,
+  ``VoucherCode``…; ``Serial``/``SerialNumber``; ``Expiry``/``ExpiryDate``/``ValidUntil``),
+  case-insensitively; the receipt text is its instructions. Both are left out of ``raw`` and
+  of the message when they carry a PIN (contract section 17).
 - ``ProcessingState``: Submitted, Processing, Complete, Failed, Cancelled, Cancelling. Ding's own
   text spells success "Complete" in that list and "Completed" a few paragraphs earlier (Voxgig's
   file has only "Completed", the live API answers "Complete"): both mean delivered.
@@ -109,7 +115,9 @@ import httpx
 from catalog.benefits import benefit
 from reseller.money import quantize
 from upstreams.adapters.base import (
+    PIN_REDACTED,
     PermanentError,
+    Pin,
     ProviderConfig,
     ProviderResult,
     SkippedProduct,
@@ -400,6 +408,35 @@ class DingProvider:
             skip += len(page)
         return sorted(found.values(), key=lambda t: (t.created_at or start, t.transaction_id))
 
+    # -- number lookup (contract section 17) ----------------------------------------------
+    def lookup(self, *, number: str, country: str, timeout: float) -> list[UpstreamOperator]:
+        """``GET GetAccountLookup?accountNumber=`` (Ding's swagger: ``docs/Api/V1Api.md``,
+        ``docs/Model/GetAccountLookupResponse.md`` and ``AccountLookup.md``): ``CountryIso``,
+        ``AccountNumberNormalized`` and ``Items`` ("provider information associated to the
+        account number"), each ``{ProviderCode, RegionCode}``; empty when Ding could not look
+        the number up. The number goes as SendTransfer's ``AccountNumber`` does: its digits."""
+        try:
+            response = self.http.get(
+                f"{self.base_url}{API}/GetAccountLookup",
+                params={"accountNumber": account_number(number)},
+                headers={"api_key": self.config.api_key, "Accept": "application/json"},
+                timeout=_timeout(timeout),
+            )
+        except httpx.HTTPError as exc:
+            raise TransientError(
+                f"DingConnect GetAccountLookup: {exc!r}", code="upstream_unavailable"
+            ) from exc
+        if response.status_code == 400:  # AccountNumberInvalid and the like: not known
+            return []
+        body = self._answer(response, "GetAccountLookup")
+        where = str(body.get("CountryIso") or country).upper()
+        codes: list[str] = []
+        for item in _items(body):
+            code = str(item.get("ProviderCode") or "")
+            if code and code not in codes:
+                codes.append(code)
+        return [UpstreamOperator(upstream_id=code, name=code, country=where) for code in codes]
+
 
 # -- helpers -------------------------------------------------------------------------------
 def _server(url: str) -> str:
@@ -542,7 +579,49 @@ def _cost(record: dict[str, Any]) -> Decimal | None:
     return quantize(send + fee - commission)
 
 
+_PIN_CODE_NAMES = ("pin", "pincode", "pinnumber", "vouchercode", "voucher", "code")
+_PIN_SERIAL_NAMES = ("serial", "serialnumber", "pinserial", "voucherserial")
+_PIN_VALID_NAMES = ("validuntil", "expirydate", "expiry", "expirationdate", "validity")
+
+
+def _param(params: dict[str, str], names: tuple[str, ...]) -> str:
+    by_name = {str(key).replace("_", "").lower(): value for key, value in params.items()}
+    for name in names:
+        value = by_name.get(name)
+        if value not in (None, ""):
+            return str(value).strip()
+    return ""
+
+
+def _pin(record: dict[str, Any]) -> Pin | None:
+    """The PIN a transfer record's ``ReceiptParams`` carry, if any (see the module doc)."""
+    params = record.get("ReceiptParams")
+    if not isinstance(params, dict):
+        return None
+    code = _param(params, _PIN_CODE_NAMES)
+    if not code:
+        return None
+    return Pin(
+        code=code,
+        serial=_param(params, _PIN_SERIAL_NAMES),
+        instructions=str(record.get("ReceiptText") or "").strip(),
+        valid_until=_param(params, _PIN_VALID_NAMES),
+    )
+
+
+def _without_pins(value: Any) -> Any:
+    """A body with the receipt of every transfer record that carries a PIN left out."""
+    if isinstance(value, list):
+        return [_without_pins(item) for item in value]
+    if not isinstance(value, dict):
+        return value
+    if _pin(value) is not None:
+        value = {**value, "ReceiptText": PIN_REDACTED, "ReceiptParams": PIN_REDACTED}
+    return {key: _without_pins(item) for key, item in value.items()}
+
+
 def _result(record: dict[str, Any], envelope: dict[str, Any]) -> ProviderResult:
+    pin = _pin(record)
     state = str(record.get("ProcessingState") or "")
     status = _status(state)
     delivered = status == ProviderResult.DELIVERED
@@ -551,15 +630,17 @@ def _result(record: dict[str, Any], envelope: dict[str, Any]) -> ProviderResult:
         code = _code(_codes(envelope))
         if code == "upstream_failed" and state == PROVIDER_TIMED_OUT:
             code = "provider_timed_out"
-    message = str(record.get("ReceiptText") or state) if delivered else state
+    receipt = "" if pin is not None else str(record.get("ReceiptText") or "")
+    message = (receipt or state) if delivered else state
     return ProviderResult(
         status=status,
         transaction_id=_transfer_ref(record),
         code=code,
         message=message if delivered else f"{message}{_describe(envelope)}",
-        raw=_plain(envelope),
+        raw=_without_pins(_plain(envelope)),
         cost=_cost(record) if delivered else None,
         cost_currency=str(_price(record).get("SendCurrencyIso") or "") if delivered else "",
+        pin=pin,
     )
 
 
@@ -578,7 +659,7 @@ def _transaction(
         cost=_cost(record) if delivered else None,
         cost_currency=str(price.get("SendCurrencyIso") or "") if delivered else "",
         created_at=started,
-        raw=_plain(envelope),
+        raw=_without_pins(_plain(envelope)),
     )
 
 

@@ -111,7 +111,9 @@ from django_countries.data import ALT_CODES
 
 from catalog.benefits import benefit as make_benefit
 from upstreams.adapters.base import (
+    PIN_REDACTED,
     PermanentError,
+    Pin,
     ProviderConfig,
     ProviderResult,
     SkippedProduct,
@@ -423,7 +425,7 @@ class DTOneProvider:
                 code="external_id_already_used",
                 raw=answer,
             )
-        return _sent(found.raw)
+        return _sent_result(found)
 
     # -- lookups ---------------------------------------------------------------------------
     def status(self, reference: str) -> ProviderResult | None:
@@ -504,6 +506,45 @@ class DTOneProvider:
             seen.add(line.transaction_id)
             lines.append(line)
         return lines
+
+    # -- number lookup (contract section 17) ----------------------------------------------
+    def lookup(self, *, number: str, country: str, timeout: float) -> list[UpstreamOperator]:
+        """``POST /lookup/mobile-number`` with ``{"mobile_number": <E.164>}`` (the
+        reference's "Mobile Number" look-up): a list of operators ``{id, name, country
+        {iso_code (alpha-3), ...}, regions, identified}``, where ``identified`` "indicates
+        whether operator was identified as a direct match". Only those count: the others are
+        the candidates of the number's country. Its first page is enough (one number has one
+        operator)."""
+        try:
+            response = self.http.post(
+                f"{self.base_url}/lookup/mobile-number",
+                json={"mobile_number": number},
+                auth=self.auth,
+                timeout=httpx.Timeout(timeout),
+                headers={"Accept": "application/json"},
+            )
+        except httpx.HTTPError as exc:
+            raise TransientError(
+                f"DT One mobile-number lookup: {exc!r}", code="upstream_unavailable"
+            ) from exc
+        if response.status_code in (400, 404):  # an invalid number, or none known
+            return []
+        if response.status_code != 200:
+            raise self._refused_call(response, "mobile-number lookup")
+        data = _json(response)
+        found: list[UpstreamOperator] = []
+        for item in data if isinstance(data, list) else []:
+            if not isinstance(item, dict) or item.get("identified") is not True:
+                continue
+            where = _dict(item.get("country"))
+            found.append(
+                UpstreamOperator(
+                    upstream_id=str(item.get("id")),
+                    name=str(item.get("name") or ""),
+                    country=ALPHA2.get(str(where.get("iso_code") or ""), country.upper()),
+                )
+            )
+        return found
 
     def callback_result(self, payload: dict[str, Any]) -> tuple[str, ProviderResult] | None:
         """(our reference, the outcome) from a callback's body, a transaction object; None
@@ -625,7 +666,34 @@ def _cost(transaction_or_product: dict[str, Any]) -> tuple[Decimal | None, str]:
     return amount + fee, str(wholesale.get("unit") or "")
 
 
+def _pin(transaction: dict[str, Any]) -> tuple[Pin | None, dict[str, Any]]:
+    """A PIN product's transaction carries ``pin`` {``code``, ``serial``} (the reference's
+    Transaction schema): a ``Pin`` (None without a code), and the transaction without it (the
+    code never reaches ``raw``). Its product's ``pin`` may say how to use it
+    (``usage_info``) and until when (``validity``), where it says so."""
+    detail = transaction.get("pin")
+    if not isinstance(detail, dict) or detail.get("code") in (None, ""):
+        return None, transaction
+    rest = {**transaction, "pin": PIN_REDACTED}
+    product = transaction.get("product")
+    about = product.get("pin") if isinstance(product, dict) else None
+    about = about if isinstance(about, dict) else {}
+    usage = about.get("usage_info") or detail.get("usage_info") or ""
+    if isinstance(usage, list):
+        usage = "\n".join(str(line) for line in usage if line)
+    validity = detail.get("validity") or about.get("validity") or ""
+    serial = detail.get("serial")
+    pin = Pin(
+        code=str(detail["code"]),
+        serial="" if serial in (None, "") else str(serial),
+        instructions=str(usage),
+        valid_until=validity if isinstance(validity, str) else "",
+    )
+    return pin, rest
+
+
 def _result(transaction: dict[str, Any]) -> ProviderResult:
+    pin, transaction = _pin(transaction)
     klass = _status_class(transaction) or ""
     status = STATUS_CLASSES.get(klass, ProviderResult.PENDING)
     raw_status = transaction.get("status")
@@ -639,18 +707,22 @@ def _result(transaction: dict[str, Any]) -> ProviderResult:
         raw=transaction,
         cost=cost,
         cost_currency=cost_currency,
+        pin=pin,
     )
 
 
 def _sent(transaction: dict[str, Any]) -> ProviderResult:
     """The answer to a send: a transaction that failed is a refusal (the next route may be
     tried); any other is its result."""
-    result = _result(transaction)
+    return _sent_result(_result(transaction))
+
+
+def _sent_result(result: ProviderResult) -> ProviderResult:
     if result.status == ProviderResult.FAILED:
         raise PermanentError(
             result.message or "DT One did not deliver the top-up",
             code=result.code,
-            raw=transaction,
+            raw=result.raw,
         )
     return result
 
@@ -685,7 +757,7 @@ def _report_line(transaction: dict[str, Any]) -> UpstreamTransaction:
         cost=result.cost,
         cost_currency=result.cost_currency,
         created_at=_datetime(transaction.get("creation_date")),
-        raw=transaction,
+        raw=result.raw,
     )
 
 

@@ -43,6 +43,10 @@ What it relies on, from Reloadly's public reference: the OpenAPI of repository
   status lookup) or by ``startDate``/``endDate`` written ``yyyy-MM-dd HH:mm:ss`` (the Java SDK's
   pattern); ``transactionDate`` has the same form and no time zone: we treat it as UTC.
 - Balance: ``GET {base_url}/accounts/balance`` → ``balance``, ``currencyCode``.
+- PINs: the top-up answer (and its report line) of a PIN operator carries ``pinDetail``
+  {``code`` (an integer in the reference), ``serial``, ``info`` (how to use it), ``value``,
+  ``ivr`` (a number to call), ``validity`` ("30 days")} (``TopUpsResponse200.yaml``): read as
+  ``ProviderResult.pin`` and left out of ``raw`` (contract section 17).
 
 What the catalog makes of an operator (contract section 17):
 - FIXED with local amounts (``localFixedAmounts``, or ``supportsLocalAmounts`` and ``fx.rate``):
@@ -91,7 +95,9 @@ from django.core.cache import cache
 from catalog.benefits import benefit
 from reseller.money import quantize
 from upstreams.adapters.base import (
+    PIN_REDACTED,
     PermanentError,
+    Pin,
     ProviderConfig,
     ProviderResult,
     SkippedProduct,
@@ -448,12 +454,61 @@ class ReloadlyProvider:
                     cost=result.cost,
                     cost_currency=result.cost_currency,
                     created_at=created,
-                    raw=line,
+                    raw=_pin(line)[1],
                 )
             )
         return found
 
+    # -- number lookup (contract section 17) ----------------------------------------------
+    def lookup(self, *, number: str, country: str, timeout: float) -> list[UpstreamOperator]:
+        """``GET /operators/auto-detect/phone/{phone}/countries/{countryisocode}``
+        (``openapi/paths/airtime-auto-detect-an-operator.yaml``): the operator the number is
+        with now, as ``GET /operators`` shows one (``operatorId``, ``name``,
+        ``country.isoName``). ``phone`` is written as the reference's example writes it, the
+        national number (``08147658721`` with ``NG``). A 404 is "not detected"."""
+        phone = _lookup_phone(number)
+        iso = country.upper()
+        path = f"/operators/auto-detect/phone/{phone}/countries/{iso}"
+        response = self._lookup_get(path, timeout=timeout)
+        if response.status_code == 404:
+            return []
+        if response.status_code != 200:
+            raise TransientError(
+                f"auto-detect failed ({response.status_code})",
+                code="upstream_unavailable",
+                raw=_json(response),
+            )
+        body = _body(response) or {}
+        operator_id = body.get("operatorId") or body.get("id")
+        if not operator_id:
+            return []
+        found = str((body.get("country") or {}).get("isoName") or iso).upper()
+        return [UpstreamOperator(str(operator_id), str(body.get("name") or ""), found)]
+
+    def _lookup_get(self, path: str, *, timeout: float) -> httpx.Response:
+        """A read within ``timeout`` seconds (the token fetched again once on a 401)."""
+        refused = ""
+        response = None
+        for _attempt in (1, 2):
+            token = self._token(refused=refused)
+            try:
+                response = self.http.get(
+                    f"{self.base_url}{path}",
+                    headers={"Authorization": f"Bearer {token}", "Accept": ACCEPT},
+                    timeout=httpx.Timeout(timeout),
+                )
+            except httpx.HTTPError as exc:
+                raise TransientError(
+                    f"Reloadly auto-detect: {exc!r}", code="upstream_unavailable"
+                ) from exc
+            if response.status_code != 401:
+                return response
+            refused = token
+        assert response is not None
+        return response
+
     def _result(self, body: dict[str, Any]) -> ProviderResult:
+        pin, body = _pin(body)
         status = STATUS_MAP.get(
             str(body.get("status") or "SUCCESSFUL").upper(), ProviderResult.PENDING
         )
@@ -467,7 +522,34 @@ class ReloadlyProvider:
             raw=body,
             cost=cost,
             cost_currency=(cost_currency or self.currency) if cost is not None else "",
+            pin=pin,
         )
+
+
+def _pin(body: dict[str, Any]) -> tuple[Pin | None, dict[str, Any]]:
+    """``pinDetail`` as a ``Pin`` (None when the answer has no code), and the answer without
+    it: the code never reaches ``raw``."""
+    detail = body.get("pinDetail")
+    if "pinDetail" not in body:
+        return None, body
+    rest = {key: value for key, value in body.items() if key != "pinDetail"}
+    if not isinstance(detail, dict) or detail.get("code") in (None, ""):
+        return None, rest
+    rest["pinDetail"] = PIN_REDACTED
+    texts = [
+        str(detail[key]).strip() for key in ("info", "value") if detail.get(key) not in (None, "")
+    ]
+    if detail.get("ivr"):
+        texts.append(f"IVR: {detail['ivr']}")
+    if detail.get("validity"):
+        texts.append(f"Valid: {detail['validity']}")
+    serial = detail.get("serial")
+    pin = Pin(
+        code=str(detail["code"]),
+        serial="" if serial in (None, "") else str(serial),
+        instructions="\n".join(texts),
+    )
+    return pin, rest
 
 
 # Reloadly keeps what it debited only for a top-up made or being made; a failed one was not
@@ -714,6 +796,17 @@ def _body(response: httpx.Response) -> dict[str, Any] | None:
     except ValueError:
         return None
     return body if isinstance(body, dict) else None
+
+
+def _lookup_phone(number: str) -> str:
+    """The national number's digits, trunk prefix included, as the auto-detect reference's
+    example writes it (``08147658721`` for +234 814 765 8721)."""
+    try:
+        parsed = phonenumbers.parse(number, None)
+    except phonenumbers.NumberParseException:
+        return re.sub(r"\D", "", number)
+    national = phonenumbers.format_number(parsed, phonenumbers.PhoneNumberFormat.NATIONAL)
+    return re.sub(r"\D", "", national)
 
 
 def _json(response: httpx.Response) -> dict[str, Any]:

@@ -31,7 +31,11 @@
       if (response.ok) {
         const data = await response.json();
         const rows = receipt.querySelectorAll("[data-recharge]").length;
-        if (data.recharges.length !== rows || data.status !== receipt.dataset.status) {
+        // A PIN delivered since the page was drawn: the page shows it when drawn again.
+        const pinArrived = data.recharges.some(
+          (r) => r.hasPin && !receipt.querySelector(`[data-recharge="${r.id}"] [data-pin]`),
+        );
+        if (pinArrived || data.recharges.length !== rows || data.status !== receipt.dataset.status) {
           // The recharges were created since the page was drawn, or the payment changed (a
           // card payment paid, expired or cancelled meanwhile): the page says it anew.
           window.location.reload();

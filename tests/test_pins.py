@@ -1,0 +1,276 @@
+"""PINs (contract section 17, issue 41): a delivered PIN reaches its buyer only (lookup,
+webhook, receipt page and email, sandbox), is encrypted at rest under FIELD_ENCRYPTION_KEY, and
+never appears in clear in the request log, the logs, the admin API, staff lists or any table."""
+
+import json
+import logging
+from io import StringIO
+
+import pytest
+from cryptography.fernet import Fernet
+from django.core import mail
+from django.core.management import call_command
+from django.db import connection
+from django.test import Client, override_settings
+from django.urls import reverse
+
+from backoffice.models import StaffAction
+from catalog.models import ProductType
+from emails.models import Email
+from orders.models import IdempotencyRecord
+from recharges import processor
+from recharges.pins import pin_body
+from reseller import crypto
+from tests.factories import UserFactory, make_key
+from tests.fakes.receiver import Receiver
+from tests.fakes.reloadly import FakeReloadly
+from tests.helpers import bearer, client_for, fund, place
+from webhooks.delivery import endpoint_drain
+from webhooks.models import Event
+from webhooks.services import endpoint_create
+from webhooks.signature import verify_signature
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def fake():
+    server = FakeReloadly().start()
+    server.pins = True  # every top-up of this fake is a PIN (pinDetail in its answer)
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def airtime_reloadly(settings, fake):
+    settings.AIRTIME_PROVIDER = "reloadly"
+    settings.RELOADLY_BASE_URL = settings.RELOADLY_AUTH_URL = fake.url
+    settings.RELOADLY_CLIENT_ID, settings.RELOADLY_CLIENT_SECRET = "id", "secret"
+    settings.RELOADLY_TIMEOUT_SECONDS = 2.0
+    settings.WEBHOOK_ALLOW_PRIVATE_TARGETS = True
+    settings.WEBHOOK_TIMEOUT_SECONDS = 2.0
+    return settings
+
+
+@pytest.fixture
+def receiver():
+    server = Receiver().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def pin_product(product):
+    product.product_type = ProductType.PIN
+    product.save(update_fields=["product_type"])
+    return product
+
+
+def _all_logs(caplog):
+    """Every logger at DEBUG, SQL with its parameters included."""
+    caplog.set_level(logging.DEBUG)
+    for name in ("django", "django.db.backends"):
+        logger = logging.getLogger(name)
+        logger.addHandler(caplog.handler)
+        logger.setLevel(logging.DEBUG)
+    connection.force_debug_cursor = True
+
+
+def _clear_text_columns_holding(code: str) -> list[str]:
+    """Every text, varchar and json column of every table that holds ``code`` in clear."""
+    found = []
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT table_name, column_name FROM information_schema.columns "
+            "WHERE table_schema = 'public' AND data_type IN "
+            "('text', 'character varying', 'json', 'jsonb')"
+        )
+        for table, column in cursor.fetchall():
+            cursor.execute(
+                f'SELECT count(*) FROM "{table}" WHERE "{column}"::text LIKE %s',
+                [f"%{code}%"],
+            )
+            if cursor.fetchone()[0]:
+                found.append(f"{table}.{column}")
+    return found
+
+
+def test_a_delivered_pin_reaches_its_buyer_and_no_one_else(
+    fake, airtime_reloadly, receiver, pin_product, staff, caplog, django_capture_on_commit_callbacks
+):
+    buyer = UserFactory()
+    from accounts.services import account_set_b2b
+
+    account_set_b2b(account=buyer.account, is_b2b=True)
+    endpoint = endpoint_create(account=buyer.account, url=receiver.url, livemode=True, events=[])
+    fund(buyer, "100.00")
+    _all_logs(caplog)
+    try:
+        with django_capture_on_commit_callbacks(execute=True):
+            order = place(buyer, pin_product)
+        (recharge,) = order.recharges.all()
+        with django_capture_on_commit_callbacks(execute=True):
+            assert processor.recharge_process(recharge_id=recharge.pk).status == "delivered"
+        code = str(fake.topups[recharge.public_id]["pinDetail"]["code"])
+        recharge.refresh_from_db()
+        assert recharge.pin_last4 == code[-4:] and recharge.pin_encrypted
+        assert code not in json.dumps(recharge.provider_response)
+
+        # The buyer's lookup and list (its key), and the event its endpoint receives.
+        _key, plaintext = make_key(buyer, mode="live")
+        api = client_for(plaintext)
+        looked_up = api.get(f"/api/v1/api-access/b2b/recharges/{recharge.public_id}").json()
+        assert looked_up["pin"]["code"] == code
+        assert looked_up["pin"]["serial"] and looked_up["pin"]["instructions"]
+        assert "validUntil" in looked_up["pin"]
+        listed = api.get("/api/v1/api-access/b2b/recharges").json()
+        assert listed["results"][0]["pin"]["code"] == code
+        endpoint_drain(endpoint.pk)
+        (request,) = [r for r in receiver.requests if r.json["type"].startswith("recharge.")]
+        verify_signature(request.body, request.signature, endpoint.secret)
+        assert request.json["type"] == "recharge.delivered"
+        assert request.json["data"]["object"]["pin"]["code"] == code
+        assert Event.objects.get(type="recharge.delivered").sealed
+
+        # The receipt page and the PIN's receipt email.
+        site = Client()
+        site.force_login(buyer)
+        page = site.get(reverse("orders:receipt", args=[recharge.payment.public_id]))
+        assert code in page.content.decode() and page["Cache-Control"] == "no-store"
+        # Sent after the delivery's commit (tasks run in process here); the row keeps no PIN.
+        pin_email = Email.objects.get(kind=Email.Kind.PIN_RECEIPT)
+        assert pin_email.sent_at and pin_email.secret_context == ""
+        assert code not in json.dumps(pin_email.context)
+        (sent,) = [m for m in mail.outbox if m.to == [buyer.email] and "PIN" in m.subject]
+        assert code in sent.body and code in sent.alternatives[0][0]
+
+        # Another account, test mode, staff: never the code.
+        other = UserFactory()
+        account_set_b2b(account=other.account, is_b2b=True)
+        _k, other_key = make_key(other, mode="live")
+        assert (
+            client_for(other_key)
+            .get(f"/api/v1/api-access/b2b/recharges/{recharge.public_id}")
+            .status_code
+            == 404
+        )
+        _k, test_key = make_key(buyer, mode="test")
+        assert (
+            client_for(test_key)
+            .get(f"/api/v1/api-access/b2b/recharges/{recharge.public_id}")
+            .status_code
+            == 404
+        )
+        admin_api = Client().get("/api/v1/admin/recharges", **bearer(staff))
+        assert admin_api.status_code == 200, admin_api.content
+        assert code not in admin_api.content.decode()
+        assert code[-4:] in admin_api.content.decode()
+    finally:
+        connection.force_debug_cursor = False
+    logged = "\n".join(record.getMessage() for record in caplog.records)
+    logged += "\n".join(str(record.args) for record in caplog.records)
+    assert code not in logged
+
+    # The request log keeps the lookup's body without the PIN.
+    from requestlog.buffer import buffer
+    from requestlog.models import ApiRequest
+    from requestlog.tasks import requestlog_drain_task
+
+    buffer.flush()
+    requestlog_drain_task()
+    bodies = " ".join(ApiRequest.objects.values_list("response_body", flat=True))
+    assert '"pin":"[redacted]"' in bodies and code not in bodies
+
+    assert _clear_text_columns_holding(code) == []
+
+
+def test_staff_see_the_last_4_digits_and_showing_a_whole_pin_is_recorded(
+    fake, airtime_reloadly, pin_product, staff
+):
+    buyer = UserFactory()
+    fund(buyer, "100.00")
+    (recharge,) = place(buyer, pin_product).recharges.all()
+    processor.recharge_process(recharge_id=recharge.pk)
+    recharge.refresh_from_db()
+    code = pin_body(recharge)["code"]
+    from tests.helpers import second_factor_login
+
+    site = Client()
+    second_factor_login(site, staff)
+    listing = site.get("/admin/recharges/recharge/")
+    assert listing.status_code == 200
+    assert code[-4:] in listing.content.decode() and code not in listing.content.decode()
+    shown = site.post(
+        "/admin/recharges/recharge/",
+        {"action": "show_pin", "_selected_action": [recharge.pk], "apply": "1", "reason": "t"},
+    )
+    page = shown.content.decode()
+    assert code in page, page[page.find("content-main") : page.find("content-main") + 1500]
+    assert shown["Cache-Control"].startswith("no-store")
+    action = StaffAction.objects.get(action="recharge.pin_reveal")
+    assert action.target_id == recharge.public_id and code not in json.dumps(action.detail)
+
+
+def test_a_test_key_gets_a_simulated_pin_and_replays_keep_it_encrypted(pin_product):
+    from accounts.services import account_set_b2b
+
+    buyer = UserFactory()
+    account_set_b2b(account=buyer.account, is_b2b=True)
+    key, plaintext = make_key(buyer, mode="test")
+    call_command("sandbox_topup", "--prefix", key.prefix, "--amount", "50", stdout=StringIO())
+    api = client_for(plaintext)
+    body = {
+        "items": [
+            {"productId": pin_product.public_id, "recipientNumber": "+525512345678", "quantity": 1}
+        ],
+        "baseCurrency": "EUR",
+    }
+    first = api.post(
+        "/api/v1/api-access/b2b/recharges", body, format="json", HTTP_IDEMPOTENCY_KEY="k1"
+    )
+    assert first.status_code == 201, first.content
+    (shown,) = first.json()["recharges"]
+    assert shown["status"] == "success"
+    code = shown["pin"]["code"]
+    assert code.isdigit() and len(code) == 16
+    (record,) = IdempotencyRecord.objects.all()
+    assert code not in json.dumps(record.response_body)
+    again = api.post(
+        "/api/v1/api-access/b2b/recharges", body, format="json", HTTP_IDEMPOTENCY_KEY="k1"
+    )
+    assert again.json()["recharges"][0]["pin"]["code"] == code
+    looked_up = api.get(f"/api/v1/api-access/b2b/recharges/{shown['id']}").json()
+    assert looked_up["pin"]["code"] == code
+
+
+def test_rotation_re_encrypts_old_pins_with_the_first_key(fake, airtime_reloadly, pin_product):
+    key_a, key_b = Fernet.generate_key().decode(), Fernet.generate_key().decode()
+    buyer = UserFactory()
+    fund(buyer, "100.00")
+    with override_settings(FIELD_ENCRYPTION_KEY=[key_a]):
+        (recharge,) = place(buyer, pin_product).recharges.all()
+        processor.recharge_process(recharge_id=recharge.pk)
+        recharge.refresh_from_db()
+        code = pin_body(recharge)["code"]
+    with override_settings(FIELD_ENCRYPTION_KEY=[key_b, key_a]):
+        out = StringIO()
+        call_command("rotate_field_encryption", stdout=out)
+        assert "recharge PINs: 1" in out.getvalue()
+    recharge.refresh_from_db()
+    with override_settings(FIELD_ENCRYPTION_KEY=[key_b]):
+        assert pin_body(recharge)["code"] == code
+    with override_settings(FIELD_ENCRYPTION_KEY=[key_a]), pytest.raises(crypto.InvalidToken):
+        pin_body(recharge)
+
+
+def test_production_refuses_to_start_without_a_key_once_a_pin_product_exists(pin_product):
+    from django.core.management.base import SystemCheckError
+
+    with (
+        override_settings(FIELD_ENCRYPTION_KEY=[], DEBUG=False),
+        pytest.raises(SystemCheckError) as refused,
+    ):
+        call_command("check", tags=["field_encryption"], databases=["default"], stdout=StringIO())
+    assert "FIELD_ENCRYPTION_KEY" in str(refused.value)
+    with override_settings(DEBUG=False):
+        call_command("check", tags=["field_encryption"], databases=["default"], stdout=StringIO())
