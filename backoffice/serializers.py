@@ -12,6 +12,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.exceptions import ErrorDetail
 
+from catalog.serializers import BenefitOut
 from payments.models import Payment
 from recharges.models import Recharge
 from reconciliation.models import ReconciliationItem
@@ -385,7 +386,9 @@ class AdminProductOut(serializers.Serializer):
     id = serializers.CharField(source="public_id")
     sku = serializers.CharField()
     name = serializers.CharField()
-    product_type = serializers.CharField()
+    product_type = serializers.CharField(
+        help_text='`airtime`, `data`, `bundle` or `pin` (contract section 17, "Kinds").'
+    )
     operator = AdminOperatorRefOut()
     country = serializers.CharField(source="country_id")
     denomination = serializers.CharField()
@@ -400,6 +403,8 @@ class AdminProductOut(serializers.Serializer):
     range_step = serializers.DecimalField(max_digits=12, decimal_places=2, allow_null=True)
     pricing_rate = serializers.DecimalField(max_digits=18, decimal_places=8, allow_null=True)
     pricing_fee = serializers.DecimalField(max_digits=12, decimal_places=2, allow_null=True)
+    benefits = BenefitOut(many=True)
+    validity = serializers.CharField(allow_null=True)
     active = serializers.BooleanField()
     offered = serializers.BooleanField(
         help_text="False while its price leaves less than PRICE_MIN_MARGIN_PERCENT over its "

@@ -95,10 +95,13 @@ class ProductListApi(CatalogListApi):
         "400 `validation_error` naming the parameter. A `range` product (`denomination`) "
         "has no `localAmount` or `price`: the buyer chooses an amount within `range`, priced "
         "`A / pricing.rate + pricing.fee` rounded up to the cent; `minPrice` and `maxPrice` "
-        "compare its price at the two ends of its range." + LANGUAGE_NOTE,
+        "compare its price at the two ends of its range. `type` is `airtime`, `data`, "
+        "`bundle` or `pin` (the `type` filter takes each); data, bundles and PINs say what "
+        "they give in `benefits` and `validity` where their provider does." + LANGUAGE_NOTE,
         examples=[
             ex.response(ex.PRODUCT_NAME, ex.product()),
             ex.response("A range product", ex.range_product()),
+            ex.response("A bundle", ex.bundle_product()),
         ],
         responses={200: ProductOut, **problems(400, 401, 403)},
     )
@@ -125,6 +128,7 @@ class ProductDetailApi(APIView):
         examples=[
             ex.response(ex.PRODUCT_NAME, ex.product()),
             ex.response("A range product", ex.range_product()),
+            ex.response("A bundle", ex.bundle_product()),
         ],
         responses={200: ProductOut, **problems(401, 403, 404)},
     )

@@ -17,6 +17,7 @@ from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
+from catalog.benefits import benefits_clean
 from catalog.i18n import Localized, clean_translations
 from catalog.ids import operator_public_id, product_public_id, promotion_public_id
 
@@ -151,8 +152,11 @@ class Operator(TranslatableModel):
 
 
 class ProductType(models.TextChoices):
+    """What a product gives (contract section 17, "Kinds")."""
+
     AIRTIME = "airtime", _("Airtime")
     DATA = "data", _("Data bundle")
+    BUNDLE = "bundle", _("Bundle")  # data, minutes and/or SMS together
     # A code the customer enters (contract section 17, "PINs"), delivered encrypted at rest.
     PIN = "pin", _("PIN")
 
@@ -262,6 +266,18 @@ class Product(TranslatableModel):
     )
     validity_days = models.PositiveIntegerField(
         _("validity (days)"), null=True, blank=True, help_text=_("Empty: does not expire.")
+    )
+    # What a data, bundle or PIN product gives (catalog.benefits): a list of
+    # {"kind", "amount", "unit", "text"}, e.g. [{"kind": "data", "amount": "5", "unit": "GB",
+    # "text": "5GB"}]; empty for airtime. Set by the sync from its provider's description.
+    benefits = models.JSONField(
+        _("benefits"),
+        default=list,
+        blank=True,
+        help_text=_(
+            'What it gives, e.g. [{"kind": "data", "amount": "5", "unit": "GB", "text": ""}]; '
+            "kind: data, voice, sms, credit or other; amount a number as text, or null."
+        ),
     )
     # What a line of it must carry besides the number (catalog.fields, contract section 17):
     # names from catalog.fields.FIELD_NAMES, e.g. ["senderPhone"]; set by the sync from its
@@ -378,6 +394,10 @@ class Product(TranslatableModel):
             for name in ("local_amount", "retail_price"):
                 if getattr(self, name) is None:
                     errors[name] = _("A fixed product needs it.")
+        try:
+            self.benefits = benefits_clean(self.benefits)
+        except ValidationError as exc:
+            errors["benefits"] = exc.messages
         if not isinstance(self.required_fields, list) or not set(self.required_fields) <= set(
             EXTRA_FIELDS
         ):

@@ -16,6 +16,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from catalog import selectors
+from catalog.benefits import BENEFIT_KINDS
 from catalog.errors import PhoneNumberError, ProductNotFound
 from catalog.models import Denomination, Product, ProductType, PromotionStatus
 from catalog.phone import PhoneNumber, phone_parse
@@ -84,6 +85,22 @@ class RangeOut(serializers.Serializer):
     currency = serializers.CharField(source="local_currency")
 
 
+class BenefitOut(serializers.Serializer):
+    """One thing a data, bundle or PIN product gives (contract section 17, "Kinds")."""
+
+    kind = serializers.ChoiceField(choices=list(BENEFIT_KINDS))
+    amount = serializers.CharField(
+        allow_null=True,
+        help_text='A decimal number as a string (`"5"`, `"1.5"`); null when the provider '
+        "gives no number or the benefit is unlimited.",
+    )
+    unit = serializers.CharField(
+        allow_blank=True,
+        help_text="`GB`/`MB` for data, `min` for voice, `SMS`, a currency code for credit.",
+    )
+    text = serializers.CharField(allow_blank=True, help_text="The provider's own words, or empty.")
+
+
 class PricingOut(serializers.Serializer):
     """The price of a local amount A: ``A / rate + fee``, rounded up to the cent."""
 
@@ -96,7 +113,12 @@ class ProductOut(serializers.Serializer):
     id = serializers.CharField(source="public_id", help_text="Opaque id, `prd_…`.")
     name = serializers.CharField(source="name_localized")
     description = serializers.CharField(source="description_localized", allow_blank=True)
-    type = serializers.ChoiceField(source="product_type", choices=ProductType.choices)
+    type = serializers.ChoiceField(
+        source="product_type",
+        choices=ProductType.choices,
+        help_text="`airtime` (credit on the line), `data`, `bundle` (data, minutes and/or SMS "
+        "together) or `pin` (a code the customer enters).",
+    )
     operator = OperatorRef()
     country = serializers.CharField(source="country_id")
     denomination = serializers.ChoiceField(
@@ -130,6 +152,11 @@ class ProductOut(serializers.Serializer):
         allow_null=True, help_text="ISO 8601 duration such as `P30D`; null: no expiry."
     )
     validity_days = serializers.IntegerField(allow_null=True)
+    benefits = BenefitOut(
+        many=True,
+        help_text="What a data, bundle or PIN product gives, where its provider says; empty "
+        "for airtime.",
+    )
     promotion = serializers.SerializerMethodField()
 
     @extend_schema_field(RangeOut(allow_null=True))

@@ -18,6 +18,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from catalog.benefits import benefits_clean
 from catalog.cache import catalog_changed
 from catalog.fields import required_fields_clean
 from catalog.i18n import clean_translations
@@ -148,8 +149,10 @@ def product_upsert(
     validity_days: int | None = None,
     active: bool = True,
     translations: dict | None = None,
+    benefits: Iterable[Mapping[str, Any]] = (),
 ) -> tuple[Product, UpsertResult]:
     """Create or update the product with this SKU; its public id derives from the SKU.
+    ``benefits``: what a data, bundle or PIN product gives (``catalog.benefits``).
 
     Raises ``django.core.exceptions.ValidationError`` for invalid values.
     """
@@ -163,6 +166,7 @@ def product_upsert(
         "retail_price": quantize(retail_price),
         "retail_currency": retail_currency.strip().upper(),
         "validity_days": validity_days,
+        "benefits": benefits_clean(list(benefits)),
         "active": active,
         "translations": clean_translations(translations, fields=Product.TRANSLATABLE_FIELDS),
     }
@@ -198,11 +202,14 @@ def product_range_upsert(
     product_type: str = ProductType.AIRTIME,
     description: str = "",
     pricing: tuple[Decimal, Decimal] | None = None,
+    benefits: Iterable[Mapping[str, Any]] | None = None,
+    validity_days: int | None = None,
 ) -> tuple[Product, UpsertResult]:
     """Create or update the range product with this SKU (contract section 17): any local
     amount ``range_min``, ``range_min + range_step``, … up to ``range_max``. Its price (rate
     and fee) is the pricing's to set from its routes; a new one has none until then, unless
-    ``pricing`` gives it (a catalog no provider row sells: the demo's)."""
+    ``pricing`` gives it (a catalog no provider row sells: the demo's). ``benefits`` and
+    ``validity_days`` (None: keep them) say what a data, bundle or PIN range gives."""
     values = {
         "operator_id": operator.pk,
         "name": name.strip(),
@@ -219,6 +226,9 @@ def product_range_upsert(
     }
     if pricing is not None:
         values["pricing_rate"], values["pricing_fee"] = pricing[0], quantize(pricing[1])
+    if benefits is not None:
+        values["benefits"] = benefits_clean(list(benefits))
+        values["validity_days"] = validity_days
     sku = sku.strip()
     product = Product.objects.select_for_update().filter(sku=sku).first()
     if product is None:
@@ -316,6 +326,48 @@ def product_required_fields_set(*, required: Mapping[int, Iterable[str]]) -> int
             changed.append(product)
     if changed:
         Product.objects.bulk_update(changed, ["required_fields", "updated_at"])
+        catalog_changed()  # bulk_update sends no signal
+    return len(changed)
+
+
+@dataclass(frozen=True)
+class ProductKind:
+    """What a provider says a product gives (contract section 17, "Kinds"): its benefits
+    (``catalog.benefits`` shape) and validity in days (None: not said)."""
+
+    benefits: tuple[Mapping[str, Any], ...]
+    validity_days: int | None = None
+
+
+@transaction.atomic
+def product_kinds_set(*, kinds: Mapping[int, ProductKind]) -> int:
+    """Set the benefits and validity a provider's sync read for each product (``kinds`` maps
+    product ids to them). What the provider does not say is kept: empty benefits leave the
+    product's, a validity of None leaves its validity. Only rows that differ are written,
+    under their row locks taken in id order. Returns how many changed.
+
+    Raises ``ValidationError`` for benefits of the wrong shape."""
+    wanted = {
+        pk: (benefits_clean(list(kind.benefits)), kind.validity_days) for pk, kind in kinds.items()
+    }
+    if not wanted:
+        return 0
+    now = timezone.now()
+    changed: list[Product] = []
+    for product in (
+        Product.objects.select_for_update(of=("self",)).filter(pk__in=wanted).order_by("pk")
+    ):
+        benefits, validity_days = wanted[product.pk]
+        values: dict[str, Any] = {}
+        if benefits:
+            values["benefits"] = benefits
+        if validity_days is not None:
+            values["validity_days"] = validity_days
+        if _apply(product, values):
+            product.updated_at = now
+            changed.append(product)
+    if changed:
+        Product.objects.bulk_update(changed, ["benefits", "validity_days", "updated_at"])
         catalog_changed()  # bulk_update sends no signal
     return len(changed)
 

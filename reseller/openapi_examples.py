@@ -205,9 +205,32 @@ def product(**over: Any) -> dict[str, Any]:
             "requiredFields": [],
             "validity": None,
             "validityDays": None,
+            "benefits": [],
             "promotion": None,
         },
         over,
+    )
+
+
+def bundle_product(**over: Any) -> dict[str, Any]:
+    """A bundle (contract section 17, "Kinds"): what it gives, as its provider says."""
+    return product(
+        **{
+            "id": "prd_Bn4TelcelBundle150x",
+            "name": "Telcel bundle 150 MXN",
+            "description": "5GB + 100 min + 50 SMS, 30 days",
+            "type": "bundle",
+            "localAmount": "150.00",
+            "price": "7.65",
+            "validity": "P30D",
+            "validityDays": 30,
+            "benefits": [
+                {"kind": "data", "amount": "5", "unit": "GB", "text": "5GB"},
+                {"kind": "voice", "amount": "100", "unit": "min", "text": "100 min"},
+                {"kind": "sms", "amount": "50", "unit": "SMS", "text": "50 SMS"},
+            ],
+            **over,
+        }
     )
 
 
@@ -646,7 +669,7 @@ ADMIN_PAYMENT = {
     "capturedAt": AT,
     "livemode": True,
 }
-ADMIN_PRODUCT = {
+ADMIN_PRODUCT: dict[str, Any] = {
     "id": PRODUCT_ID,
     "sku": "DTONE-MX-TELCEL-AIR-100",
     "name": PRODUCT_NAME,
@@ -663,6 +686,8 @@ ADMIN_PRODUCT = {
     "rangeStep": None,
     "pricingRate": None,
     "pricingFee": None,
+    "benefits": [],
+    "validity": None,
     "active": True,
     "offered": True,
     "rechargesLast30Days": 412,

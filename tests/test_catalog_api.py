@@ -111,6 +111,7 @@ def test_products_have_the_documented_shape_with_money_as_strings(user_api, mexi
             "requiredFields": [],
             "validity": "P30D",
             "validityDays": 30,
+            "benefits": [],
             "promotion": None,
         }
     ]

@@ -310,7 +310,7 @@ def test_catalog_for_all_countries_and_for_none(ding):
     assert ding.catalog(countries=[]) == []
 
 
-def test_catalog_leaves_out_what_a_top_up_cannot_deliver(fake, ding):
+def test_catalog_sells_read_receipt_pins_and_leaves_out_what_is_not_ours(fake, ding):
     from tests.fakes.ding import product
 
     fake.add_product(
@@ -333,8 +333,11 @@ def test_catalog_leaves_out_what_a_top_up_cannot_deliver(fake, ding):
             benefits=("Electricity",),
         )
     )
-    skus = {p.sku for p in ding.catalog(countries=["MX"])}
-    assert not skus & {"MX_TL_Pin_100", "MX_CFE_50"}
+    read = ding.catalog_read(countries=["MX"])
+    kinds = {p.sku: p.product_type for p in read.products}
+    assert kinds["MX_TL_Pin_100"] == "pin"  # redeemed from the receipt: a PIN
+    assert "MX_CFE_50" not in kinds
+    assert [s.product_id for s in read.skipped] == ["MX_CFE_50"]
 
 
 def test_transactions_of_a_day_read_every_page(fake, client):

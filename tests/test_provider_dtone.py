@@ -275,14 +275,17 @@ def test_a_reversal_is_seen_by_status_and_called_back(fake, dtone, receiver):
 def test_catalog_reads_every_page_by_alpha3_and_reports_alpha2(fake, dtone):
     fake.max_per_page = 2
     products = dtone.catalog(countries=["MX"])
-    # 6 Mexican fixed products, 2 a page, then the ranged ones (none): one page
-    assert fake.hits["GET /v1/products"] == 4
-    assert [q["country_iso_code"] for _, q in fake.queries] == ["MEX"] * 4
-    assert [(q["type"][:5], q["page"]) for _, q in fake.queries] == [
-        ("FIXED", "1"),
-        ("FIXED", "2"),
-        ("FIXED", "3"),
-        ("RANGE", "1"),
+    # 6 Mexican fixed products, 2 a page, then the ranged ones and the PIN purchases
+    # (fixed and ranged; none of each): one page each
+    assert fake.hits["GET /v1/products"] == 6
+    assert [q["country_iso_code"] for _, q in fake.queries] == ["MEX"] * 6
+    assert [(q["type"], q["page"]) for _, q in fake.queries] == [
+        ("FIXED_VALUE_RECHARGE", "1"),
+        ("FIXED_VALUE_RECHARGE", "2"),
+        ("FIXED_VALUE_RECHARGE", "3"),
+        ("RANGED_VALUE_RECHARGE", "1"),
+        ("FIXED_VALUE_PIN_PURCHASE", "1"),
+        ("RANGED_VALUE_PIN_PURCHASE", "1"),
     ]
     assert len(products) == 6
     by_sku = {p.sku: p for p in products}
@@ -311,7 +314,8 @@ def test_catalog_of_several_countries_and_of_all(fake, dtone):
     )
     fake.queries.clear()
     everything = dtone.catalog()
-    assert len(fake.queries) == 6  # 9 fixed products, 2 a page; no ranged one, 1 page
+    # 9 fixed products, 2 a page; no ranged one nor PIN purchase: 1 page of each
+    assert len(fake.queries) == 8
     assert all("country_iso_code" not in q for _, q in fake.queries)
     assert {p.sku for p in everything} == {p.sku for p in two}
 

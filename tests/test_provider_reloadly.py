@@ -176,7 +176,7 @@ def test_a_catalog_by_country_asks_each_country_and_skips_one_not_supported(fake
     assert paths == ["/operators/countries/CO", "/operators/countries/ZZ"]
 
 
-def test_the_catalog_leaves_out_pin_operators_and_sells_sender_amounts_at_the_fx_rate():
+def test_the_catalog_sells_pin_operators_as_pins_and_sender_amounts_at_the_fx_rate():
     seed = [
         *default_operators(),
         operator(581, "Access Wireless PIN USA", ("US", "United States"), "USD", rate=1,
@@ -189,7 +189,20 @@ def test_the_catalog_leaves_out_pin_operators_and_sells_sender_amounts_at_the_fx
         found = account(fake).catalog_read()
     finally:
         fake.stop()
-    assert {p.operator.upstream_id for p in found.products} == {"341", "342", "621", "622", "729"}
+    assert {p.operator.upstream_id for p in found.products} == {
+        "341",
+        "342",
+        "581",
+        "621",
+        "622",
+        "729",
+    }
+    # A PIN operator's amounts are PIN products (contract section 17, "Kinds").
+    pins = [p for p in found.products if p.operator.upstream_id == "581"]
+    assert {(p.product_type, p.local_amount) for p in pins} == {
+        ("pin", Decimal("5.00")),
+        ("pin", Decimal("10.00")),
+    }
     # Taken only in the account's currency: sold as that amount, the recipient getting it
     # at fx.rate (0.41 EUR x 24.39 = 10.00 THB).
     thai = [p for p in found.products if p.operator.upstream_id == "729"]
@@ -198,7 +211,6 @@ def test_the_catalog_leaves_out_pin_operators_and_sells_sender_amounts_at_the_fx
         ("sender", Decimal("0.82"), Decimal("20.00")),
     ]
     assert {(s.operator.upstream_id, s.reason[:3]) for s in found.skipped} == {
-        ("581", "PIN"),
         ("88", "RAN"),  # a RANGE operator without local amounts
     }
 

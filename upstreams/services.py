@@ -24,7 +24,13 @@ from accounts.models import User
 from catalog.errors import FxRateNotFound
 from catalog.models import Operator, Product
 from catalog.selectors import fx_rate
-from catalog.services import product_range_upsert, product_required_fields_set, product_upsert
+from catalog.services import (
+    ProductKind,
+    product_kinds_set,
+    product_range_upsert,
+    product_required_fields_set,
+    product_upsert,
+)
 from emails.outbox import email_queue_to_user
 from reseller.errors import ApplicationError, NotFound
 from upstreams.adapters import ProviderError, SkippedProduct, UpstreamProduct, adapter_for
@@ -251,12 +257,17 @@ def to_eur(amount: Decimal, currency: str) -> Decimal | None:
         return None
 
 
+# The word a new product's name gets for its kind ("Telcel data 150 MXN").
+KIND_WORDS = {"data": "data", "bundle": "bundle", "pin": "PIN"}
+
+
 def _new_product(*, operator: Operator, offer: UpstreamProduct) -> Product:
     """The catalog product an upstream amount sells, created when none exists, priced
     ``PROVIDER_DEFAULT_MARKUP_PERCENT`` over what it costs us (staff reprice it later). A range
     offer makes a range product (``<operator>-<type>-range-<currency>``) spanning the offer;
-    its rate and fee are the pricing's (``products_reprice``)."""
-    kind = "data" if offer.product_type == "data" else ""
+    its rate and fee are the pricing's (``products_reprice``). A data, bundle or PIN product
+    carries the benefits and validity its offer describes (contract section 17, "Kinds")."""
+    kind = KIND_WORDS.get(offer.product_type, "")
     if offer.denomination == "range":
         assert offer.min_amount is not None and offer.max_amount is not None
         sku = slugify(f"{operator.public_id}-{offer.product_type}-range-{offer.local_currency}")
@@ -271,6 +282,8 @@ def _new_product(*, operator: Operator, offer: UpstreamProduct) -> Product:
             range_step=offer.step or Decimal("0.01"),
             retail_currency="EUR" if cost_eur is not None else offer.cost_currency,
             product_type=offer.product_type,
+            benefits=offer.benefits,
+            validity_days=offer.validity_days,
         )
         return product
     assert offer.local_amount is not None
@@ -288,13 +301,16 @@ def _new_product(*, operator: Operator, offer: UpstreamProduct) -> Product:
         retail_price=price.quantize(Decimal("0.01"), rounding=ROUND_HALF_UP),
         retail_currency="EUR" if cost_eur is not None else offer.cost_currency,
         product_type=offer.product_type,
-        description=str(offer.raw.get("description") or ""),
+        description=str(offer.raw.get("description") or "")[:300],
+        benefits=offer.benefits,
+        validity_days=offer.validity_days,
     )
     return product
 
 
 # A catalog product an offer sells: (operator, type, local amount, currency) for a fixed
-# amount, (operator, type, None, currency) for a range.
+# amount, (operator, type, None, currency) for a range. The type keeps a data, bundle or PIN
+# product apart from the airtime of the same amount (contract section 17, "Kinds").
 ProductKey = tuple[int | None, str, Decimal | None, str]
 
 
@@ -480,6 +496,14 @@ def catalog_sync(*, provider: Provider, countries: list[str] | None = None) -> S
         removed = Route.objects.filter(pk__in=gone).update(active=False, updated_at=now)
         _ranges_span([*cheapest, *routes])
         _required_fields_union([*cheapest, *routes])
+        # What each product gives, as this provider's cheapest offer of it describes it.
+        product_kinds_set(
+            kinds={
+                product_id: ProductKind(offer.benefits, offer.validity_days)
+                for product_id, (_upstream, offer, _rank_eur) in cheapest.items()
+                if offer.benefits or offer.validity_days is not None
+            }
+        )
         SkippedOffer.objects.filter(provider=provider).delete()
         SkippedOffer.objects.bulk_create(
             SkippedOffer(

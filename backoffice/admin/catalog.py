@@ -185,6 +185,9 @@ class ProductAdmin(admin.ModelAdmin):
                 )
             },
         ),
+        # What a data, bundle or PIN product gives (contract section 17, "Kinds"): a JSON
+        # list checked by Product.clean(); a sync sets it from its provider's description.
+        (_("Benefits"), {"fields": ("benefits",)}),
         (
             # A range product (contract section 17): the price of an amount A is
             # A / rate + fee, drawn by pricing from its routes (docs/pricing.md).

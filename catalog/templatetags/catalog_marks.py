@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 from itertools import pairwise
+from typing import Any
 
 from django import template
 from django.contrib.staticfiles import finders
@@ -18,6 +19,7 @@ from django.contrib.staticfiles.storage import staticfiles_storage
 from django.templatetags.static import static
 from django.utils.html import format_html
 
+from catalog.benefits import benefits_line as benefits_text_line
 from catalog.field_inputs import fields_shown as _fields_shown
 from catalog.models import Operator
 from catalog.phone import number_display
@@ -136,6 +138,16 @@ def phone(number: str) -> str:
     (``+525512345601`` → ``+52 55 1234 5601``): pages show it so; forms and links keep the
     E.164 value."""
     return number_display(number)
+
+
+@register.filter
+def benefits_line(product: Any) -> str:
+    """What a data, bundle or PIN product gives, as a person reads it in the active language:
+    "5 GB · 30 days", "100 min · 50 SMS · 30 days" ("" without benefits)."""
+    benefits = getattr(product, "benefits", None) or []
+    if not benefits:
+        return ""
+    return benefits_text_line(benefits, getattr(product, "validity_days", None))
 
 
 @register.filter

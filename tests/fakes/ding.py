@@ -24,6 +24,10 @@ Switches, all thread-safe:
   setting; a SendTransfer without it in ``Settings`` answers 400 ``ParameterMissing`` with
   the setting's name as Context (the fake's reading: Ding publishes its codes only at run
   time). ``received`` keeps the last body per DistributorRef.
+- Kinds: ``kinds_products()`` (``add_product`` each) are Telcel's data, bundle (Data +
+  Minutes) and PIN (``RedemptionMechanism: ReadReceipt``) products, their amounts in
+  ``DefaultDisplayText`` and validity in ``ValidityPeriodIso``; the default data product says
+  "3GB Data, 30 Days".
 - ``slow_next(seconds)``: the transfer is made at once, the answer comes after ``seconds``.
 - ``delay``: seconds every transfer made takes to answer (made at once, answered after),
   unless ``slow_next`` says otherwise: many calls stay in flight together.
@@ -146,6 +150,8 @@ def product(
     region: str = "",
     redemption: str = "Immediate",
     settings: Iterable[dict[str, Any]] = (),
+    display_text: str = "",
+    validity: str = "P30D",
 ) -> dict[str, Any]:
     """A GetProducts item: fixed-value unless ``max_send`` makes it a range."""
     low = price(
@@ -173,10 +179,10 @@ def product(
         "ProcessingMode": "Instant",
         "RedemptionMechanism": redemption,
         "Benefits": list(benefits),
-        "ValidityPeriodIso": "P30D",
+        "ValidityPeriodIso": validity,
         "UatNumber": "",
         "AdditionalInformation": "",
-        "DefaultDisplayText": f"{receive} {receive_currency}",
+        "DefaultDisplayText": display_text or f"{receive} {receive_currency}",
         "RegionCode": region or provider_code[-2:],
     }
 
@@ -201,6 +207,7 @@ def default_products() -> list[dict[str, Any]]:
             receive="150",
             receive_currency="MXN",
             benefits=("Data",),
+            display_text="3GB Data, 30 Days",
         ),
         product(  # a range product: any SendValue from 1.20 to 28.00
             "MX_TL_TopUp_Range",
@@ -228,6 +235,46 @@ def default_products() -> list[dict[str, Any]]:
             receive="20000",
             receive_currency="COP",
             commission_rate="6",
+        ),
+    ]
+
+
+def kinds_products() -> list[dict[str, Any]]:
+    """Telcel's data, bundle and PIN products (contract section 17, "Kinds"), to
+    ``add_product``: Ding names what a product gives in ``Benefits``, says the amounts only in
+    ``DefaultDisplayText`` and the validity in ``ValidityPeriodIso``; a PIN is redeemed from
+    the receipt (``RedemptionMechanism: ReadReceipt``)."""
+    return [
+        product(
+            "MX_TL_Data_5GB",
+            "TLMX",
+            send="11.20",
+            receive="200",
+            receive_currency="MXN",
+            benefits=("Data",),
+            display_text="5GB Data, 15 Days",
+            validity="P15D",
+        ),
+        product(
+            "MX_TL_Bundle_250",
+            "TLMX",
+            send="13.90",
+            receive="250",
+            receive_currency="MXN",
+            benefits=("Data", "Minutes"),
+            display_text="6GB + 200 Minutes",
+            validity="P1M",
+        ),
+        product(
+            "MX_TL_Pin_100",
+            "TLMX",
+            send="5.90",
+            receive="100",
+            receive_currency="MXN",
+            benefits=("Mobile",),
+            redemption="ReadReceipt",
+            display_text="Telcel PIN 100 MXN",
+            validity="P180D",
         ),
     ]
 

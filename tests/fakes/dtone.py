@@ -33,6 +33,9 @@ COMPLETED). Switches:
   ``1000400`` (the reference has no finer code), a malformed sender or beneficiary mobile
   number ``1005503`` / ``1006503``. A transaction keeps the ``sender`` and ``beneficiary``
   it was sent; ``bodies`` has every body.
+- Kinds: ``kinds_products()`` (add them to ``products``) are Telcel's Data and Bundle
+  products with ``benefits`` (a promotion bonus, minutes, unlimited SMS) and ``validity``,
+  and a FIXED_VALUE_PIN_PURCHASE with its ``pin``; ``benefit(...)`` shapes one benefit.
 - ``slow_next(seconds)``: the next send creates and completes its transaction, then answers
   after ``seconds`` (a client with a shorter timeout gives up).
 - ``delay``: seconds every send that makes a transaction takes to answer (after making it),
@@ -414,6 +417,83 @@ def default_products() -> list[dict[str, Any]]:
         fixed_product(id=30022, amount=20000, wholesale=5.10, fee=0.05, **claro),
         fixed_product(id=30031, amount=10000, wholesale=2.50, fee=0.05, **movistar),
     ]
+
+
+def benefit(
+    kind: str, unit_type: str, unit: str, base: float, *, bonus: float = 0
+) -> dict[str, Any]:
+    """A fixed product's benefit as the reference's ``fixed_benefit`` shapes it: ``type``
+    (TALKTIME, DATA, SMS, PAYMENT, CREDITS), ``unit_type`` (TIME, DATA, QUANTITY, CURRENCY),
+    ``unit`` and ``amount {base, promotion_bonus, total_excluding_tax, total_including_tax}``
+    (``base`` -1: unlimited)."""
+    total = base if base == -1 else base + bonus
+    return {
+        "type": kind,
+        "unit_type": unit_type,
+        "unit": unit,
+        "amount": {
+            "base": base,
+            "promotion_bonus": bonus,
+            "total_excluding_tax": total,
+            "total_including_tax": total,
+        },
+        "additional_information": None,
+    }
+
+
+def kinds_products() -> list[dict[str, Any]]:
+    """Telcel's data, bundle and PIN products (contract section 17, "Kinds"), to add to
+    ``products``: a Data product (2 GB + 1 GB of promotion, a week), a Bundle (5 GB, 100
+    minutes, unlimited SMS, 30 days) and a FIXED_VALUE_PIN_PURCHASE of 100 MXN (its ``pin``
+    with usage info and validity; no credit party: the customer enters the code)."""
+    telcel = {
+        "operator_id": 1450,
+        "operator_name": "Telcel",
+        "country_iso": "MEX",
+        "country_name": "Mexico",
+        "unit": "MXN",
+    }
+    data = fixed_product(
+        id=30101,
+        amount=120,
+        wholesale=6.40,
+        fee=0.10,
+        subservice=(13, "Data"),
+        benefits=[benefit("DATA", "DATA", "GB", 2, bonus=1)],
+        validity={"unit": "WEEK", "quantity": 1},
+        **telcel,
+    )
+    bundle = fixed_product(
+        id=30102,
+        amount=150,
+        wholesale=8.20,
+        fee=0.10,
+        subservice=(12, "Bundle"),
+        benefits=[
+            benefit("DATA", "DATA", "GB", 5),
+            benefit("TALKTIME", "TIME", "MINUTES", 100),
+            benefit("SMS", "QUANTITY", "SMS", -1),
+        ],
+        validity={"unit": "DAY", "quantity": 30},
+        **telcel,
+    )
+    bundle["name"] = bundle["description"] = "Telcel 5GB + 100 min + SMS ilimitados"
+    pin = fixed_product(
+        id=30103,
+        amount=100,
+        wholesale=5.30,
+        fee=0.10,
+        type="FIXED_VALUE_PIN_PURCHASE",
+        required_credit_party_identifier_fields=None,
+        pin={
+            "usage_info": ["Dial *133*<PIN># to top up"],
+            "validity": {"unit": "MONTH", "quantity": 6},
+            "terms": None,
+        },
+        **telcel,
+    )
+    pin["name"] = pin["description"] = "Telcel PIN 100 MXN"
+    return [data, bundle, pin]
 
 
 def fields_product() -> dict[str, Any]:

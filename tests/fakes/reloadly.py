@@ -23,6 +23,9 @@ Behaviour can be switched:
   need ``recipientEmail``; one without it is refused with 400 (the reference's error body; the
   errorCode ``INVALID_RECIPIENT_EMAIL`` is the fake's, Reloadly publishes none). A top-up
   keeps the ``recipientEmail`` and ``senderPhone`` it was sent; ``received`` has each body.
+- Kinds: ``kinds_operators()`` (add them to ``operators``) are Telcel's data, bundle and PIN
+  operators, flagged ``data``/``bundle``/``pin``, what each amount gives in
+  ``localFixedAmountsDescriptions`` or ``fixedAmountsDescriptions``.
 - ``slow_next(seconds)``: answers after the client gave up, having made the top-up.
 - ``refund(custom_identifier)``: Reloadly takes the top-up back: REFUNDED in the reports, and
   its cost back on the balance.
@@ -99,6 +102,7 @@ def operator(
     local_min_amount: float | None = None,
     local_max_amount: float | None = None,
     descriptions: dict[str, str] | None = None,
+    local_descriptions: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """An operator as ``GET /operators`` shows it (the reference's fields). A RANGE operator
     takes any amount from ``minAmount`` to ``maxAmount`` (the account's currency) or, in local
@@ -131,7 +135,7 @@ def operator(
         "fixedAmounts": fixed,
         "fixedAmountsDescriptions": descriptions or {},
         "localFixedAmounts": local,
-        "localFixedAmountsDescriptions": {},
+        "localFixedAmountsDescriptions": local_descriptions or {},
         "suggestedAmounts": [],
         "suggestedAmountsMap": {},
         "promotions": [],
@@ -198,6 +202,58 @@ def default_operators(currency: str = "EUR") -> list[dict[str, Any]]:
             denomination="RANGE",
             min_amount=1,
             max_amount=50,
+            sender_currency=currency,
+        ),
+    ]
+
+
+def kinds_operators(currency: str = "EUR") -> list[dict[str, Any]]:
+    """Telcel's data, bundle and PIN operators (contract section 17, "Kinds"), to add to
+    ``operators``. Reloadly lists them as operators of their own, flagged ``data``,
+    ``bundle`` or ``pin``, and says what each amount gives only in words:
+    ``localFixedAmountsDescriptions`` keyed by the local amount, ``fixedAmountsDescriptions``
+    by the sender amount (both ``"%.2f"``)."""
+    mx = ("MX", "Mexico")
+    return [
+        operator(
+            3411,
+            "Telcel Mexico Data",
+            mx,
+            "MXN",
+            rate=20.5,
+            discount=5.0,
+            fixed=[4.88, 7.32],
+            local=[100, 150],
+            data=True,
+            local_descriptions={
+                "100.00": "Internet 2GB, vigencia 15 días",
+                "150.00": "Internet 3.5GB, vigencia 30 días",
+            },
+            sender_currency=currency,
+        ),
+        operator(
+            3412,
+            "Telcel Mexico Bundles",
+            mx,
+            "MXN",
+            rate=20.5,
+            discount=5.0,
+            fixed=[9.76],
+            local=[200],
+            bundle=True,
+            descriptions={"9.76": "5GB + 100 min + 50 SMS, 30 days"},
+            sender_currency=currency,
+        ),
+        operator(
+            3413,
+            "Telcel Mexico PIN",
+            mx,
+            "MXN",
+            rate=20.5,
+            discount=4.0,
+            fixed=[4.88],
+            local=[100],
+            pin=True,
             sender_currency=currency,
         ),
     ]

@@ -128,7 +128,7 @@ class UpstreamProduct:
 
     operator: UpstreamOperator
     sku: str  # what ``TopupRequest.sku`` carries to send it ("" when the operator id does)
-    product_type: str  # "airtime" or "data"
+    product_type: str  # "airtime", "data", "bundle" or "pin" (catalog.models.ProductType)
     local_amount: Decimal | None  # what the recipient gets (None: a range, or not said)
     local_currency: str
     cost: Decimal  # a range: the fixed part of its cost (0 when there is none)
@@ -150,6 +150,11 @@ class UpstreamProduct:
     # field it takes (``{"senderName": "SenderName"}``), sent back with the top-up.
     required_fields: tuple[str, ...] = ()
     field_names: dict[str, str] = field(default_factory=dict)
+    # What a data, bundle or PIN product gives, as the provider describes it, in the
+    # catalog's shape (catalog.benefits: {"kind", "amount", "unit", "text"}), and for how
+    # many days (None: not said, or no expiry). Airtime carries none.
+    benefits: tuple[dict[str, Any], ...] = ()
+    validity_days: int | None = None
 
 
 @dataclass(frozen=True)

@@ -70,6 +70,17 @@ What this adapter relies on:
   ``Items`` + ``ThereAreMoreItems``; each item is ``{"TransferRecord", "ResultCode",
   "ErrorCodes"}``. It has no date filter and keeps two months: a day's report reads every page
   and keeps the records whose ``StartedUtc`` falls on that UTC day.
+- Kinds (contract section 17): ``Benefits`` names what a product gives (Mobile: credit on
+  the line; Data; Minutes; SMS; LongDistance, Electricity, TV... are not ours) and
+  ``RedemptionMechanism`` whether the customer must act: ``Immediate`` is credited on the
+  line, ``ReadReceipt`` is redeemed from the receipt (a PIN or voucher in
+  ``ReceiptParams``/``ReceiptText``): a ``pin`` product. Otherwise Mobile alone is
+  ``airtime``, Data alone ``data``, anything else with Data, Minutes or SMS a ``bundle``.
+  Ding gives no amounts per benefit: they are read from ``DefaultDisplayText`` ("3GB Data,
+  30 Days"; ``upstreams.adapters.kinds``), a benefit it names without a number keeps the
+  display text as its words, and Mobile in a bundle is the credit of ``ReceiveValue``. The
+  validity is ``ValidityPeriodIso`` ("How long is the product valid for after purchase",
+  ``P30D``), else what the display text says. Airtime carries neither.
 - ``GET GetBalance`` answers ``Balance`` and ``CurrencyIso``.
 - A product's ``SettingDefinitions`` (``Name``, ``Description``, ``IsMandatory``: "must be
   submitted during SendTransfer") are sent as SendTransfer's ``Settings: [{Name, Value}]``.
@@ -101,6 +112,7 @@ from typing import Any
 
 import httpx
 
+from catalog.benefits import benefit
 from reseller.money import quantize
 from upstreams.adapters.base import (
     PIN_REDACTED,
@@ -117,6 +129,7 @@ from upstreams.adapters.base import (
     UpstreamTimeout,
     UpstreamTransaction,
 )
+from upstreams.adapters.kinds import iso_validity_days, text_benefits, text_validity_days
 
 DEFAULT_BASE_URL = "https://api.dingconnect.com"
 API = "/api/V1"
@@ -650,17 +663,47 @@ def _transaction(
     )
 
 
-def _product_type(benefits: Iterable[str]) -> str | None:
-    """Ding's Benefits: Mobile is account credit (airtime), Data a data plan, Minutes talk
-    time; anything else (LongDistance, Electricity, TV, ...) is not ours to sell."""
-    names = {str(b).strip().lower() for b in benefits}
-    if "mobile" in names:
+# Ding's Benefits that are ours, as our benefit kinds (the rest are not sold here).
+BENEFIT_KINDS = {"mobile": "credit", "data": "data", "minutes": "voice", "sms": "sms"}
+
+
+def _product_type(benefits: Iterable[str], redemption: str) -> str | None:
+    """Our kind of a product from its ``Benefits`` and ``RedemptionMechanism`` (the module
+    docstring), or None when it gives nothing of ours."""
+    names = {str(b).strip().lower() for b in benefits} & set(BENEFIT_KINDS)
+    if not names:
+        return None
+    if redemption == "ReadReceipt":
+        return "pin"
+    if names == {"mobile"}:
         return "airtime"
-    if "data" in names:
+    if names == {"data"}:
         return "data"
-    if "minutes" in names:
-        return "airtime"
-    return None
+    return "bundle"
+
+
+def _benefits(
+    product: dict[str, Any], kind: str, price: dict[str, Any]
+) -> tuple[tuple[dict[str, Any], ...], int | None]:
+    """A data, bundle or PIN product's benefits and validity days (airtime: none)."""
+    if kind == "airtime":
+        return (), None
+    text = str(product.get("DefaultDisplayText") or "").strip()
+    read = text_benefits(text)
+    found: list[dict[str, Any]] = []
+    for name in product.get("Benefits") or []:
+        ours = BENEFIT_KINDS.get(str(name).strip().lower())
+        if ours is None:
+            continue
+        if ours == "credit":
+            amount = _decimal(price.get("ReceiveValue"))
+            currency = str(price.get("ReceiveCurrencyIso") or "")
+            found.append(benefit("credit", amount, currency, ""))
+            continue
+        same = [item for item in read if item["kind"] == ours]
+        found.extend(same or [benefit(ours, None, "", text[:200])])
+    validity = iso_validity_days(product.get("ValidityPeriodIso")) or text_validity_days(text)
+    return tuple(found), validity
 
 
 def _operator(product: dict[str, Any], provider: dict[str, Any] | None) -> UpstreamOperator:
@@ -698,11 +741,15 @@ def _upstream_product(
     if send is None or send <= 0 or low_send is None or low_send <= 0:
         return None, "no SendValue"
     benefits = product.get("Benefits") or []
-    product_type = _product_type(benefits if isinstance(benefits, list) else [])
+    redemption = str(product.get("RedemptionMechanism") or "Immediate")
+    product_type = _product_type(benefits if isinstance(benefits, list) else [], redemption)
     if product_type is None:
-        return None, f"benefits {', '.join(map(str, benefits)) or 'none'} are not airtime or data"
-    if str(product.get("RedemptionMechanism") or "Immediate") != "Immediate":
-        return None, "not redeemed immediately (a PIN or a voucher)"
+        return None, (
+            f"benefits {', '.join(map(str, benefits)) or 'none'} are not airtime, data, "
+            "minutes or SMS"
+        )
+    if redemption not in ("Immediate", "ReadReceipt"):
+        return None, f"RedemptionMechanism {redemption}"
     required, field_names, reason = _settings(product.get("SettingDefinitions"))
     if reason:
         return None, reason
@@ -718,6 +765,11 @@ def _upstream_product(
     rate = _decimal(product.get("CommissionRate")) or Decimal(0)
     rate = min(max(rate, Decimal(0)), Decimal(100))
     send_currency = str(high.get("SendCurrencyIso") or "")
+    kind_benefits, validity_days = _benefits(product, product_type, high)
+    if low_send != send:  # a range: no single amount of credit
+        kind_benefits = tuple(
+            {**item, "amount": None} if item["kind"] == "credit" else item for item in kind_benefits
+        )
     common: dict[str, Any] = {
         "operator": operator,
         "sku": str(product.get("SkuCode")),
@@ -728,6 +780,8 @@ def _upstream_product(
         "raw": _plain(product),
         "required_fields": required,
         "field_names": field_names,
+        "benefits": kind_benefits,
+        "validity_days": validity_days,
     }
     if low_send == send:
         return (

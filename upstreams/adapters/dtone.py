@@ -77,9 +77,21 @@ What may surprise:
   and ``beneficiary`` objects, leaving out what was not given. A product wanting any other
   party field (middle name, nationality, address...) or debit-party, statement or additional
   fields is skipped with the reason. DVS publishes no error code of its own for a missing
-  party field: the fake answers the generic ``1000400`` (400), a refusal here. A product is
-  ``data`` when its subservice is Data, or a Bundle with a DATA benefit; otherwise
-  ``airtime``.
+  party field: the fake answers the generic ``1000400`` (400), a refusal here.
+- Kinds (contract section 17): the catalog reads the ``product_types``
+  FIXED_VALUE_RECHARGE, RANGED_VALUE_RECHARGE, FIXED_VALUE_PIN_PURCHASE and
+  RANGED_VALUE_PIN_PURCHASE (RANGED_VALUE_PAYMENT is a bill, not ours). A PIN purchase is a
+  ``pin`` product (its transaction carries the ``pin`` the customer enters; its product may
+  need no credit party at all). Otherwise the subservice decides (Airtime ``airtime``, Data
+  ``data``), then the ``benefits``: DATA alone is ``data``; TALKTIME or SMS, or several kinds
+  (a Bundle) ``bundle``; CREDITS alone ``airtime``. A benefit (``type`` TALKTIME, DATA, SMS,
+  PAYMENT, CREDITS; ``unit_type`` TIME, DATA, QUANTITY, CURRENCY; ``unit``; ``amount {base,
+  promotion_bonus, total_excluding_tax, total_including_tax}``, ``base`` ``-1`` meaning
+  unlimited) becomes ours (voice, data, sms, other, credit) with ``total_excluding_tax``
+  (the base and any promotion bonus, before taxes), minutes for TIME. A ranged benefit
+  (``min``/``max``) has no single amount. ``validity {quantity, unit}`` (HOUR, DAY, WEEK,
+  MONTH; ``-1`` unlimited, null unknown) becomes days (a month is 30). Airtime carries no
+  benefits.
 - Money comes as JSON numbers (doubles); they are read as ``Decimal(str(number))``.
 """
 
@@ -87,15 +99,17 @@ from __future__ import annotations
 
 import functools
 import logging
+import math
 import re
 from collections.abc import Iterable
 from datetime import UTC, date, datetime, time, timedelta
-from decimal import Decimal, InvalidOperation
+from decimal import ROUND_FLOOR, Decimal, InvalidOperation
 from typing import Any
 
 import httpx
 from django_countries.data import ALT_CODES
 
+from catalog.benefits import benefit as make_benefit
 from upstreams.adapters.base import (
     PIN_REDACTED,
     PermanentError,
@@ -163,6 +177,16 @@ REFUSALS = {
 
 MOBILE_SERVICE = 1
 FIXED, RANGED = "FIXED_VALUE_RECHARGE", "RANGED_VALUE_RECHARGE"
+FIXED_PIN, RANGED_PIN = "FIXED_VALUE_PIN_PURCHASE", "RANGED_VALUE_PIN_PURCHASE"
+PRODUCT_TYPES = (FIXED, RANGED, FIXED_PIN, RANGED_PIN)
+BENEFIT_KINDS = {
+    "DATA": "data",
+    "TALKTIME": "voice",
+    "SMS": "sms",
+    "CREDITS": "credit",
+    "PAYMENT": "other",
+}
+VALIDITY_DAYS = {"DAY": 1, "WEEK": 7, "MONTH": 30}
 RANGE_SKU = ":range"  # a route's sku "<product id>:range": sent with its destination amount
 AIRTIME_SUBSERVICE, BUNDLE_SUBSERVICE, DATA_SUBSERVICE = 11, 12, 13
 # Fields a product may require that a top-up request of ours cannot fill.
@@ -434,7 +458,7 @@ class DTOneProvider:
         return self.catalog_read(countries=countries).products
 
     def catalog_read(self, *, countries: Iterable[str] | None = None) -> UpstreamCatalog:
-        """Mobile FIXED_VALUE_RECHARGE and RANGED_VALUE_RECHARGE products, all pages read."""
+        """Mobile products of every kind we sell (``PRODUCT_TYPES``), all pages read."""
         if countries is None:
             countries_asked: list[dict[str, Any]] = [{}]
         else:
@@ -448,7 +472,7 @@ class DTOneProvider:
         products: list[UpstreamProduct] = []
         skipped: list[SkippedProduct] = []
         seen: set[str] = set()
-        for kind in (FIXED, RANGED):
+        for kind in PRODUCT_TYPES:
             for country in countries_asked:
                 params = {"type": kind, "service_id": MOBILE_SERVICE, **country}
                 for item in self._pages("/products", params, what="catalog"):
@@ -738,6 +762,9 @@ def _report_line(transaction: dict[str, Any]) -> UpstreamTransaction:
 
 
 def _product_type(product: dict[str, Any]) -> str:
+    """Our kind of a DT One product (see the module docstring)."""
+    if product.get("type") in (FIXED_PIN, RANGED_PIN):
+        return "pin"
     service = product.get("service") or {}
     subservice = service.get("subservice") if isinstance(service, dict) else None
     subservice_id = subservice.get("id") if isinstance(subservice, dict) else None
@@ -745,16 +772,75 @@ def _product_type(product: dict[str, Any]) -> str:
         return "data"
     if subservice_id == AIRTIME_SUBSERVICE:
         return "airtime"
-    benefits = product.get("benefits") or []
-    if any(isinstance(b, dict) and b.get("type") == "DATA" for b in benefits):
+    kinds = {b.get("type") for b in product.get("benefits") or [] if isinstance(b, dict)} - {
+        "CREDITS"
+    }
+    if kinds == {"DATA"}:
         return "data"
+    if kinds or subservice_id == BUNDLE_SUBSERVICE:
+        return "bundle"
     return "airtime"
+
+
+def _benefits(product: dict[str, Any]) -> tuple[dict[str, Any], ...]:
+    """A product's ``benefits`` in our shape (the module docstring says how)."""
+    found = []
+    for item in product.get("benefits") or []:
+        if not isinstance(item, dict):
+            continue
+        kind = BENEFIT_KINDS.get(str(item.get("type")), "other")
+        amounts = _dict(item.get("amount"))
+        base = amounts.get("base")
+        total = amounts.get("total_excluding_tax", base)
+        amount = None if isinstance(total, dict) or base == -1 else _decimal(total)
+        unit = str(item.get("unit") or "")
+        unit_type = item.get("unit_type")
+        if unit_type == "TIME":
+            upper = unit.upper()
+            if amount is not None and upper.startswith("SEC"):
+                amount = (amount / 60).quantize(Decimal("1"), rounding=ROUND_FLOOR)
+            elif amount is not None and upper.startswith("HOUR"):
+                amount *= 60
+            unit = "min"
+        elif unit_type == "QUANTITY" and kind == "sms":
+            unit = "SMS"
+        elif unit_type == "DATA":
+            unit = unit.upper()
+        if amount is not None and amount < 0:
+            amount = None
+        text = str(item.get("additional_information") or "")[:200]
+        found.append(make_benefit(kind, amount, unit[:20], text))
+    return tuple(found)
+
+
+def _validity_days(product: dict[str, Any]) -> int | None:
+    """``validity {quantity, unit}`` in days (a PIN purchase without one: its ``pin``'s);
+    None when unknown or unlimited."""
+    validity = _dict(product.get("validity")) or _dict(_dict(product.get("pin")).get("validity"))
+    quantity, unit = validity.get("quantity"), str(validity.get("unit") or "")
+    if not isinstance(quantity, int) or isinstance(quantity, bool) or quantity <= 0:
+        return None
+    if unit == "HOUR":
+        return math.ceil(quantity / 24)
+    return quantity * VALIDITY_DAYS[unit] if unit in VALIDITY_DAYS else None
+
+
+def _kind_fields(product: dict[str, Any]) -> dict[str, Any]:
+    """``product_type``, ``benefits`` and ``validity_days`` of an ``UpstreamProduct``."""
+    kind = _product_type(product)
+    if kind == "airtime":
+        return {"product_type": kind}
+    return {
+        "product_type": kind,
+        "benefits": _benefits(product),
+        "validity_days": _validity_days(product),
+    }
 
 
 def _unsendable(product: dict[str, Any]) -> str:
     """Why a product cannot be sold with a mobile number and nothing else ("" when it can)."""
     service = product.get("service")
-    if product.get("type") not in (FIXED, RANGED):
+    if product.get("type") not in PRODUCT_TYPES:
         return f"product type {product.get('type')}"
     if not isinstance(service, dict) or service.get("id") != MOBILE_SERVICE:
         return "not a Mobile service product"
@@ -869,7 +955,7 @@ def _product(item: dict[str, Any]) -> tuple[UpstreamProduct | None, str]:
     upstream = UpstreamOperator(
         upstream_id=str(operator["id"]), name=str(operator.get("name", "")), country=alpha2
     )
-    if item.get("type") == RANGED:
+    if item.get("type") in (RANGED, RANGED_PIN):
         return _ranged(item, upstream, destination)
     local_amount = _decimal(destination.get("amount"))
     cost, cost_currency = _cost(item)
@@ -879,7 +965,7 @@ def _product(item: dict[str, Any]) -> tuple[UpstreamProduct | None, str]:
         UpstreamProduct(
             operator=upstream,
             sku=str(item["id"]),
-            product_type=_product_type(item),
+            **_kind_fields(item),
             local_amount=local_amount,
             local_currency=str(destination.get("unit", "")),
             cost=cost,
@@ -917,7 +1003,7 @@ def _ranged(
         UpstreamProduct(
             operator=upstream,
             sku=f"{item['id']}{RANGE_SKU}",
-            product_type=_product_type(item),
+            **_kind_fields(item),
             local_amount=None,
             local_currency=str(destination.get("unit", "")),
             cost=fee,

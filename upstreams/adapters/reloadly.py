@@ -62,9 +62,18 @@ What the catalog makes of an operator (contract section 17):
   ``internationalDiscount`` percent. An amount outside is refused with 400
   ``INVALID_AMOUNT_FOR_OPERATOR`` ("the specified topup amounts is not valid for the given
   operator").
-- Left out, with the reason (``UpstreamCatalog.skipped``): PIN operators (the top-up is a
-  code for the customer to enter), RANGE operators that take no local amounts, and FIXED
-  operators whose local list does not pair with the fixed one.
+- Kinds (contract section 17): an operator flagged ``pin`` ("supports PIN transactions":
+  its top-up answers a ``pinDetail``, a code for the customer to enter) sells ``pin``
+  products; ``bundle`` ("has bundle plans") ``bundle``; ``data`` ("has data plans")
+  ``data``; others airtime. Reloadly says what a plan gives only in words:
+  ``localFixedAmountsDescriptions`` (keyed by the local amount, ``"100.00"``), else
+  ``fixedAmountsDescriptions`` (keyed by the sender amount, ``"5.00"``); the data, minutes,
+  SMS and validity they name become the product's benefits and validity
+  (``upstreams.adapters.kinds``), a description naming none of them one benefit of kind
+  ``other`` with its words. A PIN without words gives the credit of its local amount.
+  The catalog asks for every kind (``includeBundles``, ``includeData``, ``includePin``).
+- Left out, with the reason (``UpstreamCatalog.skipped``): RANGE operators that take no
+  local amounts, and FIXED operators whose local list does not pair with the fixed one.
 """
 
 from __future__ import annotations
@@ -83,6 +92,7 @@ import httpx
 import phonenumbers
 from django.core.cache import cache
 
+from catalog.benefits import benefit
 from reseller.money import quantize
 from upstreams.adapters.base import (
     PIN_REDACTED,
@@ -99,6 +109,7 @@ from upstreams.adapters.base import (
     UpstreamTimeout,
     UpstreamTransaction,
 )
+from upstreams.adapters.kinds import text_benefits, text_validity_days
 
 ACCEPT = "application/com.reloadly.topups-v1+json"
 STATUS_MAP = {
@@ -395,7 +406,7 @@ class ReloadlyProvider:
     def catalog_read(self, *, countries: Iterable[str] | None = None) -> UpstreamCatalog:
         """Every operator's offers, all pages read; per country through
         ``/operators/countries/{iso}`` (a plain list) when ``countries`` are given."""
-        include = {"includeBundles": "true", "includeData": "true"}
+        include = {"includeBundles": "true", "includeData": "true", "includePin": "true"}
         operators: Iterable[dict[str, Any]]
         if countries is None:
             operators = self._pages("/operators", include)
@@ -406,7 +417,7 @@ class ReloadlyProvider:
                 for operator in (
                     self._get(
                         f"/operators/countries/{iso.upper()}",
-                        {**include, "includePin": "false"},
+                        include,
                         missing_ok=True,  # COUNTRY_NOT_SUPPORTED
                     )
                     or []
@@ -584,8 +595,6 @@ def _products(operator: dict[str, Any]) -> tuple[list[UpstreamProduct], list[Ski
     def skipped(reason: str) -> tuple[list[UpstreamProduct], list[SkippedProduct]]:
         return [], [SkippedProduct(upstream, "", upstream.name, reason)]
 
-    if operator.get("pin"):
-        return skipped("PIN operator: the top-up is a code for the customer to enter")
     if denomination == "RANGE":
         return _range(operator, upstream, skipped)
     if denomination != "FIXED":
@@ -605,8 +614,9 @@ def _products(operator: dict[str, Any]) -> tuple[list[UpstreamProduct], list[Ski
         return skipped("localFixedAmounts do not pair with fixedAmounts")
     discount = _decimal(operator.get("internationalDiscount")) or Decimal(0)
     sender_currency = str(operator.get("senderCurrencyCode") or "")
-    product_type = "data" if operator.get("data") or operator.get("bundle") else "airtime"
+    product_type = _kind(operator)
     descriptions = operator.get("fixedAmountsDescriptions") or {}
+    local_descriptions = operator.get("localFixedAmountsDescriptions") or {}
     required = _required_fields(upstream)
     products = []
     for amount, local_amount in zip(fixed, local, strict=True):
@@ -614,9 +624,10 @@ def _products(operator: dict[str, Any]) -> tuple[list[UpstreamProduct], list[Ski
             continue
         if local_amount is None and not sender_only:
             continue
-        description = (
-            str(descriptions.get(f"{amount:.2f}", "")) if isinstance(descriptions, dict) else ""
+        description = _described(local_descriptions, local_amount) or _described(
+            descriptions, amount
         )
+        benefits, validity_days = _benefits(product_type, description, local_amount, operator)
         products.append(
             UpstreamProduct(
                 operator=upstream,
@@ -630,6 +641,8 @@ def _products(operator: dict[str, Any]) -> tuple[list[UpstreamProduct], list[Ski
                 send_value=amount,
                 send_currency=sender_currency,
                 required_fields=required,
+                benefits=benefits,
+                validity_days=validity_days,
                 raw={
                     "operatorId": operator.get("operatorId"),
                     "fixedAmount": str(amount),
@@ -670,7 +683,7 @@ def _range(
         return skipped(f"RANGE operator with an empty range ({low} to {high})")
     discount = _decimal(operator.get("internationalDiscount")) or Decimal(0)
     sender_currency = str(operator.get("senderCurrencyCode") or "")
-    product_type = "data" if operator.get("data") or operator.get("bundle") else "airtime"
+    product_type = _kind(operator)
     return [
         UpstreamProduct(
             operator=upstream,
@@ -695,6 +708,40 @@ def _range(
             },
         )
     ], []
+
+
+def _kind(operator: dict[str, Any]) -> str:
+    """The kind of product an operator sells (contract section 17, "Kinds"): a PIN operator's
+    top-up is a code; a bundle operator's plans, data operator's data; else airtime."""
+    if operator.get("pin"):
+        return "pin"
+    if operator.get("bundle"):
+        return "bundle"
+    if operator.get("data"):
+        return "data"
+    return "airtime"
+
+
+def _described(descriptions: Any, amount: Decimal | None) -> str:
+    """The words a descriptions map (keyed ``"5.00"``) gives one amount, or ""."""
+    if not isinstance(descriptions, dict) or amount is None:
+        return ""
+    return str(descriptions.get(f"{amount:.2f}") or "").strip()
+
+
+def _benefits(
+    kind: str, description: str, local_amount: Decimal | None, operator: dict[str, Any]
+) -> tuple[tuple[dict[str, Any], ...], int | None]:
+    """What a data, bundle or PIN amount gives, read from its description (airtime: none)."""
+    if kind == "airtime":
+        return (), None
+    benefits = text_benefits(description)
+    if not benefits and description:
+        benefits = [benefit("other", None, "", description[:200])]
+    if not benefits and kind == "pin" and local_amount is not None:
+        currency = str(operator.get("destinationCurrencyCode") or "")
+        benefits = [benefit("credit", local_amount, currency, "")]
+    return tuple(benefits), text_validity_days(description)
 
 
 def _required_fields(operator: UpstreamOperator) -> tuple[str, ...]:

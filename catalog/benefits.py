@@ -1,0 +1,152 @@
+"""What a data, bundle or PIN product gives (contract section 17, "Kinds").
+
+A product's ``benefits`` is a list of ``{"kind", "amount", "unit", "text"}``:
+
+- ``kind``: ``data``, ``voice``, ``sms``, ``credit`` or ``other``;
+- ``amount``: a decimal string (``"5"``, ``"1.5"``), or null when the provider gives no
+  number or the benefit is unlimited (DT One's ``-1``);
+- ``unit``: what ``amount`` counts: ``GB``/``MB`` for data, ``min`` for voice, ``SMS``, a
+  currency code for credit, or ``""``;
+- ``text``: the provider's own words for it (``"3GB Data"``), or ``""``.
+
+``benefits_clean`` checks that shape (the model's ``clean()``, the services); ``benefits_line``
+is how a person reads them ("5 GB · 30 days"), in the active language.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.utils import formats
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext, pgettext
+
+BENEFIT_KINDS = ("data", "voice", "sms", "credit", "other")
+BENEFIT_KEYS = frozenset({"kind", "amount", "unit", "text"})
+UNIT_MAX = 20
+TEXT_MAX = 200
+BENEFITS_MAX = 10
+
+
+def benefit(kind: str, amount: Decimal | str | None, unit: str = "", text: str = "") -> dict:
+    """One benefit in the catalog's shape (``amount`` written as a plain decimal string)."""
+    if amount is not None:
+        amount = Decimal(str(amount))
+        amount = f"{amount.normalize():f}" if amount == amount.to_integral() else f"{amount:f}"
+    return {"kind": kind, "amount": amount, "unit": unit, "text": text}
+
+
+def benefits_clean(value: Any) -> list[dict[str, Any]]:
+    """``value`` checked as a product's benefits; raises ``ValidationError`` naming the first
+    entry that is wrong."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ValidationError(_("A list of benefits."), code="invalid")
+    if len(value) > BENEFITS_MAX:
+        raise ValidationError(
+            _("At most %(max)s benefits.") % {"max": BENEFITS_MAX}, code="invalid"
+        )
+    clean = []
+    for index, item in enumerate(value):
+        where = _("Benefit %(n)s") % {"n": index + 1}
+        if not isinstance(item, dict) or set(item) != BENEFIT_KEYS:
+            raise ValidationError(
+                _("%(where)s: an object with kind, amount, unit and text.") % {"where": where},
+                code="invalid",
+            )
+        if item["kind"] not in BENEFIT_KINDS:
+            raise ValidationError(
+                _("%(where)s: kind is one of %(kinds)s.")
+                % {"where": where, "kinds": ", ".join(BENEFIT_KINDS)},
+                code="invalid",
+            )
+        amount = item["amount"]
+        if amount is not None:
+            try:
+                number = Decimal(str(amount)) if isinstance(amount, (str, int)) else None
+            except InvalidOperation:
+                number = None
+            if number is None or not number.is_finite() or number < 0:
+                raise ValidationError(
+                    _("%(where)s: amount is a number written as a string, or null.")
+                    % {"where": where},
+                    code="invalid",
+                )
+            amount = benefit("other", number)["amount"]
+        for key, limit in (("unit", UNIT_MAX), ("text", TEXT_MAX)):
+            if not isinstance(item[key], str) or len(item[key]) > limit:
+                raise ValidationError(
+                    _("%(where)s: %(key)s is a text of at most %(limit)s characters.")
+                    % {"where": where, "key": key, "limit": limit},
+                    code="invalid",
+                )
+        clean.append(
+            {
+                "kind": item["kind"],
+                "amount": amount,
+                "unit": item["unit"].strip(),
+                "text": item["text"].strip(),
+            }
+        )
+    return clean
+
+
+def _number(amount: str) -> str:
+    value = Decimal(amount)
+    places = 0 if value == value.to_integral() else max(0, -value.as_tuple().exponent)  # type: ignore[operator]
+    return formats.number_format(value, decimal_pos=places, use_l10n=True)
+
+
+def _unit(kind: str, unit: str) -> str:
+    """The unit as a person of the active language writes it."""
+    if kind == "data":
+        return {
+            "GB": pgettext("data unit", "GB"),
+            "MB": pgettext("data unit", "MB"),
+            "TB": pgettext("data unit", "TB"),
+            "KB": pgettext("data unit", "KB"),
+        }.get(unit.upper(), unit)
+    if kind == "voice":
+        return pgettext("voice unit", "min")
+    if kind == "sms":
+        return pgettext("sms unit", "SMS")
+    return unit
+
+
+UNLIMITED = {
+    "data": lambda: pgettext("benefit", "Unlimited data"),
+    "voice": lambda: pgettext("benefit", "Unlimited calls"),
+    "sms": lambda: pgettext("benefit", "Unlimited SMS"),
+}
+
+
+def benefit_text(item: dict[str, Any]) -> str:
+    """One benefit as a person reads it: "5 GB", "100 min", "50 SMS", "20 MXN"; its
+    provider's words when it has no number."""
+    amount, kind = item.get("amount"), item.get("kind", "other")
+    if amount is None:
+        if item.get("text"):
+            return str(item["text"])
+        unlimited = UNLIMITED.get(kind)
+        return unlimited() if unlimited else ""
+    unit = _unit(kind, str(item.get("unit") or ""))
+    return f"{_number(str(amount))} {unit}".strip()
+
+
+def validity_text(days: int | None) -> str:
+    if not days:
+        return ""
+    return ngettext("%(days)s day", "%(days)s days", days) % {
+        "days": formats.number_format(days, use_l10n=True)
+    }
+
+
+def benefits_line(benefits: list[dict[str, Any]] | None, validity_days: int | None) -> str:
+    """A product's benefits and validity as one line: "5 GB · 30 days",
+    "100 min · 50 SMS · 30 days" ("" when there is nothing to say)."""
+    parts = [benefit_text(item) for item in benefits or []]
+    parts.append(validity_text(validity_days))
+    return " · ".join(part for part in parts if part)
