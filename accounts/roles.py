@@ -85,6 +85,7 @@ ANY_ROLE: tuple[tuple[str, str], ...] = (
     ("accounts:password-reset*", "public: a forgotten password"),
     ("checkout:stripe-webhook", "Stripe's signed events: no person, no session"),
     ("orders:guest-*", "public: a guest's checkout and receipt link (no account's money)"),
+    ("orders:product-price", "public: the price of an amount, as the catalog pages show it"),
     ("guest-payments-*", "public: a guest's card checkout (the house guest account's order)"),
     ("recharges:provider-callback", "a provider's callback: no person; only triggers a look-up"),
     # one's own person, not the account's keys or money
