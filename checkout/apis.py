@@ -33,6 +33,7 @@ from orders.serializers import (
     validate_units,
 )
 from payments import gateway
+from payments.receipts import guest_receipt_path
 from reseller import openapi_examples as ex
 from reseller.api import StrictSerializer, problem, problems
 from reseller.errors import ApplicationError, NotFound, problem_response
@@ -470,7 +471,7 @@ class GuestPaymentPrepareApi(APIView):
             )
             guest_choice.guest_payment_allow(session, prepared.checkout.public_id)
         body = _prepared(prepared, id_field="payment_id")
-        body["receipt_url"] = card.guest_receipt_path(prepared.checkout.public_id)
+        body["receipt_url"] = guest_receipt_path(prepared.checkout.public_id)
         return Response(GuestPrepareOut(body).data, status=201)
 
 
@@ -501,7 +502,7 @@ class GuestPaymentCheckoutApi(APIView):
         checkout = card.card_checkout_for_guest(payment_id=payment_id)
         result = card.card_checkout(checkout=checkout)
         body = _pending_body(result, id_field="payment_id")
-        body["receipt_url"] = card.guest_receipt_path(payment_id)
+        body["receipt_url"] = guest_receipt_path(payment_id)
         if result.status == "succeeded":
             guest_choice.pending_drop(session)  # bought: "Buy now" starts afresh
             return Response(GuestCheckoutOut(body).data)
@@ -539,7 +540,7 @@ class GuestPaymentCancelApi(APIView):
         body = {
             "status": checkout.payment.status,
             "payment_id": payment_id,
-            "receipt_url": card.guest_receipt_path(payment_id),
+            "receipt_url": guest_receipt_path(payment_id),
         }
         return Response(GuestCancelOut(body).data)
 

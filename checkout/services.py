@@ -26,7 +26,6 @@ from decimal import Decimal
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Q
-from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
@@ -42,7 +41,6 @@ from checkout.errors import (
 )
 from checkout.models import CardCheckout, StripeEvent
 from orders.errors import CurrencyMismatch
-from orders.guest import receipt_token
 from orders.models import Cart, Order
 from orders.pricing import LineRequest, line_requests, price_order
 from orders.selectors import cart_items
@@ -55,6 +53,7 @@ from orders.services import (
 from payments import gateway
 from payments.errors import CardAuthenticationFailed, CardDeclined, card_declined
 from payments.models import Payment
+from payments.receipts import guest_receipt_path
 from payments.services import (
     payment_attempt_started,
     payment_cancel,
@@ -201,11 +200,6 @@ def card_guest_prepare(
             guest=guest,
         )
     return _attach_setup_intent(checkout, discard_on_failure=True)
-
-
-def guest_receipt_path(payment_id: str) -> str:
-    """The guest's receipt page: its link is the only way to it (orders.guest)."""
-    return reverse("orders:guest-receipt", args=[receipt_token(payment_id)])
 
 
 def _payment_checkout_create(

@@ -19,7 +19,6 @@ from decimal import Decimal
 from typing import Any
 
 from django.contrib.sessions.backends.base import SessionBase
-from django.core import signing
 from rest_framework.exceptions import ValidationError
 
 from orders.pricing import LineRequest
@@ -27,7 +26,6 @@ from orders.serializers import CartItemIn
 
 PENDING_KEY = "buy_now_pending"
 GUEST_PAYMENTS_KEY = "guest_payments"
-RECEIPT_SALT = "orders.guest-receipt"
 GUEST_PAYMENTS_KEPT = 20
 
 
@@ -82,15 +80,3 @@ def guest_payment_allow(session: SessionBase, payment_id: str) -> None:
 
 def guest_payment_allowed(session: SessionBase, payment_id: str) -> bool:
     return payment_id in session.get(GUEST_PAYMENTS_KEY, [])
-
-
-def receipt_token(payment_id: str) -> str:
-    return signing.Signer(salt=RECEIPT_SALT).sign(payment_id)
-
-
-def receipt_payment_id(token: str) -> str | None:
-    """The payment a receipt link names, or None for a link that was not ours."""
-    try:
-        return signing.Signer(salt=RECEIPT_SALT).unsign(token)
-    except signing.BadSignature:
-        return None

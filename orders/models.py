@@ -137,6 +137,10 @@ class Order(models.Model):
     # ``whenPromotionScheduled`` (contract §5): "wait" (True, the default) holds recharges of a
     # product whose promotion starts soon until it starts; "sendNow" (False) sends them at once.
     promotion_wait = models.BooleanField(default=True)
+    # A guest's order (no user): where its receipts go, the one at payment and a PIN's
+    # later (recharges.pins). Empty for an account's order: its user's address is used.
+    receipt_email = models.EmailField(max_length=254, blank=True)
+    receipt_language = models.CharField(max_length=5, blank=True)
     created_at = models.DateTimeField(default=timezone.now, editable=False, db_index=True)
 
     class Meta:

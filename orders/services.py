@@ -231,6 +231,10 @@ def order_recharges_start(
     """A paid order's recharges (``recharges.services.recharges_create``) and, for a live
     site order, its receipt. ``receipt_to`` and ``receipt_path``: a guest's (their email and
     language, and their receipt link), instead of the buyer's account and receipt page."""
+    if receipt_to is not None and not order.receipt_email:
+        # Kept for the receipts that come later: a PIN's, once delivered (recharges.pins).
+        order.receipt_email, order.receipt_language = receipt_to.email, receipt_to.language
+        order.save(update_fields=["receipt_email", "receipt_language"])
     if lines is None:
         lines = list(order.lines.select_related("product"))
     recharges = recharges_create(order=order, payment=payment, lines=lines, references=references)

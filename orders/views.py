@@ -45,6 +45,7 @@ from orders.pricing import line_requests, price_order
 from orders.serializers import QUANTITY_MAX, QUANTITY_MIN, SEND_NOW, WAIT, CartItemIn
 from payments import gateway
 from payments.models import Payment
+from payments.receipts import receipt_payment_id
 from recharges.serializers import recharge_pin
 from recharges.state import DELIVERED, FINAL
 from recipients.selectors import recipient_names, top_up_url
@@ -559,7 +560,7 @@ def receipt(request: AuthenticatedRequest, payment_id: str) -> HttpResponse:
 
 def _guest_payment(token: str) -> Payment:
     """The guest payment a receipt link names (orders.guest); any other link is 404."""
-    payment_id = guest.receipt_payment_id(token)
+    payment_id = receipt_payment_id(token)
     payment = (
         selectors.payment_history(account=guest_account(), livemode=True)
         .filter(public_id=payment_id)

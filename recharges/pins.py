@@ -14,7 +14,8 @@ from django.utils import timezone
 
 from catalog.phone import number_display
 from emails.models import Email
-from emails.outbox import email_queue_to_user
+from emails.outbox import email_queue, email_queue_to_user
+from payments.receipts import guest_receipt_path
 from recharges.models import Recharge
 from reseller import crypto
 from upstreams.adapters import Pin
@@ -60,9 +61,9 @@ SITE_CHANNELS = ("wallet", "card")  # orders.Order.Channel: the site's orders ha
 
 def pin_receipts_queue(recharges: list[Recharge]) -> None:
     """The receipt email of each PIN just delivered for a live site order (its receipt went
-    out at payment, before any PIN existed), to the user who placed the order, with the PIN
-    stored encrypted in the outbox (``Email.secret_context``) until it is sent. A guest's order
-    (no user) is left to its receipt link."""
+    out at payment, before any PIN existed), to the user who placed the order, or to a guest's
+    address and with their receipt link, with the PIN stored encrypted in the outbox
+    (``Email.secret_context``) until it is sent."""
     ids = [r.pk for r in recharges if r.pin_encrypted and r.livemode]
     if not ids:
         return
@@ -70,19 +71,27 @@ def pin_receipts_queue(recharges: list[Recharge]) -> None:
         "order__created_by", "payment", "product"
     )
     for recharge in rows:
-        user = recharge.order.created_by
+        order, user = recharge.order, recharge.order.created_by
         pin = pin_body(recharge)
-        if user is None or pin is None:
+        if pin is None or (user is None and not order.receipt_email):
             continue
-        email_queue_to_user(
-            user=user,
-            kind=Email.Kind.PIN_RECEIPT,
-            context={
-                "name": user.first_name,
-                "product": recharge.product.name,
-                "recipient": number_display(recharge.recipient_number),
-                "reference": recharge.public_id,
-                "receipt_path": reverse("orders:receipt", args=[recharge.payment.public_id]),
-            },
-            secret={"pin": pin},
-        )
+        payment_id = recharge.payment.public_id
+        context = {
+            "name": user.first_name if user is not None else "",
+            "product": recharge.product.name,
+            "recipient": number_display(recharge.recipient_number),
+            "reference": recharge.public_id,
+        }
+        if user is not None:
+            context["receipt_path"] = reverse("orders:receipt", args=[payment_id])
+            email_queue_to_user(
+                user=user, kind=Email.Kind.PIN_RECEIPT, context=context, secret={"pin": pin}
+            )
+        else:  # a guest's: their address, and the link that alone opens their receipt
+            email_queue(
+                kind=Email.Kind.PIN_RECEIPT,
+                to=order.receipt_email,
+                language=order.receipt_language,
+                context={**context, "receipt_path": guest_receipt_path(payment_id)},
+                secret={"pin": pin},
+            )

@@ -16,11 +16,13 @@ from accounts.services import GUEST_ACCOUNT_ID, guest_account
 from books.models import Entry
 from checkout.models import CardCheckout
 from emails.models import Email
-from orders.guest import receipt_token
 from orders.models import CartItem
 from payments.models import Payment
+from payments.receipts import receipt_token
 from recharges.models import Recharge
+from recharges.pins import pin_body
 from tests.factories import PASSWORD, ProductFactory, UserFactory
+from tests.fakes.reloadly import FakeReloadly
 from tests.helpers import (
     assert_ledger_balanced,
     assert_problem,
@@ -264,4 +266,45 @@ def test_guest_limits_count_by_email_address_and_card(
     assert payment.status == "pending" and not payment.payment_intent_id
     # The guest caps are the guests': a member's own purchases are not under them.
     assert guest_account().created_at is not None
+    assert_ledger_balanced()
+
+
+@pytest.fixture
+def pin_reloadly(settings):
+    """AIRTIME_PROVIDER is a Reloadly fake whose top-ups answer a PIN (``pinDetail``)."""
+    fake = FakeReloadly().start()
+    fake.pins = True
+    settings.AIRTIME_PROVIDER = "reloadly"
+    settings.RELOADLY_BASE_URL = settings.RELOADLY_AUTH_URL = fake.url
+    settings.RELOADLY_CLIENT_ID, settings.RELOADLY_CLIENT_SECRET = "id", "secret"
+    yield fake
+    fake.stop()
+
+
+def test_a_guest_gets_the_pin_they_bought_by_email_with_their_receipt_link(
+    client, product, stripe_local, django_capture_on_commit_callbacks, pin_reloadly
+):
+    """A PIN is delivered after the receipt went out: the guest has no account, so its email
+    goes to the address they paid with, in their language, with the link that alone opens
+    their receipt; the outbox row keeps no PIN once sent (contract section 17)."""
+    product.product_type = "pin"
+    product.save(update_fields=["product_type"])
+    buy_now(client, product)
+    with django_capture_on_commit_callbacks(execute=True):
+        body, paid = guest_pay(client, stripe_local, email="invitado@example.com", language="es")
+    assert paid.status_code == 200, paid.content
+    (recharge,) = Recharge.objects.filter(payment__public_id=body["paymentId"])
+    assert recharge.status == "delivered" and recharge.pin_encrypted
+    email = Email.objects.get(kind=Email.Kind.PIN_RECEIPT)
+    assert (email.to, email.language) == ("invitado@example.com", "es")
+    assert email.context["receipt_path"] == body["receiptUrl"]
+    (sent,) = [
+        m
+        for m in mail.outbox
+        if m.subject and m.to == ["invitado@example.com"] and "PIN" in m.subject
+    ]
+    code = pin_body(recharge)["code"]
+    assert code in sent.body and body["receiptUrl"] in sent.body
+    email.refresh_from_db()
+    assert code not in str(email.context) and not email.secret_context
     assert_ledger_balanced()

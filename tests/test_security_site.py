@@ -203,9 +203,9 @@ def _cart_item_and_payment(user, operator):
 def _guest_receipt_token(product) -> str:
     """The receipt link of a guest's card payment (docs/site.md), pending: its page and status."""
     from accounts.services import guest_account
-    from orders.guest import receipt_token
     from orders.pricing import LineRequest, price_order
     from orders.services import order_create
+    from payments.receipts import receipt_token
 
     account = guest_account()
     line = LineRequest(product=product, recipient_number="+525512345678", quantity=1)
