@@ -40,6 +40,19 @@ class Account(models.Model):
         default=Decimal("0.00"),
         validators=[MinValueValidator(Decimal("0")), MaxValueValidator(Decimal("100"))],
     )
+    # Reseller networks (contract section 18): an agent's parent (None: a top account), its
+    # level (a top account is 1, NETWORK_MAX_DEPTH at most), and when it was suspended (its
+    # and its descendants' keys and sessions are refused while set).
+    parent = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="agents",
+        verbose_name=_("parent"),
+    )
+    depth = models.PositiveSmallIntegerField(_("level"), default=1)
+    suspended_at = models.DateTimeField(_("suspended"), null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
 
     class Meta:
@@ -49,7 +62,12 @@ class Account(models.Model):
             models.CheckConstraint(
                 condition=models.Q(discount_percent__gte=0) & models.Q(discount_percent__lte=100),
                 name="account_discount_percent_0_100",
-            )
+            ),
+            models.CheckConstraint(
+                condition=models.Q(parent__isnull=True, depth=1)
+                | models.Q(parent__isnull=False, depth__gt=1),
+                name="account_depth_follows_parent",
+            ),
         ]
 
     def __str__(self) -> str:

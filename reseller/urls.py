@@ -16,6 +16,7 @@ api_v1: list[URLPattern | URLResolver] = [
     path("", include("checkout.urls_api")),  # before orders': payments/<id> takes any word
     path("", include("orders.urls_api")),
     path("", include("wallet.urls_api")),
+    path("network/", include("network.urls_api")),
     path("", include("backoffice.urls_api")),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     # Swagger UI's start-up script is served as its own file (?script): our CSP allows no

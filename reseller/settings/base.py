@@ -66,6 +66,7 @@ INSTALLED_APPS = [
     "books",
     "reconciliation",
     "metrics",
+    "network",
 ]
 
 MIDDLEWARE = [
@@ -283,6 +284,10 @@ SECURE_CSP = {
 # Recharges: the upstream airtime provider (upstreams.adapters) and the processor.
 AIRTIME_PROVIDER = env.str("AIRTIME_PROVIDER", default="simulator")
 WAITLIST_HORIZON_HOURS = env.int("WAITLIST_HORIZON_HOURS", default=72)
+
+# Reseller networks (contract section 18): how many levels an account's network may have (the
+# top account is level 1: by default top -> agent -> agent's agent).
+NETWORK_MAX_DEPTH = env.int("NETWORK_MAX_DEPTH", default=3)
 # How long a process may keep the products an order asks for (catalog/cache.py): any change
 # to the catalog is seen at once regardless; 0 turns the copy off.
 CATALOG_CACHE_SECONDS = env.int("CATALOG_CACHE_SECONDS", default=30)
