@@ -8,7 +8,8 @@ are the ``network`` app's, a layer above this one (pyproject.toml, ``[tool.impor
 the catalog cannot import it. So ``network`` passes its loader down at start-up,
 ``NetworkConfig.ready()`` calling ``pricing_hook_register(network.prices.catalog_prices)``.
 
-The loader is called once per response for the signed-in caller's account and returns the
+The loader is called once per response with the signed-in caller's account id (one query:
+the account's chain and lists) and returns the
 prices of that account (``CallerPrices``), or None when the catalog's own prices are the
 caller's (a top account without a price list: its ``discountPercent`` applies when it orders,
 as before networks). Without a loader registered (the catalog alone), or for a caller without
@@ -20,7 +21,6 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any, Protocol
 
-from accounts.models import Account
 from catalog.models import Product
 
 
@@ -35,7 +35,7 @@ class CallerPrices(Protocol):
 
 
 class CallerPricesLoader(Protocol):
-    def __call__(self, *, account: Account) -> CallerPrices | None: ...
+    def __call__(self, *, account_id: int) -> CallerPrices | None: ...
 
 
 _loader: CallerPricesLoader | None = None
@@ -48,11 +48,11 @@ def pricing_hook_register(loader: CallerPricesLoader | None) -> None:
     _loader = loader
 
 
-def caller_prices(*, account: Account | None) -> CallerPrices | None:
-    """The prices ``account`` sees, or None: the catalog's own."""
-    if account is None or _loader is None:
+def caller_prices(*, account_id: int | None) -> CallerPrices | None:
+    """The prices the account ``account_id`` sees, or None: the catalog's own."""
+    if account_id is None or _loader is None:
         return None
-    return _loader(account=account)
+    return _loader(account_id=account_id)
 
 
 def caller_prices_of(context: dict[str, Any]) -> CallerPrices | None:
@@ -61,6 +61,7 @@ def caller_prices_of(context: dict[str, Any]) -> CallerPrices | None:
     if "_caller_prices" not in context:
         request = context.get("request")
         user = getattr(request, "user", None)
-        account = getattr(user, "account", None) if user and user.is_authenticated else None
-        context["_caller_prices"] = caller_prices(account=account)
+        # The id is on the user's row: the account itself need not be loaded.
+        account_id = getattr(user, "account_id", None) if user and user.is_authenticated else None
+        context["_caller_prices"] = caller_prices(account_id=account_id)
     return context["_caller_prices"]

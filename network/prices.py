@@ -154,37 +154,34 @@ class AccountPrices:
         return rate_round(product.pricing_rate / factor), quantize(product.pricing_fee * factor)
 
 
-def _chain_levels(account: Account) -> tuple[tuple[Level, ...], Decimal]:
-    """The account's chain, top first, and the top account's discount: one query (the
-    account's row joined up its ``parent`` path, each level's assignment a subquery). A
-    ``depth`` that understates the chain is followed further (never in a consistent tree)."""
-    if account.pk is None:  # an account not saved (never an order's): priced as a top account
-        return (Level(account_id=0, price_list_id=None),), account.discount_percent
-    hops = max(account.depth, 1)
+def _chain_levels(*, account_id: int, hops: int) -> tuple[tuple[Level, ...], Decimal]:
+    """The chain of ``account_id``, top first, and the top account's discount: one query (the
+    account's row joined ``hops`` levels up its ``parent`` path, each level's assignment a
+    subquery). A chain longer than ``hops`` is followed further (never in a consistent tree:
+    ``hops`` is the account's depth, or NETWORK_MAX_DEPTH when it is not known)."""
+    hops = max(hops, 1)
     limit = max(settings.NETWORK_MAX_DEPTH, hops) + 8
     while True:
         fields: dict[str, Any] = {}
         for k in range(hops):
             path = "parent__" * k
             fields[f"a{k}"] = F(f"{path}pk")
+            fields[f"d{k}"] = F(f"{path}discount_percent")
             fields[f"l{k}"] = Subquery(
                 PriceListAssignment.objects.filter(account_id=OuterRef(f"{path}pk")).values(
                     "price_list_id"
                 )[:1]
             )
-        top = "parent__" * (hops - 1)
-        fields["above"] = F(f"{top}parent_id")
-        fields["discount"] = F(f"{top}discount_percent")
-        row: dict[str, Any] = dict(Account.objects.filter(pk=account.pk).values(**fields).get())
+        fields["above"] = F(f"{'parent__' * (hops - 1)}parent_id")
+        row: dict[str, Any] = dict(Account.objects.filter(pk=account_id).values(**fields).get())
         if row["above"] is None or hops >= limit:
             break
         hops += 1
+    found = [k for k in range(hops) if row[f"a{k}"] is not None]
     levels = tuple(
-        Level(account_id=row[f"a{k}"], price_list_id=row[f"l{k}"])
-        for k in reversed(range(hops))
-        if row[f"a{k}"] is not None
+        Level(account_id=row[f"a{k}"], price_list_id=row[f"l{k}"]) for k in reversed(found)
     )
-    return levels, row["discount"]
+    return levels, row[f"d{found[-1]}"]
 
 
 def _list_rules(list_ids: set[int], products: Iterable[Product] | None) -> dict[int, ListRules]:
@@ -215,7 +212,26 @@ def account_prices(*, account: Account, products: Iterable[Product] | None = Non
     """Load what prices ``account``: its chain and its lists' rules (only those that can
     apply to ``products`` when given; all of them for a catalog page). Two queries at most;
     one for a top account without a list."""
-    levels, discount = _chain_levels(account)
+    if account.pk is None:  # an account not saved (never an order's): priced as a top account
+        levels: tuple[Level, ...] = (Level(account_id=0, price_list_id=None),)
+        discount = account.discount_percent
+    else:
+        levels, discount = _chain_levels(account_id=account.pk, hops=account.depth)
+    return _loaded(levels, discount, products)
+
+
+def account_prices_of(
+    *, account_id: int, products: Iterable[Product] | None = None
+) -> AccountPrices:
+    """``account_prices`` from an account's id alone (the catalog's caller: no need to load
+    the account first). Same queries."""
+    levels, discount = _chain_levels(account_id=account_id, hops=settings.NETWORK_MAX_DEPTH)
+    return _loaded(levels, discount, products)
+
+
+def _loaded(
+    levels: tuple[Level, ...], discount: Decimal, products: Iterable[Product] | None
+) -> AccountPrices:
     list_ids = {level.price_list_id for level in levels if level.price_list_id is not None}
     rules = _list_rules(list_ids, products) if list_ids else {}
     return AccountPrices(levels=levels, top_discount_percent=discount, rules=rules)
@@ -240,8 +256,8 @@ def account_unit_price(
     )[-1].price
 
 
-def catalog_prices(*, account: Account) -> AccountPrices | None:
-    """What the catalog shows ``account`` (registered as ``catalog.pricing_hook``): its own
+def catalog_prices(*, account_id: int) -> AccountPrices | None:
+    """What the catalog shows an account (registered as ``catalog.pricing_hook``): its own
     prices, or None for a top account without a list (the catalog's prices, as before)."""
-    prices = account_prices(account=account)
+    prices = account_prices_of(account_id=account_id)
     return None if prices.plain else prices

@@ -246,6 +246,36 @@ def test_a_top_account_with_a_platform_list_pays_its_markup_and_without_one_its_
     assert price() == Decimal("4.86")
 
 
+def test_the_worked_example_of_docs_network_md():
+    """docs/network.md, "Worked example: three levels" and "Range products"."""
+    make_country("MX", "Mexico", "+52", "MXN")
+    telcel = OperatorFactory(slug="telcel")
+    top = UserFactory().account
+    norte = agent_of(top, name="Tienda Norte")
+    kiosko = agent_of(norte, name="Kiosko 5")
+    gold = own_list(None, "Gold", country__MX="-2")
+    agents = price_list_create(
+        owner=top,
+        name="Agents",
+        rules=[
+            RuleSpec(markup_percent=Decimal(10), country="MX"),
+            RuleSpec(markup_percent=Decimal(8), operator=telcel.public_id),
+        ],
+    )
+    shops = own_list(norte, "Shops", country__MX="5")
+    price_list_assign(account=top, price_list=gold)
+    price_list_assign(account=norte, price_list=agents)
+    price_list_assign(account=kiosko, price_list=shops)
+    fixed = ProductFactory(operator=telcel, retail_price=Decimal("4.99"))
+    chain = account_prices_chain(account=kiosko, product=fixed, local_amount=None, rate=1)
+    assert [p.price for p in chain] == [Decimal("4.90"), Decimal("5.30"), Decimal("5.57")]
+    ranged = RangeProductFactory(operator=telcel, pricing_rate=Decimal("18.3"))
+    chain = account_prices_chain(account=kiosko, product=ranged, local_amount=100, rate=1)
+    assert [p.price for p in chain] == [Decimal("5.86"), Decimal("6.33"), Decimal("6.65")]
+    prices = account_prices(account=kiosko)
+    assert prices.pricing(ranged) == (Decimal("16.46690422"), Decimal("0.56"))
+
+
 # -- every order channel and the catalog -------------------------------------------------------
 
 
