@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from django.db import IntegrityError, transaction
-from django.db.models import Prefetch, QuerySet
+from django.db.models import Prefetch, ProtectedError, QuerySet
 from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
@@ -242,7 +242,11 @@ def price_list_delete(*, price_list: PriceList) -> None:
     locked = PriceList.objects.select_for_update(of=("self",)).get(pk=price_list.pk)
     if PriceListAssignment.objects.filter(price_list=locked).exists():
         raise PriceListInUse()
-    locked.delete()
+    try:
+        with transaction.atomic():
+            locked.delete()
+    except ProtectedError as exc:  # assigned meanwhile (the assignment's foreign key protects)
+        raise PriceListInUse() from exc
 
 
 @transaction.atomic
