@@ -1,5 +1,16 @@
 """The network's API (contract section 18): /api/v1/network/…"""
 
-from django.urls import URLPattern, URLResolver
+from django.urls import URLPattern, URLResolver, path
 
-urlpatterns: list[URLPattern | URLResolver] = []
+from network import apis_agents
+
+urlpatterns: list[URLPattern | URLResolver] = [
+    # Agents (an agent's recharges and payments: orders/urls_api.py, rendered by orders).
+    path("agents", apis_agents.AgentsApi.as_view(), name="network-agents"),
+    path("agents/<id:agent_id>", apis_agents.AgentApi.as_view(), name="network-agent"),
+    path(
+        "agents/<id:agent_id>/statement",
+        apis_agents.AgentStatementApi.as_view(),
+        name="network-agent-statement",
+    ),
+]
