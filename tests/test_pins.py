@@ -24,7 +24,7 @@ from recharges import processor
 from recharges.models import RechargeAttempt
 from recharges.pins import pin_body
 from reseller import crypto
-from tests.factories import OperatorFactory, UserFactory, make_key
+from tests.factories import OperatorFactory, ProductFactory, UserFactory, make_key
 from tests.fakes.ding import FakeDing
 from tests.fakes.ding import kinds_products as ding_kinds
 from tests.fakes.dtone import FakeDTOne
@@ -363,3 +363,64 @@ def test_a_pin_from_dt_one_or_ding_reaches_its_buyer_and_no_attempt_or_answer_ke
         assert _clear_text_columns_holding(code) == []
     finally:
         fake.stop()
+
+
+# -- the simulator (make run) --------------------------------------------------------------
+
+
+def test_the_simulator_answers_a_simulated_pin_for_a_pin_product_and_remembers_it_sealed(
+    settings, pin_product
+):
+    settings.AIRTIME_PROVIDER = "simulator"
+    buyer = UserFactory()
+    fund(buyer, "100.00")
+    (recharge,) = place(buyer, pin_product).recharges.all()
+    assert processor.recharge_process(recharge_id=recharge.pk).status == "delivered"
+    recharge.refresh_from_db()
+    pin = pin_body(recharge)
+    assert pin is not None and pin["code"].isdigit() and len(pin["code"]) == 16
+    assert pin["serial"] and "Simulated PIN" in pin["instructions"] and pin["valid_until"]
+    assert recharge.provider_response["pin"] == "[pin]"
+    assert pin["code"] not in json.dumps(recharge.provider_response)
+    # Asked again (a lost answer), it answers the same PIN; its memory keeps it encrypted.
+    from django.core.cache import cache
+
+    from upstreams.adapters.simulator import SimulatorProvider
+
+    again = SimulatorProvider().status(recharge.public_id)
+    assert again is not None and again.pin is not None and again.pin.code == pin["code"]
+    assert pin["code"] not in json.dumps(cache.get(f"airtime-sim:{recharge.public_id}"))
+    assert _clear_text_columns_holding(pin["code"]) == []
+
+
+def test_the_simulator_answers_no_pin_for_airtime(settings, product):
+    settings.AIRTIME_PROVIDER = "simulator"
+    buyer = UserFactory()
+    fund(buyer, "100.00")
+    (recharge,) = place(buyer, product).recharges.all()
+    processor.recharge_process(recharge_id=recharge.pk)
+    recharge.refresh_from_db()
+    assert recharge.status == "delivered" and not recharge.pin_encrypted
+    assert "pin" not in recharge.provider_response
+
+
+def test_a_simulator_provider_row_sells_bundles_and_pins_as_they_are(pin_product):
+    """As a provider row, the simulator offers each product with its benefits: a sync routes
+    a bundle and a PIN to themselves, no new product (the sync tells plans apart by them)."""
+    from catalog.benefits import benefit
+
+    bundle = ProductFactory(
+        operator=pin_product.operator,
+        sku="SIM-BUNDLE",
+        product_type=ProductType.BUNDLE,
+        benefits=[benefit("data", "5", "GB"), benefit("sms", "50", "SMS")],
+        validity_days=30,
+    )
+    pin_product.benefits = [benefit("credit", "100", "MXN")]
+    pin_product.save(update_fields=["benefits"])
+    before = Product.objects.count()
+    row = provider_create(name="sim-1", kind="simulator")
+    catalog_sync(provider=row)
+    assert Product.objects.count() == before
+    for product in (bundle, pin_product):
+        assert Route.objects.get(provider=row, product=product).sku == product.sku
