@@ -165,9 +165,14 @@ def validity_text(days: int | None) -> str:
     }
 
 
+def benefits_parts(benefits: list[dict[str, Any]] | None, validity_days: int | None) -> list[str]:
+    """Each benefit, then the validity, as a person reads them: ["5 GB", "30 days"]."""
+    parts = [benefit_text(item) for item in benefits or []]
+    parts.append(validity_text(validity_days))
+    return [part for part in parts if part]
+
+
 def benefits_line(benefits: list[dict[str, Any]] | None, validity_days: int | None) -> str:
     """A product's benefits and validity as one line: "5 GB · 30 days",
     "100 min · 50 SMS · 30 days" ("" when there is nothing to say)."""
-    parts = [benefit_text(item) for item in benefits or []]
-    parts.append(validity_text(validity_days))
-    return " · ".join(part for part in parts if part)
+    return " · ".join(benefits_parts(benefits, validity_days))

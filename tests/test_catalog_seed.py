@@ -110,7 +110,11 @@ def test_seed_demo_sells_one_bundle_and_one_pin_of_telcel_with_what_they_give(cl
     assert (pin.name, pin.local_amount, pin.validity_days) == ("Telcel PIN 100 MXN", 100, 180)
     assert pin.benefits == [{"kind": "credit", "amount": "100", "unit": "MXN", "text": ""}]
     html = client.get("/catalog/MX/telcel/", HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    html = html.replace("\u00a0", " ")  # the benefits' no-break spaces
     assert "5 GB · 100 min · 50 SMS · 30 days" in html and "Telcel PIN 100 MXN" in html
+    kinds_in_order = ("Airtime", "Data bundles", "Bundles", "PINs")
+    headings = [html.index(f"<h2>{words}</h2>") for words in kinds_in_order]
+    assert headings == sorted(headings)  # grouped as docs/catalog.md says, PINs last
     spanish = client.get("/catalog/MX/telcel/", HTTP_ACCEPT_LANGUAGE="es").content.decode()
     assert "Paquete Telcel 150 MXN" in spanish
 
