@@ -130,6 +130,7 @@ def test_a_delivered_pin_reaches_its_buyer_and_no_one_else(
 
     account_set_b2b(account=buyer.account, is_b2b=True)
     endpoint = endpoint_create(account=buyer.account, url=receiver.url, livemode=True, events=[])
+    receiver.echo = True  # it answers with what it got: the PIN, which we must not keep
     fund(buyer, "100.00")
     _all_logs(caplog)
     try:

@@ -233,6 +233,9 @@ class _Due:
     created_at: datetime
     event_id: str  # the event's public id
     body: str
+    # The event carries a secret (a PIN, sealed at rest): what the receiver answers is not
+    # kept, since a receiver that echoes its body would write the PIN into our table.
+    sealed: bool = False
 
 
 @dataclass(frozen=True)
@@ -285,6 +288,7 @@ def _due_batch(endpoint_id: int, limit: int) -> _Batch:
             row.created_at,
             row.event.public_id,
             row.event.body_to_send(),
+            row.event.sealed,
         )
         for row in rows
     ]
@@ -388,7 +392,7 @@ def _record(endpoint: WebhookEndpoint, answers: list[tuple[_Due, Answer]]) -> No
                 number=due.attempts + 1,
                 status_code=answer.status_code,
                 latency_ms=answer.latency_ms,
-                response_head=answer.head[:RESPONSE_HEAD_BYTES],
+                response_head="" if due.sealed else answer.head[:RESPONSE_HEAD_BYTES],
                 error=error,
                 created_at=now,
             )

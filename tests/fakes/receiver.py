@@ -47,6 +47,7 @@ class Receiver:
         self.keep_alive, self.drop_idle, self.host = keep_alive, drop_idle, host
         self.connections = 0
         self.payload = b'{"received": true}'
+        self.echo = False  # answer with the body received, as some receivers do
         self.sni: list[str | None] = []
         self.lock = threading.Condition()  # notified as each request arrives (wait_for)
         self.requests: list[Received] = []
@@ -124,7 +125,7 @@ class Receiver:
                     status = receiver.script.popleft() if receiver.script else 200
                 receiver.arrived.set()
                 receiver.held.wait(timeout=60)
-                payload = receiver.payload
+                payload = body if receiver.echo else receiver.payload
                 try:
                     self.send_response(status)
                     self.send_header("Content-Type", "application/json")
