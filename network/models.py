@@ -160,3 +160,29 @@ class Transfer(models.Model):
 
     def __str__(self) -> str:
         return self.public_id
+
+
+class TransferKey(models.Model):
+    """The stored answer of one Idempotency-Key of ``POST /network/transfers``, kept 24 hours
+    (``reseller.idempotency``, the mechanism orders use with ``orders.IdempotencyRecord``).
+    Written in the transfer's transaction: a row exists only for a request that finished."""
+
+    account = models.ForeignKey("accounts.Account", on_delete=models.CASCADE, related_name="+")
+    livemode = models.BooleanField()
+    key = models.CharField(max_length=255)
+    fingerprint = models.CharField(max_length=64, help_text="SHA-256 of method, path and body")
+    response_status = models.PositiveSmallIntegerField()
+    response_body = models.JSONField()
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        verbose_name = _("transfer idempotency key")
+        verbose_name_plural = _("transfer idempotency keys")
+        constraints = [
+            models.UniqueConstraint(
+                fields=["account", "livemode", "key"], name="one_transfer_key_per_scope"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.key} ({self.response_status})"
