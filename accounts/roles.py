@@ -58,6 +58,8 @@ ROUTES: tuple[tuple[str, str], ...] = (
     ("payment", MONEY),
     ("cart", MONEY),
     ("b2b-batch", MONEY),
+    # Price lists (contract section 18): what agents pay, the account's money.
+    ("network-price-list", MONEY),
     # the network's money: transfers with direct agents (contract section 18)
     ("network-transfers", MONEY),
 )

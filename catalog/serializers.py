@@ -20,6 +20,7 @@ from catalog.benefits import BENEFIT_KINDS
 from catalog.errors import PhoneNumberError, ProductNotFound
 from catalog.models import Denomination, Product, ProductType, PromotionStatus
 from catalog.phone import PhoneNumber, phone_parse
+from catalog.pricing_hook import caller_prices_of
 
 
 class CountryOut(serializers.Serializer):
@@ -109,6 +110,15 @@ class PricingOut(serializers.Serializer):
     currency = serializers.CharField(source="retail_currency")
 
 
+class CallerPriceField(serializers.DecimalField):
+    """A fixed product's price for the caller: its own price where it is priced by a network
+    (``catalog.pricing_hook``), else the catalog's retail price."""
+
+    def get_attribute(self, instance):
+        prices = caller_prices_of(self.context)
+        return prices.price(instance) if prices is not None else instance.retail_price
+
+
 class ProductOut(serializers.Serializer):
     id = serializers.CharField(source="public_id", help_text="Opaque id, `prd_…`.")
     name = serializers.CharField(source="name_localized")
@@ -133,12 +143,13 @@ class ProductOut(serializers.Serializer):
         help_text="Face value the recipient gets; null for a range product.",
     )
     local_currency = serializers.CharField()
-    price = serializers.DecimalField(
+    price = CallerPriceField(
         source="retail_price",
         max_digits=12,
         decimal_places=2,
         allow_null=True,
-        help_text="Retail price; null for a range product (see `pricing`).",
+        help_text="Retail price; null for a range product (see `pricing`). An agent of a "
+        "reseller network (or an account priced by a platform price list) sees its own price.",
     )
     currency = serializers.CharField(source="retail_currency")
     range = serializers.SerializerMethodField()
@@ -165,7 +176,16 @@ class ProductOut(serializers.Serializer):
 
     @extend_schema_field(PricingOut(allow_null=True))
     def get_pricing(self, product):
-        return PricingOut(product).data if product.is_range and product.priced else None
+        if not (product.is_range and product.priced):
+            return None
+        prices = caller_prices_of(self.context)
+        guide = prices.pricing(product) if prices is not None else None
+        if guide is None:
+            return PricingOut(product).data
+        rate, fee = guide  # the caller's guide: quotes give an amount's exact price
+        return PricingOut(
+            {"pricing_rate": rate, "pricing_fee": fee, "retail_currency": product.retail_currency}
+        ).data
 
     @extend_schema_field(PromotionOut(allow_null=True))
     def get_promotion(self, product):

@@ -2,9 +2,16 @@
 
 from django.urls import URLPattern, URLResolver, path
 
-from network import apis_money
+from network import apis_money, apis_price_lists
 
 urlpatterns: list[URLPattern | URLResolver] = [
-    # money: transfers and commissions (network/apis_money.py)
+    # Price lists (network/apis_price_lists.py)
+    path("price-lists", apis_price_lists.PriceListsApi.as_view(), name="network-price-lists"),
+    path(
+        "price-lists/<id:price_list_id>",
+        apis_price_lists.PriceListApi.as_view(),
+        name="network-price-list",
+    ),
+    # Money: transfers and commissions (network/apis_money.py)
     path("transfers", apis_money.TransfersApi.as_view(), name="network-transfers"),
 ]

@@ -1,9 +1,11 @@
 """Order pricing (docs/contract.md §4): one place computes unit prices and totals.
 
-unit price = the product's price of the line's local amount (a fixed product: its retail
-price; a range product: A / rate + fee rounded up to the cent, contract section 17) converted
-to the order currency, less the account's discount, rounded half up to cents; line total =
-unit price * quantity.
+unit price = what the account pays for the product's price of the line's local amount (a
+fixed product: its retail price; a range product: A / rate + fee rounded up to the cent,
+contract section 17) converted to the order currency: ``network.prices`` walks the account's
+chain (a top account: less its discount, rounded half up to cents, or its platform price
+list's markup; each agent: its parent's price plus the markup of the list its parent gave it,
+rounded up; contract section 18, docs/network.md); line total = unit price * quantity.
 
 A product the catalog no longer offers (its price too close to its cost, docs/pricing.md),
 or a range product not priced yet, or an amount of a range no route serves over the price
@@ -27,6 +29,7 @@ from django.utils.translation import gettext as _
 from accounts.models import Account
 from catalog.models import Product, Promotion
 from catalog.selectors import FxQuote, fx_rate, product_offered_check, product_promotion
+from network.prices import AccountPrices, account_prices
 from orders.errors import InvalidAmount
 from reseller.money import ZERO, quantize
 from upstreams.pricing import amount_offered_check
@@ -128,16 +131,23 @@ class PricedOrder:
 
 
 def unit_price(
-    *, product: Product, account: Account, rate: Decimal, local_amount: Decimal | None = None
+    *,
+    product: Product,
+    account: Account,
+    rate: Decimal,
+    local_amount: Decimal | None = None,
+    prices: AccountPrices | None = None,
 ) -> Decimal:
-    """The price of one unit of ``local_amount`` (``Product.price_at``) at ``rate``, less the
-    account's discount. A line that cannot be priced any more (a range product without its
-    rate, or without an amount) shows 0.00: it is only ever shown, never sold (``price_order``
-    refuses it ``for_sale``)."""
+    """The price ``account`` pays for one unit of ``local_amount`` (``Product.price_at``) at
+    ``rate`` (``network.prices``: its discount, or its price list and its ancestors'); pass
+    the account's loaded ``prices`` to price many lines with no further query. A line that
+    cannot be priced any more (a range product without its rate, or without an amount) shows
+    0.00: it is only ever shown, never sold (``price_order`` refuses it ``for_sale``)."""
     if not _priceable(product, local_amount):
         return ZERO
-    discount = (Decimal(100) - account.discount_percent) / Decimal(100)
-    return quantize(product.price_at(local_amount) * rate * discount)
+    if prices is None:
+        prices = account_prices(account=account, products=[product])
+    return prices.unit_price(product=product, local_amount=local_amount, rate=rate)
 
 
 def _priceable(product: Product, local_amount: Decimal | None) -> bool:
@@ -167,6 +177,8 @@ def price_order(
     at = at or timezone.now()
     currency = currency.upper()
     rates: dict[str, FxQuote] = {}
+    # The account's chain and its lists' rules for these products: loaded once for all lines.
+    prices = account_prices(account=account, products=(line.product for line in lines))
     priced: list[PricedLine] = []
     total = ZERO
     for line in lines:
@@ -178,6 +190,7 @@ def price_order(
             account=account,
             rate=rates[source].rate,
             local_amount=line.local_amount,
+            prices=prices,
         )
         line_total = quantize(price * line.quantity)
         total += line_total

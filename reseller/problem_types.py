@@ -306,6 +306,16 @@ PROBLEM_TYPES: dict[str, ProblemType] = {
             "charged. Choose another product of the operator, or retry later."
         ),
     ),
+    "price_list_in_use": _p(
+        409,
+        _("Price list in use"),
+        "This price list is assigned to an account: assign another list (or none) first.",
+        _(
+            "A price list that prices an account (an agent, or a top account) cannot be "
+            "deleted; nothing changed. Assign those accounts another list, or none, then "
+            "delete it."
+        ),
+    ),
     "quote_expired": _p(
         409,
         _("Quote expired"),

@@ -303,13 +303,14 @@ def test_product_list_query_count_does_not_grow_with_results(
         PromotionFactory(operator=operator, products=products[:2])
 
     add_products(2)
-    # user, the country of the filter, count, page, promotions, promotion products
-    with django_assert_max_num_queries(6):
+    # user, the caller's prices (its chain and price lists: one query, docs/network.md), the
+    # country of the filter, count, page, promotions, promotion products
+    with django_assert_max_num_queries(7):
         small = user_api.get(PRODUCTS, {"limit": 100, "country": "MX"})
     assert len(small.json()["results"]) == 2
     for _ in range(5):
         add_products(12)
-    with django_assert_max_num_queries(6):
+    with django_assert_max_num_queries(7):
         large = user_api.get(PRODUCTS, {"limit": 100, "country": "MX"})
     results = large.json()["results"]
     assert len(results) == 62

@@ -586,7 +586,10 @@ SPECTACULAR_SETTINGS: dict[str, Any] = {
         {"name": "wallet", "description": "Balance, statement, wallet checkout, card top-ups."},
         {"name": "b2b", "description": "Recharges and batches for B2B keys, and lookups."},
         {"name": "sandbox", "description": "A test key's balance and simulated recharges."},
-        {"name": "network", "description": "Your network of agents: transfers, commissions."},
+        {
+            "name": "network",
+            "description": "Your network of agents: price lists, transfers, commissions.",
+        },
         {"name": "admin", "description": "The back office: staff only."},
     ],
     "SERVE_INCLUDE_SCHEMA": False,

@@ -1,0 +1,67 @@
+"""The caller's own prices in the catalog API (contract section 18, "Price lists";
+docs/network.md, docs/catalog.md).
+
+An agent of a reseller network pays its parent's price plus its parent's markup, and a top
+account may be priced by a platform price list: the catalog shows such an account its own
+price (``price`` of a fixed product, the ``pricing`` guide of a range product). Price lists
+are the ``network`` app's, a layer above this one (pyproject.toml, ``[tool.importlinter]``):
+the catalog cannot import it. So ``network`` passes its loader down at start-up,
+``NetworkConfig.ready()`` calling ``pricing_hook_register(network.prices.catalog_prices)``.
+
+The loader is called once per response with the signed-in caller's account id (one query:
+the account's chain and lists) and returns the
+prices of that account (``CallerPrices``), or None when the catalog's own prices are the
+caller's (a top account without a price list: its ``discountPercent`` applies when it orders,
+as before networks). Without a loader registered (the catalog alone), or for a caller without
+an account, the catalog shows its own prices.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any, Protocol
+
+from catalog.models import Product
+
+
+class CallerPrices(Protocol):
+    def price(self, product: Product) -> Decimal | None:
+        """A fixed product's price for the caller, in the product's currency."""
+        ...
+
+    def pricing(self, product: Product) -> tuple[Decimal, Decimal] | None:
+        """A range product's ``(rate, fee)`` guide for the caller."""
+        ...
+
+
+class CallerPricesLoader(Protocol):
+    def __call__(self, *, account_id: int) -> CallerPrices | None: ...
+
+
+_loader: CallerPricesLoader | None = None
+
+
+def pricing_hook_register(loader: CallerPricesLoader | None) -> None:
+    """Set the loader of a caller's prices (None: the catalog's prices for everyone). Called
+    by ``NetworkConfig.ready()``; a later call replaces the earlier one."""
+    global _loader
+    _loader = loader
+
+
+def caller_prices(*, account_id: int | None) -> CallerPrices | None:
+    """The prices the account ``account_id`` sees, or None: the catalog's own."""
+    if account_id is None or _loader is None:
+        return None
+    return _loader(account_id=account_id)
+
+
+def caller_prices_of(context: dict[str, Any]) -> CallerPrices | None:
+    """The prices of the request's signed-in account for a serializer's ``context``, loaded
+    once per response (the context is shared by every product of a page)."""
+    if "_caller_prices" not in context:
+        request = context.get("request")
+        user = getattr(request, "user", None)
+        # The id is on the user's row: the account itself need not be loaded.
+        account_id = getattr(user, "account_id", None) if user and user.is_authenticated else None
+        context["_caller_prices"] = caller_prices(account_id=account_id)
+    return context["_caller_prices"]
