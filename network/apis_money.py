@@ -5,16 +5,19 @@ validate, call one service, render."""
 from __future__ import annotations
 
 from django.utils.translation import gettext as _
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.authentication import request_api_key
-from network import transfers
+from network import commissions, transfers
 from network.serializers_money import (
+    COMMISSIONS_EXAMPLE,
     TRANSFER_EXAMPLE,
     TRANSFER_REQUEST,
+    CommissionsOut,
     TransferIn,
     TransferOut,
 )
@@ -23,6 +26,7 @@ from reseller.api import problems
 from reseller.errors import PROBLEM_CONTENT_TYPE, PermissionDenied, refuse_unknown_params
 from reseller.idempotency import IdempotentReply, fingerprint, read_key
 from reseller.pagination import PagePagination
+from wallet.statements import period_parse
 
 TRANSFER_IDEMPOTENCY_HEADER = OpenApiParameter(
     name="Idempotency-Key",
@@ -129,3 +133,39 @@ class TransfersApi(APIView):
             request_id=getattr(request, "request_id", None),
         )
         return _reply(reply)
+
+
+class CommissionsApi(APIView):
+    permission_classes = [LiveMoneyOnly]
+
+    @extend_schema(
+        tags=["network"],
+        operation_id="network_commissions",
+        summary="What you earned on your agents' sales",
+        description="`from` and `to` are UTC days (YYYY-MM-DD, both included; default: this "
+        "month so far). Per direct agent: the recharges delivered in its branch (it and its "
+        "agents) in the period and not reversed since, `sales` what the buying accounts paid "
+        "for them, and `commission` your share of them (what your child paid less your own "
+        "price, credited to your wallet at delivery); `total` the sum. Owners and finance "
+        "members.",
+        parameters=[
+            OpenApiParameter("from", OpenApiTypes.DATE),
+            OpenApiParameter("to", OpenApiTypes.DATE),
+        ],
+        examples=[ex.response("November so far", COMMISSIONS_EXAMPLE)],
+        responses={200: CommissionsOut, **problems(400, 401, 403)},
+    )
+    def get(self, request):
+        refuse_unknown_params(request.query_params, allowed={"from", "to"})
+        period = period_parse(
+            start=request.query_params.get("from"), end=request.query_params.get("to")
+        )
+        return Response(
+            commissions.commissions_report(
+                account=request.user.account,
+                since=period.since,
+                until=period.until,
+                start=period.start,
+                end=period.end,
+            )
+        )

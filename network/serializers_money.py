@@ -33,6 +33,20 @@ TRANSFER_REQUEST = {
     "direction": "to_agent",
     "memo": "Float for November",
 }
+COMMISSIONS_EXAMPLE = {
+    "from": "2026-11-01",
+    "to": "2026-11-24",
+    "currency": ex.CURRENCY,
+    "agents": [
+        {
+            "agent": "acc_T8kP1mZq4Wv7Xc2Nb5Lr",
+            "recharges": 120,
+            "sales": "630.00",
+            "commission": "30.00",
+        }
+    ],
+    "total": "30.00",
+}
 
 
 class MoneyString(serializers.DecimalField):

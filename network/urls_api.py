@@ -14,4 +14,5 @@ urlpatterns: list[URLPattern | URLResolver] = [
     ),
     # Money: transfers and commissions (network/apis_money.py)
     path("transfers", apis_money.TransfersApi.as_view(), name="network-transfers"),
+    path("commissions", apis_money.CommissionsApi.as_view(), name="network-commissions"),
 ]

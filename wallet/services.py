@@ -9,7 +9,7 @@ reference), so a refund or an approval posted twice is posted once.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from decimal import Decimal
 
 from django.conf import settings
@@ -175,6 +175,52 @@ def wallet_transfer(
         fresh_reference=True,
     )
     return out, into
+
+
+@transaction.atomic(savepoint=False)  # the delivery's transaction
+def wallet_commissions_post(
+    *, credits: Sequence[tuple[Account, Decimal, str, str]]
+) -> list[LedgerEntry]:
+    """Credit commissions, each ``(account, amount, reference, memo)``: one ``commission``
+    entry per account and reference (a second post of one is a no-op), their wallets locked
+    from the top of the network down (the lock order above). Amounts are > 0."""
+    wallets = wallets_lock_top_down(accounts=[account for account, *_rest in credits])
+    posted = []
+    for account, amount, reference, memo in credits:
+        entry, created = ledger_post(
+            wallet=wallets[account.pk],
+            kind=LedgerEntry.Kind.COMMISSION,
+            amount=_positive(amount),
+            reference=reference,
+            memo=memo,
+        )
+        if created:
+            posted.append(entry)
+    return posted
+
+
+@transaction.atomic(savepoint=False)  # the reversal's transaction
+def wallet_commissions_take_back(
+    *, debits: Sequence[tuple[Account, Decimal, str, str]]
+) -> list[LedgerEntry]:
+    """Take commissions back, each ``(account, amount, reference, memo)`` (what the account
+    was credited for a reversed recharge): a ``commission_reversal`` entry of -amount, once
+    per wallet and reference (a retry posts nothing), the wallets locked top down, before
+    the caller refunds the buyer (deeper). A wallet that spent its commission meanwhile is
+    taken below zero and owes it (``MAY_OWE``)."""
+    wallets = wallets_lock_top_down(accounts=[account for account, *_rest in debits])
+    taken = []
+    for account, amount, reference, memo in debits:
+        back, created = ledger_post(
+            wallet=wallets[account.pk],
+            kind=LedgerEntry.Kind.COMMISSION_REVERSAL,
+            amount=-_positive(amount),
+            reference=reference,
+            memo=memo,
+        )
+        if created:
+            taken.append(back)
+    return taken
 
 
 def _positive(amount: Decimal) -> Decimal:
