@@ -5,9 +5,11 @@ each with an owner who can sign in, made with the factories as any test account.
 
 from __future__ import annotations
 
+import threading
 from decimal import Decimal
 
 from django.core.management import call_command
+from django.db import connection
 
 from accounts.models import Account
 from tests.factories import AccountFactory, UserFactory
@@ -65,3 +67,24 @@ def transfer(client, user, *, key: str, **body):
     if key:
         headers["HTTP_IDEMPOTENCY_KEY"] = key
     return client.post(TRANSFERS, body, format="json", **headers)
+
+
+def run_concurrently(count: int, call) -> list:
+    """``call(n)`` for n in 0..count-1, each on its own thread with its own database
+    connection, all released together; their results (None for a thread that never ended)."""
+    results: list = [None] * count
+    barrier = threading.Barrier(count)
+
+    def worker(n):
+        try:
+            barrier.wait()
+            results[n] = call(n)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    return results

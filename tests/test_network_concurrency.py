@@ -15,8 +15,14 @@ from accounts.services import account_set_b2b
 from network.models import Transfer
 from tests.factories import ProductFactory, make_key
 from tests.helpers import assert_ledger_balanced, bearer, client_for
-from tests.network_support import TRANSFERS, agent_of, balance, owner_of, top_account
-from tests.test_orders_concurrency import run_concurrently
+from tests.network_support import (
+    TRANSFERS,
+    agent_of,
+    balance,
+    owner_of,
+    run_concurrently,
+    top_account,
+)
 from wallet.models import LedgerEntry, Wallet
 from wallet.services import wallet_topup_manual
 
