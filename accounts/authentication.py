@@ -9,11 +9,21 @@ from django.conf import settings
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.request import Request
 from rest_framework_simplejwt.authentication import JWTAuthentication
+from rest_framework_simplejwt.exceptions import AuthenticationFailed, InvalidToken
+from rest_framework_simplejwt.settings import api_settings as jwt_settings
+from rest_framework_simplejwt.tokens import Token
+from rest_framework_simplejwt.utils import get_md5_hash_password
 
 from accounts import roles, services
-from accounts.errors import AmbiguousCredentials, CredentialRefused, IpNotAllowed
+from accounts.errors import (
+    AccountSuspended,
+    AmbiguousCredentials,
+    CredentialRefused,
+    IpNotAllowed,
+)
 from accounts.models import ApiKey, User
 from accounts.selectors import api_key_verify
+from accounts.suspension import account_suspended, ancestors_path
 from reseller.errors import PermissionDenied
 from reseller.net import client_ip
 
@@ -27,6 +37,8 @@ class ApiKeyAuthentication(BaseAuthentication):
     - a key together with an ``Authorization`` header: 400 ``ambiguous_credentials``;
     - malformed, unknown or wrong key: 401 ``invalid_api_key``; revoked: 401 ``api_key_revoked``;
     - client address (reseller.net.client_ip) outside a non-empty whitelist: 403 ``ip_not_allowed``;
+    - the key's account, or an ancestor of it in a network, suspended: 403 ``account_suspended``
+      (read with the key's row: no query of its own);
     - a live key on a route its creator's role may not use (accounts/roles.py): 403
       ``permission_denied``.
 
@@ -49,6 +61,9 @@ class ApiKeyAuthentication(BaseAuthentication):
         if key.ip_whitelist and client_ip(request) not in key.ip_whitelist:
             _note_refused(request, key)
             raise IpNotAllowed()
+        if account_suspended(key.account):
+            _note_refused(request, key)
+            raise AccountSuspended()
         match = request._request.resolver_match
         refusal = roles.key_refusal(
             user=key.user,
@@ -66,6 +81,34 @@ class ApiKeyAuthentication(BaseAuthentication):
         """Both schemes the API accepts, the JWT one first (RFC 9110 lists challenges)."""
         bearer = JWTAuthentication().authenticate_header(request)
         return f'{bearer}, ApiKey realm="api", header="{API_KEY_HEADER}"'
+
+
+class JwtAuthentication(JWTAuthentication):
+    """SimpleJWT's Bearer authentication, whose user is read with its account and the
+    account's ancestors in one query (the view reads no account again), and refused with 403
+    ``account_suspended`` while any of them is suspended (contract section 18)."""
+
+    def get_user(self, validated_token: Token) -> User:  # type: ignore[override]
+        try:
+            user_id = validated_token[jwt_settings.USER_ID_CLAIM]
+        except KeyError as exc:
+            raise InvalidToken("Token contained no recognizable user identification") from exc
+        user = (
+            User.objects.select_related(ancestors_path("account"))
+            .filter(**{jwt_settings.USER_ID_FIELD: user_id})
+            .first()
+        )
+        if user is None:
+            raise AuthenticationFailed("User not found", code="user_not_found")
+        if jwt_settings.CHECK_USER_IS_ACTIVE and not user.is_active:
+            raise AuthenticationFailed("User is inactive", code="user_inactive")
+        if jwt_settings.CHECK_REVOKE_TOKEN and validated_token.get(
+            jwt_settings.REVOKE_TOKEN_CLAIM
+        ) != get_md5_hash_password(user.password):
+            raise AuthenticationFailed("The user's password has been changed.")
+        if account_suspended(user.account):
+            raise AccountSuspended()
+        return user
 
 
 def _note_refused(request: Request, key: ApiKey | None) -> None:

@@ -73,6 +73,16 @@ class IpNotAllowed(CredentialRefused):
     default_detail = _("This API key does not accept requests from your address.")
 
 
+class AccountSuspended(CredentialRefused):
+    """The account, or one of its ancestors in a reseller network, is suspended (section 18):
+    its keys and sessions, and those of its agents, are refused until it is resumed."""
+
+    code = "account_suspended"
+    status = 403
+    title = _("Forbidden")
+    default_detail = _("This account is suspended. Contact whoever manages it.")
+
+
 class WebSessionRequiredError(PermissionDenied):
     code = "web_session_required"
     default_detail = _("This endpoint is for the web application only; API keys are refused.")

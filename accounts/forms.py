@@ -10,6 +10,7 @@ from django.utils.translation import gettext_lazy as _
 from django_otp.admin import OTPAdminAuthenticationForm
 
 from accounts import keys
+from accounts.errors import AccountSuspended
 from accounts.models import ApiKey, BillingProfile, User
 from accounts.serializers import validate_phone
 from accounts.services import (
@@ -18,6 +19,7 @@ from accounts.services import (
     normalise_email,
     second_factor_device,
 )
+from accounts.suspension import account_suspended
 from reseller.errors import RateLimited
 from reseller.net import client_ip
 
@@ -72,6 +74,11 @@ class EmailLoginForm(RateLimitedLogin, AuthenticationForm):
     username = forms.EmailField(
         label=_("Email"), widget=forms.EmailInput(attrs={"autofocus": True})
     )
+
+    def confirm_login_allowed(self, user):
+        super().confirm_login_allowed(user)
+        if account_suspended(user.account):  # its people log in again once it is resumed
+            raise forms.ValidationError(AccountSuspended.default_detail, code="account_suspended")
 
 
 class AdminLoginForm(RateLimitedLogin, OTPAdminAuthenticationForm):

@@ -4,7 +4,8 @@ export by one policy, by route.
 - owner: everything, and the team itself;
 - developer: API keys, webhooks, request logs; no money (wallet, statements, payments,
   batches, carts);
-- finance: the wallet, statements, payments and batches; no keys, webhooks or logs.
+- finance: the wallet, statements, payments and batches; no keys, webhooks or logs;
+- the network of agents (contract section 18): owners and finance; not developers.
 
 The policy applies to people: web sessions on the site and on the API (session or JWT), and
 to live API keys, which carry the role their creator has now (``key_refusal``, checked when the
@@ -32,8 +33,13 @@ from reseller.middleware import is_api_path
 
 OWNER, DEVELOPER, FINANCE = "owner", "developer", "finance"
 ROLES = (OWNER, DEVELOPER, FINANCE)
-MONEY, KEYS, TEAM = "money", "keys", "team"
-ALLOWED = {MONEY: {OWNER, FINANCE}, KEYS: {OWNER, DEVELOPER}, TEAM: {OWNER}}
+MONEY, KEYS, TEAM, NETWORK = "money", "keys", "team", "network"
+ALLOWED = {
+    MONEY: {OWNER, FINANCE},
+    KEYS: {OWNER, DEVELOPER},
+    TEAM: {OWNER},
+    NETWORK: {OWNER, FINANCE},
+}
 
 # URL names (``namespace:name`` on the site, bare names on the API) by the start of the name.
 ROUTES: tuple[tuple[str, str], ...] = (
@@ -102,6 +108,10 @@ ANY_ROLE: tuple[tuple[str, str], ...] = (
     ("recipients:*", "saved recipients: names for phone numbers, no money"),
     ("b2b-recharges", "recharge lookups, as integrators debug with them; POST needs a B2B key"),
     ("b2b-recharge", "one recharge's status and history; no balance or payment"),
+    # Reseller networks (section 18): an agent's id outside the caller's branch is 404 whatever
+    # the role, so these views look the agent up first and then check the NETWORK area (403).
+    ("network-agent*", "agents: the view answers 404 outside the branch, then checks the role"),
+    ("network:agent*", "the Network page: 404 outside the branch, then the role (the view)"),
     ("sandbox", "a test key only: the view refuses every person (test_key_required)"),
     # staff only: the back office refuses anyone without is_staff, and staff pass any role
     ("admin:*", "staff only: the admin site (is_staff)"),
@@ -145,6 +155,7 @@ def refusal_message(area: str) -> str:
         MONEY: _("Your role in this account does not include its money."),
         KEYS: _("Your role in this account does not include API keys, webhooks or logs."),
         TEAM: _("Only the account's owners manage its team."),
+        NETWORK: _("Your role in this account does not include its network of agents."),
         # DRF's own message, translated by its catalogs.
         UNDECIDED: str(PermissionDenied.default_detail),
     }[area]

@@ -8,6 +8,7 @@ from django.shortcuts import get_object_or_404
 from accounts import keys
 from accounts.errors import ApiKeyRevoked, InvalidApiKey
 from accounts.models import Account, ApiKey, User
+from accounts.suspension import ancestors_path
 
 # Compared against when no key has the prefix, so an unknown key costs what a wrong one does.
 _NO_SUCH_DIGEST = keys.digest("rsl_live_no-such-key")
@@ -33,7 +34,13 @@ def api_key_verify(*, plaintext: str) -> ApiKey:
     parsed = keys.parse(plaintext)
     if parsed is None:
         raise InvalidApiKey()
-    key = ApiKey.objects.select_related("user", "account").filter(prefix=parsed.prefix).first()
+    # The account's ancestors come along (joined): a suspended network is refused without
+    # another query (accounts.suspension).
+    key = (
+        ApiKey.objects.select_related("user", ancestors_path("account"))
+        .filter(prefix=parsed.prefix)
+        .first()
+    )
     matches = keys.same_digest(key.secret_hash if key else _NO_SUCH_DIGEST, keys.digest(plaintext))
     if key is None or not matches:
         raise InvalidApiKey()

@@ -26,6 +26,7 @@ from rest_framework_simplejwt.tokens import RefreshToken
 
 from accounts import keys
 from accounts.errors import (
+    AccountSuspended,
     ApiKeyNotEditable,
     EmailTaken,
     InvalidCredentials,
@@ -34,6 +35,7 @@ from accounts.errors import (
 )
 from accounts.models import Account, ApiKey, BillingProfile, User
 from accounts.selectors import account_contact
+from accounts.suspension import account_suspended
 from emails.models import Email
 from emails.outbox import email_queue_to_user
 from reseller import ratelimit
@@ -161,6 +163,8 @@ def user_login(*, address: str, email: str, password: str, otp: str = "") -> Use
     user = authenticate(None, username=normalise_email(email), password=password)
     if user is None or not user.is_active:
         raise InvalidCredentials()
+    if account_suspended(user.account):  # the right password of a suspended network's member
+        raise AccountSuspended()
     if user.is_staff:
         if not otp:
             raise SecondFactorRequired()
@@ -245,6 +249,45 @@ def account_set_b2b(*, account: Account, is_b2b: bool) -> Account:
     """Tag an account B2B (or not); its keys may call the B2B API from the next request on."""
     Account.objects.filter(pk=account.pk).update(is_b2b=is_b2b)
     account.is_b2b = is_b2b
+    return account
+
+
+@transaction.atomic
+def account_create_agent(*, parent: Account, name: str) -> Account:
+    """A new account under ``parent`` in a reseller network (contract section 18): one level
+    deeper, B2B, its wallet in the parent's currency, with an empty billing profile. Its first
+    owner joins it by invitation (``accounts.team.invitation_create``); the network app
+    checks the depth and the caller (``network.agents.agent_create``)."""
+    account = Account.objects.create(
+        name=name,
+        parent=parent,
+        depth=parent.depth + 1,
+        is_b2b=True,
+        wallet_currency=parent.wallet_currency,
+    )
+    BillingProfile.objects.create(account=account)
+    return account
+
+
+@transaction.atomic
+def account_rename(*, account: Account, name: str) -> Account:
+    Account.objects.filter(pk=account.pk).update(name=name)
+    account.name = name
+    return account
+
+
+@transaction.atomic
+def account_set_suspended(*, account: Account, suspended: bool) -> Account:
+    """Suspend an account (its keys and sessions, and its descendants', are refused from the
+    next request on: ``accounts.suspension``) or resume it. Suspending a suspended account
+    keeps its first date; resuming an active one changes nothing."""
+    if suspended:
+        Account.objects.filter(pk=account.pk, suspended_at__isnull=True).update(
+            suspended_at=timezone.now()
+        )
+    else:
+        Account.objects.filter(pk=account.pk).update(suspended_at=None)
+    account.refresh_from_db(fields=["suspended_at"])
     return account
 
 

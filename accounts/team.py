@@ -8,6 +8,7 @@ import secrets
 from datetime import timedelta
 
 from django.contrib.auth.hashers import make_password
+from django.core.mail import EmailMultiAlternatives
 from django.db import transaction
 from django.urls import reverse
 from django.utils import timezone
@@ -48,22 +49,38 @@ def member_invite(*, by: User, email: str, role: str, site_url: str = "") -> Non
     if role not in ROLES:
         raise _invalid("role", _("Choose owner, developer or finance."))
     email = normalise_email(email)
-    context = {"account": by.account.name, "inviter": by.get_full_name(), "role": role}
-    if site_url:
-        context["site_url"] = site_url.rstrip("/")
     existing = User.objects.filter(email__iexact=email).first()
     if existing is not None:
+        context = _context(account=by.account, by=by, role=role, site_url=site_url)
         message(kind="invitation_existing", to=email, language=existing.language,
                 context=context).send()  # fmt: skip
         return
+    invitation_create(account=by.account, by=by, email=email, role=role, site_url=site_url).send()
+
+
+def _context(*, account: Account, by: User, role: str, site_url: str) -> dict[str, str]:
+    context = {"account": account.name, "inviter": by.get_full_name(), "role": role}
+    if site_url:
+        context["site_url"] = site_url.rstrip("/")
+    return context
+
+
+def invitation_create(
+    *, account: Account, by: User, email: str, role: str, site_url: str = ""
+) -> EmailMultiAlternatives:
+    """A pending invitation to join ``account`` with ``role``, and its email (the caller sends
+    it: a team invitation at once, a new agent's owner once its account is committed). The
+    link works once, for 7 days; only a hash of its token is kept."""
+    email = normalise_email(email)
     token = secrets.token_urlsafe(32)
     # Inviting the same address again replaces its pending invitation (the new link wins).
-    Invitation.objects.filter(account=by.account, email=email, accepted_at__isnull=True).delete()
+    Invitation.objects.filter(account=account, email=email, accepted_at__isnull=True).delete()
     Invitation.objects.create(
-        account=by.account, email=email, role=role, token_hash=_hash(token), invited_by=by
+        account=account, email=email, role=role, token_hash=_hash(token), invited_by=by
     )
+    context = _context(account=account, by=by, role=role, site_url=site_url)
     context["accept_path"] = reverse("accounts:invitation", args=[token])
-    message(kind="invitation", to=email, language=by.language, context=context).send()
+    return message(kind="invitation", to=email, language=by.language, context=context)
 
 
 def invitation_pending(*, token: str) -> Invitation | None:

@@ -218,6 +218,21 @@ def staff_account_set_b2b(*, account: Account, is_b2b: bool, actor: User) -> Acc
 
 
 @transaction.atomic
+def staff_account_set_suspended(*, account: Account, suspended: bool, actor: User) -> Account:
+    """Suspend an account, which refuses its keys and sessions and those of every descendant
+    in its network (contract section 18), or resume it."""
+    before = account.suspended_at is not None
+    account = account_services.account_set_suspended(account=account, suspended=suspended)
+    audit(
+        actor=actor,
+        action="account.suspend" if suspended else "account.resume",
+        target=account,
+        detail={"before": before, "after": suspended, "depth": account.depth},
+    )
+    return account
+
+
+@transaction.atomic
 def staff_account_unfreeze_cards(*, account: Account, actor: User) -> Account:
     """Card purchases frozen by a dispute or a fraud warning allowed again (docs/fraud.md)."""
     changed = card_purchases_unfreeze(account=account, by=actor)

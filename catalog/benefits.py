@@ -10,11 +10,13 @@ A product's ``benefits`` is a list of ``{"kind", "amount", "unit", "text"}``:
 - ``text``: the provider's own words for it (``"3GB Data"``), or ``""``.
 
 ``benefits_clean`` checks that shape (the model's ``clean()``, the services); ``benefits_line``
-is how a person reads them ("5 GB · 30 days"), in the active language.
+is how a person reads them ("5 GB · 30 days"), in the active language; ``benefits_signature``
+tells two plans apart by what they give (the catalog sync's identity of a product).
 """
 
 from __future__ import annotations
 
+import hashlib
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -94,6 +96,25 @@ def benefits_clean(value: Any) -> list[dict[str, Any]]:
     return clean
 
 
+def benefits_signature(benefits: Any) -> str:
+    """A short, stable signature of what ``benefits`` give: 8 hex digits, or "" for none
+    (airtime). It reads each benefit's kind, amount and unit (an unlimited one, amount null,
+    without its unit), never the order of the list nor the provider's words, so one plan
+    described by two providers ("5GB" or no words) signs the same and two plans that give
+    different things do not; only a benefit of kind ``other`` without a number is told by its
+    words. Raises ``ValidationError`` for benefits of another shape (``benefits_clean``)."""
+    parts = []
+    for item in benefits_clean(list(benefits or [])):
+        amount = item["amount"]
+        unit = item["unit"].lower() if amount is not None else ""
+        told_by_words = item["kind"] == "other" and amount is None
+        words = " ".join(item["text"].lower().split()) if told_by_words else ""
+        parts.append("|".join((item["kind"], amount or "", unit, words)))
+    if not parts:
+        return ""
+    return hashlib.sha256("\n".join(sorted(parts)).encode()).hexdigest()[:8]
+
+
 def _number(amount: str) -> str:
     value = Decimal(amount)
     places = 0 if value == value.to_integral() else max(0, -value.as_tuple().exponent)  # type: ignore[operator]
@@ -144,9 +165,14 @@ def validity_text(days: int | None) -> str:
     }
 
 
+def benefits_parts(benefits: list[dict[str, Any]] | None, validity_days: int | None) -> list[str]:
+    """Each benefit, then the validity, as a person reads them: ["5 GB", "30 days"]."""
+    parts = [benefit_text(item) for item in benefits or []]
+    parts.append(validity_text(validity_days))
+    return [part for part in parts if part]
+
+
 def benefits_line(benefits: list[dict[str, Any]] | None, validity_days: int | None) -> str:
     """A product's benefits and validity as one line: "5 GB · 30 days",
     "100 min · 50 SMS · 30 days" ("" when there is nothing to say)."""
-    parts = [benefit_text(item) for item in benefits or []]
-    parts.append(validity_text(validity_days))
-    return " · ".join(part for part in parts if part)
+    return " · ".join(benefits_parts(benefits, validity_days))

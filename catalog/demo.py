@@ -24,6 +24,7 @@ from django.utils.formats import number_format
 from accounts.models import User
 from accounts.services import totp_device_ensure, user_create
 from catalog import services
+from catalog.benefits import benefit
 from catalog.demo_data import (
     COUNTRIES,
     FX_RATES,
@@ -79,6 +80,22 @@ def _allowance(allowance: str, language: str) -> str:
     return f"{number} {unit}"
 
 
+# A bundle's words in each language ("5 GB, 100 min and 50 SMS for 30 days").
+_BUNDLE_WORDS = {
+    "en": ("and", "for {days} days"),
+    "es": ("y", "durante {days} días"),
+    "fr": ("et", "pendant {days} jours"),
+}
+
+
+def _bundle_words(given: tuple[tuple[str, str, str], ...], days: int, language: str) -> str:
+    """What a demo bundle gives, written out in ``language``."""
+    parts = [_allowance(f"{amount} {unit}", language) for _kind, amount, unit in given]
+    conjunction, validity = _BUNDLE_WORDS[language]
+    listed = f"{', '.join(parts[:-1])} {conjunction} {parts[-1]}" if len(parts) > 1 else parts[0]
+    return f"{listed} {validity.format(days=days)}"
+
+
 def demo_products(operator: DemoOperator) -> list[dict]:
     """The product rows of an operator, keyed by SKU (``DEMO-MX-TELCEL-AIR-100``)."""
     currency = operator.currency or next(c[5] for c in COUNTRIES if c[0] == operator.country)
@@ -120,6 +137,55 @@ def demo_products(operator: DemoOperator) -> list[dict]:
                     "fr": {
                         "name": f"{operator.name} {fr} de données, {days} jours",
                         "description": f"{fr} de données mobiles pendant {days} jours",
+                    },
+                },
+            }
+        )
+    for value, given, days in operator.bundles:
+        benefits = [benefit(kind, amount, unit) for kind, amount, unit in given]
+        rows.append(
+            {
+                "sku": f"{base}-BUNDLE-{value}",
+                "name": f"{operator.name} bundle {_format_amount(value)} {currency}",
+                "product_type": "bundle",
+                "local_amount": Decimal(value),
+                "local_currency": currency,
+                "description": _bundle_words(given, days, "en"),
+                "validity_days": days,
+                "benefits": benefits,
+                "translations": {
+                    "es": {
+                        "name": f"Paquete {operator.name} {_format_amount(value, 'es')} {currency}",
+                        "description": _bundle_words(given, days, "es"),
+                    },
+                    "fr": {
+                        "name": f"Forfait {operator.name} {_format_amount(value, 'fr')} {currency}",
+                        "description": _bundle_words(given, days, "fr"),
+                    },
+                },
+            }
+        )
+    for value in operator.pins:
+        words = {language: _format_amount(value, language) for language in ("en", "es", "fr")}
+        rows.append(
+            {
+                "sku": f"{base}-PIN-{value}",
+                "name": f"{operator.name} PIN {words['en']} {currency}",
+                "product_type": "pin",
+                "local_amount": Decimal(value),
+                "local_currency": currency,
+                "description": f"A PIN worth {words['en']} {currency} of {operator.name} "
+                "credit, entered on the phone",
+                "validity_days": operator.pin_validity_days,
+                "benefits": [benefit("credit", str(value), currency)],
+                "translations": {
+                    "es": {
+                        "description": f"Un PIN de {words['es']} {currency} de saldo "
+                        f"{operator.name}, para marcar en el teléfono",
+                    },
+                    "fr": {
+                        "description": f"Un code PIN de {words['fr']} {currency} de crédit "
+                        f"{operator.name}, à composer sur le téléphone",
                     },
                 },
             }

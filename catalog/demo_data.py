@@ -64,6 +64,13 @@ class DemoOperator:
     prefixes: tuple[str, ...] = field(default=())
     # A range product (contract section 17): any amount from, to, in steps of.
     any_amount: tuple[int, int, int] | None = None
+    # Bundles (contract section 17, "Kinds"): (face value, benefits as (kind, amount, unit),
+    # validity days).
+    bundles: tuple[tuple[int, tuple[tuple[str, str, str], ...], int], ...] = ()
+    # PINs: face values of codes the customer enters (credit of that amount), and their
+    # validity in days.
+    pins: tuple[int, ...] = ()
+    pin_validity_days: int | None = None
 
 
 OPERATORS = [
@@ -75,6 +82,9 @@ OPERATORS = [
         "MX", "telcel", "Telcel", "#0f3c96", ("Telcel",),
         (20, 30, 50, 100, 150, 200, 300, 500), ((50, "1.5 GB", 7), (200, "6 GB", 30)),
         any_amount=(20, 1000, 10),
+        bundles=((150, (("data", "5", "GB"), ("voice", "100", "min"), ("sms", "50", "SMS")), 30),),
+        pins=(100,),
+        pin_validity_days=180,
     ),
     DemoOperator(
         "MX", "att", "AT&T", "#009fdb", ("AT&T", "Iusacell", "Nextel"),

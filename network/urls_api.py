@@ -2,9 +2,17 @@
 
 from django.urls import URLPattern, URLResolver, path
 
-from network import apis_money, apis_price_lists
+from network import apis_agents, apis_money, apis_price_lists
 
 urlpatterns: list[URLPattern | URLResolver] = [
+    # Agents (an agent's recharges and payments: orders/urls_api.py, rendered by orders).
+    path("agents", apis_agents.AgentsApi.as_view(), name="network-agents"),
+    path("agents/<id:agent_id>", apis_agents.AgentApi.as_view(), name="network-agent"),
+    path(
+        "agents/<id:agent_id>/statement",
+        apis_agents.AgentStatementApi.as_view(),
+        name="network-agent-statement",
+    ),
     # Price lists (network/apis_price_lists.py)
     path("price-lists", apis_price_lists.PriceListsApi.as_view(), name="network-price-lists"),
     path(

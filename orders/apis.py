@@ -188,16 +188,20 @@ class PaymentHistoryApi(APIView):
         responses={200: PaymentOut(many=True), **problems(400, 401, 403)},
     )
     def get(self, request):
-        paginator = PagePagination()
-        page = paginator.paginate_queryset(
-            selectors.payment_history(
-                account=request.user.account, livemode=request_livemode(request)
-            ),
-            request,
-            view=self,
+        return payment_history_response(
+            self, request, account=request.user.account, livemode=request_livemode(request)
         )
-        _present_payments(page)
-        return paginator.get_paginated_response(PaymentOut(page, many=True).data)
+
+
+def payment_history_response(view, request, *, account, livemode: bool) -> Response:
+    """A page of an account's payments (the caller's, or a network agent's read by its
+    parent: ``orders.apis_agents``)."""
+    paginator = PagePagination()
+    page = paginator.paginate_queryset(
+        selectors.payment_history(account=account, livemode=livemode), request, view=view
+    )
+    _present_payments(page)
+    return paginator.get_paginated_response(PaymentOut(page, many=True).data)
 
 
 def _present_payments(payments) -> None:
@@ -353,22 +357,30 @@ class RechargeListApi(APIView):
         responses={200: RechargeDetailOut(many=True), **problems(400, 401, 403)},
     )
     def get(self, request):
-        refuse_unknown_params(request.query_params, allowed=RECHARGE_FILTERS | {"page", "limit"})
-        account, livemode, now = request.user.account, request_livemode(request), timezone.now()
-        search = RechargeFilter(
-            request.query_params,
-            queryset=selectors.recharge_search(account=account, livemode=livemode),
-            account=account,
-            livemode=livemode,
-            now=now,
+        return recharge_search_response(
+            self, request, account=request.user.account, livemode=request_livemode(request)
         )
-        if not search.is_valid():
-            raise ValidationFailed(fields=search.error_fields())
-        paginator = PagePagination()
-        page = paginator.paginate_queryset(search.qs, request, view=self)
-        return paginator.get_paginated_response(
-            [_recharge_shown(recharge, now=now) for recharge in page]
-        )
+
+
+def recharge_search_response(view, request, *, account, livemode: bool) -> Response:
+    """A page of an account's recharges, filtered by the query (the caller's, or a network
+    agent's read by its parent: ``orders.apis_agents``)."""
+    refuse_unknown_params(request.query_params, allowed=RECHARGE_FILTERS | {"page", "limit"})
+    now = timezone.now()
+    search = RechargeFilter(
+        request.query_params,
+        queryset=selectors.recharge_search(account=account, livemode=livemode),
+        account=account,
+        livemode=livemode,
+        now=now,
+    )
+    if not search.is_valid():
+        raise ValidationFailed(fields=search.error_fields())
+    paginator = PagePagination()
+    page = paginator.paginate_queryset(search.qs, request, view=view)
+    return paginator.get_paginated_response(
+        [_recharge_shown(recharge, now=now) for recharge in page]
+    )
 
 
 class PaymentDetailApi(APIView):

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from orders import apis, batch_apis
+from orders import apis, apis_agents, batch_apis
 
 urlpatterns = [
     path("cart", apis.CartApi.as_view(), name="cart"),
@@ -24,4 +24,16 @@ urlpatterns = [
         name="b2b-batch-results",
     ),
     path("api-access/sandbox", apis.SandboxApi.as_view(), name="sandbox"),
+    # A network agent's recharges and payments, read by an ancestor (section 18): rendered
+    # here as the caller's own are; the other /network/ routes are network/urls_api.py's.
+    path(
+        "network/agents/<id:agent_id>/recharges",
+        apis_agents.AgentRechargesApi.as_view(),
+        name="network-agent-recharges",
+    ),
+    path(
+        "network/agents/<id:agent_id>/payments",
+        apis_agents.AgentPaymentsApi.as_view(),
+        name="network-agent-payments",
+    ),
 ]

@@ -7,6 +7,7 @@ the checkout app (via the JSON API that checkout.js calls), reads through orders
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import Any
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 from django.conf import settings
@@ -16,6 +17,7 @@ from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.dateparse import parse_date
 from django.utils.http import url_has_allowed_host_and_scheme, urlencode
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
@@ -497,6 +499,20 @@ def _card_finish(payment: Payment, *, guest_token: str | None, allowed: bool) ->
     }
 
 
+def _pin_shown(pin: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A PIN as the receipt page shows it: its code in groups of 4 (read aloud, typed on a
+    keypad; copied whole), and its date as a date where the provider wrote one."""
+    if pin is None:
+        return None
+    code = str(pin["code"])
+    groups = [code[i : i + 4] for i in range(0, len(code), 4)] if len(code) > 6 else [code]
+    try:
+        valid_until_date = parse_date(str(pin.get("valid_until") or "")[:10])
+    except ValueError:
+        valid_until_date = None
+    return {**pin, "groups": groups, "valid_until_date": valid_until_date}
+
+
 def _receipt(
     request: HttpRequest,
     payment: Payment,
@@ -510,7 +526,7 @@ def _receipt(
     what it would buy, and while it can still be paid "Finish payment" and "Cancel payment"."""
     recharges = list(payment.recharges.all())
     for recharge in recharges:  # a delivered PIN, for its buyer (contract section 17)
-        recharge.pin_shown = recharge_pin(recharge)  # type: ignore[attr-defined]
+        recharge.pin_shown = _pin_shown(recharge_pin(recharge))  # type: ignore[attr-defined]
     lines = list(payment.order.lines.all())
     unpaid = payment.method == Payment.Method.CARD and payment.status not in PAID
     allowed = guest_token is None or guest.guest_payment_allowed(request.session, payment.public_id)

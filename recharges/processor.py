@@ -159,6 +159,7 @@ def topup_request(recharge: Recharge) -> TopupRequest:
         amount=recharge.face_value,
         currency=product.local_currency,
         fields=dict(recharge.fields or {}),
+        product_type=product.product_type,
     )
 
 

@@ -45,8 +45,8 @@ PROBLEM_DESCRIPTIONS = {
     401: "`not_authenticated`, `invalid_api_key`, `api_key_revoked` or `token_invalid`.",
     402: "`insufficient_balance`: the balance is below the order total; nothing was charged.",
     403: "The credential is valid but not allowed here: `ip_not_allowed`, "
-    "`web_session_required`, `api_key_required`, `b2b_not_enabled`, `test_key_required` or "
-    "`permission_denied`.",
+    "`web_session_required`, `api_key_required`, `b2b_not_enabled`, `test_key_required`, "
+    "`account_suspended` or `permission_denied`.",
     404: "`not_found`: unknown id or an object of another account.",
     409: "`idempotency_key_in_use`: the first request with this key is still running; "
     "`product_unavailable`: a product is no longer offered (no provider sells it over cost).",
@@ -68,6 +68,7 @@ PROBLEM_CODES = {
         "api_key_required",
         "b2b_not_enabled",
         "test_key_required",
+        "account_suspended",
         "permission_denied",
     ),
     404: ("not_found",),

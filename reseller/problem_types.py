@@ -256,6 +256,16 @@ PROBLEM_TYPES: dict[str, ProblemType] = {
         "This endpoint needs a test API key (rsl_test_…).",
         _("The sandbox endpoint answers test keys (rsl_test_…) only."),
     ),
+    "account_suspended": _p(
+        403,
+        _("Forbidden"),
+        "This account is suspended. Contact whoever manages it.",
+        _(
+            "The account, or the account above it in a reseller network, is suspended: its "
+            "API keys, tokens and sessions, and those of its own agents, are refused until it "
+            "is resumed. Nothing was done."
+        ),
+    ),
     "card_purchases_frozen": _p(
         403,
         _("Card purchases frozen"),
@@ -357,6 +367,24 @@ PROBLEM_TYPES: dict[str, ProblemType] = {
         _("Conflict"),
         "A recharge cannot go from delivered to queued.",
         _("Staff only: the recharge's status does not allow this action."),
+    ),
+    "email_taken": _p(
+        409,
+        _("Email taken"),
+        "This email already has a user: an agent's owner needs an address of its own.",
+        _(
+            "A new agent's owner is invited by email, and a person belongs to one account: "
+            "give an address that has no user yet."
+        ),
+    ),
+    "network_too_deep": _p(
+        409,
+        _("Network too deep"),
+        "An agent of this account would be deeper than the network allows.",
+        _(
+            "A network has at most NETWORK_MAX_DEPTH levels (3 by default: a top account, its "
+            "agents and theirs); the agents of the deepest level cannot have agents."
+        ),
     ),
     "conflict": _p(
         409,

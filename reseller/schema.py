@@ -2,6 +2,7 @@
 the order of its operations, and the problems every authenticated operation can answer."""
 
 from drf_spectacular.authentication import SessionScheme
+from drf_spectacular.contrib.rest_framework_simplejwt import SimpleJWTScheme
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.plumbing import alpha_operation_sorter, build_examples_list
 
@@ -20,6 +21,13 @@ def reseller_first(endpoint) -> tuple:
 class SiteSessionScheme(SessionScheme):
     target_class = "reseller.api.SessionAuthentication"
     name = "siteSession"
+
+
+class JwtScheme(SimpleJWTScheme):
+    """Our Bearer class (SimpleJWT's, refusing suspended accounts): the same ``jwtAuth``."""
+
+    target_class = "accounts.authentication.JwtAuthentication"
+    name = "jwtAuth"
 
 
 class ApiKeyScheme(OpenApiAuthenticationExtension):

@@ -47,6 +47,7 @@ urlpatterns = [
     path("", include("recharges.urls")),
     path("wallet/", include((wallet_urls.urlpatterns + site_pages_urls.wallet, "wallet"))),
     path("recipients/", include("recipients.urls")),
+    path("network/", include("network.urls")),
     path("", include("site_pages.urls")),
 ]
 

@@ -7,7 +7,6 @@ stays with that app's; a page of one app stays in that app.
 from __future__ import annotations
 
 from decimal import Decimal
-from itertools import groupby
 from typing import Any
 
 from django.contrib import messages
@@ -29,7 +28,7 @@ from catalog import selectors as catalog_selectors
 from catalog.errors import PhoneNumberError
 from catalog.field_inputs import FIELD_INPUTS
 from catalog.fields import fields_check
-from catalog.models import Operator, Product, PromotionStatus
+from catalog.models import Operator, Product, ProductType, PromotionStatus
 from catalog.phone import PhoneNumber, phone_parse
 from catalog.views import REGION_COOKIE, countries_by_name
 from orders.amounts import AMOUNT, AMOUNT_FOR, amount_presets, amount_price, visitor_account
@@ -208,8 +207,11 @@ def operator(request: HttpRequest, code: str, slug: str) -> HttpResponse:
     now = timezone.now()
     products = list(catalog_selectors.product_list().filter(operator=found))
     catalog_selectors.products_attach_promotions(products=products, at=now)
+    # Grouped as docs/catalog.md says: airtime, data bundles, bundles, then PINs.
     groups = [
-        (kind, list(items)) for kind, items in groupby(products, key=lambda p: p.product_type)
+        (kind, [p for p in products if p.product_type == kind])
+        for kind in ProductType.values
+        if any(p.product_type == kind for p in products)
     ]
     promotions = {p.promotion.pk: p.promotion for p in products if p.promotion}  # type: ignore[attr-defined]
     for product in products:

@@ -60,8 +60,10 @@ def test_seed_demo_loads_real_countries_with_their_real_operators():
 def test_seed_demo_loads_over_100_sensibly_priced_products():
     seed()
     products = list(Product.objects.select_related("operator"))
-    assert len(products) >= 100
-    assert {p.product_type for p in products} == {"airtime", "data"}
+    # 194 fixed airtime and data amounts, Telcel's range, its bundle and its PIN
+    # (docs/catalog.md, README).
+    assert len(products) == 197
+    assert {p.product_type for p in products} == {"airtime", "data", "bundle", "pin"}
     for product in products:
         assert product.retail_currency == "EUR"
         assert 0 < product.min_price <= product.max_price < 100, product
@@ -87,6 +89,34 @@ def test_demo_prices_grow_with_the_face_value_so_a_consumer_would_believe_them()
             .values_list("retail_price", flat=True)
         )
         assert airtime == sorted(set(airtime)), (operator, airtime)  # no two alike
+
+
+def test_seed_demo_sells_one_bundle_and_one_pin_of_telcel_with_what_they_give(client):
+    """Contract section 17, "Kinds": the demo shows a bundle (benefits, validity) and a PIN."""
+    seed()
+    kinds = Product.objects.exclude(product_type__in=["airtime", "data"])
+    assert sorted(kinds.values_list("sku", flat=True)) == [
+        "DEMO-MX-TELCEL-BUNDLE-150",
+        "DEMO-MX-TELCEL-PIN-100",
+    ]
+    bundle = kinds.get(product_type="bundle")
+    assert [(b["kind"], b["amount"], b["unit"]) for b in bundle.benefits] == [
+        ("data", "5", "GB"),
+        ("voice", "100", "min"),
+        ("sms", "50", "SMS"),
+    ]
+    assert (bundle.name, bundle.validity_days) == ("Telcel bundle 150 MXN", 30)
+    pin = kinds.get(product_type="pin")
+    assert (pin.name, pin.local_amount, pin.validity_days) == ("Telcel PIN 100 MXN", 100, 180)
+    assert pin.benefits == [{"kind": "credit", "amount": "100", "unit": "MXN", "text": ""}]
+    html = client.get("/catalog/MX/telcel/", HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    html = html.replace("\u00a0", " ")  # the benefits' no-break spaces
+    assert "5 GB · 100 min · 50 SMS · 30 days" in html and "Telcel PIN 100 MXN" in html
+    kinds_in_order = ("Airtime", "Data bundles", "Bundles", "PINs")
+    headings = [html.index(f"<h2>{words}</h2>") for words in kinds_in_order]
+    assert headings == sorted(headings)  # grouped as docs/catalog.md says, PINs last
+    spanish = client.get("/catalog/MX/telcel/", HTTP_ACCEPT_LANGUAGE="es").content.decode()
+    assert "Paquete Telcel 150 MXN" in spanish
 
 
 def test_a_data_bundle_says_what_the_recipient_gets_not_a_currency_amount(client):

@@ -4,6 +4,7 @@ never appears in clear in the request log, the logs, the admin API, staff lists 
 
 import json
 import logging
+from decimal import Decimal
 from io import StringIO
 
 import pytest
@@ -15,16 +16,29 @@ from django.test import Client, override_settings
 from django.urls import reverse
 
 from backoffice.models import StaffAction
-from catalog.models import ProductType
+from catalog.models import Product, ProductType
+from catalog.services import fx_rate_set
 from emails.models import Email
 from orders.models import IdempotencyRecord
 from recharges import processor
+from recharges.models import RechargeAttempt
 from recharges.pins import pin_body
+from requestlog import redisqueue
+from requestlog.buffer import buffer
+from requestlog.models import ApiRequest
+from requestlog.tasks import requestlog_drain_task
 from reseller import crypto
-from tests.factories import UserFactory, make_key
+from tests.factories import OperatorFactory, ProductFactory, UserFactory, make_key
+from tests.fakes.ding import FakeDing
+from tests.fakes.ding import kinds_products as ding_kinds
+from tests.fakes.dtone import FakeDTOne
+from tests.fakes.dtone import default_products as dtone_defaults
+from tests.fakes.dtone import kinds_products as dtone_kinds
 from tests.fakes.receiver import Receiver
 from tests.fakes.reloadly import FakeReloadly
 from tests.helpers import bearer, client_for, fund, place
+from upstreams.models import Route
+from upstreams.services import catalog_sync, provider_create
 from webhooks.delivery import endpoint_drain
 from webhooks.models import Event
 from webhooks.services import endpoint_create
@@ -64,6 +78,19 @@ def pin_product(product):
     product.product_type = ProductType.PIN
     product.save(update_fields=["product_type"])
     return product
+
+
+@pytest.fixture(autouse=True)
+def _request_log_empty():
+    """The process-wide buffer and the Redis list hold what earlier tests' requests captured
+    (their accounts rolled back long ago): start and end empty, as tests/test_request_log.py
+    does, so this test's drain writes only its own requests."""
+    buffer.clear()
+    keys = redisqueue.pending_key(), redisqueue.processing_key()
+    redisqueue.client().delete(*keys, f"{redisqueue.pending_key()}:lock")
+    yield
+    buffer.clear()
+    redisqueue.client().delete(*keys, f"{redisqueue.pending_key()}:lock")
 
 
 def _all_logs(caplog):
@@ -172,10 +199,6 @@ def test_a_delivered_pin_reaches_its_buyer_and_no_one_else(
     assert code not in logged
 
     # The request log keeps the lookup's body without the PIN.
-    from requestlog.buffer import buffer
-    from requestlog.models import ApiRequest
-    from requestlog.tasks import requestlog_drain_task
-
     buffer.flush()
     requestlog_drain_task()
     bodies = " ".join(ApiRequest.objects.values_list("response_body", flat=True))
@@ -274,3 +297,143 @@ def test_production_refuses_to_start_without_a_key_once_a_pin_product_exists(pin
     assert "FIELD_ENCRYPTION_KEY" in str(refused.value)
     with override_settings(DEBUG=False):
         call_command("check", tags=["field_encryption"], databases=["default"], stdout=StringIO())
+
+
+# -- DT One and Ding: a PIN product's code, end to end through the processor ---------------
+
+
+def _pin_provider(kind: str):
+    """A fake of ``kind`` selling Telcel's PIN (besides its defaults), its provider row, and
+    the catalog synced from it."""
+    if kind == "dtone":
+        fake = FakeDTOne(products=[*dtone_defaults(), *dtone_kinds()]).start()
+        row = provider_create(
+            name="dtone-pin",
+            kind="dtone",
+            base_url=fake.url,
+            api_key=fake.api_key,
+            api_secret=fake.api_secret,
+            currency="USD",
+        )
+    else:
+        fake = FakeDing().start()
+        for item in ding_kinds():
+            fake.add_product(item)
+        row = provider_create(
+            name="ding-pin", kind="ding", base_url=fake.url, api_key=fake.api_key, currency="USD"
+        )
+    catalog_sync(provider=row)
+    return fake, row
+
+
+@pytest.mark.parametrize("kind", ["dtone", "ding"])
+def test_a_pin_from_dt_one_or_ding_reaches_its_buyer_and_no_attempt_or_answer_keeps_it(
+    kind, django_capture_on_commit_callbacks
+):
+    fx_rate_set(base_currency="EUR", quote_currency="USD", rate=Decimal("1.10"))
+    telcel = OperatorFactory(slug="telcel", name="Telcel")
+    fake, row = _pin_provider(kind)
+    try:
+        pin_product = Product.objects.get(operator=telcel, product_type=ProductType.PIN)
+        assert Route.objects.get(product=pin_product).provider == row
+        buyer = UserFactory()
+        from accounts.services import account_set_b2b
+
+        account_set_b2b(account=buyer.account, is_b2b=True)
+        fund(buyer, "100.00")
+        with django_capture_on_commit_callbacks(execute=True):
+            order = place(buyer, pin_product, number="+525512345678")
+        (recharge,) = order.recharges.all()
+        with django_capture_on_commit_callbacks(execute=True):
+            assert processor.recharge_process(recharge_id=recharge.pk).status == "delivered"
+        sent = fake.pins[recharge.public_id]
+        code = sent["code"] if kind == "dtone" else sent["Pin"]
+        recharge.refresh_from_db()
+        assert recharge.provider == row.name and recharge.pin_last4 == code[-4:]
+
+        # What the provider answered and what each attempt says: no code.
+        assert code not in json.dumps(recharge.provider_response, default=str)
+        attempts = list(RechargeAttempt.objects.filter(recharge=recharge))
+        assert attempts and all(code not in attempt.message for attempt in attempts)
+
+        # Its buyer sees it: the lookup (its key) and the receipt page.
+        _key, plaintext = make_key(buyer, mode="live")
+        shown = (
+            client_for(plaintext)
+            .get(f"/api/v1/api-access/b2b/recharges/{recharge.public_id}")
+            .json()["pin"]
+        )
+        assert shown["code"] == code and shown["serial"]
+        if kind == "dtone":
+            assert shown["instructions"] == "Dial *133*<PIN># to top up"
+        else:
+            assert shown["validUntil"] == sent["ExpiryDate"] and "*133*" in shown["instructions"]
+        site = Client()
+        site.force_login(buyer)
+        page = site.get(reverse("orders:receipt", args=[recharge.payment.public_id]))
+        assert code in page.content.decode() and page["Cache-Control"] == "no-store"
+
+        assert _clear_text_columns_holding(code) == []
+    finally:
+        fake.stop()
+
+
+# -- the simulator (make run) --------------------------------------------------------------
+
+
+def test_the_simulator_answers_a_simulated_pin_for_a_pin_product_and_remembers_it_sealed(
+    settings, pin_product
+):
+    settings.AIRTIME_PROVIDER = "simulator"
+    buyer = UserFactory()
+    fund(buyer, "100.00")
+    (recharge,) = place(buyer, pin_product).recharges.all()
+    assert processor.recharge_process(recharge_id=recharge.pk).status == "delivered"
+    recharge.refresh_from_db()
+    pin = pin_body(recharge)
+    assert pin is not None and pin["code"].isdigit() and len(pin["code"]) == 16
+    assert pin["serial"] and "Simulated PIN" in pin["instructions"] and pin["valid_until"]
+    assert recharge.provider_response["pin"] == "[pin]"
+    assert pin["code"] not in json.dumps(recharge.provider_response)
+    # Asked again (a lost answer), it answers the same PIN; its memory keeps it encrypted.
+    from django.core.cache import cache
+
+    from upstreams.adapters.simulator import SimulatorProvider
+
+    again = SimulatorProvider().status(recharge.public_id)
+    assert again is not None and again.pin is not None and again.pin.code == pin["code"]
+    assert pin["code"] not in json.dumps(cache.get(f"airtime-sim:{recharge.public_id}"))
+    assert _clear_text_columns_holding(pin["code"]) == []
+
+
+def test_the_simulator_answers_no_pin_for_airtime(settings, product):
+    settings.AIRTIME_PROVIDER = "simulator"
+    buyer = UserFactory()
+    fund(buyer, "100.00")
+    (recharge,) = place(buyer, product).recharges.all()
+    processor.recharge_process(recharge_id=recharge.pk)
+    recharge.refresh_from_db()
+    assert recharge.status == "delivered" and not recharge.pin_encrypted
+    assert "pin" not in recharge.provider_response
+
+
+def test_a_simulator_provider_row_sells_bundles_and_pins_as_they_are(pin_product):
+    """As a provider row, the simulator offers each product with its benefits: a sync routes
+    a bundle and a PIN to themselves, no new product (the sync tells plans apart by them)."""
+    from catalog.benefits import benefit
+
+    bundle = ProductFactory(
+        operator=pin_product.operator,
+        sku="SIM-BUNDLE",
+        product_type=ProductType.BUNDLE,
+        benefits=[benefit("data", "5", "GB"), benefit("sms", "50", "SMS")],
+        validity_days=30,
+    )
+    pin_product.benefits = [benefit("credit", "100", "MXN")]
+    pin_product.save(update_fields=["benefits"])
+    before = Product.objects.count()
+    row = provider_create(name="sim-1", kind="simulator")
+    catalog_sync(provider=row)
+    assert Product.objects.count() == before
+    for product in (bundle, pin_product):
+        assert Route.objects.get(provider=row, product=product).sku == product.sku

@@ -11,13 +11,13 @@ from django.core.exceptions import ValidationError
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from catalog.benefits import benefit, benefits_clean, benefits_line
+from catalog.benefits import benefit, benefits_clean, benefits_line, benefits_signature
 from catalog.models import Product
 from catalog.services import fx_rate_set, product_upsert
 from tests.factories import OperatorFactory, ProductFactory, UserFactory
 from tests.fakes.ding import FakeDing
 from tests.fakes.ding import kinds_products as ding_kinds
-from tests.fakes.dtone import FakeDTOne, default_products
+from tests.fakes.dtone import FakeDTOne, default_products, fixed_product
 from tests.fakes.dtone import kinds_products as dtone_kinds
 from tests.fakes.reloadly import FakeReloadly, default_operators, kinds_operators
 from tests.helpers import assert_problem, bearer, second_factor_login
@@ -322,6 +322,75 @@ def test_sync_makes_data_bundle_and_pin_products_apart_from_airtime_of_the_same_
         fake.stop()
 
 
+def test_a_benefits_signature_reads_what_they_give_not_their_order_or_words():
+    three_gb = [benefit("data", "3", "GB", "3GB Data"), benefit("sms", None, "SMS")]
+    same = [benefit("sms", None, ""), benefit("data", "3.0", "gb")]  # no words, another order
+    assert benefits_signature(three_gb) == benefits_signature(same)
+    assert len(benefits_signature(three_gb)) == 8
+    assert benefits_signature(three_gb) != benefits_signature([benefit("data", "5", "GB")])
+    assert benefits_signature([benefit("data", "3", "GB")]) != benefits_signature(
+        [benefit("data", "3", "GB"), benefit("voice", "100", "min")]
+    )
+    assert benefits_signature([benefit("other", None, "", "Netflix")]) != benefits_signature(
+        [benefit("other", None, "", "Spotify")]
+    )
+    assert benefits_signature([]) == benefits_signature(None) == ""
+
+
+def test_sync_keeps_two_plans_of_one_operator_kind_and_amount_apart_when_they_give_different_things(
+    telcel,
+):
+    """DT One sells Telcel data of 150 MXN twice (3 GB, and a cheaper 5 GB): two products,
+    each sold by its own route, not one sold by the cheaper; Ding's "3GB Data" of 150 MXN is
+    the same plan as DT One's 3 GB (words aside): one product, two routes."""
+    fx_rate_set(base_currency="EUR", quote_currency="USD", rate=Decimal("1.10"))
+    five_gb = fixed_product(
+        id=30105,
+        amount=150,
+        wholesale=7.90,
+        fee=0.10,
+        subservice=(13, "Data"),
+        data_gb=5,
+        operator_id=1450,
+        operator_name="Telcel",
+        country_iso="MEX",
+        country_name="Mexico",
+        unit="MXN",
+    )
+    dtone = FakeDTOne(products=[*default_products(), five_gb]).start()
+    ding = FakeDing().start()
+    try:
+        dtone_row = provider_create(
+            name="dtone-p", kind="dtone", base_url=dtone.url, api_key="k", api_secret="s"
+        )
+        dtone.api_key, dtone.api_secret = "k", "s"
+        ding_row = provider_create(
+            name="ding-p", kind="ding", base_url=ding.url, api_key=ding.api_key, currency="USD"
+        )
+        catalog_sync(provider=dtone_row)
+        catalog_sync(provider=ding_row)
+        plans = Product.objects.filter(operator=telcel, product_type="data", local_amount=150)
+        assert plans.count() == 2
+        by_gb = {plan.benefits[0]["amount"]: plan for plan in plans}
+        assert set(by_gb) == {"3", "5"}
+        for gb, sku in (("3", "30004"), ("5", "30105")):
+            plan = by_gb[gb]
+            assert plan.sku.endswith("-" + benefits_signature(plan.benefits))
+            assert Route.objects.get(product=plan, provider=dtone_row).sku == sku
+        assert by_gb["3"].sku != by_gb["5"].sku
+        assert Route.objects.get(provider=ding_row, product=by_gb["3"]).sku == "MX_TL_Data_3GB"
+        assert not Route.objects.filter(provider=ding_row, product=by_gb["5"]).exists()
+
+        # Synced again, nothing moves: the same two products, the same routes.
+        skus = sorted(plans.values_list("sku", flat=True))
+        again = catalog_sync(provider=dtone_row)
+        assert (again.created, again.updated, again.removed) == (0, 0, 0)
+        assert sorted(plans.values_list("sku", flat=True)) == skus
+    finally:
+        dtone.stop()
+        ding.stop()
+
+
 def test_sync_of_reloadly_maps_kind_operators_to_the_catalog_operator(telcel):
     fake = FakeReloadly(operators=[*default_operators(), *kinds_operators()]).start()
     try:
@@ -365,10 +434,14 @@ def test_benefits_read_as_a_person_reads_them_in_each_language():
 
 def test_the_operator_page_shows_bundles_and_pins_as_people_read_them(client, kinds):
     english = client.get("/catalog/MX/telcel/", HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    # A line that wraps breaks after a "·" only: no-break spaces hold each part together.
+    assert "1.5\u00a0GB\u00a0· 100\u00a0min\u00a0· 50\u00a0SMS\u00a0· 30\u00a0days" in english
+    english = english.replace("\u00a0", " ")
     assert "<h2>Bundles</h2>" in english and "<h2>PINs</h2>" in english
     assert "1.5 GB · 100 min · 50 SMS · 30 days" in english
     assert "1.5 GB · 30 days" in english  # the data product
     spanish = client.get("/catalog/MX/telcel/", HTTP_ACCEPT_LANGUAGE="es").content.decode()
+    spanish = spanish.replace("\u00a0", " ")
     assert "<h2>Paquetes</h2>" in spanish and "<h2>PIN</h2>" in spanish
     assert "1,5 GB · 100 min · 50 SMS · 30 días" in spanish
 

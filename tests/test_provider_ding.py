@@ -1,5 +1,6 @@
 """The DingConnect adapter against the fake Ding over real HTTP (no database)."""
 
+import json
 import subprocess
 import sys
 import threading
@@ -9,7 +10,7 @@ from decimal import Decimal
 import httpx
 import pytest
 
-from tests.fakes.ding import FakeDing
+from tests.fakes.ding import FakeDing, kinds_products
 from upstreams.adapters.base import (
     PermanentError,
     ProviderConfig,
@@ -75,6 +76,37 @@ def test_send_delivers_with_our_reference_the_number_as_ding_wants_it_and_the_co
     assert (result.cost, result.cost_currency) == (Decimal("5.70"), "USD")
     assert fake.balance == Decimal("994.30")
     assert fake.calls["rch_ding1"] == 1
+
+
+def test_a_read_receipt_product_answers_its_pin_in_the_receipt_and_raw_keeps_none(fake, ding):
+    """TransferRecord's ``ReceiptParams`` (name value pairs of the ``ReceiptText``) carry the
+    PIN of a ReadReceipt product; the code reaches ``ProviderResult.pin`` only."""
+    for item in kinds_products():
+        fake.add_product(item)
+    result = ding.send(request(reference="rch_dingpin", sku="MX_TL_Pin_100", send="5.90"))
+    assert result.status == ProviderResult.DELIVERED
+    params = fake.pins["rch_dingpin"]
+    record = fake.transfers["rch_dingpin"]
+    assert record["ReceiptParams"] == params and params["Pin"] in record["ReceiptText"]
+    assert result.pin is not None
+    assert (result.pin.code, result.pin.serial, result.pin.valid_until) == (
+        params["Pin"],
+        params["SerialNumber"],
+        params["ExpiryDate"],
+    )
+    assert "*133*" in result.pin.instructions  # the receipt text is how to redeem it
+    code = params["Pin"]
+    assert code not in json.dumps(result.raw, default=str) and code not in result.message
+    assert result.raw["TransferRecord"]["ReceiptParams"] == "[pin]"
+    # Looked up later: the same PIN, still out of raw.
+    found = ding.status("rch_dingpin")
+    assert found is not None and found.pin is not None and found.pin.code == code
+    assert code not in json.dumps(found.raw, default=str)
+
+
+def test_an_immediate_product_keeps_an_empty_receipt_and_has_no_pin(fake, ding):
+    result = ding.send(request())
+    assert result.pin is None and fake.transfers["rch_ding1"]["ReceiptParams"] == {}
 
 
 def test_the_cost_adds_ding_s_distributor_fee(fake, ding):

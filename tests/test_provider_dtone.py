@@ -1,5 +1,6 @@
 """The DT One (DVS) adapter against a local fake of DT One's API, over real HTTP."""
 
+import json
 import subprocess
 import sys
 from datetime import UTC, date, datetime, timedelta
@@ -9,7 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.fakes.dtone import FakeDTOne, fixed_product
+from tests.fakes.dtone import FakeDTOne, fixed_product, kinds_products
 from tests.fakes.receiver import Receiver
 from tests.waiting import wait_until
 from upstreams.adapters.base import (
@@ -86,6 +87,33 @@ def test_send_delivers_and_reports_wholesale_plus_fee_as_cost(fake, dtone):
     assert fake.calls["rch_dt1"] == 1
     assert fake.available == Decimal("9994.50")
     assert dtone.kind == "dtone" and dtone.name == "dtone-main"
+
+
+def test_a_pin_purchase_answers_its_pin_and_the_adapter_keeps_it_out_of_raw(fake, dtone):
+    """The reference's Transaction ``pin`` {code, serial} of a FIXED_VALUE_PIN_PURCHASE, with
+    its product's ``pin.usage_info``; the code reaches ``ProviderResult.pin`` only."""
+    fake.products.extend(kinds_products())
+    result = dtone.send(request(reference="rch_dtpin", sku="30103"))
+    assert result.status == ProviderResult.DELIVERED
+    sent = fake.pins["rch_dtpin"]
+    assert fake.transaction("rch_dtpin")["pin"] == sent  # as DT One lists it
+    assert sent["code"].isdigit() and sent["serial"]
+    assert result.pin is not None
+    assert (result.pin.code, result.pin.serial) == (sent["code"], sent["serial"])
+    assert result.pin.instructions == "Dial *133*<PIN># to top up"  # the product's usage_info
+    assert result.raw["pin"] == "[pin]"
+    assert sent["code"] not in json.dumps(result.raw) and sent["code"] not in result.message
+    assert sent["code"] not in repr(result)
+    # Looked up later (a lost answer, reconciliation): the same PIN, still out of raw.
+    found = dtone.status("rch_dtpin")
+    assert found is not None and found.pin is not None and found.pin.code == sent["code"]
+    assert sent["code"] not in json.dumps(found.raw)
+
+
+def test_a_top_up_that_is_not_a_pin_purchase_has_no_pin(fake, dtone):
+    result = dtone.send(request())
+    assert result.pin is None and fake.transaction("rch_dt1")["pin"] is None
+    assert "rch_dt1" not in fake.pins
 
 
 def test_a_wrong_secret_is_refused_as_documented_and_is_not_a_refusal_to_fail_over_on(fake):

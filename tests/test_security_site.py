@@ -264,7 +264,11 @@ def site_pages(db):
         account=user.account, api_key=key, livemode=False, method="GET", path="/api/v1/auth/me",
         status=200, latency_ms=3, request_id="req_walk", response_body='{"ok": true}',
     )  # fmt: skip
+    from network.agents import agent_create
+
+    agent = agent_create(parent=user.account, by=user, name="Kiosk", owner_email="k@example.com")
     arguments = {
+        "network:agent-status": [agent.public_id],  # POST only: 405 to GET
         "webhooks:endpoint": [endpoint.public_id],
         "webhooks:endpoint-rotate": [endpoint.public_id],
         "webhooks:endpoint-test": [endpoint.public_id],

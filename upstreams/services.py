@@ -21,6 +21,7 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from accounts.models import User
+from catalog.benefits import benefits_signature
 from catalog.errors import FxRateNotFound
 from catalog.models import Operator, Product
 from catalog.selectors import fx_rate
@@ -266,14 +267,19 @@ def _new_product(*, operator: Operator, offer: UpstreamProduct) -> Product:
     ``PROVIDER_DEFAULT_MARKUP_PERCENT`` over what it costs us (staff reprice it later). A range
     offer makes a range product (``<operator>-<type>-range-<currency>``) spanning the offer;
     its rate and fee are the pricing's (``products_reprice``). A data, bundle or PIN product
-    carries the benefits and validity its offer describes (contract section 17, "Kinds")."""
+    carries the benefits and validity its offer describes (contract section 17, "Kinds"), and
+    its SKU ends with their signature (``catalog.benefits.benefits_signature``), so two plans
+    of one amount that give different things are two products."""
     kind = KIND_WORDS.get(offer.product_type, "")
+    signature = benefits_signature(offer.benefits)
     if offer.denomination == "range":
         assert offer.min_amount is not None and offer.max_amount is not None
-        sku = slugify(f"{operator.public_id}-{offer.product_type}-range-{offer.local_currency}")
+        sku = _free_sku(
+            f"{operator.public_id}-{offer.product_type}-range-{offer.local_currency}", signature
+        )
         cost_eur = to_eur(offer.cost, offer.cost_currency)
         product, _outcome = product_range_upsert(
-            sku=sku[:64],
+            sku=sku,
             operator=operator,
             name=" ".join(filter(None, [operator.name, kind, offer.local_currency])),
             local_currency=offer.local_currency,
@@ -291,9 +297,11 @@ def _new_product(*, operator: Operator, offer: UpstreamProduct) -> Product:
     markup = 1 + Decimal(str(settings.PROVIDER_DEFAULT_MARKUP_PERCENT)) / 100
     price = (cost_eur or offer.cost) * markup
     amount = offer.local_amount.normalize()
-    sku = slugify(f"{operator.public_id}-{offer.product_type}-{amount}-{offer.local_currency}")
+    sku = _free_sku(
+        f"{operator.public_id}-{offer.product_type}-{amount}-{offer.local_currency}", signature
+    )
     product, _outcome = product_upsert(
-        sku=sku[:64],
+        sku=sku,
         operator=operator,
         name=" ".join(filter(None, [operator.name, kind, f"{amount:f}", offer.local_currency])),
         local_amount=offer.local_amount,
@@ -308,10 +316,24 @@ def _new_product(*, operator: Operator, offer: UpstreamProduct) -> Product:
     return product
 
 
-# A catalog product an offer sells: (operator, type, local amount, currency) for a fixed
-# amount, (operator, type, None, currency) for a range. The type keeps a data, bundle or PIN
-# product apart from the airtime of the same amount (contract section 17, "Kinds").
-ProductKey = tuple[int | None, str, Decimal | None, str]
+def _free_sku(base: str, signature: str) -> str:
+    """A new product's SKU: ``base`` and the signature of its benefits (none for airtime),
+    slugified, with ``-2``, ``-3``... when a product whose benefits were described anew since
+    holds it already."""
+    sku = slugify("-".join(filter(None, [base, signature])))[:64]
+    found, n = sku, 1
+    while Product.objects.filter(sku=found).exists():
+        n += 1
+        found = f"{sku[: 64 - len(str(n)) - 1]}-{n}"
+    return found
+
+
+# A catalog product an offer sells: (operator, type, local amount, currency, signature of its
+# benefits) for a fixed amount, (operator, type, None, currency, signature) for a range. The
+# type keeps a data, bundle or PIN product apart from the airtime of the same amount, the
+# signature two plans of one kind and amount that give different things (contract section
+# 17, "Kinds"; ``catalog.benefits.benefits_signature``).
+ProductKey = tuple[int | None, str, Decimal | None, str, str]
 
 
 def _key(operator_id: int | None, offer: UpstreamProduct) -> ProductKey:
@@ -320,7 +342,24 @@ def _key(operator_id: int | None, offer: UpstreamProduct) -> ProductKey:
         if offer.denomination == "range" or offer.local_amount is None
         else offer.local_amount.quantize(Decimal("0.01"))
     )
-    return (operator_id, offer.product_type, amount, offer.local_currency.upper())
+    return (
+        operator_id,
+        offer.product_type,
+        amount,
+        offer.local_currency.upper(),
+        benefits_signature(offer.benefits),
+    )
+
+
+def _product_key(product: Product) -> ProductKey:
+    amount = None if product.is_range else product.local_amount
+    return (
+        product.operator_id,
+        product.product_type,
+        amount,
+        product.local_currency,
+        benefits_signature(product.benefits),
+    )
 
 
 def _rank(offer: UpstreamProduct) -> Decimal:
@@ -424,14 +463,21 @@ def catalog_sync(*, provider: Provider, countries: list[str] | None = None) -> S
                     upstream.save(update_fields=["operator", "mapped_by", "updated_at"])
         cheapest: dict[int, tuple[ProviderOperator, UpstreamProduct, Decimal]] = {}
         products: dict[ProductKey, Product] = {}
+        by_pk: dict[int, Product] = {}
         for product in Product.objects.filter(
             operator_id__in={o.operator_id for o in known.values() if o.operator_id}
         ).order_by("-active", "id"):
-            amount = None if product.is_range else product.local_amount
-            products.setdefault(
-                (product.operator_id, product.product_type, amount, product.local_currency),
-                product,
-            )
+            by_pk[product.pk] = product
+            products.setdefault(_product_key(product), product)
+        # The product each of this provider's upstream products sold until now (by its
+        # upstream operator and SKU): a plan the provider describes anew stays the product
+        # it was, while its amount and kind stay the same.
+        sold: dict[tuple[int, str, tuple[Any, ...]], Product] = {}
+        for earlier in Route.objects.filter(provider=provider).order_by("-active", "id"):
+            was = by_pk.get(earlier.product_id)
+            if was is not None and earlier.upstream_operator_id is not None:
+                base = _product_key(was)[:4]  # all but the signature
+                sold.setdefault((earlier.upstream_operator_id, earlier.sku, base), was)
         skipped = list(catalog.skipped)
         for offer in offers:
             upstream = known[offer.operator.upstream_id]
@@ -451,7 +497,7 @@ def catalog_sync(*, provider: Provider, countries: list[str] | None = None) -> S
                 )
                 continue
             key = _key(upstream.operator_id, offer)
-            found = products.get(key)
+            found = sold.get((upstream.pk, offer.sku[:64], key[:4])) or products.get(key)
             if found is None:
                 found = products[key] = _new_product(operator=upstream.operator, offer=offer)
             product = found

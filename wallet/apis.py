@@ -71,25 +71,29 @@ class StatementApi(APIView):
         },
     )
     def get(self, request):
-        wanted = request.query_params.get("format", "json")
-        if wanted not in statements.FORMATS:
-            raise ValidationFailed(
-                fields=[
-                    {"field": "format", "code": "invalid_choice", "message": "json, csv or xlsx"}
-                ]
-            )
-        period = statements.period_parse(
-            start=request.query_params.get("from"), end=request.query_params.get("to")
-        )
         wallet = wallet_for(account=request.user.account, api_key=request_api_key(request))
-        if wanted == "json":
-            return Response(statements.statement_json(wallet=wallet, period=period))
-        name = f"statement-{period.start}-{period.end}"
-        rows = statements.statement_rows(wallet=wallet, period=period)
-        if wanted == "csv":
-            return csv_response(f"{name}.csv", csv_stream(statements.COLUMNS, rows))
-        return xlsx_response(f"{name}.xlsx", statements.COLUMNS, rows, title=name)
+        return statement_response(request, wallet=wallet)
 
     def perform_content_negotiation(self, request, force=False):
         # ``format`` names the file here, not a DRF renderer: never a 404 for csv or xlsx.
         return super().perform_content_negotiation(request, force=True)
+
+
+def statement_response(request, *, wallet):
+    """A wallet's statement of the query's period in the query's format (the caller's own, or
+    a network agent's read by its parent: ``network.apis_agents``)."""
+    wanted = request.query_params.get("format", "json")
+    if wanted not in statements.FORMATS:
+        raise ValidationFailed(
+            fields=[{"field": "format", "code": "invalid_choice", "message": "json, csv or xlsx"}]
+        )
+    period = statements.period_parse(
+        start=request.query_params.get("from"), end=request.query_params.get("to")
+    )
+    if wanted == "json":
+        return Response(statements.statement_json(wallet=wallet, period=period))
+    name = f"statement-{period.start}-{period.end}"
+    rows = statements.statement_rows(wallet=wallet, period=period)
+    if wanted == "csv":
+        return csv_response(f"{name}.csv", csv_stream(statements.COLUMNS, rows))
+    return xlsx_response(f"{name}.xlsx", statements.COLUMNS, rows, title=name)

@@ -1,12 +1,15 @@
 from django import forms
 from django.contrib import admin
 from django.contrib.auth.admin import UserAdmin as BaseUserAdmin
+from django.urls import reverse
+from django.utils.html import format_html, format_html_join
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext, ngettext_lazy
 
 from accounts.models import Account, ApiKey, BillingProfile, Invitation, User
 from backoffice import services as staff
 from backoffice.admin.tools import ReadOnlyAdmin, form_action, run_each
+from network.agents import network_tree
 
 
 class DiscountForm(forms.Form):
@@ -35,6 +38,21 @@ class BillingInline(admin.StackedInline):
     can_delete = False
 
 
+class SuspendedFilter(admin.SimpleListFilter):
+    title = _("suspended")
+    parameter_name = "suspended"
+
+    def lookups(self, request, model_admin):
+        return [("yes", _("Suspended")), ("no", _("Active"))]
+
+    def queryset(self, request, queryset):
+        if self.value() == "yes":
+            return queryset.filter(suspended_at__isnull=False)
+        if self.value() == "no":
+            return queryset.filter(suspended_at__isnull=True)
+        return queryset
+
+
 @admin.register(Account)
 class AccountAdmin(admin.ModelAdmin):
     list_display = (
@@ -43,14 +61,80 @@ class AccountAdmin(admin.ModelAdmin):
         "is_b2b",
         "wallet_currency",
         "discount_percent",
+        "parent",
+        "depth",
+        "suspended_at",
         "created_at",
     )
-    list_filter = ("is_b2b", "wallet_currency")
+    list_filter = ("is_b2b", "wallet_currency", "depth", SuspendedFilter)
+    list_select_related = ("parent",)
     search_fields = ("name", "public_id", "users__email")
-    # B2B and the discount change through the audited actions, not by editing the form.
-    readonly_fields = ("public_id", "created_at", "is_b2b", "discount_percent")
+    # B2B, the discount, the network and suspension change through the audited actions (or
+    # the network's own services), not by editing the form.
+    readonly_fields = (
+        "public_id",
+        "created_at",
+        "is_b2b",
+        "discount_percent",
+        "parent",
+        "depth",
+        "suspended_at",
+        "network",
+    )
     inlines = [BillingInline]
-    actions = ["mark_b2b", "unmark_b2b", "set_discount", "unfreeze_card_purchases"]
+    actions = [
+        "mark_b2b",
+        "unmark_b2b",
+        "set_discount",
+        "unfreeze_card_purchases",
+        "suspend",
+        "resume",
+    ]
+
+    @admin.display(description=_("network"))
+    def network(self, obj: Account):
+        """The whole network the account belongs to, from its top account: each account's
+        level, its status, and this one in bold."""
+        if obj.pk is None:
+            return "-"
+        rows = []
+        for node in network_tree(account=obj):
+            account = node.account
+            url = reverse("admin:accounts_account_change", args=[account.pk])
+            name = (
+                format_html("<strong>{}</strong>", account.name)
+                if account.pk == obj.pk
+                else (account.name)
+            )
+            state = _("suspended") if account.suspended_at else _("active")
+            rows.append(("\u2014 " * node.level, url, name, _("level"), account.depth, state))
+        return format_html(
+            '<ul class="network-tree">{}</ul>',
+            format_html_join("", '<li>{}<a href="{}">{}</a> · {} {} · {}</li>', rows),
+        )
+
+    @admin.action(
+        description=_("Suspend selected accounts (and their agents)"), permissions=["change"]
+    )
+    def suspend(self, request, queryset):
+        self._set_suspended(request, queryset.filter(suspended_at__isnull=True), True)
+
+    @admin.action(description=_("Resume selected accounts"), permissions=["change"])
+    def resume(self, request, queryset):
+        self._set_suspended(request, queryset.filter(suspended_at__isnull=False), False)
+
+    def _set_suspended(self, request, queryset, suspended: bool):
+        run_each(
+            self,
+            request,
+            queryset.order_by("pk"),
+            lambda account: staff.staff_account_set_suspended(
+                account=account, suspended=suspended, actor=request.user
+            ),
+            done_message=ngettext_lazy(
+                "%(count)d account changed.", "%(count)d accounts changed.", "count"
+            ),
+        )
 
     @admin.action(description=_("Mark selected accounts B2B"), permissions=["change"])
     def mark_b2b(self, request, queryset):

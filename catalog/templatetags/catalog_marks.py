@@ -19,7 +19,7 @@ from django.contrib.staticfiles.storage import staticfiles_storage
 from django.templatetags.static import static
 from django.utils.html import format_html
 
-from catalog.benefits import benefits_line as benefits_text_line
+from catalog.benefits import benefits_parts
 from catalog.field_inputs import fields_shown as _fields_shown
 from catalog.models import Operator
 from catalog.phone import number_display
@@ -143,11 +143,14 @@ def phone(number: str) -> str:
 @register.filter
 def benefits_line(product: Any) -> str:
     """What a data, bundle or PIN product gives, as a person reads it in the active language:
-    "5 GB · 30 days", "100 min · 50 SMS · 30 days" ("" without benefits)."""
+    "5 GB · 30 days", "100 min · 50 SMS · 30 days" ("" without benefits). A line that wraps
+    breaks only after a "·": each part ("50 SMS", "30 days") and the dot before the next
+    are held together by no-break spaces."""
     benefits = getattr(product, "benefits", None) or []
     if not benefits:
         return ""
-    return benefits_text_line(benefits, getattr(product, "validity_days", None))
+    parts = benefits_parts(benefits, getattr(product, "validity_days", None))
+    return "\u00a0· ".join(part.replace(" ", "\u00a0") for part in parts)
 
 
 @register.filter

@@ -84,6 +84,8 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django_otp.middleware.OTPMiddleware",
+    # Before the roles: a suspended account's session is refused whatever the route's area.
+    "accounts.suspension.SuspendedAccountMiddleware",
     "accounts.roles.RolePolicyMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
@@ -525,7 +527,7 @@ REST_FRAMEWORK = {
     # the first class it answers 401 (not 403) with WWW-Authenticate. docs/access.md.
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "accounts.authentication.ApiKeyAuthentication",
-        "rest_framework_simplejwt.authentication.JWTAuthentication",
+        "accounts.authentication.JwtAuthentication",
         "reseller.api.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
@@ -588,7 +590,8 @@ SPECTACULAR_SETTINGS: dict[str, Any] = {
         {"name": "sandbox", "description": "A test key's balance and simulated recharges."},
         {
             "name": "network",
-            "description": "Your network of agents: price lists, transfers, commissions.",
+            "description": "Your network of agents: agents, price lists, transfers and "
+            "commissions.",
         },
         {"name": "admin", "description": "The back office: staff only."},
     ],

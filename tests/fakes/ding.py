@@ -28,6 +28,13 @@ Switches, all thread-safe:
   Minutes) and PIN (``RedemptionMechanism: ReadReceipt``) products, their amounts in
   ``DefaultDisplayText`` and validity in ``ValidityPeriodIso``; the default data product says
   "3GB Data, 30 Days".
+- PINs (opt-in: a ``ReadReceipt`` product, e.g. ``kinds_products()``'s ``MX_TL_Pin_100``): a
+  completed transfer's ``ReceiptParams`` ("name value pairs of data that is in the
+  ReceiptText", TransferRecord) carry ``Pin``, ``SerialNumber`` and ``ExpiryDate`` (Ding
+  publishes no names: these are the fake's, read by the adapter's usual ones), and its
+  ``ReceiptText`` ("provider specific receipt text ... for the end customer") says them with
+  how to redeem the PIN. Other products keep an empty receipt. ``pins`` keeps each receipt's
+  params by DistributorRef.
 - ``slow_next(seconds)``: the transfer is made at once, the answer comes after ``seconds``.
 - ``delay``: seconds every transfer made takes to answer (made at once, answered after),
   unless ``slow_next`` says otherwise: many calls stay in flight together.
@@ -65,13 +72,14 @@ import contextlib
 import itertools
 import json
 import re
+import secrets
 import signal
 import sys
 import threading
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from decimal import ROUND_HALF_UP, Decimal
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -279,6 +287,18 @@ def kinds_products() -> list[dict[str, Any]]:
     ]
 
 
+def receipt_params(item: dict[str, Any], now: datetime) -> dict[str, str]:
+    """A ReadReceipt product's receipt: a random PIN, its serial, and when it expires (the
+    product's ``ValidityPeriodIso`` in days, else 30 days)."""
+    days = re.fullmatch(r"P(\d+)D", str(item.get("ValidityPeriodIso") or ""))
+    expiry = (now + timedelta(days=int(days.group(1)) if days else 30)).date()
+    return {
+        "Pin": "".join(secrets.choice("0123456789") for _ in range(16)),
+        "SerialNumber": "".join(secrets.choice("0123456789") for _ in range(12)),
+        "ExpiryDate": expiry.isoformat(),
+    }
+
+
 def setting(name: str, description: str = "", *, mandatory: bool = True) -> dict[str, Any]:
     """A SettingDefinition: a name to send back in SendTransfer's ``Settings``."""
     return {"Name": name, "Description": description or name, "IsMandatory": mandatory}
@@ -323,6 +343,7 @@ class FakeDing:
         self.transfer_errors: dict[str, list[dict[str, Any]]] = {}
         self.calls: Counter[str] = Counter()  # SendTransfer calls per DistributorRef
         self.received: dict[str, dict[str, Any]] = {}  # the last SendTransfer body per ref
+        self.pins: dict[str, dict[str, str]] = {}  # a ReadReceipt transfer's params, by ref
         self.lookups: Counter[str] = Counter()  # ListTransferRecords calls by DistributorRef
         self.omitted: set[str] = set()  # left out of a listing not asked by DistributorRef
         self.success_state = "Complete"
@@ -542,9 +563,17 @@ class FakeDing:
         return _money(sent - record["CommissionApplied"])
 
     def _deliver(self, record: dict[str, Any]) -> None:
+        item = self.products[record["SkuCode"]]
         record["ProcessingState"] = self.success_state
-        record["CommissionApplied"] = self._commission(self.products[record["SkuCode"]], record)
+        record["CommissionApplied"] = self._commission(item, record)
         self.balance -= self._cost(record)
+        if item["RedemptionMechanism"] == "ReadReceipt" and not record["ReceiptParams"]:
+            params = receipt_params(item, self.clock())
+            record["ReceiptParams"] = self.pins[record["TransferId"]["DistributorRef"]] = params
+            record["ReceiptText"] = (
+                f"PIN: {params['Pin']}. Serial: {params['SerialNumber']}. "
+                f"Valid until {params['ExpiryDate']}. Dial *133*{params['Pin']}# to top up."
+            )
 
     def _record(
         self,

@@ -36,6 +36,11 @@ COMPLETED). Switches:
 - Kinds: ``kinds_products()`` (add them to ``products``) are Telcel's Data and Bundle
   products with ``benefits`` (a promotion bonus, minutes, unlimited SMS) and ``validity``,
   and a FIXED_VALUE_PIN_PURCHASE with its ``pin``; ``benefit(...)`` shapes one benefit.
+- PINs (opt-in: a ``FIXED_VALUE_PIN_PURCHASE`` or ``RANGED_VALUE_PIN_PURCHASE`` product):
+  its transaction, once COMPLETED, carries ``pin`` ``{"code", "serial"}`` (the reference's
+  Transaction schema: two non-empty strings; null before completion and for other products),
+  and its ``product`` the product's ``pin`` (``usage_info``, ``validity``, ``terms``), as the
+  reference's sandbox answers "COMPLETED (PIN-based)". ``pins`` keeps each code by external id.
 - ``slow_next(seconds)``: the next send creates and completes its transaction, then answers
   after ``seconds`` (a client with a shorter timeout gives up).
 - ``delay``: seconds every send that makes a transaction takes to answer (after making it),
@@ -78,6 +83,7 @@ import itertools
 import json
 import math
 import re
+import secrets
 import signal
 import sys
 import threading
@@ -441,6 +447,18 @@ def benefit(
     }
 
 
+PIN_TYPES = ("FIXED_VALUE_PIN_PURCHASE", "RANGED_VALUE_PIN_PURCHASE")
+
+
+def pin_detail() -> dict[str, str]:
+    """A transaction's ``pin`` as the reference's schema shapes it: ``code`` and ``serial``,
+    non-empty strings (random digits here)."""
+    return {
+        "code": "".join(secrets.choice("0123456789") for _ in range(14)),
+        "serial": "SN" + "".join(secrets.choice("0123456789") for _ in range(10)),
+    }
+
+
 def kinds_products() -> list[dict[str, Any]]:
     """Telcel's data, bundle and PIN products (contract section 17, "Kinds"), to add to
     ``products``: a Data product (2 GB + 1 GB of promotion, a week), a Bundle (5 GB, 100
@@ -571,6 +589,7 @@ class FakeDTOne:
         self.callback_urls: dict[str, str] = {}
         self.calls: Counter[str] = Counter()  # POST /async/transactions per external id
         self.bodies: list[dict[str, Any]] = []  # every POSTed transaction body, in order
+        self.pins: dict[str, dict[str, str]] = {}  # a PIN purchase's pin, by external id
         self.hits: Counter[str] = Counter()  # requests per "METHOD /path"
         self.queries: list[tuple[str, dict[str, str]]] = []  # (path, query) of every GET
         self.callbacks: list[dict[str, Any]] = []  # callbacks sent: url, body, answer
@@ -807,7 +826,7 @@ class FakeDTOne:
             "status": status_object("CREATED"),
             "operator_reference": None,
             "pin": None,
-            "product": {**product_view, "type": product["type"], "pin": None},
+            "product": {**product_view, "type": product["type"], "pin": product.get("pin")},
             "prices": prices,
             "rates": product["rates"],
             "benefits": product["benefits"],
@@ -837,6 +856,8 @@ class FakeDTOne:
         if after == "COMPLETED":
             balance["holding"] -= cost  # capture
             transaction["operator_reference"] = f"OP{transaction['id']}"
+            if transaction["product"]["type"] in PIN_TYPES and not transaction["pin"]:
+                transaction["pin"] = self.pins[external_id] = pin_detail()
         elif after in FAILED_CLASSES:
             balance["holding"] -= cost  # void
             balance["available"] += cost
@@ -1123,7 +1144,7 @@ class FakeDTOne:
                         # field left out: its generic Bad Request.
                         return self._error(1000400)
                     priced: dict[str, Any] | None = None
-                    if product["type"] == "RANGED_VALUE_RECHARGE":
+                    if product["type"] in ("RANGED_VALUE_RECHARGE", "RANGED_VALUE_PIN_PURCHASE"):
                         priced, refused = ranged_price(product, body)
                         if refused:
                             return self._error(refused)

@@ -47,6 +47,8 @@ class TopupRequest:
     # The provider's own name of each field, where it names them per product (Ding's
     # settings), from the route (``UpstreamProduct.field_names``); empty otherwise.
     field_names: dict[str, str] = field(default_factory=dict)
+    # Our product's kind (catalog.models.ProductType): the simulator answers a PIN for "pin".
+    product_type: str = ""
 
 
 @dataclass(frozen=True)

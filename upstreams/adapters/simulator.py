@@ -12,27 +12,37 @@ through ``AIRTIME_SIMULATOR_RULES``):
     …9992  the answer is lost (timeout) but the top-up was made: status finds it delivered
     …9993  the answer is lost and the top-up was not made: status finds nothing
 
+A PIN product's top-up (``TopupRequest.product_type == "pin"``) answers a simulated PIN, as
+the sandbox does for test keys (contract section 17, "PINs"): 16 random digits, a serial, how
+to redeem it and a date 30 days ahead. The remembered answer keeps it encrypted
+(``reseller.crypto``); ``raw`` says ``"pin": "[pin]"``.
+
 As a provider row (kind ``simulator``) it sells the whole active catalog, each product at
-``AIRTIME_SIMULATOR_COST_PERCENT`` of its retail price: a sync maps it one to one, so the demo
-shows routes, costs and margins.
+``AIRTIME_SIMULATOR_COST_PERCENT`` of its retail price, with its benefits and validity: a
+sync maps it one to one, so the demo shows routes, costs and margins.
 """
 
 from __future__ import annotations
 
+import secrets
 import time
 from collections.abc import Iterable
-from datetime import date
+from datetime import date, timedelta
 from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
 from django.core.cache import cache
+from django.utils import timezone
 
 from catalog.models import Product
 from catalog.selectors import product_list
+from reseller import crypto
 from reseller.ids import random_base62
 from upstreams.adapters.base import (
+    PIN_REDACTED,
     PermanentError,
+    Pin,
     ProviderResult,
     TopupRequest,
     TransientError,
@@ -50,6 +60,25 @@ DEFAULT_RULES = {
     "9993": "timeout_lost",
 }
 KEEP_SECONDS = 7 * 24 * 3600
+
+
+def simulated_pin() -> Pin:
+    """A simulated PIN: never a real code."""
+    digits = "".join(secrets.choice("0123456789") for _ in range(16))
+    return Pin(
+        code=digits,
+        serial="SIM" + "".join(secrets.choice("0123456789") for _ in range(9)),
+        instructions="Simulated PIN: not a real code. Dial *123*<PIN># to redeem.",
+        valid_until=(timezone.now() + timedelta(days=30)).date().isoformat(),
+    )
+
+
+def _answer(kept: dict[str, Any]) -> ProviderResult:
+    """A remembered answer as a result (its PIN, kept encrypted, opened)."""
+    kept = dict(kept)
+    sealed = kept.pop("pin_sealed", None)
+    pin = Pin(**crypto.decrypt_json(sealed)) if sealed else None
+    return ProviderResult(**kept, pin=pin)
 
 
 class SimulatorProvider:
@@ -97,7 +126,7 @@ class SimulatorProvider:
         # finds it: one round trip instead of two).
         known = cache.get(self._key(request.reference)) if rule != "deliver" else None
         if known is not None:
-            return ProviderResult(**known)
+            return _answer(known)
         if rule == "reject":
             raise PermanentError(
                 "The recipient number cannot receive top-ups.", code="invalid_recipient"
@@ -118,16 +147,27 @@ class SimulatorProvider:
                 "operator": request.operator_id,
             },
         }
+        if request.product_type == "pin":
+            pin = simulated_pin()
+            result["raw"]["pin"] = PIN_REDACTED
+            result["pin_sealed"] = crypto.encrypt_json(
+                {
+                    "code": pin.code,
+                    "serial": pin.serial,
+                    "instructions": pin.instructions,
+                    "valid_until": pin.valid_until,
+                }
+            )
         # add, not set: a concurrent duplicate send keeps the first transaction
         if not cache.add(self._key(request.reference), result, KEEP_SECONDS):
-            return ProviderResult(**cache.get(self._key(request.reference)))
+            return _answer(cache.get(self._key(request.reference)))
         if rule == "timeout_delivered":
             raise UpstreamTimeout("Simulated timeout after the provider made the top-up.")
-        return ProviderResult(**result)
+        return _answer(result)
 
     def status(self, reference: str) -> ProviderResult | None:
         known = cache.get(self._key(reference))
-        return ProviderResult(**known) if known is not None else None
+        return _answer(known) if known is not None else None
 
     def balance(self) -> tuple[Decimal, str]:
         return Decimal("1000000.00"), "EUR"
@@ -170,6 +210,8 @@ def _offer(product: Product, share: Decimal) -> UpstreamProduct:
             max_amount=product.range_max,
             step=product.range_step,
             cost_per_unit=share / product.pricing_rate,
+            benefits=tuple(product.benefits or ()),
+            validity_days=product.validity_days,
         )
     assert product.retail_price is not None
     return UpstreamProduct(
@@ -180,4 +222,6 @@ def _offer(product: Product, share: Decimal) -> UpstreamProduct:
         local_currency=product.local_currency,
         cost=(product.retail_price * share).quantize(Decimal("0.0001")),
         cost_currency=product.retail_currency,
+        benefits=tuple(product.benefits or ()),
+        validity_days=product.validity_days,
     )

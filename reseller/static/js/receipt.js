@@ -59,3 +59,27 @@
   }
   window.setTimeout(poll, delay);
 })();
+
+// A delivered PIN's "Copy" button (shown where the browser may write to the clipboard): it
+// copies the whole code, without the gaps between its groups.
+(function () {
+  "use strict";
+  if (!navigator.clipboard || !window.isSecureContext) {
+    return;
+  }
+  document.querySelectorAll(".pin-copy").forEach(function (button) {
+    const label = button.textContent;
+    button.hidden = false;
+    button.addEventListener("click", async function () {
+      try {
+        await navigator.clipboard.writeText(button.dataset.copy);
+        button.textContent = button.dataset.copied;
+        window.setTimeout(function () {
+          button.textContent = label;
+        }, 2000);
+      } catch (e) {
+        // refused: the code stays selectable by hand
+      }
+    });
+  });
+})();

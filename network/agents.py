@@ -1,0 +1,279 @@
+"""Agents (contract section 18, docs/network.md): the accounts under an account in its
+network. Reads (the caller's branch, its direct agents with their balance and sales) and
+writes (create, rename, suspend or resume, assign a price list); the API, the site's Network
+page and the back office call these.
+
+An agent is an ``accounts.Account`` with a parent: the accounts app writes it
+(``account_create_agent``, ``account_set_suspended``…), its wallet is the wallet app's, its
+first owner joins it through a team invitation (``accounts.team.invitation_create``). The
+network decides who may do what: the depth limit, the caller's branch, its price lists.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import DecimalField, F, OuterRef, Q, QuerySet, Subquery, Sum, Value
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
+
+from accounts import services as account_services
+from accounts.models import Account, User
+from accounts.roles import NETWORK, OWNER, may, refusal_message
+from accounts.services import normalise_email
+from accounts.team import invitation_create
+from network.models import PriceList, PriceListAssignment
+from network.price_lists import price_list_assign
+from payments.models import Payment
+from reseller.errors import ApplicationError, NotFound, PermissionDenied, ValidationFailed
+from reseller.money import ZERO
+from wallet.models import Wallet
+from wallet.services import wallet_get_or_create
+
+ACTIVE, SUSPENDED = "active", "suspended"
+STATUSES = (ACTIVE, SUSPENDED)
+SALES_DAYS = 30
+# Payments that sold something: what stays of them after refunds is the sale.
+SOLD = (
+    Payment.Status.CAPTURED,
+    Payment.Status.PARTIALLY_REFUNDED,
+    Payment.Status.REFUNDED,
+)
+UNCHANGED: Any = object()  # a PATCH that does not name the field
+
+
+class NetworkTooDeep(ApplicationError):
+    code = "network_too_deep"
+    status = 409
+    title = gettext_lazy("Network too deep")
+    default_detail = gettext_lazy(
+        "An agent of this account would be deeper than the network allows."
+    )
+
+
+class AgentEmailTaken(ApplicationError):
+    code = "email_taken"
+    status = 409
+    title = gettext_lazy("Email taken")
+    default_detail = gettext_lazy(
+        "This email already has a user: an agent's owner needs an address of its own."
+    )
+
+
+# -- who may act ----------------------------------------------------------------------------
+
+
+def network_may_act(*, user: User, livemode: bool) -> None:
+    """A person (or a live key, with its creator's role) whose role manages the network:
+    owners and finance; developers 403. A test key never does: agents are live accounts."""
+    if not livemode:
+        raise PermissionDenied(_("A test key cannot manage a network: agents are live accounts."))
+    if not may(user, NETWORK):
+        raise PermissionDenied(refusal_message(NETWORK))
+
+
+# -- reads ----------------------------------------------------------------------------------
+
+
+def _branch(account: Account) -> Q:
+    """Accounts below ``account``, at any level down to NETWORK_MAX_DEPTH."""
+    below = Q(pk__in=[])
+    for levels in range(1, max(settings.NETWORK_MAX_DEPTH - account.depth, 0) + 1):
+        below |= Q(**{"__".join(["parent"] * levels): account})
+    return below
+
+
+def _with_figures(accounts: QuerySet[Account], *, caller: Account) -> QuerySet[Account]:
+    """Each agent with its live balance, its sales of the last 30 days (paid, less refunds)
+    and the caller's price list assigned to it (a list of another account is never shown)."""
+    since = timezone.now() - timedelta(days=SALES_DAYS)
+    money = DecimalField(max_digits=14, decimal_places=2)
+    balance = Wallet.objects.filter(account=OuterRef("pk"), kind=Wallet.Kind.LIVE).values(
+        "balance"
+    )[:1]
+    sales = (
+        Payment.objects.filter(
+            account=OuterRef("pk"), livemode=True, status__in=SOLD, created_at__gte=since
+        )
+        .order_by()
+        .values("account")
+        .annotate(total=Sum(F("amount") - F("refunded_amount")))
+        .values("total")
+    )
+    price_list = PriceListAssignment.objects.filter(
+        account=OuterRef("pk"), price_list__owner=caller
+    ).values("price_list__public_id")[:1]
+    return accounts.annotate(
+        balance=Coalesce(Subquery(balance), Value(ZERO), output_field=money),
+        sales_30d=Coalesce(Subquery(sales), Value(ZERO), output_field=money),
+        price_list_id=Subquery(price_list),
+    ).select_related("parent")
+
+
+def agents_direct(*, account: Account) -> QuerySet[Account]:
+    """The account's direct agents, oldest first."""
+    return _with_figures(Account.objects.filter(parent=account), caller=account).order_by("pk")
+
+
+def agent_in_branch(*, account: Account, agent_id: str) -> Account:
+    """A descendant of ``account`` (any level) by id; 404 for any other id, the caller's own
+    included, whatever the caller's role."""
+    found = (
+        _with_figures(Account.objects.filter(_branch(account)), caller=account)
+        .filter(public_id=agent_id)
+        .first()
+    )
+    if found is None:
+        raise NotFound()
+    return found
+
+
+def agent_readable(*, user: User, livemode: bool, agent_id: str) -> Account:
+    """A descendant the caller may read: 404 outside the caller's branch whatever its role,
+    then 403 for a role (or a test key) that may not manage the network."""
+    agent = agent_in_branch(account=user.account, agent_id=agent_id)
+    network_may_act(user=user, livemode=livemode)
+    return agent
+
+
+def agent_direct(*, account: Account, agent_id: str) -> Account:
+    """A direct agent of ``account`` by id (what a parent changes); 404 otherwise."""
+    found = agents_direct(account=account).filter(public_id=agent_id).first()
+    if found is None:
+        raise NotFound()
+    return found
+
+
+def may_have_agents(*, account: Account) -> bool:
+    """Whether an agent of ``account`` would fit in NETWORK_MAX_DEPTH levels."""
+    return account.depth < settings.NETWORK_MAX_DEPTH
+
+
+def agent_status(agent: Account) -> str:
+    return SUSPENDED if agent.suspended_at is not None else ACTIVE
+
+
+@dataclass(frozen=True)
+class TreeNode:
+    account: Account
+    level: int  # below the root: 0 for the root itself
+
+
+def network_tree(*, account: Account) -> list[TreeNode]:
+    """The whole network ``account`` belongs to, from its top account, depth first (what the
+    back office shows): one query per level."""
+    top = account
+    while top.parent_id is not None:
+        top = Account.objects.get(pk=top.parent_id)
+    children: dict[int, list[Account]] = {}
+    level = [top]
+    while level:
+        found = list(Account.objects.filter(parent__in=level).order_by("pk"))
+        for child in found:
+            children.setdefault(child.parent_id or 0, []).append(child)
+        level = found
+    nodes: list[TreeNode] = []
+
+    def walk(node: Account, depth: int) -> None:
+        nodes.append(TreeNode(node, depth))
+        for child in children.get(node.pk, []):
+            walk(child, depth + 1)
+
+    walk(top, 0)
+    return nodes
+
+
+# -- writes ---------------------------------------------------------------------------------
+
+
+def _own_price_list(*, account: Account, price_list_id: str) -> PriceList:
+    found = PriceList.objects.filter(public_id=price_list_id, owner=account).first()
+    if found is None:
+        raise ValidationFailed(
+            fields=[
+                {
+                    "field": "priceList",
+                    "code": "does_not_exist",
+                    "message": _("No price list of yours has this id."),
+                }
+            ]
+        )
+    return found
+
+
+@transaction.atomic
+@transaction.atomic
+def agent_create(
+    *,
+    parent: Account,
+    by: User,
+    name: str,
+    owner_email: str,
+    price_list_id: str | None = None,
+    site_url: str = "",
+) -> Account:
+    """A new agent of ``parent``: a B2B account one level deeper with a wallet in the
+    parent's currency, optionally priced by one of the parent's lists, whose owner is
+    invited by email to choose a password (the team invitation, sent once committed).
+
+    409 ``network_too_deep`` past NETWORK_MAX_DEPTH; 409 ``email_taken`` when the address
+    has a user; 400 ``validation_error`` (priceList) for a list that is not the parent's."""
+    if not may_have_agents(account=parent):
+        raise NetworkTooDeep()
+    owner_email = normalise_email(owner_email)
+    if User.objects.filter(email__iexact=owner_email).exists():
+        raise AgentEmailTaken()
+    price_list = (
+        _own_price_list(account=parent, price_list_id=price_list_id) if price_list_id else None
+    )
+    agent = account_services.account_create_agent(parent=parent, name=name)
+    wallet_get_or_create(account=agent)
+    if price_list is not None:
+        price_list_assign(account=agent, price_list=price_list)
+    invitation = invitation_create(
+        account=agent, by=by, email=owner_email, role=OWNER, site_url=site_url
+    )
+    transaction.on_commit(invitation.send)
+    return agent
+
+
+@transaction.atomic
+def agent_update(
+    *,
+    parent: Account,
+    agent: Account,
+    name: str = UNCHANGED,
+    status: str = UNCHANGED,
+    price_list_id: str | None = UNCHANGED,
+) -> Account:
+    """Rename a direct agent, suspend or resume it (its descendants follow: their keys and
+    sessions are refused while it is suspended), or assign one of the parent's lists
+    (``None``: no list)."""
+    if agent.parent_id != parent.pk:
+        raise NotFound()
+    if price_list_id is not UNCHANGED:
+        price_list = (
+            _own_price_list(account=parent, price_list_id=price_list_id) if price_list_id else None
+        )
+        price_list_assign(account=agent, price_list=price_list)
+    if name is not UNCHANGED:
+        account_services.account_rename(account=agent, name=name)
+    if status is not UNCHANGED:
+        if status not in STATUSES:
+            raise ValidationFailed(
+                fields=[
+                    {
+                        "field": "status",
+                        "code": "invalid_choice",
+                        "message": _("Use active or suspended."),
+                    }
+                ]
+            )
+        account_services.account_set_suspended(account=agent, suspended=status == SUSPENDED)
+    return agent
