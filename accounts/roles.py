@@ -66,6 +66,9 @@ ROUTES: tuple[tuple[str, str], ...] = (
     ("b2b-batch", MONEY),
     # Price lists (contract section 18): what agents pay, the account's money.
     ("network-price-list", MONEY),
+    # the network's money: transfers with direct agents, commissions (contract section 18)
+    ("network-transfers", MONEY),
+    ("network-commissions", MONEY),
 )
 
 

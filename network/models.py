@@ -160,3 +160,77 @@ class Transfer(models.Model):
 
     def __str__(self) -> str:
         return self.public_id
+
+
+class TransferKey(models.Model):
+    """The stored answer of one Idempotency-Key of ``POST /network/transfers``, kept 24 hours
+    (``reseller.idempotency``, the mechanism orders use with ``orders.IdempotencyRecord``).
+    Written in the transfer's transaction: a row exists only for a request that finished."""
+
+    account = models.ForeignKey("accounts.Account", on_delete=models.CASCADE, related_name="+")
+    livemode = models.BooleanField()
+    key = models.CharField(max_length=255)
+    fingerprint = models.CharField(max_length=64, help_text="SHA-256 of method, path and body")
+    response_status = models.PositiveSmallIntegerField()
+    response_body = models.JSONField()
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        verbose_name = _("transfer idempotency key")
+        verbose_name_plural = _("transfer idempotency keys")
+        constraints = [
+            models.UniqueConstraint(
+                fields=["account", "livemode", "key"], name="one_transfer_key_per_scope"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.key} ({self.response_status})"
+
+
+class Commission(models.Model):
+    """What one ancestor earned on one delivered recharge of its branch (contract section
+    18, "Commissions"): its child's price less its own, credited to its wallet (a
+    ``commission`` ledger entry with the same reference) in the delivery's transaction; taken
+    back once (``commission_reversal``, ``reversed_at``) if the provider reverses the
+    recharge. One row per ancestor and recharge, even at 0.00 (a list without markup), so
+    the commissions report counts every sale of a branch."""
+
+    account = models.ForeignKey(
+        "accounts.Account", on_delete=models.PROTECT, related_name="+", verbose_name=_("earner")
+    )
+    # The earner's direct agent whose branch (it or its descendants) made the sale.
+    branch = models.ForeignKey(
+        "accounts.Account", on_delete=models.PROTECT, related_name="+", verbose_name=_("branch")
+    )
+    buyer = models.ForeignKey(
+        "accounts.Account", on_delete=models.PROTECT, related_name="+", verbose_name=_("buyer")
+    )
+    # The recharge's public id, and the reference of its payment cycle (the ledger's).
+    recharge = models.CharField(_("recharge"), max_length=40)
+    reference = models.CharField(max_length=64)
+    amount = models.DecimalField(_("commission"), **MONEY)
+    sale = models.DecimalField(_("sale"), **MONEY, help_text=_("What the buyer paid."))
+    currency = models.CharField(_("currency"), max_length=3)
+    created_at = models.DateTimeField(default=timezone.now, editable=False, db_index=True)
+    reversed_at = models.DateTimeField(_("taken back"), null=True, blank=True)
+
+    class Meta:
+        verbose_name = _("commission")
+        verbose_name_plural = _("commissions")
+        ordering = ["-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["account", "reference"], name="one_commission_per_ancestor_and_sale"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(amount__gte=0), name="commission_not_negative"
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["account", "created_at"], name="commission_period"),
+            models.Index(fields=["reference"], name="commission_by_sale"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.reference} → {self.account_id}: {self.amount} {self.currency}"

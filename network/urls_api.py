@@ -2,7 +2,7 @@
 
 from django.urls import URLPattern, URLResolver, path
 
-from network import apis_agents, apis_price_lists
+from network import apis_agents, apis_money, apis_price_lists
 
 urlpatterns: list[URLPattern | URLResolver] = [
     # Agents (an agent's recharges and payments: orders/urls_api.py, rendered by orders).
@@ -20,4 +20,7 @@ urlpatterns: list[URLPattern | URLResolver] = [
         apis_price_lists.PriceListApi.as_view(),
         name="network-price-list",
     ),
+    # Money: transfers and commissions (network/apis_money.py)
+    path("transfers", apis_money.TransfersApi.as_view(), name="network-transfers"),
+    path("commissions", apis_money.CommissionsApi.as_view(), name="network-commissions"),
 ]

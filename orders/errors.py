@@ -1,39 +1,12 @@
 from django.utils.translation import gettext_lazy as _
 
 from reseller.errors import ApplicationError
-
-
-class IdempotencyKeyRequired(ApplicationError):
-    code = "idempotency_key_required"
-    status = 400
-    title = _("Idempotency-Key required")
-    default_detail = _("Send an Idempotency-Key header (1 to 255 characters), unique per order.")
-
-
-class IdempotencyKeyInvalid(ApplicationError):
-    code = "validation_error"
-    status = 400
-    title = _("Validation error")
-    default_detail = _("The Idempotency-Key header must be 1 to 255 printable characters.")
-
-
-class IdempotencyKeyInUse(ApplicationError):
-    code = "idempotency_key_in_use"
-    status = 409
-    title = _("Conflict")
-    default_detail = _(
-        "A request with this Idempotency-Key is still being processed. Retry in a moment."
-    )
-
-
-class IdempotencyKeyReused(ApplicationError):
-    code = "idempotency_key_reused"
-    status = 422
-    title = _("Unprocessable request")
-    default_detail = _(
-        "This Idempotency-Key was already used with a different request body. "
-        "Use a new key for a new order."
-    )
+from reseller.idempotency import (  # the mechanism's refusals, shared with the network's
+    IdempotencyKeyInUse as IdempotencyKeyInUse,
+)
+from reseller.idempotency import IdempotencyKeyInvalid as IdempotencyKeyInvalid
+from reseller.idempotency import IdempotencyKeyRequired as IdempotencyKeyRequired
+from reseller.idempotency import IdempotencyKeyReused as IdempotencyKeyReused
 
 
 class CurrencyMismatch(ApplicationError):

@@ -16,6 +16,7 @@ from drf_spectacular.utils import (
 )
 from rest_framework import serializers
 
+from network.serializers_money import TRANSFER_EXAMPLE, TransferOut
 from orders.serializers import BatchOut
 from recharges.serializers import RechargeDetailOut
 from reseller import openapi_examples as ex
@@ -163,6 +164,15 @@ WEBHOOKS = [
                 )
             }
         },
+    ),
+    _webhook(
+        catalogue.NETWORK_TRANSFER_COMPLETED,
+        _envelope(
+            "NetworkTransferCompletedEvent",
+            catalogue.NETWORK_TRANSFER_COMPLETED,
+            {"object": TransferOut()},
+        ),
+        {catalogue.NETWORK_TRANSFER_COMPLETED: {"object": TRANSFER_EXAMPLE}},
     ),
     _webhook(
         catalogue.WEBHOOK_TEST,

@@ -1,7 +1,9 @@
 """The books against the recharges (``python manage.py check_books``; docs/books.md).
 
 Proves that every journal balances in each currency, that every delivered live recharge has
-its sale (its price) and, when its cost is known, its cost (cost and the margin recorded on
+its sale (its price to the platform: an agent's recharge at its amount less the network's
+commissions, which the wallets were credited exactly, and took back exactly once if it was
+reversed; docs/network.md) and, when its cost is known, its cost (cost and the margin recorded on
 the recharge), that every reversed one also has its reversal, and that nothing else is booked.
 It lives with the recharges because the books (below them) do not know them.
 """
@@ -12,15 +14,35 @@ from decimal import Decimal
 
 from books.models import Entry
 from books.selectors import books_of_sales, journals_unbalanced, references_booked
+from network.commissions import commissions_earners, commissions_taken
 from recharges.models import Recharge
+from reseller.money import ZERO
+from wallet.models import LedgerEntry
+from wallet.selectors import ledger_totals
 
 L, K = Entry.Ledger, Entry.Kind
 S = Recharge.Status
+COMMISSION, COMMISSION_REVERSAL = LedgerEntry.Kind.COMMISSION, LedgerEntry.Kind.COMMISSION_REVERSAL
 CHUNK = 2000
 
 
-def _sale_problems(recharge: Recharge, lines: dict) -> list[str]:
+def _sale_problems(
+    recharge: Recharge, lines: dict, *, earned: Decimal = ZERO, ledger: dict | None = None
+) -> list[str]:
+    """``earned``: the network's commissions on this sale (docs/network.md): the platform
+    sold it at the amount less them, its top account's price. ``ledger``: the commission
+    entries of its payment cycle in the wallets, by kind, which must credit exactly those
+    commissions and, once reversed, take exactly them back."""
     ref, problems = recharge.public_id, []
+    price = recharge.amount - earned
+    ledger = ledger or {}
+    credited = ledger.get(COMMISSION, ZERO)
+    if credited != earned:
+        problems.append(f"{ref}: wallets credited {credited} of commissions, earned {earned}")
+    taken = -ledger.get(COMMISSION_REVERSAL, ZERO)
+    expected_back = earned if recharge.status == S.REVERSED else ZERO
+    if taken != expected_back:
+        problems.append(f"{ref}: commissions taken back {taken}, expected {expected_back}")
 
     def expect(kind: str, ledger: str, amount: Decimal, currency: str) -> Entry | None:
         line = lines.get((kind, ledger))
@@ -35,8 +57,8 @@ def _sale_problems(recharge: Recharge, lines: dict) -> list[str]:
 
     reversals = [(K.SALE, 1)] + ([(K.REVERSAL, -1)] if recharge.status == S.REVERSED else [])
     for kind, sign in reversals:
-        expect(kind, L.CUSTOMERS, sign * recharge.amount, recharge.currency)
-        expect(kind, L.REVENUE, -sign * recharge.amount, recharge.currency)
+        expect(kind, L.CUSTOMERS, sign * price, recharge.currency)
+        expect(kind, L.REVENUE, -sign * price, recharge.currency)
         if recharge.cost is not None and recharge.cost_currency:
             cost_kind = K.COST if kind == K.SALE else K.REVERSAL
             expect(cost_kind, L.COST_OF_SALES, sign * recharge.cost, recharge.cost_currency)
@@ -58,16 +80,39 @@ def books_check() -> list[str]:
     booked = references_booked()
     sold = (
         Recharge.objects.filter(livemode=True, status__in=(S.DELIVERED, S.REVERSED))
-        .only("public_id", "status", "amount", "currency", "cost", "cost_currency", "margin")
+        .only(
+            *("public_id", "status", "amount", "currency", "cost", "cost_currency", "margin"),
+            "retries",
+        )
         .order_by("pk")
     )
     chunk: list[Recharge] = []
 
     def check(chunk: list[Recharge]) -> None:
         found = books_of_sales([r.public_id for r in chunk])
+        references = [r.ledger_reference for r in chunk]
+        earned = commissions_taken(references=references)
+        earners = commissions_earners(references=references)
+        ledger = (
+            ledger_totals(
+                account_ids=earners,
+                references=references,
+                kinds=(COMMISSION, COMMISSION_REVERSAL),
+            )
+            if earners
+            else {}
+        )
         for recharge in chunk:
             booked.discard(recharge.public_id)
-            problems.extend(_sale_problems(recharge, found.get(recharge.public_id, {})))
+            reference = recharge.ledger_reference
+            problems.extend(
+                _sale_problems(
+                    recharge,
+                    found.get(recharge.public_id, {}),
+                    earned=earned.get(reference, ZERO),
+                    ledger=ledger.get(reference),
+                )
+            )
 
     for recharge in sold.iterator(chunk_size=CHUNK):
         chunk.append(recharge)

@@ -54,6 +54,7 @@ from books.services import Sale, books_sales_record
 from catalog.errors import FxRateNotFound
 from catalog.models import Product
 from catalog.selectors import fx_rate, product_waitlist_promotion, products_get
+from network.commissions import Purchase, commissions_book
 from payments.gateway import card_refund
 from payments.models import Payment
 from payments.services import payment_add_refunded, payment_lock
@@ -280,30 +281,47 @@ def margin_of(
     cost: Decimal | None,
     cost_currency: str,
     rate: Callable[[str, str], Decimal] | None = None,
+    price: Decimal | None = None,
 ) -> Decimal | None:
-    """What the sale earned: the price paid less the cost converted into the order's currency
-    (the FX table now; ``rate`` a batch's memo of it); None when the cost or a rate is
-    unknown."""
+    """What the sale earned: the price paid to the platform (``price``: an agent's recharge
+    is the top account's price, docs/network.md; else the recharge's amount) less the cost
+    converted into the order's currency (the FX table now; ``rate`` a batch's memo of it);
+    None when the cost or a rate is unknown."""
     if cost is None or not cost_currency:
         return None
     try:
         converted = (rate or _fx)(cost_currency, recharge.currency)
     except FxRateNotFound:
         return None
-    return recharge.amount - quantize(cost * converted)
+    return (recharge.amount if price is None else price) - quantize(cost * converted)
 
 
 def _fx(from_currency: str, to_currency: str) -> Decimal:
     return fx_rate(from_currency=from_currency, to_currency=to_currency).rate
 
 
-def sale_of(recharge: Recharge) -> Sale:
-    """A delivered live recharge as the books record it (docs/books.md)."""
+def purchase_of(recharge: Recharge) -> Purchase:
+    """A delivered live recharge as the network's commissions see it."""
+    return Purchase(
+        recharge=recharge.public_id,
+        reference=recharge.ledger_reference,
+        buyer_id=recharge.account_id,
+        product=recharge.product,
+        local_amount=recharge.local_amount if recharge.product.is_range else None,
+        paid=recharge.amount,
+        currency=recharge.currency,
+    )
+
+
+def sale_of(recharge: Recharge, *, price: Decimal | None = None) -> Sale:
+    """A delivered live recharge as the books record it (docs/books.md): at ``price``, what
+    the platform was paid for it (an agent's recharge: its top account's price, the amount
+    less the network's commissions, docs/network.md); by default the recharge's amount."""
     product = recharge.product
     return Sale(
         reference=recharge.public_id,
         customer_id=recharge.account_id,
-        price=recharge.amount,
+        price=recharge.amount if price is None else price,
         currency=recharge.currency,
         provider=recharge.provider,
         operator_id=product.operator_id,
@@ -673,13 +691,10 @@ class _Deliveries:
         cost, cost_currency = result.cost, result.cost_currency
         if cost is None:  # what the route says one unit costs there
             cost, cost_currency = target.cost, target.cost_currency
-        margin = margin_of(recharge, cost=cost, cost_currency=cost_currency, rate=self.rate)
         recharge.provider = target.name
         recharge.provider_transaction_id = result.transaction_id
         recharge.provider_response = result.raw
         recharge.cost, recharge.cost_currency = cost, cost_currency if cost is not None else ""
-        recharge.margin = margin
-        recharge.margin_currency = recharge.currency if margin is not None else ""
         if result.pin is not None:  # a PIN product's code: kept encrypted, never logged
             pin_seal(recharge, result.pin)
         self.rows.append(recharge)
@@ -692,8 +707,23 @@ class _Deliveries:
             *("cost", "cost_currency", "margin", "margin_currency"),
             *PIN_FIELDS,
         ]
+        # The network's commissions first (docs/network.md): each ancestor's wallet credited,
+        # and the platform's price of each sale (its top account's) for the margin and books.
+        prices = commissions_book(purchases=[purchase_of(recharge) for recharge in self.rows])
+        for recharge in self.rows:
+            price = prices[recharge.public_id]
+            recharge.margin = margin_of(
+                recharge,
+                cost=recharge.cost,
+                cost_currency=recharge.cost_currency,
+                rate=self.rate,
+                price=price,
+            )
+            recharge.margin_currency = recharge.currency if recharge.margin is not None else ""
         transition_many(self.rows, S.DELIVERED, notes=self.notes, fields=fields)
-        books_sales_record(sales=[sale_of(recharge) for recharge in self.rows])
+        books_sales_record(
+            sales=[sale_of(recharge, price=prices[recharge.public_id]) for recharge in self.rows]
+        )
         recharges_emit(self.rows)
         pin_receipts_queue(self.rows)
 

@@ -20,6 +20,7 @@ from django.conf import settings
 from django.db import transaction
 
 from books.services import books_reversal_record
+from network.commissions import commissions_take_back, commissions_taken
 from recharges.events import recharge_emit
 from recharges.models import Recharge
 from recharges.processor import (
@@ -30,6 +31,7 @@ from recharges.processor import (
     topup_request,
 )
 from recharges.state import transition
+from reseller.money import ZERO
 from upstreams.adapters import ProviderError, ProviderResult, adapter_for
 from upstreams.models import Provider
 from upstreams.routing import settings_provider
@@ -57,8 +59,13 @@ def recharge_reverse(*, recharge_id: int, source: str, actor=None) -> bool:
             actor=actor,
             extra_fields={"failure_code": REVERSED_CODE, "failure_message": REVERSED_MESSAGE},
         )
+        # The network's commissions back first: the ancestors' wallets are locked from the
+        # top down, before the refund locks the buyer's (docs/network.md, "Lock order").
+        commissions_take_back(reference=recharge.ledger_reference, recharge=recharge.public_id)
         recharge_refund(recharge=recharge, actor=actor)
-        books_reversal_record(sale=sale_of(recharge))
+        earned = commissions_taken(references=[recharge.ledger_reference])
+        price = recharge.amount - earned.get(recharge.ledger_reference, ZERO)
+        books_reversal_record(sale=sale_of(recharge, price=price))
         recharge_emit(recharge)  # after the refund: the event says the money is back
     logger.info("recharge %s reversed (%s)", recharge.public_id, source)
     return True

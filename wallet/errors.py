@@ -31,3 +31,10 @@ class InvalidAmount(ApplicationError):
     status = 400
     title = _("Validation error")
     default_detail = _("The amount must be a positive number with at most two decimals.")
+
+
+class WalletCurrencyMismatch(ApplicationError):
+    code = "currency_mismatch"
+    status = 400
+    title = _("Currency mismatch")
+    default_detail = _("The currency must be the wallet currency.")

@@ -98,10 +98,18 @@ class LedgerEntry(models.Model):
         ADJUSTMENT = "adjustment", _("Adjustment")
         # A lost dispute of a card top-up: the money the card's bank took back.
         DISPUTE = "dispute", _("Dispute")
+        # Reseller networks (docs/network.md): money moved between a parent and a direct
+        # agent (one entry on each side, ``reference`` the transfer), and what an ancestor
+        # earns on its branch's delivered recharges (``reference`` the recharge), taken back
+        # once if the provider reverses the recharge.
+        TRANSFER_IN = "transfer_in", _("Transfer in")
+        TRANSFER_OUT = "transfer_out", _("Transfer out")
+        COMMISSION = "commission", _("Commission")
+        COMMISSION_REVERSAL = "commission_reversal", _("Commission reversal")
 
     public_id = models.CharField(max_length=40, unique=True, default=new_entry_id, editable=False)
     wallet = models.ForeignKey(Wallet, on_delete=models.PROTECT, related_name="entries")
-    kind = models.CharField(max_length=12, choices=Kind.choices)
+    kind = models.CharField(max_length=20, choices=Kind.choices)
     amount = models.DecimalField(**MONEY, help_text=_("Positive credits, negative debits."))
     balance_after = models.DecimalField(**MONEY)
     currency = models.CharField(max_length=3)

@@ -3,6 +3,7 @@ statement's period are read by ``orders.statements``)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time
 from decimal import Decimal
@@ -53,6 +54,28 @@ def ledger_mismatches() -> list[tuple[Wallet, Decimal]]:
         .select_related("account")
     )
     return [(wallet, wallet.total) for wallet in wallets]
+
+
+def ledger_totals(
+    *, account_ids: Iterable[int], references: Sequence[str], kinds: Sequence[str]
+) -> dict[str, dict[str, Decimal]]:
+    """The entries of these kinds and references in these accounts' live wallets, summed by
+    reference and kind (one grouped query, on the (wallet, kind, reference) index): what the
+    books check compares with the network's commissions."""
+    rows = (
+        LedgerEntry.objects.filter(
+            wallet__account_id__in=account_ids,
+            wallet__kind=Wallet.Kind.LIVE,
+            kind__in=kinds,
+            reference__in=references,
+        )
+        .values("reference", "kind")
+        .annotate(total=Sum("amount"))
+    )
+    found: dict[str, dict[str, Decimal]] = {}
+    for row in rows:
+        found.setdefault(row["reference"], {})[row["kind"]] = row["total"]
+    return found
 
 
 # -- monthly totals (the wallet page's chart) ------------------------------------------------

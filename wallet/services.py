@@ -9,6 +9,7 @@ reference), so a refund or an approval posted twice is posted once.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from decimal import Decimal
 
 from django.conf import settings
@@ -29,6 +30,7 @@ from wallet.errors import (
     InsufficientBalance,
     InvalidAmount,
     TopUpNotPending,
+    WalletCurrencyMismatch,
 )
 from wallet.models import LedgerEntry, TopUp, Wallet
 from webhooks.catalogue import WALLET_BALANCE_LOW, WALLET_CREDITED
@@ -100,6 +102,127 @@ def wallet_lock_for(*, account: Account, api_key=None) -> Wallet:
     return locked
 
 
+def wallets_lock_top_down(*, accounts: Iterable[Account]) -> dict[int, Wallet]:
+    """Lock the live wallets of several accounts of one network, by account id.
+
+    THE LOCK ORDER (docs/network.md, "Lock order"): a transaction that locks more than one
+    wallet locks them from the top of the network down: by the account's level (``depth``,
+    a parent before its agents), then by account id. A transfer locks the parent's wallet
+    before the agent's whichever way the money goes; a delivery's commissions and a
+    reversal's take-backs lock the ancestors top down, and the buyer's wallet last (it is the
+    deepest). Two transactions that follow this order can wait for each other but never
+    deadlock. A transaction that locks one wallet (a purchase, a top-up) is in order anyway.
+    """
+    ordered = sorted(
+        {account.pk: account for account in accounts}.values(),
+        key=lambda account: (account.depth, account.pk),
+    )
+    for account in ordered:
+        wallet_get_or_create(account=account)  # outside the lock order's concern: no lock
+    return {
+        account.pk: Wallet.objects.select_for_update(of=("self",)).get(
+            account_id=account.pk, kind=Wallet.Kind.LIVE
+        )
+        for account in ordered  # one at a time, in this order: the dict keeps it
+    }
+
+
+@transaction.atomic(savepoint=False)  # joins the caller's transaction (and its other writes)
+def wallet_transfer(
+    *,
+    parent: Account,
+    agent: Account,
+    amount: Decimal,
+    currency: str,
+    to_agent: bool,
+    reference: str,
+    memo: str = "",
+    by: User | None = None,
+) -> tuple[LedgerEntry, LedgerEntry]:
+    """Move ``amount`` between a parent's live wallet and its agent's, both ways: a
+    ``transfer_out`` entry on the giving wallet and a ``transfer_in`` on the other, in the
+    caller's transaction, under both wallets' locks taken parent first (the lock order
+    above). Returns ``(out, in)``. The giving wallet's balance is checked under its lock
+    (402 ``insufficient_balance``, nothing written); wallets of another currency than
+    ``currency`` are 400 ``currency_mismatch``. ``reference`` is new for this move (the
+    transfer's id)."""
+    amount = _positive(amount)
+    wallets = wallets_lock_top_down(accounts=[parent, agent])
+    parent_wallet, agent_wallet = wallets[parent.pk], wallets[agent.pk]
+    for wallet in (parent_wallet, agent_wallet):
+        if wallet.currency != currency:
+            raise WalletCurrencyMismatch(
+                _("The wallets of this transfer hold %(wallet)s, not %(currency)s.")
+                % {"wallet": wallet.currency, "currency": currency}
+            )
+    giver, taker = (parent_wallet, agent_wallet) if to_agent else (agent_wallet, parent_wallet)
+    out, _created = ledger_post(
+        wallet=giver,
+        kind=LedgerEntry.Kind.TRANSFER_OUT,
+        amount=-amount,
+        reference=reference,
+        memo=memo,
+        by=by,
+        fresh_reference=True,
+    )
+    into, _created = ledger_post(
+        wallet=taker,
+        kind=LedgerEntry.Kind.TRANSFER_IN,
+        amount=amount,
+        reference=reference,
+        memo=memo,
+        by=by,
+        fresh_reference=True,
+    )
+    return out, into
+
+
+@transaction.atomic(savepoint=False)  # the delivery's transaction
+def wallet_commissions_post(
+    *, credits: Sequence[tuple[Account, Decimal, str, str]]
+) -> list[LedgerEntry]:
+    """Credit commissions, each ``(account, amount, reference, memo)``: one ``commission``
+    entry per account and reference (a second post of one is a no-op), their wallets locked
+    from the top of the network down (the lock order above). Amounts are > 0."""
+    wallets = wallets_lock_top_down(accounts=[account for account, *_rest in credits])
+    posted = []
+    for account, amount, reference, memo in credits:
+        entry, created = ledger_post(
+            wallet=wallets[account.pk],
+            kind=LedgerEntry.Kind.COMMISSION,
+            amount=_positive(amount),
+            reference=reference,
+            memo=memo,
+        )
+        if created:
+            posted.append(entry)
+    return posted
+
+
+@transaction.atomic(savepoint=False)  # the reversal's transaction
+def wallet_commissions_take_back(
+    *, debits: Sequence[tuple[Account, Decimal, str, str]]
+) -> list[LedgerEntry]:
+    """Take commissions back, each ``(account, amount, reference, memo)`` (what the account
+    was credited for a reversed recharge): a ``commission_reversal`` entry of -amount, once
+    per wallet and reference (a retry posts nothing), the wallets locked top down, before
+    the caller refunds the buyer (deeper). A wallet that spent its commission meanwhile is
+    taken below zero and owes it (``MAY_OWE``)."""
+    wallets = wallets_lock_top_down(accounts=[account for account, *_rest in debits])
+    taken = []
+    for account, amount, reference, memo in debits:
+        back, created = ledger_post(
+            wallet=wallets[account.pk],
+            kind=LedgerEntry.Kind.COMMISSION_REVERSAL,
+            amount=-_positive(amount),
+            reference=reference,
+            memo=memo,
+        )
+        if created:
+            taken.append(back)
+    return taken
+
+
 def _positive(amount: Decimal) -> Decimal:
     try:
         value = quantize(amount)
@@ -108,6 +231,11 @@ def _positive(amount: Decimal) -> Decimal:
     if value <= ZERO or value != Decimal(amount):
         raise InvalidAmount()
     return value
+
+
+# The kinds that may take a balance below zero: the wallet then owes the rest (``dispute_owed``)
+# and every credit after repays it first.
+MAY_OWE = frozenset({LedgerEntry.Kind.DISPUTE, LedgerEntry.Kind.COMMISSION_REVERSAL})
 
 
 @transaction.atomic(savepoint=False)  # joins the caller's transaction, which holds the lock
@@ -148,8 +276,9 @@ def ledger_post(
             return existing, False
     fields: dict = {"balance": F("balance") + amount, "updated_at": timezone.now()}
     owed = wallet.dispute_owed
-    if kind == LedgerEntry.Kind.DISPUTE or owed > ZERO:
-        # A dispute may leave the wallet owing; every credit after it repays the debt.
+    if kind in MAY_OWE or owed > ZERO:
+        # A dispute (or a commission taken back) may leave the wallet owing; every credit
+        # after it repays the debt.
         owed = max(ZERO, -entry.balance_after)
         fields["dispute_owed"] = owed
     Wallet.objects.filter(pk=wallet.pk).update(**fields)
@@ -165,8 +294,9 @@ def _entry_new(
     InsufficientBalance."""
     amount = quantize(amount)
     # Only a lost dispute may take the balance below zero (the card's bank took the money
-    # back after it was spent): the wallet then owes it (docs/fraud.md).
-    if amount < ZERO and kind != LedgerEntry.Kind.DISPUTE:
+    # back after it was spent): the wallet then owes it (docs/fraud.md); so may a commission
+    # taken back by a reversal, once the ancestor spent it (docs/network.md).
+    if amount < ZERO and kind not in MAY_OWE:
         balance_check(wallet=wallet, amount=-amount)
     return LedgerEntry(
         wallet=wallet,

@@ -11,6 +11,7 @@ RECHARGE_REVERSED = "recharge.reversed"
 WALLET_CREDITED = "wallet.credited"
 WALLET_BALANCE_LOW = "wallet.balance_low"
 BATCH_COMPLETED = "batch.completed"
+NETWORK_TRANSFER_COMPLETED = "network.transfer.completed"
 # Sent only on demand ("send a test event" on the dashboard), whatever the endpoint selects.
 WEBHOOK_TEST = "webhook.test"
 
@@ -26,4 +27,7 @@ EVENT_TYPES = {
     WALLET_CREDITED: _("A top-up of the wallet was approved."),
     WALLET_BALANCE_LOW: _("A payment took the wallet below the account's threshold."),
     BATCH_COMPLETED: _("Every recharge of a batch reached its final status."),
+    NETWORK_TRANSFER_COMPLETED: _(
+        "Money moved between a parent's wallet and a direct agent's (sent to both accounts)."
+    ),
 }

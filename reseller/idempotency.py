@@ -1,0 +1,230 @@
+"""Idempotency-Key handling, the mechanism (contract section 5, docs/orders.md
+"Idempotency-Key"): an operation runs at most once per key of an account and mode.
+
+Each app whose requests take a key keeps their stored answers in a table of its own (orders:
+``orders.IdempotencyRecord``; network: ``network.TransferKey``), with the same columns
+(``account``, ``livemode``, ``key``, ``fingerprint``, ``response_status``,
+``response_body``, ``created_at``) and a unique constraint on (account, livemode, key); the
+mechanism below takes that model as ``records``. It lives here, below every app, so that an
+app lower than orders (network's transfers) runs keys the same way.
+
+One transaction does it all: it takes the key, runs the operation and stores its answer.
+
+1. Take the key: on PostgreSQL a transaction-scoped advisory lock on (account, mode, key),
+   tried without waiting, then the stored answer is read. A lock
+   held by another request means that request still runs: 409. A stored answer is replayed
+   (or 422 when the body differs).
+2. Run the operation and insert its answer in the same transaction: the operation and its
+   stored answer commit together or not at all. The unique constraint on (account, mode,
+   key) is the last word: a request that ran anyway (a snapshot taken just before another
+   commit) fails its insert, rolls back everything it did, and replays the stored answer.
+3. A refusal raised by the operation (402, 400 on the body) is stored too, so a replay
+   answers the same; an unexpected failure stores nothing, since nothing was committed.
+A request that dies takes its lock with its transaction: no claim is ever left behind.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.db import IntegrityError, models, transaction
+from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
+
+from reseller.db import advisory_xact_lock
+from reseller.errors import ApplicationError
+
+KEY_PATTERN = re.compile(r"^[\x21-\x7e]{1,255}$")
+RETENTION = timedelta(hours=24)
+
+
+class IdempotencyKeyRequired(ApplicationError):
+    code = "idempotency_key_required"
+    status = 400
+    title = _("Idempotency-Key required")
+    default_detail = _("Send an Idempotency-Key header (1 to 255 characters), unique per order.")
+
+
+class IdempotencyKeyInvalid(ApplicationError):
+    code = "validation_error"
+    status = 400
+    title = _("Validation error")
+    default_detail = _("The Idempotency-Key header must be 1 to 255 printable characters.")
+
+
+class IdempotencyKeyInUse(ApplicationError):
+    code = "idempotency_key_in_use"
+    status = 409
+    title = _("Conflict")
+    default_detail = _(
+        "A request with this Idempotency-Key is still being processed. Retry in a moment."
+    )
+
+
+class IdempotencyKeyReused(ApplicationError):
+    code = "idempotency_key_reused"
+    status = 422
+    title = _("Unprocessable request")
+    default_detail = _(
+        "This Idempotency-Key was already used with a different request body. "
+        "Use a new key for a new order."
+    )
+
+
+@dataclass(frozen=True)
+class IdempotentReply:
+    """The answer of an operation run at most once per Idempotency-Key: its status and body,
+    and whether it is the stored answer of an earlier request (``Idempotent-Replayed``)."""
+
+    status: int
+    body: dict[str, Any]
+    replayed: bool
+    is_problem: bool = False
+
+
+def read_key(raw: str | None, *, required: bool) -> str | None:
+    if raw is None or raw == "":
+        if required:
+            raise IdempotencyKeyRequired()
+        return None
+    if not KEY_PATTERN.match(raw):
+        raise IdempotencyKeyInvalid()
+    return raw
+
+
+def fingerprint(*, method: str, path: str, body: Any) -> str:
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(f"{method} {path}\n{canonical}".encode()).hexdigest()
+
+
+def lock_id(*, account_id: int, livemode: bool, key: str) -> int:
+    """The advisory lock of one key of one account and mode: a signed 64-bit number (the
+    same for every table: a key runs one request at a time, whichever app answers it)."""
+    digest = hashlib.sha256(f"idempotency:{account_id}:{int(livemode)}:{key}".encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+@dataclass(frozen=True)
+class Keys:
+    """One app's stored answers: its ``records`` model, and how a body is stored
+    (``seal``) and read back (``open``), e.g. to keep a PIN encrypted at rest."""
+
+    records: type[models.Model]
+    seal: Callable[[Any], Any] = _same
+    open: Callable[[Any], Any] = _same
+
+    def _take(self, *, account, livemode: bool, key: str):
+        """Inside the transaction: take the key (409 if another request holds it) and return
+        the answer stored for it, if any. On PostgreSQL the key is held with a
+        transaction-level advisory lock (the ORM has none); SQLite runs one writing
+        transaction at a time (BEGIN IMMEDIATE), so no other request holds the key while
+        this one runs."""
+        if not advisory_xact_lock(lock_id(account_id=account.pk, livemode=livemode, key=key)):
+            raise IdempotencyKeyInUse()
+        return self._stored(account=account, livemode=livemode, key=key).first()
+
+    def _stored(self, **scope):
+        return self.records._default_manager.filter(**scope)
+
+    def _replay(self, stored, *, print_: str) -> IdempotentReply:
+        if stored.fingerprint != print_:
+            raise IdempotencyKeyReused()
+        status = stored.response_status
+        return IdempotentReply(
+            status=status,
+            body=self.open(stored.response_body),
+            replayed=True,
+            is_problem=status >= 400,
+        )
+
+    def _store(self, *, account, livemode: bool, key: str, print_: str, status: int, body):
+        """Every request with a key ends here."""
+        self.records._default_manager.create(
+            account=account,
+            livemode=livemode,
+            key=key,
+            fingerprint=print_,
+            response_status=status,
+            response_body=self.seal(body),
+            created_at=timezone.now(),
+        )
+
+    def run(
+        self,
+        *,
+        account,
+        livemode: bool,
+        key: str | None,
+        request_fingerprint: str,
+        operation: Callable[[], tuple[int, dict[str, Any]]],
+        request_id: str | None = None,
+        on_refusal: Callable[[ApplicationError], None] | None = None,
+    ) -> IdempotentReply:
+        """Run ``operation`` at most once per key; it returns (status, body) or raises.
+        ``on_refusal`` may add to a refusal's detail before it is stored and raised."""
+        if key is None:
+            with transaction.atomic():
+                status, body = operation()
+            return IdempotentReply(status=status, body=body, replayed=False)
+        scope: dict[str, Any] = {"account": account, "livemode": livemode, "key": key}
+        try:
+            with transaction.atomic():
+                stored = self._take(**scope)
+                if stored is not None and stored.created_at >= timezone.now() - RETENTION:
+                    return self._replay(stored, print_=request_fingerprint)
+                if stored is not None:  # older than the retention: the key is free again
+                    self._stored(**scope).delete()
+                status, body = operation()
+                self._store(**scope, print_=request_fingerprint, status=status, body=body)
+        except (IdempotencyKeyInUse, IdempotencyKeyReused):
+            raise
+        except IntegrityError:
+            # Another request stored this key while this one ran: everything here rolled
+            # back. Replay its answer; an IntegrityError of the operation itself goes on up.
+            record = self._stored(**scope).first()
+            if record is None:
+                raise
+            return self._replay(record, print_=request_fingerprint)
+        except ApplicationError as exc:
+            if on_refusal is not None:
+                on_refusal(exc)
+            self._store_refusal(**scope, print_=request_fingerprint, exc=exc, request_id=request_id)
+            raise
+        return IdempotentReply(status=status, body=body, replayed=False)
+
+    def _store_refusal(
+        self, *, account, livemode: bool, key: str, print_: str, exc: ApplicationError, request_id
+    ) -> None:
+        """Store the operation's refusal (its transaction rolled back) unless another request
+        stored an answer for the key meanwhile."""
+        scope: dict[str, Any] = {"account": account, "livemode": livemode, "key": key}
+        try:
+            with transaction.atomic():
+                advisory_xact_lock(
+                    lock_id(account_id=account.pk, livemode=livemode, key=key), wait=True
+                )
+                if not self._stored(**scope).exists():
+                    self._store(
+                        **scope,
+                        print_=print_,
+                        status=exc.status,
+                        body=exc.as_problem(request_id=request_id),
+                    )
+        except IntegrityError:
+            pass  # stored meanwhile by another request: its answer is the key's
+
+    def purge_expired(self) -> int:
+        deleted, _kinds = self.records._default_manager.filter(
+            created_at__lt=timezone.now() - RETENTION
+        ).delete()
+        return deleted
