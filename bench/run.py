@@ -57,8 +57,8 @@ BIN = Path(PY).parent
 
 
 FIGURES = (
-    "http", "webhooks", "requestlog", "metrics", "routed", "pgbouncer", "fair", "profile",
-    "routing",
+    "http", "network", "webhooks", "requestlog", "metrics", "routed", "pgbouncer", "fair",
+    "profile", "routing",
 )  # fmt: skip
 # The recharge worker as docker-compose.yml deploys it.
 PROCESSOR_PROCESSES = 2  # one per core, as docker-compose.yml runs replicas of the worker
@@ -480,6 +480,33 @@ class Bench:
     def get(self, path: str, key: str):
         headers = {"x-api-key": key}
         return lambda _c, _n: ("GET", path, headers, None)
+
+    def run_network(self) -> None:
+        """Issue 42: B2B at 8 clients by agents at level 3 (each level 5 % over its parent by
+        a price list) against B2B of top accounts, same run, alternated ABBA: what an agent's
+        price chain costs a request (the worker paused, as for the other HTTP figures)."""
+        clients = 8 if 8 in self.args.clients else max(self.args.clients)
+        seeded = self.seed_cmd("network", "--clients", str(clients))
+        top = ("b2b-top", self.b2b(seeded["top_keys"]))
+        deep = ("b2b-agent3", self.b2b(seeded["deep_keys"]))
+        order = [top, deep] + [top, deep, deep, top] * max(1, self.args.rounds // 2)
+        runs: dict[str, list[dict]] = {"b2b-top": [], "b2b-agent3": []}
+        for n, (name, factory) in enumerate(order):
+            summary = self.http(name, clients, factory, 201)
+            if n >= 2:  # the first of each warms up
+                runs[name].append(summary)
+        means = {
+            name: {
+                key: round(sum(run[key] for run in found) / len(found), 2)
+                for key in ("rps", "p50_ms", "p99_ms")
+            }
+            for name, found in runs.items()
+        }
+        self.row(
+            f"B2B recharge, {clients} clients, agents at level 3 (price lists at each level)",
+            means["b2b-agent3"], f"B2B recharge, {clients} clients, top accounts, same run",
+            means["b2b-top"], aim=0.8, aim_text=">= 0.8 x top",
+        )  # fmt: skip
 
     def run_http(self) -> None:
         many, hot = self.seed["many_keys"], self.seed["hot_keys"]
@@ -1962,6 +1989,8 @@ def main() -> int:
         bench.serve()
         if "http" in args.only:
             bench.run_http()
+        if "network" in args.only:
+            bench.run_network()
         if "webhooks" in args.only:
             bench.run_webhooks()
         if "requestlog" in args.only:

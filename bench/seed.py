@@ -203,6 +203,38 @@ def cmd_accounts(args) -> dict:
     return {"accounts": accounts}
 
 
+def cmd_network(args) -> dict:
+    """Issue 42's figure: ``--clients`` three-level networks (top -> agent -> agent's agent),
+    each level priced 5 % over its parent by a price list on MX, every wallet funded, a
+    live key of each top account and of each agent at level 3."""
+    from network.agents import agent_create
+    from network.price_lists import RuleSpec, price_list_create
+
+    tops, deepest = [], []
+    for n in range(args.clients):
+        top = b2b_user(f"bench-net-{n}@reseller.example")
+        parent, by = top.account, top
+        for level in (2, 3):
+            with transaction.atomic():
+                listed = price_list_create(
+                    owner=parent,
+                    name="bench",
+                    rules=[RuleSpec(markup_percent=Decimal(5), country=COUNTRY)],
+                )
+                agent = agent_create(
+                    parent=parent,
+                    by=by,
+                    name=f"bench net {n} level {level}",
+                    owner_email=f"bench-net-{n}-{level}@reseller.example",
+                    price_list_id=listed.public_id,
+                )
+            wallet_topup_manual(account=agent, amount=WALLET_FUNDS, note="bench")
+            parent, by = agent, agent.users.get()
+        tops.append(key_for(top, "bench"))
+        deepest.append(key_for(by, "bench"))
+    return {"top_keys": tops, "deep_keys": deepest}
+
+
 def entries_of(email: str) -> int:
     return Wallet.objects.get(account__users__email=email, kind="live").entries.count()
 
@@ -329,6 +361,7 @@ def main() -> int:
     fresh = sub.add_parser("accounts")
     fresh.add_argument("--prefix", required=True)
     fresh.add_argument("--count", type=int, default=5)
+    sub.add_parser("network").add_argument("--clients", type=int, default=8)
     hooks = sub.add_parser("webhooks")
     hooks.add_argument("--clients", type=int, default=8)
     hooks.add_argument("--url", required=True)
@@ -344,6 +377,7 @@ def main() -> int:
         "routing-operators": cmd_routing_operators,
         "routes": cmd_routes,
         "accounts": cmd_accounts,
+        "network": cmd_network,
     }[args.command]
     print(json.dumps(handler(args)))
     return 0
