@@ -17,6 +17,7 @@ from django.utils.translation import gettext as _
 from accounts.models import Account, Invitation, User
 from accounts.roles import OWNER, ROLES
 from accounts.services import normalise_email
+from emails.outbox import email_queue
 from emails.services import message
 from reseller.errors import ValidationFailed
 
@@ -65,12 +66,11 @@ def _context(*, account: Account, by: User, role: str, site_url: str) -> dict[st
     return context
 
 
-def invitation_create(
-    *, account: Account, by: User, email: str, role: str, site_url: str = ""
-) -> EmailMultiAlternatives:
-    """A pending invitation to join ``account`` with ``role``, and its email (the caller sends
-    it: a team invitation at once, a new agent's owner once its account is committed). The
-    link works once, for 7 days; only a hash of its token is kept."""
+def _invitation_new(
+    *, account: Account, by: User, email: str, role: str, site_url: str
+) -> tuple[str, dict[str, str]]:
+    """A pending invitation to join ``account`` with ``role``: its address and its email's
+    context. The link works once, for 7 days; only a hash of its token is kept."""
     email = normalise_email(email)
     token = secrets.token_urlsafe(32)
     # Inviting the same address again replaces its pending invitation (the new link wins).
@@ -80,7 +80,31 @@ def invitation_create(
     )
     context = _context(account=account, by=by, role=role, site_url=site_url)
     context["accept_path"] = reverse("accounts:invitation", args=[token])
+    return email, context
+
+
+def invitation_create(
+    *, account: Account, by: User, email: str, role: str, site_url: str = ""
+) -> EmailMultiAlternatives:
+    """A pending invitation and its email, which the caller sends at once (a team
+    invitation: the page says whether it went)."""
+    email, context = _invitation_new(
+        account=account, by=by, email=email, role=role, site_url=site_url
+    )
     return message(kind="invitation", to=email, language=by.language, context=context)
+
+
+def invitation_queue(
+    *, account: Account, by: User, email: str, role: str, site_url: str = ""
+) -> None:
+    """A pending invitation, its email written to the outbox in the caller's transaction and
+    sent by a worker after the commit, retried while the mail server is away (a new agent's
+    owner: the agent exists whether or not the mail server answers now). The outbox forgets
+    the link once the message is sent."""
+    email, context = _invitation_new(
+        account=account, by=by, email=email, role=role, site_url=site_url
+    )
+    email_queue(kind="invitation", to=email, language=by.language, context=context)
 
 
 def invitation_pending(*, token: str) -> Invitation | None:

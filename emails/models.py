@@ -20,6 +20,7 @@ class Email(models.Model):
         ENDPOINT_DISABLED = "endpoint_disabled"
         BANK_TRANSFER = "bank_transfer"
         CARD_PURCHASES_FROZEN = "card_purchases_frozen"
+        INVITATION = "invitation"  # a new agent's owner (contract section 18)
 
     kind = models.CharField(max_length=32, choices=Kind.choices)
     to = models.EmailField(max_length=254)

@@ -27,7 +27,7 @@ logger = logging.getLogger(__name__)
 
 # Context keys that carry a one-time link (a sign-up's, a password reset's): the row needs them
 # until the message is sent, then forgets them; staff never see them (backoffice admin).
-LINK_KEYS = frozenset({"confirm_path", "new_password_path"})
+LINK_KEYS = frozenset({"confirm_path", "new_password_path", "accept_path"})
 LEASE = timedelta(minutes=5)
 MAX_ATTEMPTS = 12  # about a day and a half of retries (1, 2, 4 … minutes, at most 6 hours)
 KEEP_SENT = timedelta(days=30)

@@ -27,7 +27,7 @@ from accounts import services as account_services
 from accounts.models import Account, User
 from accounts.roles import NETWORK, OWNER, may, refusal_message
 from accounts.services import normalise_email
-from accounts.team import invitation_create
+from accounts.team import invitation_queue
 from network.models import PriceList, PriceListAssignment
 from network.price_lists import price_list_assign
 from payments.models import Payment
@@ -236,10 +236,8 @@ def agent_create(
     wallet_get_or_create(account=agent)
     if price_list is not None:
         price_list_assign(account=agent, price_list=price_list)
-    invitation = invitation_create(
-        account=agent, by=by, email=owner_email, role=OWNER, site_url=site_url
-    )
-    transaction.on_commit(invitation.send)
+    # Through the outbox: sent after the commit, retried while the mail server is away.
+    invitation_queue(account=agent, by=by, email=owner_email, role=OWNER, site_url=site_url)
     return agent
 
 
