@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import secrets
 import sys
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -207,6 +208,8 @@ def cmd_network(args) -> dict:
     """Issue 42's figure: ``--clients`` three-level networks (top -> agent -> agent's agent),
     each level priced 5 % over its parent by a price list on MX, every wallet funded, a
     live key of each top account and of each agent at level 3."""
+    from accounts.team import invitation_accept
+    from emails.models import Email
     from network.agents import agent_create
     from network.price_lists import RuleSpec, price_list_create
 
@@ -229,7 +232,14 @@ def cmd_network(args) -> dict:
                     price_list_id=listed.public_id,
                 )
             wallet_topup_manual(account=agent, amount=WALLET_FUNDS, note="bench")
-            parent, by = agent, agent.users.get()
+            # Its owner follows the invitation's link, as a person would (the outbox still
+            # holds the link: nothing sends the bench's emails).
+            email = f"bench-net-{n}-{level}@reseller.example"
+            path = Email.objects.filter(to=email).latest("id").context["accept_path"]
+            token = path.rstrip("/").rsplit("/", 1)[-1]
+            owner = invitation_accept(token=token, password=secrets.token_urlsafe(16))
+            assert owner is not None, email
+            parent, by = agent, owner
         tops.append(key_for(top, "bench"))
         deepest.append(key_for(by, "bench"))
     return {"top_keys": tops, "deep_keys": deepest}
