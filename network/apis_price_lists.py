@@ -72,6 +72,7 @@ class PriceListsApi(APIView):
 
     @extend_schema(
         tags=["network"],
+        operation_id="network_price_lists_list",
         summary="Your price lists",
         description="The lists you assign to your agents (staff: the platform's lists for top "
         "accounts), by name, with their rules.",

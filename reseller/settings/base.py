@@ -718,6 +718,7 @@ SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"] = {
     "RechargeStatusEnum": "recharges.models.Recharge.Status",
     "ReconciliationItemKindEnum": "reconciliation.models.ReconciliationItem.Kind",
     "RequiresActionStatusEnum": ["requires_action", "processing"],
+    "AgentStatusEnum": "network.agents.STATUSES",
 }
 SPECTACULAR_SETTINGS["POSTPROCESSING_HOOKS"].append(
     "reseller.schema.document_ambiguous_credentials"
