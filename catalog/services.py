@@ -134,6 +134,29 @@ def operator_upsert(
     return operator, _save(operator, created=False, changed=_apply(operator, values))
 
 
+def _product_write(
+    *, sku: str, operator: Operator, values: dict[str, Any], kept: tuple[str, ...] = ()
+) -> tuple[Product, UpsertResult]:
+    """The product with this SKU created with ``values``, or updated with those that differ
+    (``kept``: fields an existing product keeps as staff left them); under its row lock."""
+    sku = sku.strip()
+    product = Product.objects.select_for_update().filter(sku=sku).first()
+    if product is None:
+        product = Product(sku=sku, public_id=product_public_id(sku), **values)
+        product.operator = operator
+        product.country_id = operator.country_id
+        return product, _save(product, created=True, changed=[])
+    changed = _apply(product, {k: v for k, v in values.items() if k not in kept})
+    if changed:
+        product.updated_at = timezone.now()
+        changed.append("updated_at")
+        if "operator_id" in changed:
+            product.operator = operator
+            product.country_id = operator.country_id
+            changed.append("country_id")
+    return product, _save(product, created=False, changed=changed)
+
+
 @transaction.atomic
 def product_upsert(
     *,
@@ -170,22 +193,7 @@ def product_upsert(
         "active": active,
         "translations": clean_translations(translations, fields=Product.TRANSLATABLE_FIELDS),
     }
-    sku = sku.strip()
-    product = Product.objects.select_for_update().filter(sku=sku).first()
-    if product is None:
-        product = Product(sku=sku, public_id=product_public_id(sku), **values)
-        product.operator = operator
-        product.country_id = operator.country_id
-        return product, _save(product, created=True, changed=[])
-    changed = _apply(product, values)
-    if changed:
-        product.updated_at = timezone.now()
-        changed.append("updated_at")
-        if "operator_id" in changed:
-            product.operator = operator
-            product.country_id = operator.country_id
-            changed.append("country_id")
-    return product, _save(product, created=False, changed=changed)
+    return _product_write(sku=sku, operator=operator, values=values)
 
 
 @transaction.atomic
@@ -229,24 +237,13 @@ def product_range_upsert(
     if benefits is not None:
         values["benefits"] = benefits_clean(list(benefits))
         values["validity_days"] = validity_days
-    sku = sku.strip()
-    product = Product.objects.select_for_update().filter(sku=sku).first()
-    if product is None:
-        product = Product(sku=sku, public_id=product_public_id(sku), **values)
-        product.operator = operator
-        product.country_id = operator.country_id
-        return product, _save(product, created=True, changed=[])
     # Staff may have named, described or priced it: only what the routes decide is kept up.
-    kept = {k: v for k, v in values.items() if k not in ("name", "description", "retail_currency")}
-    changed = _apply(product, kept)
-    if changed:
-        product.updated_at = timezone.now()
-        changed.append("updated_at")
-        if "operator_id" in changed:
-            product.operator = operator
-            product.country_id = operator.country_id
-            changed.append("country_id")
-    return product, _save(product, created=False, changed=changed)
+    return _product_write(
+        sku=sku,
+        operator=operator,
+        values=values,
+        kept=("name", "description", "retail_currency"),
+    )
 
 
 @transaction.atomic
