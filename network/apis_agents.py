@@ -8,8 +8,7 @@ them, above the network)."""
 
 from __future__ import annotations
 
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -18,10 +17,8 @@ from network import agents
 from network.serializers_agents import AgentCreateIn, AgentOut, AgentPatchIn
 from reseller import openapi_examples as ex
 from reseller.api import problems
-from reseller.exports import XLSX
 from reseller.pagination import PagePagination
-from wallet import statements
-from wallet.apis import statement_response
+from wallet.apis import STATEMENT_PARAMETERS, statement_response, statement_responses
 from wallet.services import wallet_get_or_create
 
 AGENT = {
@@ -165,26 +162,8 @@ class AgentStatementApi(APIView):
         summary="An agent's wallet statement",
         description="The live wallet of any descendant, as `GET /wallet/statement` shows your "
         "own (`from`, `to`, `format=json|csv|xlsx`)." + ROLE_NOTE,
-        parameters=[
-            AGENT_ID,
-            OpenApiParameter("from", OpenApiTypes.DATE),
-            OpenApiParameter("to", OpenApiTypes.DATE),
-            OpenApiParameter("format", str, enum=list(statements.FORMATS)),
-        ],
-        responses={
-            (200, "application/json"): OpenApiResponse(
-                OpenApiTypes.OBJECT,
-                description="The totals and the entries.",
-                examples=[ex.response("November so far", ex.STATEMENT)],
-            ),
-            (200, "text/csv"): OpenApiResponse(
-                OpenApiTypes.STR,
-                description="format=csv",
-                examples=[ex.response("format=csv", ex.STATEMENT_CSV)],
-            ),
-            (200, XLSX): OpenApiResponse(OpenApiTypes.BINARY, description="format=xlsx"),
-            **problems(400, 401, 403, 404),
-        },
+        parameters=[AGENT_ID, *STATEMENT_PARAMETERS],
+        responses=statement_responses(400, 401, 403, 404),
     )
     def get(self, request, agent_id: str):
         agent = agent_of_branch(request, agent_id)

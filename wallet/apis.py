@@ -16,6 +16,30 @@ from wallet import statements
 from wallet.serializers import BalanceOut
 from wallet.services import wallet_for
 
+# A statement's query and answers, documented once (also an agent's: network.apis_agents).
+STATEMENT_PARAMETERS = [
+    OpenApiParameter("from", OpenApiTypes.DATE),
+    OpenApiParameter("to", OpenApiTypes.DATE),
+    OpenApiParameter("format", str, enum=list(statements.FORMATS)),
+]
+
+
+def statement_responses(*problem_statuses: int) -> dict:
+    return {
+        (200, "application/json"): OpenApiResponse(
+            OpenApiTypes.OBJECT,
+            description="The totals and the entries.",
+            examples=[ex.response("November so far", ex.STATEMENT)],
+        ),
+        (200, "text/csv"): OpenApiResponse(
+            OpenApiTypes.STR,
+            description="format=csv",
+            examples=[ex.response("format=csv", ex.STATEMENT_CSV)],
+        ),
+        (200, XLSX): OpenApiResponse(OpenApiTypes.BINARY, description="format=xlsx"),
+        **problems(*problem_statuses),
+    }
+
 
 class BalanceApi(APIView):
     @extend_schema(
@@ -50,25 +74,8 @@ class StatementApi(APIView):
         "(`hasMore` when there are more). `amount` is signed: credits positive, debits "
         "negative. Text cells that start with `=`, `+`, `-` or `@` are escaped in files. With "
         "a test key: that key's sandbox balance.",
-        parameters=[
-            OpenApiParameter("from", OpenApiTypes.DATE),
-            OpenApiParameter("to", OpenApiTypes.DATE),
-            OpenApiParameter("format", str, enum=list(statements.FORMATS)),
-        ],
-        responses={
-            (200, "application/json"): OpenApiResponse(
-                OpenApiTypes.OBJECT,
-                description="The totals and the entries.",
-                examples=[ex.response("November so far", ex.STATEMENT)],
-            ),
-            (200, "text/csv"): OpenApiResponse(
-                OpenApiTypes.STR,
-                description="format=csv",
-                examples=[ex.response("format=csv", ex.STATEMENT_CSV)],
-            ),
-            (200, XLSX): OpenApiResponse(OpenApiTypes.BINARY, description="format=xlsx"),
-            **problems(400, 401, 403),
-        },
+        parameters=STATEMENT_PARAMETERS,
+        responses=statement_responses(400, 401, 403),
     )
     def get(self, request):
         wallet = wallet_for(account=request.user.account, api_key=request_api_key(request))
