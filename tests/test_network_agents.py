@@ -416,3 +416,19 @@ def test_staff_see_the_network_tree_and_suspend_an_account_with_its_descendants(
     client.post("/admin/accounts/account/", {"action": "resume", "_selected_action": [agent.pk]})
     assert client_for(sub_key).get("/api/v1/auth/me").status_code == 200
     assert StaffAction.objects.filter(action="account.resume").count() == 1
+
+
+def test_a_suspended_agents_people_hear_suspended_even_where_their_role_may_not_go(networks):
+    """Suspension is said first: every role of a suspended agent, its developer too on the
+    network's routes (which developers may not use), is told the account is suspended, not
+    that its role may not (contract section 18: refused "at once with 403
+    account_suspended")."""
+    team = team_of(networks["agent_owner"])
+    jwt_client(networks["top"]).patch(
+        f"{AGENTS}/{networks['agent'].public_id}", {"status": "suspended"}, format="json"
+    )
+    for role, client in team.items():
+        for path in (AGENTS, "/api/v1/network/price-lists", "/api/v1/network/transfers"):
+            response = client.get(path)
+            assert response.status_code == 403, (role, path)
+            assert_problem(response, 403, "account_suspended")
