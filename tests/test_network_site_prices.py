@@ -44,12 +44,12 @@ def telcel():
 
 
 @pytest.fixture
-def fixed(telcel) -> Product:
+def fixed(telcel):
     return ProductFactory(operator=telcel, name="Telcel 100", retail_price=Decimal("4.99"))
 
 
 @pytest.fixture
-def ranged(telcel) -> Product:
+def ranged(telcel):
     """10 to 500 MXN in steps of 5, priced A / 20 + 0.50 EUR: 10 MXN is 1.00, 150 MXN 8.00."""
     return RangeProductFactory(operator=telcel, name="Telcel any amount")
 

@@ -70,7 +70,7 @@ def telcel(db):
 
 def an_agent(language: str):
     """The owner of an agent at level 2, priced by its parent's list (MX + 7 %)."""
-    top = UserFactory(email=f"top-{language}@example.com").account
+    top = Account.objects.create(name=f"Distribuidora {language}")
     agent = Account.objects.create(
         name=f"Tienda {language}", parent=top, depth=2, wallet_currency=top.wallet_currency
     )
