@@ -1,15 +1,21 @@
-"""The amount a buyer chooses on the site for a range product (contract section 17): its
-price for the visitor, the common amounts offered as presets, and why an amount is refused,
-in the visitor's language.
+"""What the site says a product costs before the cart, and the amount a buyer chooses on the
+site for a range product (contract section 17): its price for the visitor, the common amounts
+offered as presets, and why an amount is refused, in the visitor's language.
 
-The price is ``orders.pricing``'s, as the cart and the checkout will charge it: in the
-visitor's currency (their wallet's; a logged-out visitor's is the guest account's), less
-their account's discount. The product page asks for it as the buyer types
+The price of an amount is ``orders.pricing``'s, as the cart and the checkout will charge it:
+in the visitor's currency (their wallet's; a logged-out visitor's is the guest account's), at
+their account's own price (``network.prices``: its discount, or its price list and its
+ancestors'). The product page asks for it as the buyer types
 (``orders.views.product_price``) and shows it again after a form posted without JavaScript.
+
+A product's card (``prices_shown``) says the same account's price, in the product's own
+currency as the API catalog does (contract section 18: "The catalog, quotes, carts and orders
+of an agent show its own price"; docs/network.md, "What the site shows").
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
@@ -20,6 +26,7 @@ from accounts.models import Account
 from accounts.services import guest_account
 from catalog.errors import ProductUnavailable
 from catalog.models import Product
+from network.prices import account_prices_of
 from orders.pricing import LineRequest, price_order
 from reseller.errors import ApplicationError
 from reseller.money import CENT
@@ -103,6 +110,33 @@ def amount_check(*, product: Product, raw: str) -> Decimal:
 def visitor_account(user) -> Account:
     """Whose prices the visitor sees: their account's, or the guest account's."""
     return user.account if user.is_authenticated else guest_account()
+
+
+def prices_shown(*, account_id: int | None, products: Sequence[Product]) -> dict[int, Decimal]:
+    """What each product's card on the site says it costs, by product pk, in the product's own
+    currency: a fixed product's price, a range product's price at its smallest amount ("from").
+
+    A signed-in member's account (``account_id``) sees its own price, the one the cart charges
+    it before any currency conversion: ``network.prices`` (the service the API catalog's
+    ``catalog.pricing_hook`` loads), its chain and its lists' rules loaded once for all the
+    products, two queries at most. A visitor without an account sees the catalog's retail
+    prices, with no query. Nothing here is kept between requests. A product without a price is
+    absent."""
+    priced = [product for product in products if product.priced]
+    if account_id is None:
+        return {product.pk: product.price_at(_smallest(product)) for product in priced}
+    prices = account_prices_of(account_id=account_id, products=priced)
+    return {
+        product.pk: prices.unit_price(
+            product=product, local_amount=_smallest(product), rate=Decimal(1)
+        )
+        for product in priced
+    }
+
+
+def _smallest(product: Product) -> Decimal | None:
+    """The amount a card's price is of: a range product's smallest (None: a fixed product)."""
+    return product.range_min if product.is_range else None
 
 
 def amount_price(*, product: Product, raw: str, account: Account) -> AmountPrice:

@@ -31,7 +31,14 @@ from catalog.fields import fields_check
 from catalog.models import Operator, Product, ProductType, PromotionStatus
 from catalog.phone import PhoneNumber, phone_parse
 from catalog.views import REGION_COOKIE, countries_by_name
-from orders.amounts import AMOUNT, AMOUNT_FOR, amount_presets, amount_price, visitor_account
+from orders.amounts import (
+    AMOUNT,
+    AMOUNT_FOR,
+    amount_presets,
+    amount_price,
+    prices_shown,
+    visitor_account,
+)
 from orders.line_fields import FIELD_PREFIX, FIELDS_FOR, fields_kept
 from orders.selectors import sandbox_recharges
 from orders.statements import period_recharges
@@ -214,7 +221,13 @@ def operator(request: HttpRequest, code: str, slug: str) -> HttpResponse:
         if any(p.product_type == kind for p in products)
     ]
     promotions = {p.promotion.pk: p.promotion for p in products if p.promotion}  # type: ignore[attr-defined]
+    # The signed-in account's own prices (an agent's, a listed or discounted account's), as its
+    # cart will charge them; a visitor's are the catalog's. Loaded for the page's products at
+    # once, on this request's rows only: nothing shared is written.
+    account_id = request.user.account_id if request.user.is_authenticated else None
+    shown = prices_shown(account_id=account_id, products=products)
     for product in products:
+        product.shown_price = shown.get(product.pk)  # type: ignore[attr-defined]
         if product.is_range:
             _amount_attach(request, product)
         if product.required_fields:
