@@ -27,7 +27,9 @@ def new_user_id() -> str:
 
 
 class Account(models.Model):
-    public_id = models.CharField(max_length=40, unique=True, default=new_account_id, editable=False)
+    public_id = models.CharField(
+        _("public ID"), max_length=40, unique=True, default=new_account_id, editable=False
+    )
     name = models.CharField(_("name"), max_length=200)
     is_b2b = models.BooleanField(
         _("B2B"), default=False, help_text=_("May use the B2B recharge API with its keys.")
@@ -53,7 +55,7 @@ class Account(models.Model):
     )
     depth = models.PositiveSmallIntegerField(_("level"), default=1)
     suspended_at = models.DateTimeField(_("suspended"), null=True, blank=True)
-    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    created_at = models.DateTimeField(_("created at"), default=timezone.now, editable=False)
 
     class Meta:
         verbose_name = _("account")
@@ -76,7 +78,11 @@ class Account(models.Model):
 
 class BillingProfile(models.Model):
     account = models.OneToOneField(
-        Account, on_delete=models.CASCADE, primary_key=True, related_name="billing"
+        Account,
+        on_delete=models.CASCADE,
+        primary_key=True,
+        related_name="billing",
+        verbose_name=_("account"),
     )
     company_name = models.CharField(_("company name"), max_length=200, blank=True)
     vat_number = models.CharField(_("VAT number"), max_length=40, blank=True)
@@ -84,7 +90,7 @@ class BillingProfile(models.Model):
     address_line2 = models.CharField(_("address line 2"), max_length=200, blank=True)
     city = models.CharField(_("city"), max_length=100, blank=True)
     postal_code = models.CharField(_("postal code"), max_length=20, blank=True)
-    country = CountryField(_("country"), blank=True, help_text="ISO 3166-1 alpha-2")
+    country = CountryField(_("country"), blank=True, help_text=_("ISO 3166-1 alpha-2"))
 
     class Meta:
         verbose_name = _("billing profile")
@@ -127,13 +133,17 @@ class UserManager(BaseUserManager["User"]):
 
 
 class User(AbstractBaseUser, PermissionsMixin):
-    public_id = models.CharField(max_length=40, unique=True, default=new_user_id, editable=False)
+    public_id = models.CharField(
+        _("public ID"), max_length=40, unique=True, default=new_user_id, editable=False
+    )
     email = models.EmailField(_("email"), max_length=254, unique=True)
     first_name = models.CharField(_("first name"), max_length=150, blank=True)
     last_name = models.CharField(_("last name"), max_length=150, blank=True)
     phone = models.CharField(_("phone"), max_length=20, blank=True)
     language = models.CharField(_("language"), max_length=5, choices=LANGUAGE_CHOICES, default="en")
-    account = models.ForeignKey(Account, on_delete=models.PROTECT, related_name="users")
+    account = models.ForeignKey(
+        Account, on_delete=models.PROTECT, related_name="users", verbose_name=_("account")
+    )
     # What this member may do in the account (accounts/roles.py): the owner everything, a
     # developer keys, webhooks and logs but no money, finance the money but no keys.
     role = models.CharField(
@@ -148,7 +158,7 @@ class User(AbstractBaseUser, PermissionsMixin):
     )
     is_staff = models.BooleanField(_("staff"), default=False)
     is_active = models.BooleanField(_("active"), default=True)
-    date_joined = models.DateTimeField(default=timezone.now, editable=False)
+    date_joined = models.DateTimeField(_("date joined"), default=timezone.now, editable=False)
 
     objects = UserManager()
 
@@ -187,8 +197,12 @@ class ApiKey(models.Model):
         LIVE = "live", _("live")
         TEST = "test", _("test")
 
-    public_id = models.CharField(max_length=40, unique=True, default=new_api_key_id, editable=False)
-    account = models.ForeignKey(Account, on_delete=models.PROTECT, related_name="api_keys")
+    public_id = models.CharField(
+        _("public ID"), max_length=40, unique=True, default=new_api_key_id, editable=False
+    )
+    account = models.ForeignKey(
+        Account, on_delete=models.PROTECT, related_name="api_keys", verbose_name=_("account")
+    )
     user = models.ForeignKey(
         User,
         on_delete=models.PROTECT,
@@ -199,7 +213,7 @@ class ApiKey(models.Model):
     name = models.CharField(_("name"), max_length=100)
     mode = models.CharField(_("mode"), max_length=4, choices=Mode.choices)
     prefix = models.CharField(_("prefix"), max_length=32, unique=True, editable=False)
-    secret_hash = models.CharField(max_length=64, unique=True, editable=False)
+    secret_hash = models.CharField(_("secret hash"), max_length=64, unique=True, editable=False)
     ip_whitelist = models.JSONField(
         _("IP whitelist"),
         default=list,
@@ -289,14 +303,14 @@ class SignupRequest(models.Model):
     hash of the link's token is kept; the password is kept hashed, as a user's is.
     """
 
-    email = models.EmailField(max_length=254, db_index=True)
-    password = models.CharField(max_length=128)
-    first_name = models.CharField(max_length=150, blank=True)
-    last_name = models.CharField(max_length=150, blank=True)
-    account_name = models.CharField(max_length=200, blank=True)
-    language = models.CharField(max_length=5, default="en")
-    token_hash = models.CharField(max_length=64, unique=True)
-    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    email = models.EmailField(_("email"), max_length=254, db_index=True)
+    password = models.CharField(_("password"), max_length=128)
+    first_name = models.CharField(_("first name"), max_length=150, blank=True)
+    last_name = models.CharField(_("last name"), max_length=150, blank=True)
+    account_name = models.CharField(_("account name"), max_length=200, blank=True)
+    language = models.CharField(_("language"), max_length=5, default="en")
+    token_hash = models.CharField(_("token hash"), max_length=64, unique=True)
+    created_at = models.DateTimeField(_("created at"), default=timezone.now, db_index=True)
 
     class Meta:
         verbose_name = _("sign-up request")
@@ -310,15 +324,22 @@ class Invitation(models.Model):
     """An invitation to join an account with a role, sent by email; works once, for 7 days.
     Only a hash of the link's token is kept."""
 
-    account = models.ForeignKey(Account, on_delete=models.CASCADE, related_name="invitations")
-    email = models.EmailField(max_length=254)
-    role = models.CharField(max_length=12)
-    token_hash = models.CharField(max_length=64, unique=True)
-    invited_by = models.ForeignKey(
-        User, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    account = models.ForeignKey(
+        Account, on_delete=models.CASCADE, related_name="invitations", verbose_name=_("account")
     )
-    created_at = models.DateTimeField(default=timezone.now)
-    accepted_at = models.DateTimeField(null=True, blank=True)
+    email = models.EmailField(_("email"), max_length=254)
+    role = models.CharField(_("role"), max_length=12)
+    token_hash = models.CharField(_("token hash"), max_length=64, unique=True)
+    invited_by = models.ForeignKey(
+        User,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        verbose_name=_("invited by"),
+    )
+    created_at = models.DateTimeField(_("created at"), default=timezone.now)
+    accepted_at = models.DateTimeField(_("accepted at"), null=True, blank=True)
 
     class Meta:
         verbose_name = _("invitation")

@@ -23,47 +23,62 @@ class CardCheckout(models.Model):
     until ``expires_at``; ``completed_at`` is set once, when the money is taken.
     """
 
-    account = models.ForeignKey("accounts.Account", on_delete=models.PROTECT, related_name="+")
+    account = models.ForeignKey(
+        "accounts.Account", on_delete=models.PROTECT, related_name="+", verbose_name=_("account")
+    )
     payment = models.OneToOneField(
         "payments.Payment",
         null=True,
         blank=True,
         on_delete=models.CASCADE,
         related_name="card_checkout",
+        verbose_name=_("payment"),
     )
     topup = models.OneToOneField(
-        "wallet.TopUp", null=True, blank=True, on_delete=models.CASCADE, related_name="card"
+        "wallet.TopUp",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="card",
+        verbose_name=_("top-up"),
     )
     cart = models.ForeignKey(
-        "orders.Cart", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        "orders.Cart",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        verbose_name=_("cart"),
     )
-    amount = models.DecimalField(**MONEY)
-    currency = models.CharField(max_length=3)
-    setup_intent_id = models.CharField(max_length=128, blank=True)
-    payment_intent_id = models.CharField(max_length=128, blank=True, db_index=True)
-    attempts = models.PositiveSmallIntegerField(default=0)
+    amount = models.DecimalField(_("amount"), **MONEY)
+    currency = models.CharField(_("currency"), max_length=3)
+    setup_intent_id = models.CharField(_("setup intent ID"), max_length=128, blank=True)
+    payment_intent_id = models.CharField(
+        _("payment intent ID"), max_length=128, blank=True, db_index=True
+    )
+    attempts = models.PositiveSmallIntegerField(_("attempts"), default=0)
     # Set while a PaymentIntent is being created on Stripe (no row lock is held meanwhile):
     # a concurrent checkout sees the attempt in flight and answers ``processing``.
-    attempt_started_at = models.DateTimeField(null=True, blank=True)
+    attempt_started_at = models.DateTimeField(_("attempt started at"), null=True, blank=True)
     # The cart lines this payment pays for: exactly these leave the cart when it succeeds.
-    cart_item_ids = models.JSONField(default=list, blank=True)
-    failure_code = models.CharField(max_length=64, blank=True)
+    cart_item_ids = models.JSONField(_("cart item IDs"), default=list, blank=True)
+    failure_code = models.CharField(_("failure code"), max_length=64, blank=True)
     # The card purchase limits (checkout.limits, docs/fraud.md): the card's Stripe fingerprint
     # once known, and since when this payment counts (its charge in flight, then captured).
     # Cleared again when the attempt fails; a payment never confirmed never counts.
-    card_fingerprint = models.CharField(max_length=64, blank=True)
-    limit_counted_at = models.DateTimeField(null=True, blank=True)
-    limit_amount_eur = models.DecimalField(**MONEY, null=True, blank=True)
+    card_fingerprint = models.CharField(_("card fingerprint"), max_length=64, blank=True)
+    limit_counted_at = models.DateTimeField(_("limit counted at"), null=True, blank=True)
+    limit_amount_eur = models.DecimalField(_("limit amount (EUR)"), **MONEY, null=True, blank=True)
     # The client address of the checkout that charged it (per-address limits, a guest's too).
-    client_address = models.GenericIPAddressField(null=True, blank=True)
+    client_address = models.GenericIPAddressField(_("client address"), null=True, blank=True)
     # A guest's purchase (no account; owned by the house guest account, docs/site.md): where
     # the receipt goes and in which language.
-    guest_email = models.EmailField(max_length=254, blank=True)
-    guest_language = models.CharField(max_length=5, blank=True)
-    expires_at = models.DateTimeField()
-    completed_at = models.DateTimeField(null=True, blank=True)
-    created_at = models.DateTimeField(default=timezone.now, editable=False)
-    updated_at = models.DateTimeField(default=timezone.now)
+    guest_email = models.EmailField(_("guest email"), max_length=254, blank=True)
+    guest_language = models.CharField(_("guest language"), max_length=5, blank=True)
+    expires_at = models.DateTimeField(_("expires at"))
+    completed_at = models.DateTimeField(_("completed at"), null=True, blank=True)
+    created_at = models.DateTimeField(_("created at"), default=timezone.now, editable=False)
+    updated_at = models.DateTimeField(_("updated at"), default=timezone.now)
 
     class Meta:
         verbose_name = _("card checkout")
@@ -105,10 +120,10 @@ class CardCheckout(models.Model):
 class StripeEvent(models.Model):
     """A webhook event already handled: the unique id makes a replay do nothing."""
 
-    event_id = models.CharField(max_length=255, unique=True)
-    type = models.CharField(max_length=100)
-    payment_intent_id = models.CharField(max_length=128, blank=True)
-    received_at = models.DateTimeField(default=timezone.now, editable=False)
+    event_id = models.CharField(_("event ID"), max_length=255, unique=True)
+    type = models.CharField(_("type"), max_length=100)
+    payment_intent_id = models.CharField(_("payment intent ID"), max_length=128, blank=True)
+    received_at = models.DateTimeField(_("received at"), default=timezone.now, editable=False)
 
     class Meta:
         verbose_name = _("Stripe event")
@@ -203,8 +218,8 @@ CARD_LIMITS = (
 )
 
 
-def _limit_field(help_text: Any) -> models.PositiveIntegerField:
-    return models.PositiveIntegerField(null=True, blank=True, help_text=help_text)
+def _limit_field(help_text: Any, verbose_name: Any) -> models.PositiveIntegerField:
+    return models.PositiveIntegerField(verbose_name, null=True, blank=True, help_text=help_text)
 
 
 class CardLimitOverride(models.Model):
@@ -214,21 +229,50 @@ class CardLimitOverride(models.Model):
     account's own value is the cap its purchases are held to."""
 
     account = models.OneToOneField(
-        "accounts.Account", on_delete=models.CASCADE, related_name="card_limits"
+        "accounts.Account",
+        on_delete=models.CASCADE,
+        related_name="card_limits",
+        verbose_name=_("account"),
     )
-    new_account_days = _limit_field(_("Days an account is new (CARD_LIMIT_NEW_ACCOUNT_DAYS)."))
-    new_account_per_day = _limit_field(_("Card payments of a new account in 24 h."))
-    new_account_amount_per_day = _limit_field(_("EUR paid by card by a new account in 24 h."))
-    per_number_per_day = _limit_field(_("Card-paid recharges to one number in 24 h."))
-    per_card_per_day = _limit_field(_("Payments with one card in 24 h."))
-    per_account_per_hour = _limit_field(_("Card payments of the account in one hour."))
-    per_address_per_day = _limit_field(_("Card payments from one client address in 24 h."))
-    per_address_per_hour = _limit_field(_("Card payments from one client address in one hour."))
-    first_purchase_amount = _limit_field(_("EUR of the account's first card payment."))
-    note = models.CharField(max_length=255, blank=True)
-    updated_at = models.DateTimeField(default=timezone.now)
+    new_account_days = _limit_field(
+        _("Days an account is new (CARD_LIMIT_NEW_ACCOUNT_DAYS)."),
+        verbose_name=_("new account days"),
+    )
+    new_account_per_day = _limit_field(
+        _("Card payments of a new account in 24 h."), verbose_name=_("new account per day")
+    )
+    new_account_amount_per_day = _limit_field(
+        _("EUR paid by card by a new account in 24 h."),
+        verbose_name=_("new account amount per day"),
+    )
+    per_number_per_day = _limit_field(
+        _("Card-paid recharges to one number in 24 h."), verbose_name=_("per number per day")
+    )
+    per_card_per_day = _limit_field(
+        _("Payments with one card in 24 h."), verbose_name=_("per card per day")
+    )
+    per_account_per_hour = _limit_field(
+        _("Card payments of the account in one hour."), verbose_name=_("per account per hour")
+    )
+    per_address_per_day = _limit_field(
+        _("Card payments from one client address in 24 h."), verbose_name=_("per address per day")
+    )
+    per_address_per_hour = _limit_field(
+        _("Card payments from one client address in one hour."),
+        verbose_name=_("per address per hour"),
+    )
+    first_purchase_amount = _limit_field(
+        _("EUR of the account's first card payment."), verbose_name=_("first purchase amount")
+    )
+    note = models.CharField(_("note"), max_length=255, blank=True)
+    updated_at = models.DateTimeField(_("updated at"), default=timezone.now)
     updated_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        verbose_name=_("updated by"),
     )
 
     class Meta:
@@ -255,21 +299,37 @@ class CardKeyFreeze(models.Model):
         UNFROZEN = "unfrozen", _("Unfrozen")
         BLOCKED = "blocked", _("Blocked for good")
 
-    kind = models.CharField(max_length=8, choices=Kind.choices)
-    value = models.CharField(max_length=64)  # the card's fingerprint or the E.164 number
-    status = models.CharField(max_length=8, choices=Status.choices, default=Status.FROZEN)
-    reason = models.CharField(max_length=16)  # ``dispute`` or ``warning``
-    cause = models.CharField(max_length=128, blank=True)  # the Stripe object that froze it
+    kind = models.CharField(_("kind"), max_length=8, choices=Kind.choices)
+    value = models.CharField(
+        _("value"), max_length=64
+    )  # the card's fingerprint or the E.164 number
+    status = models.CharField(
+        _("status"), max_length=8, choices=Status.choices, default=Status.FROZEN
+    )
+    reason = models.CharField(_("reason"), max_length=16)  # ``dispute`` or ``warning``
+    cause = models.CharField(
+        _("cause"), max_length=128, blank=True
+    )  # the Stripe object that froze it
     account = models.ForeignKey(
-        "accounts.Account", on_delete=models.PROTECT, related_name="+"
+        "accounts.Account", on_delete=models.PROTECT, related_name="+", verbose_name=_("account")
     )  # the account of the disputed payment
     checkout = models.ForeignKey(
-        CardCheckout, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        CardCheckout,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        verbose_name=_("checkout"),
     )  # the disputed payment
-    frozen_at = models.DateTimeField(default=timezone.now)
-    reviewed_at = models.DateTimeField(null=True, blank=True)
+    frozen_at = models.DateTimeField(_("frozen at"), default=timezone.now)
+    reviewed_at = models.DateTimeField(_("reviewed at"), null=True, blank=True)
     reviewed_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        verbose_name=_("reviewed by"),
     )
 
     class Meta:

@@ -22,22 +22,22 @@ class Email(models.Model):
         CARD_PURCHASES_FROZEN = "card_purchases_frozen"
         INVITATION = "invitation"  # a new agent's owner (contract section 18)
 
-    kind = models.CharField(max_length=32, choices=Kind.choices)
-    to = models.EmailField(max_length=254)
-    language = models.CharField(max_length=8, default="en")
+    kind = models.CharField(_("kind"), max_length=32, choices=Kind.choices)
+    to = models.EmailField(_("to"), max_length=254)
+    language = models.CharField(_("language"), max_length=8, default="en")
     # What the templates show, as the caller saw it in the transaction (JSON values only).
-    context = models.JSONField(default=dict)
+    context = models.JSONField(_("context"), default=dict)
     # What the message carries that must not be stored in clear (a PIN: contract section 17),
     # as a FIELD_ENCRYPTION_KEY token of its JSON, merged into the context when rendered and
     # forgotten once the message is sent.
-    secret_context = models.TextField(blank=True, default="")
-    created_at = models.DateTimeField(default=timezone.now)
+    secret_context = models.TextField(_("secret context"), blank=True, default="")
+    created_at = models.DateTimeField(_("created at"), default=timezone.now)
     # A worker sends when this is due; it moves it on (a lease) before sending, then to the
     # next retry on failure, so a crashed worker's message is sent again later.
-    next_attempt_at = models.DateTimeField(default=timezone.now)
-    attempts = models.PositiveSmallIntegerField(default=0)
-    sent_at = models.DateTimeField(null=True, blank=True)
-    last_error = models.CharField(max_length=255, blank=True)
+    next_attempt_at = models.DateTimeField(_("next attempt at"), default=timezone.now)
+    attempts = models.PositiveSmallIntegerField(_("attempts"), default=0)
+    sent_at = models.DateTimeField(_("sent at"), null=True, blank=True)
+    last_error = models.CharField(_("last error"), max_length=255, blank=True)
 
     class Meta:
         verbose_name = _("outgoing email")

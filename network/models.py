@@ -134,7 +134,9 @@ class Transfer(models.Model):
         TO_AGENT = "to_agent", _("to the agent")
         FROM_AGENT = "from_agent", _("from the agent")
 
-    public_id = models.CharField(max_length=40, unique=True, default=new_transfer_id)
+    public_id = models.CharField(
+        _("public ID"), max_length=40, unique=True, default=new_transfer_id
+    )
     parent = models.ForeignKey(
         "accounts.Account", on_delete=models.PROTECT, related_name="+", verbose_name=_("parent")
     )
@@ -146,9 +148,16 @@ class Transfer(models.Model):
     currency = models.CharField(_("currency"), max_length=3)
     memo = models.CharField(_("memo"), max_length=200, blank=True)
     created_by = models.ForeignKey(
-        "accounts.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        "accounts.User",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        verbose_name=_("created by"),
     )
-    created_at = models.DateTimeField(default=timezone.now, editable=False, db_index=True)
+    created_at = models.DateTimeField(
+        _("created at"), default=timezone.now, editable=False, db_index=True
+    )
 
     class Meta:
         verbose_name = _("transfer")
@@ -167,13 +176,17 @@ class TransferKey(models.Model):
     (``reseller.idempotency``, the mechanism orders use with ``orders.IdempotencyRecord``).
     Written in the transfer's transaction: a row exists only for a request that finished."""
 
-    account = models.ForeignKey("accounts.Account", on_delete=models.CASCADE, related_name="+")
-    livemode = models.BooleanField()
-    key = models.CharField(max_length=255)
-    fingerprint = models.CharField(max_length=64, help_text="SHA-256 of method, path and body")
-    response_status = models.PositiveSmallIntegerField()
-    response_body = models.JSONField()
-    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    account = models.ForeignKey(
+        "accounts.Account", on_delete=models.CASCADE, related_name="+", verbose_name=_("account")
+    )
+    livemode = models.BooleanField(_("live mode"))
+    key = models.CharField(_("key"), max_length=255)
+    fingerprint = models.CharField(
+        _("fingerprint"), max_length=64, help_text=_("SHA-256 of method, path and body")
+    )
+    response_status = models.PositiveSmallIntegerField(_("response status"))
+    response_body = models.JSONField(_("response body"))
+    created_at = models.DateTimeField(_("created at"), default=timezone.now, db_index=True)
 
     class Meta:
         verbose_name = _("transfer idempotency key")
@@ -208,11 +221,13 @@ class Commission(models.Model):
     )
     # The recharge's public id, and the reference of its payment cycle (the ledger's).
     recharge = models.CharField(_("recharge"), max_length=40)
-    reference = models.CharField(max_length=64)
+    reference = models.CharField(_("reference"), max_length=64)
     amount = models.DecimalField(_("commission"), **MONEY)
     sale = models.DecimalField(_("sale"), **MONEY, help_text=_("What the buyer paid."))
     currency = models.CharField(_("currency"), max_length=3)
-    created_at = models.DateTimeField(default=timezone.now, editable=False, db_index=True)
+    created_at = models.DateTimeField(
+        _("created at"), default=timezone.now, editable=False, db_index=True
+    )
     reversed_at = models.DateTimeField(_("taken back"), null=True, blank=True)
 
     class Meta:

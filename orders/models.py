@@ -18,13 +18,17 @@ class IdempotencyRecord(models.Model):
     (docs/orders.md). Written in the transaction of the operation it answers: a row exists
     only for a request that finished; a running one holds the key's lock instead."""
 
-    account = models.ForeignKey("accounts.Account", on_delete=models.CASCADE, related_name="+")
-    livemode = models.BooleanField()
-    key = models.CharField(max_length=255)
-    fingerprint = models.CharField(max_length=64, help_text="SHA-256 of method, path and body")
-    response_status = models.PositiveSmallIntegerField()
-    response_body = models.JSONField()
-    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    account = models.ForeignKey(
+        "accounts.Account", on_delete=models.CASCADE, related_name="+", verbose_name=_("account")
+    )
+    livemode = models.BooleanField(_("live mode"))
+    key = models.CharField(_("key"), max_length=255)
+    fingerprint = models.CharField(
+        _("fingerprint"), max_length=64, help_text=_("SHA-256 of method, path and body")
+    )
+    response_status = models.PositiveSmallIntegerField(_("response status"))
+    response_body = models.JSONField(_("response body"))
+    created_at = models.DateTimeField(_("created at"), default=timezone.now, db_index=True)
 
     class Meta:
         verbose_name = _("idempotency record")
@@ -68,11 +72,16 @@ def new_batch_id() -> str:
 class Cart(models.Model):
     """A caller-labelled cart (``sessionId``) of one account in one mode."""
 
-    account = models.ForeignKey("accounts.Account", on_delete=models.CASCADE, related_name="carts")
-    livemode = models.BooleanField(default=True)
-    session_id = models.CharField(max_length=100)
-    created_at = models.DateTimeField(default=timezone.now, editable=False)
-    updated_at = models.DateTimeField(default=timezone.now)
+    account = models.ForeignKey(
+        "accounts.Account",
+        on_delete=models.CASCADE,
+        related_name="carts",
+        verbose_name=_("account"),
+    )
+    livemode = models.BooleanField(_("live mode"), default=True)
+    session_id = models.CharField(_("session ID"), max_length=100)
+    created_at = models.DateTimeField(_("created at"), default=timezone.now, editable=False)
+    updated_at = models.DateTimeField(_("updated at"), default=timezone.now)
 
     class Meta:
         verbose_name = _("cart")
@@ -88,17 +97,23 @@ class Cart(models.Model):
 
 
 class CartItem(models.Model):
-    public_id = models.CharField(max_length=40, unique=True, default=new_cart_item_id)
-    cart = models.ForeignKey(Cart, on_delete=models.CASCADE, related_name="items")
-    product = models.ForeignKey("catalog.Product", on_delete=models.PROTECT, related_name="+")
-    recipient_number = models.CharField(max_length=20)
-    quantity = models.PositiveSmallIntegerField()
+    public_id = models.CharField(
+        _("public ID"), max_length=40, unique=True, default=new_cart_item_id
+    )
+    cart = models.ForeignKey(
+        Cart, on_delete=models.CASCADE, related_name="items", verbose_name=_("cart")
+    )
+    product = models.ForeignKey(
+        "catalog.Product", on_delete=models.PROTECT, related_name="+", verbose_name=_("product")
+    )
+    recipient_number = models.CharField(_("recipient number"), max_length=20)
+    quantity = models.PositiveSmallIntegerField(_("quantity"))
     # The amount the recipient gets, in the product's local currency: chosen for a range
     # product, the face value for a fixed one (contract section 17).
-    local_amount = models.DecimalField(**MONEY, null=True, blank=True)
+    local_amount = models.DecimalField(_("local amount"), **MONEY, null=True, blank=True)
     # The extra fields the product needs (catalog.fields), clean: {"senderPhone": "+1…"}.
-    fields = models.JSONField(default=dict, blank=True)
-    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    fields = models.JSONField(_("fields"), default=dict, blank=True)
+    created_at = models.DateTimeField(_("created at"), default=timezone.now, editable=False)
 
     class Meta:
         verbose_name = _("cart item")
@@ -122,26 +137,43 @@ class Order(models.Model):
         CARD = "card", "Card checkout"
         BATCH = "batch", "B2B batch"
 
-    public_id = models.CharField(max_length=40, unique=True, default=new_order_id)
-    account = models.ForeignKey("accounts.Account", on_delete=models.PROTECT, related_name="orders")
-    livemode = models.BooleanField(default=True)
-    channel = models.CharField(max_length=8, choices=Channel.choices)
-    total = models.DecimalField(**MONEY)
-    currency = models.CharField(max_length=3)
+    public_id = models.CharField(_("public ID"), max_length=40, unique=True, default=new_order_id)
+    account = models.ForeignKey(
+        "accounts.Account",
+        on_delete=models.PROTECT,
+        related_name="orders",
+        verbose_name=_("account"),
+    )
+    livemode = models.BooleanField(_("live mode"), default=True)
+    channel = models.CharField(_("channel"), max_length=8, choices=Channel.choices)
+    total = models.DecimalField(_("total"), **MONEY)
+    currency = models.CharField(_("currency"), max_length=3)
     created_by = models.ForeignKey(
-        "accounts.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        "accounts.User",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        verbose_name=_("created by"),
     )
     api_key = models.ForeignKey(
-        "accounts.ApiKey", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        "accounts.ApiKey",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        verbose_name=_("API key"),
     )
     # ``whenPromotionScheduled`` (contract §5): "wait" (True, the default) holds recharges of a
     # product whose promotion starts soon until it starts; "sendNow" (False) sends them at once.
-    promotion_wait = models.BooleanField(default=True)
+    promotion_wait = models.BooleanField(_("promotion wait"), default=True)
     # A guest's order (no user): where its receipts go, the one at payment and a PIN's
     # later (recharges.pins). Empty for an account's order: its user's address is used.
-    receipt_email = models.EmailField(max_length=254, blank=True)
-    receipt_language = models.CharField(max_length=5, blank=True)
-    created_at = models.DateTimeField(default=timezone.now, editable=False, db_index=True)
+    receipt_email = models.EmailField(_("receipt email"), max_length=254, blank=True)
+    receipt_language = models.CharField(_("receipt language"), max_length=5, blank=True)
+    created_at = models.DateTimeField(
+        _("created at"), default=timezone.now, editable=False, db_index=True
+    )
 
     class Meta:
         verbose_name = _("order")
@@ -152,15 +184,19 @@ class Order(models.Model):
 
 
 class OrderLine(models.Model):
-    order = models.ForeignKey(Order, on_delete=models.CASCADE, related_name="lines")
-    product = models.ForeignKey("catalog.Product", on_delete=models.PROTECT, related_name="+")
-    recipient_number = models.CharField(max_length=20)
-    quantity = models.PositiveSmallIntegerField()
-    local_amount = models.DecimalField(**MONEY, null=True, blank=True)
-    fields = models.JSONField(default=dict, blank=True)
-    unit_price = models.DecimalField(**MONEY)
-    line_total = models.DecimalField(**MONEY)
-    promotion_name = models.CharField(max_length=200, blank=True)
+    order = models.ForeignKey(
+        Order, on_delete=models.CASCADE, related_name="lines", verbose_name=_("order")
+    )
+    product = models.ForeignKey(
+        "catalog.Product", on_delete=models.PROTECT, related_name="+", verbose_name=_("product")
+    )
+    recipient_number = models.CharField(_("recipient number"), max_length=20)
+    quantity = models.PositiveSmallIntegerField(_("quantity"))
+    local_amount = models.DecimalField(_("local amount"), **MONEY, null=True, blank=True)
+    fields = models.JSONField(_("fields"), default=dict, blank=True)
+    unit_price = models.DecimalField(_("unit price"), **MONEY)
+    line_total = models.DecimalField(_("line total"), **MONEY)
+    promotion_name = models.CharField(_("promotion name"), max_length=200, blank=True)
 
     class Meta:
         verbose_name = _("order line")
@@ -182,19 +218,33 @@ class Batch(models.Model):
     run by the processor; ``completed_at`` is set (and ``batch.completed`` emitted) once every
     recharge is final."""
 
-    public_id = models.CharField(max_length=40, unique=True, default=new_batch_id)
-    account = models.ForeignKey("accounts.Account", on_delete=models.PROTECT, related_name="+")
-    livemode = models.BooleanField(default=True)
-    order = models.OneToOneField(Order, on_delete=models.PROTECT, related_name="batch")
-    recharge_count = models.PositiveIntegerField()
+    public_id = models.CharField(_("public ID"), max_length=40, unique=True, default=new_batch_id)
+    account = models.ForeignKey(
+        "accounts.Account", on_delete=models.PROTECT, related_name="+", verbose_name=_("account")
+    )
+    livemode = models.BooleanField(_("live mode"), default=True)
+    order = models.OneToOneField(
+        Order, on_delete=models.PROTECT, related_name="batch", verbose_name=_("order")
+    )
+    recharge_count = models.PositiveIntegerField(_("recharge count"))
     created_by = models.ForeignKey(
-        "accounts.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        "accounts.User",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        verbose_name=_("created by"),
     )
     api_key = models.ForeignKey(
-        "accounts.ApiKey", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        "accounts.ApiKey",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        verbose_name=_("API key"),
     )
-    created_at = models.DateTimeField(default=timezone.now, editable=False)
-    completed_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(_("created at"), default=timezone.now, editable=False)
+    completed_at = models.DateTimeField(_("completed at"), null=True, blank=True)
 
     class Meta:
         verbose_name = _("batch")

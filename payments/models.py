@@ -34,34 +34,50 @@ class Payment(models.Model):
         # A card payment its buyer cancelled before paying it (nothing was charged).
         CANCELED = "canceled", _("Cancelled")
 
-    public_id = models.CharField(max_length=40, unique=True, default=new_payment_id)
-    order = models.OneToOneField("orders.Order", on_delete=models.PROTECT, related_name="payment")
-    account = models.ForeignKey(
-        "accounts.Account", on_delete=models.PROTECT, related_name="payments"
+    public_id = models.CharField(_("public ID"), max_length=40, unique=True, default=new_payment_id)
+    order = models.OneToOneField(
+        "orders.Order", on_delete=models.PROTECT, related_name="payment", verbose_name=_("order")
     )
-    livemode = models.BooleanField(default=True)
-    method = models.CharField(max_length=8, choices=Method.choices)
-    status = models.CharField(max_length=20, choices=Status.choices, default=Status.PENDING)
-    amount = models.DecimalField(**MONEY)
-    refunded_amount = models.DecimalField(**MONEY, default=0)
-    currency = models.CharField(max_length=3)
+    account = models.ForeignKey(
+        "accounts.Account",
+        on_delete=models.PROTECT,
+        related_name="payments",
+        verbose_name=_("account"),
+    )
+    livemode = models.BooleanField(_("live mode"), default=True)
+    method = models.CharField(_("method"), max_length=8, choices=Method.choices)
+    status = models.CharField(
+        _("status"), max_length=20, choices=Status.choices, default=Status.PENDING
+    )
+    amount = models.DecimalField(_("amount"), **MONEY)
+    refunded_amount = models.DecimalField(_("refunded amount"), **MONEY, default=0)
+    currency = models.CharField(_("currency"), max_length=3)
     wallet = models.ForeignKey(
-        "wallet.Wallet", null=True, blank=True, on_delete=models.PROTECT, related_name="payments"
+        "wallet.Wallet",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="payments",
+        verbose_name=_("wallet"),
     )
     # Card payments: the processor's objects and when the priced order stops being valid.
-    setup_intent_id = models.CharField(max_length=128, blank=True)
-    payment_intent_id = models.CharField(max_length=128, blank=True, db_index=True)
-    expires_at = models.DateTimeField(null=True, blank=True)
-    failure_code = models.CharField(max_length=64, blank=True)
-    captured_at = models.DateTimeField(null=True, blank=True)
+    setup_intent_id = models.CharField(_("setup intent ID"), max_length=128, blank=True)
+    payment_intent_id = models.CharField(
+        _("payment intent ID"), max_length=128, blank=True, db_index=True
+    )
+    expires_at = models.DateTimeField(_("expires at"), null=True, blank=True)
+    failure_code = models.CharField(_("failure code"), max_length=64, blank=True)
+    captured_at = models.DateTimeField(_("captured at"), null=True, blank=True)
     # A dispute or an early fraud warning on the card charge (docs/fraud.md), as Stripe last
     # told it: status ``warning`` (an early fraud warning) or the dispute's status, the amount
     # disputed (none for a warning) and the reason. Blank status: none.
-    dispute_status = models.CharField(max_length=32, blank=True)
-    dispute_amount = models.DecimalField(**MONEY, null=True, blank=True)
-    dispute_reason = models.CharField(max_length=64, blank=True)
-    created_at = models.DateTimeField(default=timezone.now, editable=False, db_index=True)
-    updated_at = models.DateTimeField(default=timezone.now)
+    dispute_status = models.CharField(_("dispute status"), max_length=32, blank=True)
+    dispute_amount = models.DecimalField(_("dispute amount"), **MONEY, null=True, blank=True)
+    dispute_reason = models.CharField(_("dispute reason"), max_length=64, blank=True)
+    created_at = models.DateTimeField(
+        _("created at"), default=timezone.now, editable=False, db_index=True
+    )
+    updated_at = models.DateTimeField(_("updated at"), default=timezone.now)
 
     class Meta:
         verbose_name = _("payment")

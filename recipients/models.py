@@ -14,18 +14,28 @@ def new_recipient_id() -> str:
 
 
 class SavedRecipient(models.Model):
-    public_id = models.CharField(max_length=40, unique=True, default=new_recipient_id)
-    account = models.ForeignKey(
-        "accounts.Account", on_delete=models.CASCADE, related_name="saved_recipients"
+    public_id = models.CharField(
+        _("public ID"), max_length=40, unique=True, default=new_recipient_id
     )
-    name = models.CharField(max_length=80)
-    phone_number = models.CharField(max_length=20)  # E.164
+    account = models.ForeignKey(
+        "accounts.Account",
+        on_delete=models.CASCADE,
+        related_name="saved_recipients",
+        verbose_name=_("account"),
+    )
+    name = models.CharField(_("name"), max_length=80)
+    phone_number = models.CharField(_("phone number"), max_length=20)  # E.164
     # The operator last bought for: "top up again" opens its amounts (numbers move between
     # operators, so it is a remembered choice, never a check).
     operator = models.ForeignKey(
-        "catalog.Operator", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        "catalog.Operator",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        verbose_name=_("operator"),
     )
-    created_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(_("created at"), default=timezone.now)
 
     class Meta:
         verbose_name = _("saved recipient")

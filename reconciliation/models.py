@@ -27,7 +27,9 @@ def new_run_id() -> str:
 
 
 class ReconciliationRun(models.Model):
-    public_id = models.CharField(max_length=40, unique=True, default=new_run_id, editable=False)
+    public_id = models.CharField(
+        _("public ID"), max_length=40, unique=True, default=new_run_id, editable=False
+    )
     provider = models.CharField(_("provider"), max_length=32)  # a ``Provider`` row's name
     provider_kind = models.CharField(_("kind"), max_length=16, blank=True)
     day = models.DateField(_("day (UTC)"))
@@ -77,19 +79,26 @@ class ReconciliationItem(models.Model):
         # The provider took a delivered top-up back, and this run applied it.
         REVERSED = "reversed", _("Reversal applied")
 
-    run = models.ForeignKey(ReconciliationRun, on_delete=models.CASCADE, related_name="items")
+    run = models.ForeignKey(
+        ReconciliationRun, on_delete=models.CASCADE, related_name="items", verbose_name=_("run")
+    )
     kind = models.CharField(_("kind"), max_length=16, choices=Kind.choices)
     recharge = models.ForeignKey(
-        "recharges.Recharge", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        "recharges.Recharge",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        verbose_name=_("recharge"),
     )
     our_reference = models.CharField(_("our reference"), max_length=64, blank=True)
     provider_reference = models.CharField(_("provider reference"), max_length=128, blank=True)
     ours_status = models.CharField(_("our status"), max_length=16, blank=True)
     theirs_status = models.CharField(_("their status"), max_length=16, blank=True)
     ours_amount = models.DecimalField(_("our amount"), **AMOUNT)
-    ours_currency = models.CharField(max_length=3, blank=True)
+    ours_currency = models.CharField(_("ours currency"), max_length=3, blank=True)
     theirs_amount = models.DecimalField(_("their amount"), **AMOUNT)
-    theirs_currency = models.CharField(max_length=3, blank=True)
+    theirs_currency = models.CharField(_("theirs currency"), max_length=3, blank=True)
     detail = models.CharField(_("detail"), max_length=255, blank=True)
 
     class Meta:

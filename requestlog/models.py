@@ -27,14 +27,24 @@ def new_api_request_id() -> str:
 
 
 class ApiRequest(models.Model):
-    public_id = models.CharField(max_length=40, unique=True, default=new_api_request_id)
+    public_id = models.CharField(
+        _("public ID"), max_length=40, unique=True, default=new_api_request_id
+    )
     # No index of their own: every read starts from the key (the composite indexes below lead
     # with it), and each index is one more write per request logged.
     account = models.ForeignKey(
-        "accounts.Account", on_delete=models.CASCADE, related_name="api_requests", db_index=False
+        "accounts.Account",
+        on_delete=models.CASCADE,
+        related_name="api_requests",
+        db_index=False,
+        verbose_name=_("account"),
     )
     api_key = models.ForeignKey(
-        "accounts.ApiKey", on_delete=models.CASCADE, related_name="requests", db_index=False
+        "accounts.ApiKey",
+        on_delete=models.CASCADE,
+        related_name="requests",
+        db_index=False,
+        verbose_name=_("API key"),
     )
     livemode = models.BooleanField(_("live"))
     method = models.CharField(_("method"), max_length=10)

@@ -11,14 +11,18 @@ from io import StringIO
 from xml.etree import ElementTree
 
 import pytest
+from django.contrib import admin
 from django.core.management import call_command
 from django.test import Client
 from django.utils import translation
+from django.utils.functional import Promise
 
 from backoffice import charts
 from recharges import processor
+from recharges.models import Recharge
 from tests.factories import ProductFactory, UserFactory
 from tests.helpers import funded_order, second_factor_login
+from tests.po_support import ROOT, catalogs, parse
 from upstreams.models import Provider
 from upstreams.services import catalog_sync
 
@@ -227,3 +231,74 @@ def test_the_recharges_filters_and_a_providers_fields_are_named_in_the_staffs_la
     assert [name for name in names if name not in text] == []
     if language == "es":
         assert [name for name in SEEN_IN_SPANISH if name in text] == []
+
+
+def translated_msgids(language: str) -> set[str]:
+    return {
+        entry.msgid
+        for po in catalogs(language)
+        for entry in parse(po)[1]
+        if entry.msgctxt is None and entry.msgstr and all(entry.msgstr.values())
+    }
+
+
+def named(text: Promise, language: str, ours: set[str]) -> bool:
+    """Translated by our catalog, or by Django's (an inherited field such as last_login)."""
+    with translation.override("en"):
+        english = str(text)
+    with translation.override(language):
+        return english in ours or str(text) != english
+
+
+def test_every_field_of_our_models_in_the_back_office_has_a_spanish_and_french_name():
+    """Issue 43: a field without a verbose name showed its attribute's name, in English, on
+    every language's back office (about 25 on a recharge's page alone: "Recipient number",
+    "Queued at", "Provider transaction id"...). Third-party models (OTP devices, JWT
+    blacklist) keep their own words."""
+    models = set(admin.site._registry)
+    for model_admin in admin.site._registry.values():
+        models.update(inline.model for inline in model_admin.inlines)
+    ours = [m for m in models if (ROOT / m.__module__.split(".")[0]).is_dir()]
+    assert len(ours) > 40
+    spanish, french = translated_msgids("es"), translated_msgids("fr")
+    unnamed, untranslated = [], []
+    for model in ours:
+        for field in model._meta.get_fields():
+            if not getattr(field, "concrete", False) or field.auto_created:
+                continue
+            name = f"{model._meta.label}.{field.name}"
+            texts = [field.verbose_name]
+            if getattr(field, "help_text", ""):
+                texts.append(field.help_text)
+            if not all(isinstance(text, Promise) for text in texts):
+                unnamed.append(name)
+            elif not all(named(t, "es", spanish) and named(t, "fr", french) for t in texts):
+                untranslated.append(name)
+    assert unnamed == []
+    assert untranslated == []
+
+
+@pytest.mark.parametrize(
+    ("language", "names"),
+    [
+        ("en", ["Recipient number", "Queued at", "Delivered at", "Provider transaction ID",
+                "PIN last 4 digits", "Staff retries after failure", "Cost currency"]),
+        ("es", ["Número del destinatario", "En cola el", "Fecha de entrega",
+                "ID de transacción del proveedor", "Últimos 4 dígitos del PIN",
+                "Reintentos del personal tras un fallo", "Moneda del coste"]),
+        ("fr", ["Numéro du destinataire", "Mise en file d’attente le", "Date de livraison",  # noqa: RUF001
+                "ID de transaction du fournisseur", "4 derniers chiffres du code PIN",
+                "Nouvelles tentatives du personnel après un échec", "Devise du coût"]),
+    ],
+)  # fmt: skip
+def test_a_recharges_page_names_its_fields_in_the_staffs_language(
+    staff, provider_with_a_recharge, language, names
+):
+    recharge = Recharge.objects.get()
+    page = staff_client(staff, language).get(f"/admin/recharges/recharge/{recharge.pk}/change/")
+    assert page.status_code == 200
+    text = " ".join(visible(page.content.decode()).split())
+    assert [name for name in names if name not in text] == []
+    if language != "en":
+        english = ["Recipient number", "Queued at", "Failure message", "Provider response"]
+        assert [name for name in english if name in text] == []

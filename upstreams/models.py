@@ -61,13 +61,15 @@ class Provider(models.Model):
     max_in_flight = models.PositiveIntegerField(
         _("calls in flight at most"), default=50, help_text=_("0: no ceiling.")
     )
-    balance = models.DecimalField(**MONEY, null=True, blank=True)
-    balance_currency = models.CharField(max_length=3, blank=True)
-    balance_checked_at = models.DateTimeField(null=True, blank=True)
-    balance_alerted = models.BooleanField(default=False)  # an alert sent since it last rose
+    balance = models.DecimalField(_("balance"), **MONEY, null=True, blank=True)
+    balance_currency = models.CharField(_("balance currency"), max_length=3, blank=True)
+    balance_checked_at = models.DateTimeField(_("balance checked at"), null=True, blank=True)
+    balance_alerted = models.BooleanField(
+        _("balance alerted"), default=False
+    )  # an alert sent since it last rose
     synced_at = models.DateTimeField(_("catalog synced at"), null=True, blank=True)
-    created_at = models.DateTimeField(default=timezone.now, editable=False)
-    updated_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(_("created at"), default=timezone.now, editable=False)
+    updated_at = models.DateTimeField(_("updated at"), default=timezone.now)
 
     class Meta:
         verbose_name = _("provider")
@@ -85,15 +87,22 @@ class ProviderOperator(models.Model):
         NAME = "name", _("by name")
         STAFF = "staff", _("by staff")
 
-    provider = models.ForeignKey(Provider, on_delete=models.CASCADE, related_name="operators")
-    upstream_id = models.CharField(max_length=64)
-    name = models.CharField(max_length=150)
-    country = models.CharField(max_length=2)
-    operator = models.ForeignKey(
-        "catalog.Operator", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    provider = models.ForeignKey(
+        Provider, on_delete=models.CASCADE, related_name="operators", verbose_name=_("provider")
     )
-    mapped_by = models.CharField(max_length=8, choices=MappedBy.choices, blank=True)
-    updated_at = models.DateTimeField(default=timezone.now)
+    upstream_id = models.CharField(_("upstream ID"), max_length=64)
+    name = models.CharField(_("name"), max_length=150)
+    country = models.CharField(_("country"), max_length=2)
+    operator = models.ForeignKey(
+        "catalog.Operator",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        verbose_name=_("operator"),
+    )
+    mapped_by = models.CharField(_("mapped by"), max_length=8, choices=MappedBy.choices, blank=True)
+    updated_at = models.DateTimeField(_("updated at"), default=timezone.now)
 
     class Meta:
         verbose_name = _("provider operator")
@@ -113,34 +122,45 @@ class Route(models.Model):
     """One catalog product as one provider sells it. ``cost``: what that provider debits
     our account for one unit, in its account's currency, as it documents it."""
 
-    provider = models.ForeignKey(Provider, on_delete=models.CASCADE, related_name="routes")
-    upstream_operator = models.ForeignKey(
-        ProviderOperator, on_delete=models.CASCADE, related_name="routes"
+    provider = models.ForeignKey(
+        Provider, on_delete=models.CASCADE, related_name="routes", verbose_name=_("provider")
     )
-    product = models.ForeignKey("catalog.Product", on_delete=models.CASCADE, related_name="+")
-    sku = models.CharField(max_length=64, blank=True)
-    send_value = models.DecimalField(**MONEY, null=True, blank=True)
-    send_currency = models.CharField(max_length=3, blank=True)
-    cost = models.DecimalField(**COST)
-    cost_currency = models.CharField(max_length=3)
+    upstream_operator = models.ForeignKey(
+        ProviderOperator,
+        on_delete=models.CASCADE,
+        related_name="routes",
+        verbose_name=_("upstream operator"),
+    )
+    product = models.ForeignKey(
+        "catalog.Product", on_delete=models.CASCADE, related_name="+", verbose_name=_("product")
+    )
+    sku = models.CharField(_("SKU"), max_length=64, blank=True)
+    send_value = models.DecimalField(_("send value"), **MONEY, null=True, blank=True)
+    send_currency = models.CharField(_("send currency"), max_length=3, blank=True)
+    cost = models.DecimalField(_("cost"), **COST)
+    cost_currency = models.CharField(_("cost currency"), max_length=3)
     # A range route (contract section 17) takes any local amount min_amount, min_amount +
     # step, … up to max_amount and costs ``cost + amount * cost_per_unit`` (cost_currency):
     # Reloadly's amount over its FX rate less its discount, DT One's amount over its
     # wholesale rate plus its fee, Ding's send value between its Minimum and Maximum.
-    min_amount = models.DecimalField(**MONEY, null=True, blank=True)
-    max_amount = models.DecimalField(**MONEY, null=True, blank=True)
-    step = models.DecimalField(**MONEY, null=True, blank=True)
-    cost_per_unit = models.DecimalField(max_digits=18, decimal_places=10, null=True, blank=True)
+    min_amount = models.DecimalField(_("min amount"), **MONEY, null=True, blank=True)
+    max_amount = models.DecimalField(_("max amount"), **MONEY, null=True, blank=True)
+    step = models.DecimalField(_("step"), **MONEY, null=True, blank=True)
+    cost_per_unit = models.DecimalField(
+        _("cost per unit"), max_digits=18, decimal_places=10, null=True, blank=True
+    )
     # What to send in the provider's terms for an amount of a range route, where it wants
     # more than the local amount (Ding's SendValue): ``send_value + amount * send_per_unit``.
-    send_per_unit = models.DecimalField(max_digits=18, decimal_places=10, null=True, blank=True)
+    send_per_unit = models.DecimalField(
+        _("send per unit"), max_digits=18, decimal_places=10, null=True, blank=True
+    )
     # What this provider needs besides the number to sell it (catalog.fields.FIELD_NAMES).
-    required_fields = models.JSONField(default=list, blank=True)
+    required_fields = models.JSONField(_("required fields"), default=list, blank=True)
     # The provider's own name of each field it takes, where it names them per product
     # (Ding's settings: ``{"senderName": "SenderName"}``); sent with the top-up.
-    field_names = models.JSONField(default=dict, blank=True)
-    active = models.BooleanField(default=True)
-    updated_at = models.DateTimeField(default=timezone.now)
+    field_names = models.JSONField(_("field names"), default=dict, blank=True)
+    active = models.BooleanField(_("active"), default=True)
+    updated_at = models.DateTimeField(_("updated at"), default=timezone.now)
 
     class Meta:
         verbose_name = _("route")
@@ -186,7 +206,12 @@ class SkippedOffer(models.Model):
     """An upstream product the last catalog sync could not sell, and why (contract section
     17: the back office lists them). Each sync replaces its provider's rows."""
 
-    provider = models.ForeignKey(Provider, on_delete=models.CASCADE, related_name="skipped_offers")
+    provider = models.ForeignKey(
+        Provider,
+        on_delete=models.CASCADE,
+        related_name="skipped_offers",
+        verbose_name=_("provider"),
+    )
     upstream_operator_id = models.CharField(_("upstream operator"), max_length=64, blank=True)
     operator_name = models.CharField(_("operator name"), max_length=150, blank=True)
     country = models.CharField(_("country"), max_length=2, blank=True)
@@ -248,8 +273,8 @@ class PriceRule(models.Model):
         validators=[MinValueValidator(Decimal(0)), MaxValueValidator(MARKUP_MAX)],
         help_text=_("Over the cheapest healthy route's cost, e.g. 12.5."),
     )
-    created_at = models.DateTimeField(default=timezone.now, editable=False)
-    updated_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(_("created at"), default=timezone.now, editable=False)
+    updated_at = models.DateTimeField(_("updated at"), default=timezone.now)
 
     class Meta:
         verbose_name = _("price rule")

@@ -31,11 +31,16 @@ class Wallet(models.Model):
         LIVE = "live", _("Live wallet")
         SANDBOX = "sandbox", _("Sandbox balance")
 
-    public_id = models.CharField(max_length=40, unique=True, default=new_wallet_id, editable=False)
-    account = models.ForeignKey(
-        "accounts.Account", on_delete=models.PROTECT, related_name="wallets"
+    public_id = models.CharField(
+        _("public ID"), max_length=40, unique=True, default=new_wallet_id, editable=False
     )
-    kind = models.CharField(max_length=8, choices=Kind.choices, default=Kind.LIVE)
+    account = models.ForeignKey(
+        "accounts.Account",
+        on_delete=models.PROTECT,
+        related_name="wallets",
+        verbose_name=_("account"),
+    )
+    kind = models.CharField(_("kind"), max_length=8, choices=Kind.choices, default=Kind.LIVE)
     # Sandbox balances belong to one test key; the live wallet to none.
     api_key = models.OneToOneField(
         "accounts.ApiKey",
@@ -43,18 +48,21 @@ class Wallet(models.Model):
         blank=True,
         on_delete=models.PROTECT,
         related_name="sandbox_wallet",
+        verbose_name=_("API key"),
     )
-    currency = models.CharField(max_length=3, default="EUR")
+    currency = models.CharField(_("currency"), max_length=3, default="EUR")
     # Changed only together with a LedgerEntry, under a row lock (wallet.services).
-    balance = models.DecimalField(**MONEY, default=Decimal("0.00"))
+    balance = models.DecimalField(_("balance"), **MONEY, default=Decimal("0.00"))
     # What the wallet owes after a lost dispute of a card top-up whose money was spent: the
     # balance may be below zero by this much and no more (docs/fraud.md). Only a dispute
     # entry raises it; credits bring it back down as they repay the debt.
-    dispute_owed = models.DecimalField(**MONEY, default=Decimal("0.00"))
+    dispute_owed = models.DecimalField(_("dispute owed"), **MONEY, default=Decimal("0.00"))
     # A payment that takes the balance below this emits wallet.balance_low (docs/webhooks.md).
-    low_balance_threshold = models.DecimalField(**MONEY, null=True, blank=True)
-    created_at = models.DateTimeField(default=timezone.now, editable=False)
-    updated_at = models.DateTimeField(default=timezone.now)
+    low_balance_threshold = models.DecimalField(
+        _("low balance threshold"), **MONEY, null=True, blank=True
+    )
+    created_at = models.DateTimeField(_("created at"), default=timezone.now, editable=False)
+    updated_at = models.DateTimeField(_("updated at"), default=timezone.now)
 
     class Meta:
         verbose_name = _("wallet")
@@ -107,20 +115,33 @@ class LedgerEntry(models.Model):
         COMMISSION = "commission", _("Commission")
         COMMISSION_REVERSAL = "commission_reversal", _("Commission reversal")
 
-    public_id = models.CharField(max_length=40, unique=True, default=new_entry_id, editable=False)
-    wallet = models.ForeignKey(Wallet, on_delete=models.PROTECT, related_name="entries")
-    kind = models.CharField(max_length=20, choices=Kind.choices)
-    amount = models.DecimalField(**MONEY, help_text=_("Positive credits, negative debits."))
-    balance_after = models.DecimalField(**MONEY)
-    currency = models.CharField(max_length=3)
+    public_id = models.CharField(
+        _("public ID"), max_length=40, unique=True, default=new_entry_id, editable=False
+    )
+    wallet = models.ForeignKey(
+        Wallet, on_delete=models.PROTECT, related_name="entries", verbose_name=_("wallet")
+    )
+    kind = models.CharField(_("kind"), max_length=20, choices=Kind.choices)
+    amount = models.DecimalField(
+        _("amount"), **MONEY, help_text=_("Positive credits, negative debits.")
+    )
+    balance_after = models.DecimalField(_("balance after"), **MONEY)
+    currency = models.CharField(_("currency"), max_length=3)
     # What the entry is for (top_…, pay_…, rch_…, adj_…). One entry per kind and reference:
     # this constraint is what makes a refund or a top-up approval happen exactly once.
-    reference = models.CharField(max_length=64)
-    memo = models.CharField(max_length=255, blank=True)
+    reference = models.CharField(_("reference"), max_length=64)
+    memo = models.CharField(_("memo"), max_length=255, blank=True)
     created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        verbose_name=_("created by"),
     )
-    created_at = models.DateTimeField(default=timezone.now, editable=False, db_index=True)
+    created_at = models.DateTimeField(
+        _("created at"), default=timezone.now, editable=False, db_index=True
+    )
 
     class Meta:
         verbose_name = _("ledger entry")
@@ -163,23 +184,41 @@ class TopUp(models.Model):
         REJECTED = "rejected", _("Rejected")
         FAILED = "failed", _("Failed")
 
-    public_id = models.CharField(max_length=40, unique=True, default=new_topup_id, editable=False)
-    wallet = models.ForeignKey(Wallet, on_delete=models.PROTECT, related_name="topups")
-    method = models.CharField(max_length=16, choices=Method.choices)
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
-    amount = models.DecimalField(**MONEY)
-    currency = models.CharField(max_length=3)
+    public_id = models.CharField(
+        _("public ID"), max_length=40, unique=True, default=new_topup_id, editable=False
+    )
+    wallet = models.ForeignKey(
+        Wallet, on_delete=models.PROTECT, related_name="topups", verbose_name=_("wallet")
+    )
+    method = models.CharField(_("method"), max_length=16, choices=Method.choices)
+    status = models.CharField(
+        _("status"), max_length=10, choices=Status.choices, default=Status.PENDING
+    )
+    amount = models.DecimalField(_("amount"), **MONEY)
+    currency = models.CharField(_("currency"), max_length=3)
     # Bank transfer reference the customer quotes, or the card processor's payment id.
-    external_reference = models.CharField(max_length=128, blank=True, db_index=True)
+    external_reference = models.CharField(
+        _("external reference"), max_length=128, blank=True, db_index=True
+    )
     requested_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        verbose_name=_("requested by"),
     )
     decided_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        verbose_name=_("decided by"),
     )
-    decided_at = models.DateTimeField(null=True, blank=True)
-    note = models.CharField(max_length=255, blank=True)
-    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    decided_at = models.DateTimeField(_("decided at"), null=True, blank=True)
+    note = models.CharField(_("note"), max_length=255, blank=True)
+    created_at = models.DateTimeField(_("created at"), default=timezone.now, editable=False)
 
     class Meta:
         verbose_name = _("top-up")

@@ -38,32 +38,46 @@ class WebhookEndpoint(models.Model):
         ENABLED = "enabled", _("Enabled")
         DISABLED = "disabled", _("Disabled")
 
-    public_id = models.CharField(max_length=40, unique=True, default=new_endpoint_id)
+    public_id = models.CharField(
+        _("public ID"), max_length=40, unique=True, default=new_endpoint_id
+    )
     account = models.ForeignKey(
-        "accounts.Account", on_delete=models.CASCADE, related_name="webhook_endpoints"
+        "accounts.Account",
+        on_delete=models.CASCADE,
+        related_name="webhook_endpoints",
+        verbose_name=_("account"),
     )
-    livemode = models.BooleanField()
-    url = models.URLField(max_length=2048)
-    description = models.CharField(max_length=200, blank=True)
+    livemode = models.BooleanField(_("live mode"))
+    url = models.URLField(_("URL"), max_length=2048)
+    description = models.CharField(_("description"), max_length=200, blank=True)
     # The event types it wants; empty means every type.
-    events = models.JSONField(default=list, blank=True)
-    status = models.CharField(max_length=8, choices=Status.choices, default=Status.ENABLED)
-    disabled_reason = models.CharField(max_length=255, blank=True)
-    disabled_at = models.DateTimeField(null=True, blank=True)
-    # Kept to sign: the receiver verifies with the same secret (docs/security.md).
-    secret = models.CharField(max_length=80, default=new_secret)
-    previous_secret = models.CharField(max_length=80, blank=True)
-    previous_secret_expires_at = models.DateTimeField(null=True, blank=True)
-    # When its deliveries started failing without a success since (auto-disable after days).
-    failing_since = models.DateTimeField(null=True, blank=True)
-    # One worker at a time sends to an endpoint: a slow one never holds more than one slot.
-    lease_token = models.CharField(max_length=32, blank=True)
-    lease_until = models.DateTimeField(null=True, blank=True)
-    created_by = models.ForeignKey(
-        "accounts.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    events = models.JSONField(_("events"), default=list, blank=True)
+    status = models.CharField(
+        _("status"), max_length=8, choices=Status.choices, default=Status.ENABLED
     )
-    created_at = models.DateTimeField(default=timezone.now, editable=False)
-    updated_at = models.DateTimeField(default=timezone.now)
+    disabled_reason = models.CharField(_("disabled reason"), max_length=255, blank=True)
+    disabled_at = models.DateTimeField(_("disabled at"), null=True, blank=True)
+    # Kept to sign: the receiver verifies with the same secret (docs/security.md).
+    secret = models.CharField(_("secret"), max_length=80, default=new_secret)
+    previous_secret = models.CharField(_("previous secret"), max_length=80, blank=True)
+    previous_secret_expires_at = models.DateTimeField(
+        _("previous secret expires at"), null=True, blank=True
+    )
+    # When its deliveries started failing without a success since (auto-disable after days).
+    failing_since = models.DateTimeField(_("failing since"), null=True, blank=True)
+    # One worker at a time sends to an endpoint: a slow one never holds more than one slot.
+    lease_token = models.CharField(_("lease token"), max_length=32, blank=True)
+    lease_until = models.DateTimeField(_("lease until"), null=True, blank=True)
+    created_by = models.ForeignKey(
+        "accounts.User",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        verbose_name=_("created by"),
+    )
+    created_at = models.DateTimeField(_("created at"), default=timezone.now, editable=False)
+    updated_at = models.DateTimeField(_("updated at"), default=timezone.now)
 
     class Meta:
         verbose_name = _("webhook endpoint")
@@ -92,16 +106,18 @@ class WebhookEndpoint(models.Model):
 class Event(models.Model):
     """The outbox: one row per event, written in the transaction of the change it reports."""
 
-    public_id = models.CharField(max_length=40, default=new_event_id)
-    account = models.ForeignKey("accounts.Account", on_delete=models.CASCADE, related_name="+")
-    livemode = models.BooleanField()
-    type = models.CharField(max_length=40)
+    public_id = models.CharField(_("public ID"), max_length=40, default=new_event_id)
+    account = models.ForeignKey(
+        "accounts.Account", on_delete=models.CASCADE, related_name="+", verbose_name=_("account")
+    )
+    livemode = models.BooleanField(_("live mode"))
+    type = models.CharField(_("type"), max_length=40)
     # The exact JSON body sent (and signed): fixed when the event happens. An event that
     # carries a PIN (``recharge.delivered`` of a PIN product) holds it encrypted
     # (``sealed``: a FIELD_ENCRYPTION_KEY token of the body), opened only to be sent.
-    body = models.TextField()
-    sealed = models.BooleanField(default=False)
-    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    body = models.TextField(_("body"))
+    sealed = models.BooleanField(_("sealed"), default=False)
+    created_at = models.DateTimeField(_("created at"), default=timezone.now, db_index=True)
 
     class Meta:
         verbose_name = _("webhook event")
@@ -129,21 +145,33 @@ class Delivery(models.Model):
     # Every event writes its deliveries and every answer rewrites them, so they carry only
     # the indexes something reads: the two foreign keys are served by the unique pair and by
     # the dashboard's (endpoint, -id), and public_id is unique without a LIKE index.
-    public_id = models.CharField(max_length=40, default=new_delivery_id)
+    public_id = models.CharField(_("public ID"), max_length=40, default=new_delivery_id)
     event = models.ForeignKey(
-        Event, on_delete=models.CASCADE, related_name="deliveries", db_index=False
+        Event,
+        on_delete=models.CASCADE,
+        related_name="deliveries",
+        db_index=False,
+        verbose_name=_("event"),
     )
     endpoint = models.ForeignKey(
-        WebhookEndpoint, on_delete=models.CASCADE, related_name="deliveries", db_index=False
+        WebhookEndpoint,
+        on_delete=models.CASCADE,
+        related_name="deliveries",
+        db_index=False,
+        verbose_name=_("endpoint"),
     )
-    state = models.CharField(max_length=10, choices=State.choices, default=State.PENDING)
-    attempts = models.PositiveIntegerField(default=0)
-    next_attempt_at = models.DateTimeField(default=timezone.now)
-    last_status_code = models.PositiveSmallIntegerField(null=True, blank=True)
-    last_error = models.CharField(max_length=255, blank=True)
-    delivered_at = models.DateTimeField(null=True, blank=True)
-    created_at = models.DateTimeField(default=timezone.now)
-    updated_at = models.DateTimeField(default=timezone.now)
+    state = models.CharField(
+        _("state"), max_length=10, choices=State.choices, default=State.PENDING
+    )
+    attempts = models.PositiveIntegerField(_("attempts"), default=0)
+    next_attempt_at = models.DateTimeField(_("next attempt at"), default=timezone.now)
+    last_status_code = models.PositiveSmallIntegerField(
+        _("last status code"), null=True, blank=True
+    )
+    last_error = models.CharField(_("last error"), max_length=255, blank=True)
+    delivered_at = models.DateTimeField(_("delivered at"), null=True, blank=True)
+    created_at = models.DateTimeField(_("created at"), default=timezone.now)
+    updated_at = models.DateTimeField(_("updated at"), default=timezone.now)
 
     class Meta:
         verbose_name = _("webhook delivery")
@@ -170,13 +198,15 @@ class Delivery(models.Model):
 class DeliveryAttempt(models.Model):
     """One try of a delivery: what the receiver answered and how long it took."""
 
-    delivery = models.ForeignKey(Delivery, on_delete=models.CASCADE, related_name="tries")
-    number = models.PositiveIntegerField()
-    status_code = models.PositiveSmallIntegerField(null=True, blank=True)
-    latency_ms = models.PositiveIntegerField(default=0)
-    response_head = models.CharField(max_length=500, blank=True)
-    error = models.CharField(max_length=255, blank=True)
-    created_at = models.DateTimeField(default=timezone.now)
+    delivery = models.ForeignKey(
+        Delivery, on_delete=models.CASCADE, related_name="tries", verbose_name=_("delivery")
+    )
+    number = models.PositiveIntegerField(_("number"))
+    status_code = models.PositiveSmallIntegerField(_("status code"), null=True, blank=True)
+    latency_ms = models.PositiveIntegerField(_("latency (ms)"), default=0)
+    response_head = models.CharField(_("response head"), max_length=500, blank=True)
+    error = models.CharField(_("error"), max_length=255, blank=True)
+    created_at = models.DateTimeField(_("created at"), default=timezone.now)
 
     class Meta:
         verbose_name = _("delivery attempt")

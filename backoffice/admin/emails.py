@@ -2,6 +2,7 @@
 (what was sent, to whom, whether it failed); no password hash or token is shown."""
 
 from django.contrib import admin
+from django.utils.translation import gettext_lazy as _
 
 from accounts.models import SignupRequest
 from backoffice.admin.tools import ReadOnlyAdmin
@@ -27,7 +28,7 @@ class EmailAdmin(ReadOnlyAdmin):
         "last_error",
     )
 
-    @admin.display(description="context")
+    @admin.display(description=_("context"))
     def context_shown(self, email: Email) -> dict:
         """The context, without the one-time links a message carries until it is sent."""
         return context_without_links(email.context)
