@@ -193,15 +193,20 @@ class PaymentHistoryApi(APIView):
         )
 
 
-def payment_history_response(view, request, *, account, livemode: bool) -> Response:
-    """A page of an account's payments (the caller's, or a network agent's read by its
-    parent: ``orders.apis_agents``)."""
+def payment_history_response(
+    view, request, *, account, livemode: bool, buyer: bool = True
+) -> Response:
+    """A page of an account's payments (the caller's, or a network agent's read by an
+    ancestor: ``orders.apis_agents``, ``buyer`` False: without the recharges' PINs and extra
+    fields)."""
     paginator = PagePagination()
     page = paginator.paginate_queryset(
         selectors.payment_history(account=account, livemode=livemode), request, view=view
     )
     _present_payments(page)
-    return paginator.get_paginated_response(PaymentOut(page, many=True).data)
+    return paginator.get_paginated_response(
+        PaymentOut(page, many=True, context={"buyer": buyer}).data
+    )
 
 
 def _present_payments(payments) -> None:
@@ -318,7 +323,7 @@ class RechargeDetailApi(APIView):
         return Response(_recharge_shown(recharge, now=timezone.now()))
 
 
-def _recharge_shown(recharge: Recharge, *, now) -> dict:
+def _recharge_shown(recharge: Recharge, *, now, buyer: bool = True) -> dict:
     """``RechargeDetailOut`` of a looked-up recharge; a due sandbox ``processing`` one as the
     sandbox will settle it, with the history row it will add (nothing is written)."""
     events = list(recharge.events.all())
@@ -329,6 +334,7 @@ def _recharge_shown(recharge: Recharge, *, now) -> dict:
         order_id=recharge.order.public_id,
         payment_id=recharge.payment.public_id,
         events=events,
+        buyer=buyer,
     )
 
 
@@ -362,9 +368,12 @@ class RechargeListApi(APIView):
         )
 
 
-def recharge_search_response(view, request, *, account, livemode: bool) -> Response:
+def recharge_search_response(
+    view, request, *, account, livemode: bool, buyer: bool = True
+) -> Response:
     """A page of an account's recharges, filtered by the query (the caller's, or a network
-    agent's read by its parent: ``orders.apis_agents``)."""
+    agent's read by an ancestor: ``orders.apis_agents``, ``buyer`` False: without their PINs
+    and extra fields)."""
     refuse_unknown_params(request.query_params, allowed=RECHARGE_FILTERS | {"page", "limit"})
     now = timezone.now()
     search = RechargeFilter(
@@ -379,7 +388,7 @@ def recharge_search_response(view, request, *, account, livemode: bool) -> Respo
     paginator = PagePagination()
     page = paginator.paginate_queryset(search.qs, request, view=view)
     return paginator.get_paginated_response(
-        [_recharge_shown(recharge, now=now) for recharge in page]
+        [_recharge_shown(recharge, now=now, buyer=buyer) for recharge in page]
     )
 
 

@@ -2,7 +2,9 @@
 ``/network/agents/{id}/recharges`` and ``/payments``. They render as the caller's own lists
 do (``recharge_search_response``, ``payment_history_response``), so they live here, above the
 network: the network app finds the agent (404 outside the caller's branch, whatever the role)
-and checks the role (403); live data only (a test key is refused)."""
+and checks the role (403); live data only (a test key is refused). The agent's PINs and
+its lines' extra fields are its own (contract section 17): an ancestor reads ``pin`` null and
+``fields`` empty."""
 
 from __future__ import annotations
 
@@ -25,7 +27,8 @@ AGENT_ID = OpenApiParameter(
 )
 ROLE_NOTE = (
     " Owners and finance members; developers and test keys get 403. An id outside your "
-    "branch is 404, whatever your role."
+    "branch is 404, whatever your role. A PIN and a line's extra fields are the buyer's "
+    "only: here `pin` is null and `fields` empty."
 )
 
 
@@ -56,7 +59,7 @@ class AgentRechargesApi(APIView):
         agent = agent_readable(
             user=request.user, livemode=request_livemode(request), agent_id=agent_id
         )
-        return recharge_search_response(self, request, account=agent, livemode=True)
+        return recharge_search_response(self, request, account=agent, livemode=True, buyer=False)
 
 
 class AgentPaymentsApi(APIView):
@@ -76,4 +79,4 @@ class AgentPaymentsApi(APIView):
         agent = agent_readable(
             user=request.user, livemode=request_livemode(request), agent_id=agent_id
         )
-        return payment_history_response(self, request, account=agent, livemode=True)
+        return payment_history_response(self, request, account=agent, livemode=True, buyer=False)

@@ -78,8 +78,11 @@ class RechargeOut(serializers.Serializer):
         data = super().to_representation(instance)
         data["failure_code"] = data["failure_code"] or None
         data["failure_message"] = data["failure_message"] or None
-        data["fields"] = dict(instance.fields or {})
-        data["pin"] = recharge_pin(instance)
+        # The buyer's own (contract section 17); an ancestor reading its agent's sales
+        # (``context["buyer"]`` False) sees neither the PIN nor the fields.
+        buyer = self.context.get("buyer", True)
+        data["fields"] = dict(instance.fields or {}) if buyer else {}
+        data["pin"] = recharge_pin(instance) if buyer else None
         return data
 
 
@@ -131,11 +134,18 @@ _TIME = serializers.DateTimeField()
 
 
 def recharge_detail(
-    recharge: Recharge, *, order_id: str, payment_id: str, events: Iterable[Any]
+    recharge: Recharge,
+    *,
+    order_id: str,
+    payment_id: str,
+    events: Iterable[Any],
+    buyer: bool = True,
 ) -> dict[str, Any]:
     """The fields of ``RechargeDetailOut`` (snake_case), rendered as a plain dict (the
     processor renders one for every recharge it finishes with an endpoint, so it costs a
-    dict, not a serializer tree). ``events``: history rows, oldest first."""
+    dict, not a serializer tree). ``events``: history rows, oldest first. ``buyer`` False:
+    read by another account (an ancestor in a network), without the PIN and the extra fields,
+    which are the buyer's only (contract section 17)."""
     delivered = recharge.status in DELIVERED
     product = recharge.product
     return {
@@ -152,8 +162,8 @@ def recharge_detail(
         "created_at": _TIME.to_representation(recharge.created_at),
         "updated_at": _TIME.to_representation(recharge.updated_at),
         "livemode": recharge.livemode,
-        "fields": dict(recharge.fields or {}),
-        "pin": recharge_pin(recharge),
+        "fields": dict(recharge.fields or {}) if buyer else {},
+        "pin": recharge_pin(recharge) if buyer else None,
         "order_id": order_id,
         "payment_id": payment_id,
         "operator_reference": (recharge.provider_transaction_id or None) if delivered else None,

@@ -438,3 +438,65 @@ def test_a_simulator_provider_row_sells_bundles_and_pins_as_they_are(pin_product
     assert Product.objects.count() == before
     for product in (bundle, pin_product):
         assert Route.objects.get(provider=row, product=product).sku == product.sku
+
+
+def test_an_agents_pin_and_fields_are_its_own_its_ancestors_read_neither(
+    settings, pin_product, django_capture_on_commit_callbacks
+):
+    """Contract section 17: a PIN is shown "for the account that bought it and nobody else",
+    and a line's extra fields to its buyer. An ancestor reading its agent's recharges and
+    payments (section 18) sees the sale, without the PIN or the fields."""
+    from accounts.services import account_set_b2b
+    from network.agents import agent_create
+
+    settings.AIRTIME_PROVIDER = "simulator"
+    pin_product.required_fields = ["senderPhone"]
+    pin_product.save(update_fields=["required_fields"])
+    top = UserFactory(email="top@example.com")
+    account_set_b2b(account=top.account, is_b2b=True)
+    agent = agent_create(parent=top.account, by=top, name="Shop", owner_email="shop@example.com")
+    shop = UserFactory(account=agent, role="owner")
+    fund(shop, "100.00")
+    _key, shop_key = make_key(shop, mode="live")
+    with django_capture_on_commit_callbacks(execute=True):
+        placed = client_for(shop_key).post(
+            "/api/v1/api-access/b2b/recharges",
+            {
+                "items": [
+                    {
+                        "productId": pin_product.public_id,
+                        "recipientNumber": "+525512345678",
+                        "quantity": 1,
+                        "fields": {"senderPhone": "+14155550123"},
+                    }
+                ],
+                "baseCurrency": "EUR",
+            },
+            content_type="application/json",
+            headers={"Idempotency-Key": "pin-of-an-agent"},
+        )
+    assert placed.status_code == 201, placed.content
+    (recharge,) = placed.json()["recharges"]
+    assert processor.recharge_process(recharge_id=_pk(recharge["id"])).status == "delivered"
+
+    own = client_for(shop_key).get(f"/api/v1/api-access/b2b/recharges/{recharge['id']}").json()
+    code = own["pin"]["code"]
+    assert own["fields"] == {"senderPhone": "+14155550123"}
+
+    _key, top_key = make_key(top, mode="live")
+    parent = client_for(top_key)
+    base = f"/api/v1/network/agents/{agent.public_id}"
+    (seen,) = parent.get(f"{base}/recharges").json()["results"]
+    assert seen["id"] == recharge["id"] and seen["status"] == "delivered"
+    assert seen["pin"] is None and seen["fields"] == {}
+    (payment,) = parent.get(f"{base}/payments").json()["results"]
+    (in_payment,) = payment["recharges"]
+    assert in_payment["pin"] is None and in_payment["fields"] == {}
+    answers = parent.get(f"{base}/recharges").content + parent.get(f"{base}/payments").content
+    assert code.encode() not in answers and b"4155550123" not in answers
+
+
+def _pk(public_id: str) -> int:
+    from recharges.models import Recharge
+
+    return Recharge.objects.get(public_id=public_id).pk
