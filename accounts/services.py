@@ -35,7 +35,7 @@ from accounts.errors import (
 )
 from accounts.models import Account, ApiKey, BillingProfile, User
 from accounts.selectors import account_contact
-from accounts.suspension import account_suspended
+from accounts.suspension import account_suspended, account_with_ancestors
 from emails.models import Email
 from emails.outbox import email_queue_to_user
 from reseller import ratelimit
@@ -231,12 +231,20 @@ def token_refresh(*, refresh: str) -> dict[str, str]:
 
     The token's outstanding row is locked before the blacklist is checked, so of N concurrent
     refreshes the first rotates it and the others find it blacklisted (401 token_invalid).
+    A member of a suspended account (or of one under a suspended ancestor) renews nothing:
+    403 ``account_suspended``, the token kept for after the account is resumed (contract
+    section 18).
     """
     try:
         jti = RefreshToken(refresh)[jwt_settings.JTI_CLAIM]  # type: ignore[arg-type]
         outstanding = OutstandingToken.objects.select_for_update().filter(jti=jti).first()
         if outstanding is None or BlacklistedToken.objects.filter(token=outstanding).exists():
             raise TokenInvalid()
+        owner = outstanding.user
+        if owner is not None and account_suspended(
+            account_with_ancestors(account_id=owner.account_id)
+        ):
+            raise AccountSuspended()
         serializer = TokenRefreshSerializer(data={"refresh": refresh})
         serializer.is_valid(raise_exception=True)
     except (TokenError, AuthenticationFailed) as exc:

@@ -15,6 +15,7 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
+from rest_framework_simplejwt.tokens import RefreshToken
 
 from accounts.models import Account, User
 from network.agents import agent_create
@@ -203,6 +204,7 @@ def test_suspension_cuts_keys_jwt_and_sessions_of_the_agent_and_its_agents_at_on
         ]
 
     assert refused() == [200] * 6
+    agent_refresh, sub_refresh = (str(RefreshToken.for_user(u)) for u in (agent_owner, sub_owner))
     suspended = jwt_client(top).patch(
         f"{AGENTS}/{agent.public_id}", {"status": "suspended"}, format="json"
     )
@@ -218,6 +220,12 @@ def test_suspension_cuts_keys_jwt_and_sessions_of_the_agent_and_its_agents_at_on
         "/api/v1/auth/login", {"email": agent_owner.email, "password": PASSWORD}, format="json"
     )
     assert_problem(login, 403, "account_suspended")
+    # Nor renew a session: the refresh token is refused, and not used up by the refusal.
+    for refresh in (agent_refresh, sub_refresh):
+        refused_refresh = APIClient().post(
+            "/api/v1/auth/refresh", {"refresh": refresh}, format="json"
+        )
+        assert_problem(refused_refresh, 403, "account_suspended")
     assert jwt_client(sibling_owner).get("/api/v1/auth/me").status_code == 200
     assert jwt_client(top).get(f"{AGENTS}/{sub.public_id}").json()["status"] == "active"
 
@@ -226,6 +234,8 @@ def test_suspension_cuts_keys_jwt_and_sessions_of_the_agent_and_its_agents_at_on
     )
     assert resumed.json()["status"] == "active"
     assert refused() == [200] * 6
+    renewed = APIClient().post("/api/v1/auth/refresh", {"refresh": agent_refresh}, format="json")
+    assert renewed.status_code == 200, renewed.content
     login = APIClient().post(
         "/api/v1/auth/login", {"email": agent_owner.email, "password": PASSWORD}, format="json"
     )
