@@ -122,18 +122,6 @@ class AccountPrices:
         """The account's own unit price in the order currency."""
         return self.chain(product=product, local_amount=local_amount, rate=rate)[-1].price
 
-    def factor(self, product: Product) -> Decimal:
-        """The chain's multiplier over the product's price, before any rounding: the top's
-        (1 - discount) or (1 + m), times each agent's (1 + m)."""
-        top = self.levels[0]
-        if top.price_list_id is None:
-            factor = (HUNDRED - self.top_discount_percent) / HUNDRED
-        else:
-            factor = (HUNDRED + self.markup(top, product)) / HUNDRED
-        for level in self.levels[1:]:
-            factor *= (HUNDRED + self.markup(level, product)) / HUNDRED
-        return factor
-
     # -- what the catalog shows (catalog.pricing_hook.CallerPrices) -------------------------
 
     def price(self, product: Product) -> Decimal | None:
@@ -144,14 +132,21 @@ class AccountPrices:
         return self.unit_price(product=product, local_amount=None, rate=Decimal(1))
 
     def pricing(self, product: Product) -> tuple[Decimal, Decimal] | None:
-        """A range product's guide for this account: the product's ``rate`` / the chain's
-        factor (eight places) and its ``fee`` * the factor (to the cent). A guide only: the
-        exact price of an amount rounds at every level (quotes give it)."""
+        """A range product's guide for this account (contract section 18): each level shows
+        its parent's ``rate`` / (1 + m) (eight places) and ``fee`` * (1 + m) (to the cent),
+        from the top account's, which is the product's (before any discount, section 17) or,
+        with a platform list, the product's by the same rule. A guide only: the exact price
+        of an amount rounds at every level (quotes give it)."""
         if not product.is_range or not product.priced:
             return None
         assert product.pricing_rate is not None and product.pricing_fee is not None
-        factor = self.factor(product)
-        return rate_round(product.pricing_rate / factor), quantize(product.pricing_fee * factor)
+        rate, fee = product.pricing_rate, product.pricing_fee
+        for level in self.levels:
+            if level.price_list_id is None:
+                continue  # no list (a top account's discount is not in its guide): as shown
+            factor = (HUNDRED + self.markup(level, product)) / HUNDRED
+            rate, fee = rate_round(rate / factor), quantize(fee * factor)
+        return rate_round(rate), quantize(fee)
 
 
 def _chain_levels(*, account_id: int, hops: int) -> tuple[tuple[Level, ...], Decimal]:

@@ -246,6 +246,30 @@ def test_a_top_account_with_a_platform_list_pays_its_markup_and_without_one_its_
     assert price() == Decimal("4.86")
 
 
+def test_a_range_guide_is_the_parents_guide_marked_up_level_by_level():
+    """Contract section 18: an agent's ``pricing`` shows its parent's rate / (1 + m) and fee *
+    (1 + m), the parent's as its catalog shows them (rounded): 0.08 * 1.05 shows 0.08 at the
+    first level, so the second shows 0.08 * 1.03 = 0.0824 -> 0.08 (the whole chain's factor
+    at once would say 0.0865 -> 0.09). A top account's discount is not in the guide (section
+    17: before the account's discount)."""
+    make_country("MX", "Mexico", "+52", "MXN")
+    telcel = OperatorFactory(slug="telcel")
+    top = UserFactory().account
+    top.discount_percent = Decimal("10.00")
+    top.save(update_fields=["discount_percent"])
+    agent = agent_of(top, name="A")
+    sub = agent_of(agent, name="A1")
+    price_list_assign(account=agent, price_list=own_list(top, "Five", country__MX="5"))
+    price_list_assign(account=sub, price_list=own_list(agent, "Three", country__MX="3"))
+    ranged = RangeProductFactory(
+        operator=telcel, pricing_rate=Decimal("18.51033186"), pricing_fee=Decimal("0.08")
+    )
+    first = account_prices(account=agent).pricing(ranged)
+    second = account_prices(account=sub).pricing(ranged)
+    assert first == (Decimal("17.62888749"), Decimal("0.08"))
+    assert second == (Decimal("17.11542475"), Decimal("0.08"))
+
+
 def test_the_worked_example_of_docs_network_md():
     """docs/network.md, "Worked example: three levels" and "Range products"."""
     make_country("MX", "Mexico", "+52", "MXN")
@@ -273,7 +297,7 @@ def test_the_worked_example_of_docs_network_md():
     chain = account_prices_chain(account=kiosko, product=ranged, local_amount=100, rate=1)
     assert [p.price for p in chain] == [Decimal("5.86"), Decimal("6.33"), Decimal("6.65")]
     prices = account_prices(account=kiosko)
-    assert prices.pricing(ranged) == (Decimal("16.46690422"), Decimal("0.56"))
+    assert prices.pricing(ranged) == (Decimal("16.46690423"), Decimal("0.56"))
 
 
 # -- every order channel and the catalog -------------------------------------------------------
@@ -346,10 +370,13 @@ def test_a_range_products_amount_and_pricing_guide_follow_the_chain(tree, shop):
     assert quote.json()["lines"][0]["unitPrice"] == "6.90"
     guide = shop["web"].get(f"{PRODUCTS}/{ranged.public_id}").json()
     assert guide["price"] is None
-    factor = Decimal("1.10") * Decimal("1.05")
+    # Each level shows its parent's rate / (1 + m) and fee * (1 + m), each rounded as shown.
+    eight = Decimal("0.00000001")
+    agent_rate = (Decimal("18.3") / Decimal("1.10")).quantize(eight, ROUND_HALF_UP)
+    agent_fee = (Decimal("0.50") * Decimal("1.10")).quantize(CENT, ROUND_HALF_UP)
     assert guide["pricing"] == {
-        "rate": str((Decimal("18.3") / factor).quantize(Decimal("0.00000001"), ROUND_HALF_UP)),
-        "fee": str((Decimal("0.50") * factor).quantize(CENT, ROUND_HALF_UP)),
+        "rate": str((agent_rate / Decimal("1.05")).quantize(eight, ROUND_HALF_UP)),
+        "fee": str((agent_fee * Decimal("1.05")).quantize(CENT, ROUND_HALF_UP)),
         "currency": "EUR",
     }
     plain = web(UserFactory()).get(f"{PRODUCTS}/{ranged.public_id}").json()
