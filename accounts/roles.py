@@ -52,6 +52,8 @@ ROUTES: tuple[tuple[str, str], ...] = (
     ("orders:history", MONEY),
     ("orders:receipt", MONEY),
     ("orders:batch", MONEY),
+    # the Network page's transfer form: the network's money, as POST /network/transfers
+    ("network:transfer", MONEY),
     ("accounts:api-key", KEYS),
     ("webhooks:", KEYS),
     ("requestlog:", KEYS),

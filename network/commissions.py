@@ -25,7 +25,7 @@ from decimal import Decimal
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Count, Sum
+from django.db.models import Count, QuerySet, Sum
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
@@ -178,6 +178,17 @@ def commissions_taken(*, references: Sequence[str]) -> dict[str, Decimal]:
         .annotate(total=Sum("amount"))
     )
     return {row["reference"]: row["total"] for row in rows}
+
+
+def commissions_earned(*, account: Account) -> QuerySet[Commission]:
+    """What the account earned, one row per recharge of its branches (its direct agent's
+    in ``branch``, who bought it in ``buyer``), newest first; a reversed one keeps its row,
+    with ``reversed_at``. The Network page lists them; ``commissions_report`` sums them."""
+    return (
+        Commission.objects.filter(account=account)
+        .select_related("branch", "buyer")
+        .order_by("-created_at", "-id")
+    )
 
 
 def commissions_report(*, account: Account, since, until, start, end) -> dict[str, Any]:

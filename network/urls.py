@@ -8,5 +8,6 @@ app_name = "network"
 
 urlpatterns = [
     path("", views.agents_page, name="agents"),
+    path("transfer/", views.transfer, name="transfer"),
     path("<id:agent_id>/status/", views.agent_status, name="agent-status"),
 ]
