@@ -117,9 +117,16 @@ def test_a_transfer_the_giving_wallet_cannot_cover_is_402_and_moves_nothing(api,
     top, agent, _grandchild, _stranger = tree
     refused = transfer(api, owner_of(top), key="big", **body(agent, "100.01"))
     assert_problem(refused, 402, "insufficient_balance")
+    assert refused.json()["detail"].startswith(
+        "Your balance 100.00 EUR is below the transfer's amount 100.01 EUR."
+    )
+    assert "order" not in refused.json()["detail"]  # a transfer, not an order to top up for
     # The agent's balance is never taken below zero either.
     back = transfer(api, owner_of(top), key="pull", **body(agent, "20.01", "from_agent"))
     assert_problem(back, 402, "insufficient_balance")
+    assert back.json()["detail"].startswith(
+        "The agent's balance 20.00 EUR is below the transfer's amount 20.01 EUR"
+    )
     assert balance(top) == Decimal("100.00") and balance(agent) == Decimal("20.00")
     assert Transfer.objects.count() == 0
     assert entries(top, "transfer_out") == entries(agent, "transfer_out") == []

@@ -156,6 +156,18 @@ def wallet_transfer(
                 % {"wallet": wallet.currency, "currency": currency}
             )
     giver, taker = (parent_wallet, agent_wallet) if to_agent else (agent_wallet, parent_wallet)
+    if giver.balance < amount:  # said as a transfer, not as an order to top the wallet up for
+        refusal = (
+            _("Your balance %(balance)s is below the transfer's amount %(amount)s.")
+            if to_agent
+            else _(
+                "The agent's balance %(balance)s is below the transfer's amount %(amount)s: "
+                "an agent's balance never goes below zero."
+            )
+        )
+        raise InsufficientBalance(
+            refusal % {"balance": fmt(giver.balance, currency), "amount": fmt(amount, currency)}
+        )
     out, _created = ledger_post(
         wallet=giver,
         kind=LedgerEntry.Kind.TRANSFER_OUT,
