@@ -95,9 +95,11 @@ class ProductListApi(CatalogListApi):
         "400 `validation_error` naming the parameter. A `range` product (`denomination`) "
         "has no `localAmount` or `price`: the buyer chooses an amount within `range`, priced "
         "`A / pricing.rate + pricing.fee` rounded up to the cent; `minPrice` and `maxPrice` "
-        "compare its price at the two ends of its range. `type` is `airtime`, `data`, "
-        "`bundle` or `pin` (the `type` filter takes each); data, bundles and PINs say what "
-        "they give in `benefits` and `validity` where their provider does." + LANGUAGE_NOTE,
+        "compare its price at the two ends of its range. The prices compared are those the "
+        "response shows the caller: an agent of a reseller network its own. `type` is "
+        "`airtime`, `data`, `bundle` or `pin` (the `type` filter takes each); data, bundles "
+        "and PINs say what they give in `benefits` and `validity` where their provider "
+        "does." + LANGUAGE_NOTE,
         examples=[
             ex.response(ex.PRODUCT_NAME, ex.product()),
             ex.response("A range product", ex.range_product()),

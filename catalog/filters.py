@@ -10,7 +10,7 @@ from decimal import Decimal
 
 import django_filters
 from django import forms
-from django.db.models import BooleanField, Case, CharField, DecimalField, F, Value, When
+from django.db.models import BooleanField, Case, CharField, DecimalField, F, Q, Value, When
 from django.db.models.functions import Ceil
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
@@ -20,6 +20,7 @@ from catalog.detection import operators_detect
 from catalog.errors import PhoneNumberError
 from catalog.models import Country, Denomination, Operator, Product, ProductType
 from catalog.phone import PhoneNumber, phone_parse
+from catalog.pricing_hook import CallerPrices, RetailWindow, caller_prices_of_request
 
 
 class CodeChoiceField(django_filters.fields.ModelChoiceField):
@@ -107,6 +108,86 @@ def price_ends(queryset):
     return queryset.annotate(price_low=_price_at("min"), price_high=_price_at("max"))
 
 
+def _retail_between(queryset, low: Decimal | None, high: Decimal | None):
+    """Products whose catalog price at the low end is ``low`` or more and at the high end
+    ``high`` or less (None: no bound), in SQL."""
+    queryset = price_ends(queryset)
+    if low is not None:
+        queryset = queryset.filter(price_low__gte=low)
+    if high is not None:
+        queryset = queryset.filter(price_high__lte=high)
+    return queryset
+
+
+# What the caller's prices read of a product (``network.prices.AccountPrices``): the price
+# and price line, and the scopes of the price lists' rules. A field read beyond these would
+# cost a query per product: tests/test_catalog_caller_price_filters.py counts them.
+PRICED_FIELDS = (
+    "id",
+    "denomination",
+    "retail_price",
+    "range_min",
+    "range_max",
+    "pricing_rate",
+    "pricing_fee",
+    "operator_id",
+    "country_id",
+)
+
+
+def _caller_within(
+    prices: CallerPrices, product: Product, low: Decimal | None, high: Decimal | None
+) -> bool:
+    """Is the caller's price of the product within the bounds? A fixed product's is the
+    ``price`` the serializer shows it; a range product's at ``range_min`` is compared with
+    ``low`` and at ``range_max`` with ``high``. A product without a price never is."""
+    if product.is_range:
+        at_low = prices.price_at(product, product.range_min)
+        at_high = prices.price_at(product, product.range_max)
+    else:
+        at_low = at_high = prices.price(product)
+    if at_low is None or at_high is None:
+        return False
+    return (low is None or at_low >= low) and (high is None or at_high <= high)
+
+
+def products_priced_between(
+    queryset, *, low: Decimal | None, high: Decimal | None, prices: CallerPrices | None
+):
+    """The products of ``queryset`` whose price, as the caller is shown it, lies within
+    ``[low, high]`` (contract sections 17 and 18; docs/catalog.md, "Price filters").
+
+    ``prices`` None (the caller sees the catalog's prices): one SQL condition, as ever.
+    Otherwise the caller's prices come from Python (``network.prices``, through the hook).
+    Its ``retail_window`` splits the products by their catalog price, in SQL: those that
+    cannot be within, those that surely are, and a band between, near the bounds. One query
+    reads the band (only the fields that price a product, before any page is cut), each of
+    its products is priced as the serializer prices it, and the result is the sure ones or
+    the band's chosen ones, by id: the count and the page are then the queryset's, cut as
+    ever."""
+    if prices is None:
+        return _retail_between(queryset, low, high)
+    window = prices.retail_window(low=low, high=high)
+    candidates = _retail_between(queryset, window.low, window.high)
+    sure = _sure(window)
+    band = candidates if sure is None else candidates.exclude(sure)
+    band = band.select_related(None).only(*PRICED_FIELDS).order_by()
+    chosen = Q(pk__in=[p.pk for p in band if _caller_within(prices, p, low, high)])
+    return candidates.filter(chosen if sure is None else sure | chosen)
+
+
+def _sure(window: RetailWindow) -> Q | None:
+    """The SQL condition of the products surely within the caller's bounds (None: none)."""
+    if not window.sure:
+        return None
+    ends: dict[str, Decimal] = {}
+    if window.sure_low is not None:
+        ends["price_low__gte"] = window.sure_low
+    if window.sure_high is not None:
+        ends["price_high__lte"] = window.sure_high
+    return Q(**ends)
+
+
 class ProductFilter(django_filters.FilterSet):
     country = CountryFilter(field_name="country")
     operator = django_filters.ModelChoiceFilter(
@@ -128,21 +209,25 @@ class ProductFilter(django_filters.FilterSet):
         help_text="`true`: only products with an active or scheduled promotion; "
         "`false`: only products without.",
     )
-    # A range product's price at the smallest amount of its range and at the largest
-    # (contract section 17): ``price_ends``.
+    # The price the response shows the caller; a range product's at the smallest amount of
+    # its range and at the largest (contract sections 17 and 18): both bounds are applied
+    # together in ``filter_queryset`` (``products_priced_between``).
     minPrice = django_filters.NumberFilter(  # the wire name
-        method="filter_price_low",
+        method="filter_price",
         min_value=Decimal("0"),
         max_digits=12,
         decimal_places=2,
-        help_text="Lowest retail price (inclusive), a decimal such as `5.00`.",
+        help_text="Lowest price (inclusive), a decimal such as `5.00`: the `price` the "
+        "response shows the caller (its own for an agent of a network), a range product's "
+        "at the smallest amount of its range.",
     )
     maxPrice = django_filters.NumberFilter(  # the wire name
-        method="filter_price_high",
+        method="filter_price",
         min_value=Decimal("0"),
         max_digits=12,
         decimal_places=2,
-        help_text="Highest retail price (inclusive).",
+        help_text="Highest price (inclusive), as `minPrice`; a range product's at the "
+        "largest amount of its range.",
     )
     q = django_filters.CharFilter(
         method="filter_q",
@@ -156,11 +241,19 @@ class ProductFilter(django_filters.FilterSet):
         fields: list[str] = []
         form = PriceRangeForm
 
-    def filter_price_low(self, queryset, name, value):
-        return price_ends(queryset).filter(price_low__gte=value)
+    def filter_queryset(self, queryset):
+        queryset = super().filter_queryset(queryset)
+        low = self.form.cleaned_data.get("minPrice")
+        high = self.form.cleaned_data.get("maxPrice")
+        if low is None and high is None:
+            return queryset
+        # The prices the serializer shows, loaded once for the request (catalog.pricing_hook).
+        prices = caller_prices_of_request(self.request)
+        return products_priced_between(queryset, low=low, high=high, prices=prices)
 
-    def filter_price_high(self, queryset, name, value):
-        return price_ends(queryset).filter(price_high__lte=value)
+    def filter_price(self, queryset, name, value):
+        """The bounds are applied together, after the other filters: ``filter_queryset``."""
+        return queryset
 
     def filter_promotion(self, queryset, name, value):
         return selectors.products_with_promotion(queryset, at=timezone.now(), has=value == "true")

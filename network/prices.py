@@ -26,14 +26,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from decimal import Decimal
+from decimal import ROUND_FLOOR, Decimal
 from typing import Any
 
 from django.conf import settings
 from django.db.models import F, OuterRef, Q, Subquery
 
 from accounts.models import Account
-from catalog.models import Product, ceil_cent
+from catalog.models import CENT, Product, ceil_cent
+from catalog.pricing_hook import RetailWindow
 from network.models import PriceListAssignment, PriceListRule
 from reseller.money import ZERO, quantize, rate_round
 
@@ -131,6 +132,55 @@ class AccountPrices:
             return None
         return self.unit_price(product=product, local_amount=None, rate=Decimal(1))
 
+    def price_at(self, product: Product, amount: Decimal | None) -> Decimal | None:
+        """This account's own price of a unit of ``amount`` (None: a fixed product) in the
+        product's currency, as a quote gives it; None for a product without a price. The
+        catalog's ``minPrice``/``maxPrice`` compare a range product's at its two ends."""
+        if not product.priced:
+            return None
+        return self.unit_price(product=product, local_amount=amount, rate=Decimal(1))
+
+    def retail_window(self, *, low: Decimal | None, high: Decimal | None) -> RetailWindow:
+        """What this account's price bounds ``[low, high]`` (None: no bound) say of a
+        product's catalog price (``Product.price_at``), for SQL to decide most products at
+        once (catalog.pricing_hook.RetailWindow): outside its ``low``..``high`` this
+        account's price cannot be within the bounds; inside ``sure_low``..``sure_high`` it
+        is, whatever rules price the product. It holds for every product whose rules were
+        loaded (all of them when no products were given, as for the catalog).
+
+        This account's price is B * F plus the roundings, B the catalog price and F between
+        the product of each level's smallest factor and the product of its largest (its
+        list's rules and 0, the markup where no rule applies; the top's discount; 1 without
+        a list). Each level rounds by less than a cent, which the factors below it multiply:
+        n levels move a price by less than n cents * the largest such product (``slack``)."""
+        lowest = highest = tail = Decimal(1)
+        for index, level in enumerate(self.levels):
+            if level.price_list_id is None:
+                top = index == 0
+                factors = [(HUNDRED - self.top_discount_percent) / HUNDRED if top else Decimal(1)]
+            else:
+                rules = self.rules.get(level.price_list_id, ListRules())
+                markups = [
+                    ZERO,
+                    *rules.products.values(),
+                    *rules.operators.values(),
+                    *rules.countries.values(),
+                ]
+                factors = [(HUNDRED + markup) / HUNDRED for markup in markups]
+            lowest *= min(factors)
+            highest *= max(factors)
+            tail *= max(Decimal(1), max(factors))
+        if lowest <= 0:  # a 100 % discount: prices of nothing, no product decided in SQL
+            return RetailWindow(low=None, high=None, sure=False)
+        slack = CENT * len(self.levels) * tail
+        return RetailWindow(
+            low=None if low is None else _floor_cent((low - slack) / highest),
+            high=None if high is None else ceil_cent((high + slack) / lowest),
+            sure=True,
+            sure_low=None if low is None else ceil_cent((low + slack) / lowest),
+            sure_high=None if high is None else _floor_cent((high - slack) / highest),
+        )
+
     def pricing(self, product: Product) -> tuple[Decimal, Decimal] | None:
         """A range product's guide for this account (contract section 18): each level shows
         its parent's ``rate`` / (1 + m) (eight places) and ``fee`` * (1 + m) (to the cent),
@@ -147,6 +197,10 @@ class AccountPrices:
             factor = (HUNDRED + self.markup(level, product)) / HUNDRED
             rate, fee = rate_round(rate / factor), quantize(fee * factor)
         return rate_round(rate), quantize(fee)
+
+
+def _floor_cent(value: Decimal) -> Decimal:
+    return value.quantize(CENT, rounding=ROUND_FLOOR)
 
 
 def _chain_levels(*, account_id: int, hops: int) -> tuple[tuple[Level, ...], Decimal]:
