@@ -126,12 +126,8 @@ def prices_shown(*, account_id: int | None, products: Sequence[Product]) -> dict
     if account_id is None:
         return {product.pk: product.price_at(_smallest(product)) for product in priced}
     prices = account_prices_of(account_id=account_id, products=priced)
-    return {
-        product.pk: prices.unit_price(
-            product=product, local_amount=_smallest(product), rate=Decimal(1)
-        )
-        for product in priced
-    }
+    shown = {product.pk: prices.price_at(product, _smallest(product)) for product in priced}
+    return {pk: price for pk, price in shown.items() if price is not None}
 
 
 def _smallest(product: Product) -> Decimal | None:

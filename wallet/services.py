@@ -58,30 +58,37 @@ def wallet_for(*, account: Account, api_key=None) -> Wallet:
     return wallet_get_or_create(account=account)
 
 
-def balance_check(*, wallet: Wallet, amount: Decimal) -> None:
-    """Refuse (402) a debit of ``amount`` that the (locked) wallet's balance does not cover."""
-    if wallet.balance < amount:
-        detail = _("Available balance %(balance)s is below the order total %(total)s.") % {
-            "balance": fmt(wallet.balance, wallet.currency),
-            "total": fmt(amount, wallet.currency),
+def balance_check(*, wallet: Wallet, amount: Decimal, refusal: str = "") -> None:
+    """Refuse (402) a debit of ``amount`` that the (locked) wallet's balance does not cover.
+
+    The refusal says what an order needs and where money comes from, or is ``refusal`` with
+    the wallet's ``%(balance)s`` and the debit's ``%(amount)s`` put in (a transfer's)."""
+    if wallet.balance >= amount:
+        return
+    balance, total = fmt(wallet.balance, wallet.currency), fmt(amount, wallet.currency)
+    if refusal:
+        raise InsufficientBalance(refusal % {"balance": balance, "amount": total})
+    detail = _("Available balance %(balance)s is below the order total %(total)s.") % {
+        "balance": balance,
+        "total": total,
+    }
+    if wallet.kind == Wallet.Kind.SANDBOX:
+        # A new test key's first order: say where test money comes from.
+        detail += " " + _(
+            "A test key's sandbox balance starts at 0: add test funds on the dashboard "
+            "(API keys, then the key's sandbox) or with: python manage.py sandbox_topup "
+            "--prefix %(prefix)s --amount 50"
+        ) % {"prefix": wallet.api_key.prefix if wallet.api_key else "<key prefix>"}
+    else:
+        # The live wallet: say how much is missing and where money comes from.
+        detail += " " + _(
+            "Add at least %(missing)s: top up the wallet by card or bank transfer on the "
+            "site's Wallet page, %(url)s"
+        ) % {
+            "missing": fmt(amount - wallet.balance, wallet.currency),
+            "url": settings.SITE_URL.rstrip("/") + reverse("wallet:wallet"),
         }
-        if wallet.kind == Wallet.Kind.SANDBOX:
-            # A new test key's first order: say where test money comes from.
-            detail += " " + _(
-                "A test key's sandbox balance starts at 0: add test funds on the dashboard "
-                "(API keys, then the key's sandbox) or with: python manage.py sandbox_topup "
-                "--prefix %(prefix)s --amount 50"
-            ) % {"prefix": wallet.api_key.prefix if wallet.api_key else "<key prefix>"}
-        else:
-            # The live wallet: say how much is missing and where money comes from.
-            detail += " " + _(
-                "Add at least %(missing)s: top up the wallet by card or bank transfer on the "
-                "site's Wallet page, %(url)s"
-            ) % {
-                "missing": fmt(amount - wallet.balance, wallet.currency),
-                "url": settings.SITE_URL.rstrip("/") + reverse("wallet:wallet"),
-            }
-        raise InsufficientBalance(detail)
+    raise InsufficientBalance(detail)
 
 
 def wallet_lock(*, wallet_id: int) -> Wallet:
@@ -156,18 +163,18 @@ def wallet_transfer(
                 % {"wallet": wallet.currency, "currency": currency}
             )
     giver, taker = (parent_wallet, agent_wallet) if to_agent else (agent_wallet, parent_wallet)
-    if giver.balance < amount:  # said as a transfer, not as an order to top the wallet up for
-        refusal = (
+    balance_check(  # said as a transfer, not as an order to top the wallet up for
+        wallet=giver,
+        amount=amount,
+        refusal=(
             _("Your balance %(balance)s is below the transfer's amount %(amount)s.")
             if to_agent
             else _(
                 "The agent's balance %(balance)s is below the transfer's amount %(amount)s: "
                 "an agent's balance never goes below zero."
             )
-        )
-        raise InsufficientBalance(
-            refusal % {"balance": fmt(giver.balance, currency), "amount": fmt(amount, currency)}
-        )
+        ),
+    )
     out, _created = ledger_post(
         wallet=giver,
         kind=LedgerEntry.Kind.TRANSFER_OUT,
