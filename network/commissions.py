@@ -30,6 +30,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from accounts.models import Account
+from accounts.suspension import ancestors_path
 from catalog.models import Product
 from catalog.selectors import FxRateNotFound, fx_rate
 from network.models import Commission
@@ -85,6 +86,22 @@ def commissions_split(purchase: Purchase, *, prices: AccountPrices) -> list[Shar
         shares.append(Share(account_id=level.account_id, branch_id=branch, amount=child - own))
         child, branch = own, level.account_id
     return shares
+
+
+def commission_earners(*, buyer_ids: set[int]) -> list[Account]:
+    """The accounts that may earn on these buyers' purchases: every ancestor of each agent
+    among them (none for a top account), read with their chains in one query. The delivery
+    batch that also refunds locks their wallets up front, in the lock order."""
+    buyers = Account.objects.filter(pk__in=buyer_ids, parent__isnull=False).select_related(
+        ancestors_path()
+    )
+    earners: dict[int, Account] = {}
+    for buyer in buyers:
+        node = buyer.parent
+        while node is not None:
+            earners[node.pk] = node
+            node = node.parent if node.parent_id is not None else None
+    return list(earners.values())
 
 
 @transaction.atomic(savepoint=False)  # the delivery's transaction

@@ -50,11 +50,12 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from accounts.models import Account
 from books.services import Sale, books_sales_record
 from catalog.errors import FxRateNotFound
 from catalog.models import Product
 from catalog.selectors import fx_rate, product_waitlist_promotion, products_get
-from network.commissions import Purchase, commissions_book
+from network.commissions import Purchase, commission_earners, commissions_book
 from payments.gateway import card_refund
 from payments.models import Payment
 from payments.services import payment_add_refunded, payment_lock
@@ -81,7 +82,7 @@ from upstreams.adapters import (
 )
 from upstreams.models import Provider
 from upstreams.routing import Router, Target, providers_knock, route_target, settings_target
-from wallet.services import wallet_debit, wallet_lock, wallet_refund
+from wallet.services import wallet_debit, wallet_lock, wallet_refund, wallets_lock_top_down
 
 logger = logging.getLogger(__name__)
 S = Recharge.Status
@@ -255,7 +256,17 @@ def card_refund_send(*, recharge_id: int) -> str | None:
     return refund_id
 
 
-def _fail(recharge: Recharge, *, code: str, message: str, raw=None, actor=None) -> Progress:
+def _fail(
+    recharge: Recharge,
+    *,
+    code: str,
+    message: str,
+    raw=None,
+    actor=None,
+    refunds: list[Recharge] | None = None,
+) -> Progress:
+    """Fail the (locked) recharge and refund it once, or leave its refund and event to the
+    answer batch that passes ``refunds`` (``answers_write``: after its wallets are locked)."""
     transition(
         recharge,
         S.FAILED,
@@ -267,6 +278,9 @@ def _fail(recharge: Recharge, *, code: str, message: str, raw=None, actor=None) 
             "provider_response": raw if raw is not None else recharge.provider_response,
         },
     )
+    if refunds is not None:
+        refunds.append(recharge)
+        return Progress(S.FAILED)
     recharge_refund(recharge=recharge, actor=actor)
     recharge_emit(recharge)  # after the refund: the event says the money is back
     return Progress(S.FAILED)
@@ -736,12 +750,45 @@ def answers_write(calls: list[Call]) -> list[Ticket | Progress]:
         RechargeAttempt.objects.bulk_create([a for call in calls for a in call.attempts])
         rows = _locked([call.ticket.recharge_id for call in calls], related=("product",))
         deliveries = _Deliveries()
-        answers = [_answer(rows[call.ticket.recharge_id], call, deliveries) for call in calls]
+        refunds: list[Recharge] = []
+        answers = [
+            _answer(rows[call.ticket.recharge_id], call, deliveries, refunds) for call in calls
+        ]
+        refunds.sort(key=lambda recharge: (recharge.payment_id, recharge.pk))  # payments' locks
+        _wallets_lock(
+            refunds=refunds, buyer_ids={recharge.account_id for recharge in deliveries.rows}
+        )
         deliveries.write()
+        for recharge in refunds:
+            recharge_refund(recharge=recharge)
+            recharge_emit(recharge)  # after the refund: the event says the money is back
     return answers
 
 
-def _answer(recharge: Recharge, call: Call, deliveries: _Deliveries) -> Ticket | Progress:
+def _wallets_lock(*, refunds: list[Recharge], buyer_ids: set[int]) -> None:
+    """THE LOCK ORDER (``wallet.services.wallets_lock_top_down``) in a batch that refunds:
+    every wallet the batch writes (the refunds' and its deliveries' commissions') is locked
+    from the top of the network down before any is written, so the batch never holds one
+    wallet while it waits for a wallet above it (docs/network.md, "Lock order"). A batch
+    without refunds needs nothing here: the commissions lock theirs top down."""
+    if not refunds:
+        return
+    payers = Payment.objects.filter(
+        pk__in={recharge.payment_id for recharge in refunds}, method=Payment.Method.WALLET
+    ).values_list("account_id", flat=True)
+    if not payers:
+        return  # card refunds: no wallet
+    writing = [
+        *Account.objects.filter(pk__in=set(payers)),
+        *commission_earners(buyer_ids=buyer_ids),
+    ]
+    if len({account.pk for account in writing}) > 1:
+        wallets_lock_top_down(accounts=writing)
+
+
+def _answer(
+    recharge: Recharge, call: Call, deliveries: _Deliveries, refunds: list[Recharge]
+) -> Ticket | Progress:
     if recharge.status != S.DISPATCHED:
         return Progress(recharge.status)
     ticket, target = call.ticket, call.ticket.target
@@ -769,6 +816,7 @@ def _answer(recharge: Recharge, call: Call, deliveries: _Deliveries) -> Ticket |
                 code=result.code or code,
                 message=result.message or message,
                 raw=result.raw,
+                refunds=refunds,
             )
         recharge.provider_response = result.raw
         recharge.provider_transaction_id = result.transaction_id or recharge.provider_transaction_id
@@ -778,14 +826,17 @@ def _answer(recharge: Recharge, call: Call, deliveries: _Deliveries) -> Ticket |
     if call.verdict == "refused":
         if recharge.route_id != (target.route.pk if target.route else None):
             return Progress(recharge.status)  # moved on meanwhile (another task)
-        return _failover(recharge, ticket, error)
+        return _failover(recharge, ticket, error, refunds)
     # Unclear: retried at the same provider, failed after the last attempt.
     if recharge.attempts >= settings.RECHARGE_MAX_ATTEMPTS:
-        return _fail(recharge, code=error.code or "upstream_timeout", message=str(error))
+        code = error.code or "upstream_timeout"
+        return _fail(recharge, code=code, message=str(error), refunds=refunds)
     return _later(recharge)
 
 
-def _failover(recharge: Recharge, ticket: Ticket, refusal: ProviderError) -> Ticket | Progress:
+def _failover(
+    recharge: Recharge, ticket: Ticket, refusal: ProviderError, refunds: list[Recharge]
+) -> Ticket | Progress:
     """After a definite refusal by the ticket's provider: the next route (recorded on the
     row before it is called), or the end: failed and refunded when every provider refused
     it, retried later when some were only unreachable."""
@@ -801,9 +852,13 @@ def _failover(recharge: Recharge, ticket: Ticket, refusal: ProviderError) -> Tic
         request = request_for(recharge, following)
         return Ticket(recharge.pk, recharge.account_id, following, request, tried=tried)
     if isinstance(refusal, PermanentError) and not (tried - refused):
-        return _fail(recharge, code=refusal.code, message=str(refusal), raw=refusal.raw)
+        return _fail(
+            recharge, code=refusal.code, message=str(refusal), raw=refusal.raw, refunds=refunds
+        )
     if recharge.attempts >= settings.RECHARGE_MAX_ATTEMPTS:
-        return _fail(recharge, code=refusal.code, message=str(refusal), raw=refusal.raw)
+        return _fail(
+            recharge, code=refusal.code, message=str(refusal), raw=refusal.raw, refunds=refunds
+        )
     return _later(recharge)
 
 
