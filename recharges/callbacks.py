@@ -111,7 +111,8 @@ def provider_callback(request: HttpRequest, name: str) -> HttpResponse:
                 enqueue(recharge_process_task, recharge_id, None, time.time())
             else:
                 # Delivered: the provider may have taken it back; ask it (never trust this).
-                enqueue(recharge_reversal_check_task, recharge_id, f"{name} callback")
+                # "callback", not the provider's name: the note is in the reseller's history.
+                enqueue(recharge_reversal_check_task, recharge_id, "callback")
         except Exception:  # broker down: the sweeper (or the reconciliation) looks it up later
             logger.warning("callback for %s not enqueued", reference, exc_info=True)
     return HttpResponse(status=204)

@@ -712,7 +712,9 @@ class _Deliveries:
         if result.pin is not None:  # a PIN product's code: kept encrypted, never logged
             pin_seal(recharge, result.pin)
         self.rows.append(recharge)
-        self.notes.append(f"{target.name} {result.transaction_id}")
+        # The provider's reference only: the history is the reseller's to read, and resellers
+        # never see the provider (contract section 14); staff have it in ``provider``.
+        self.notes.append(result.transaction_id)
         return Progress(S.DELIVERED)
 
     def write(self) -> None:

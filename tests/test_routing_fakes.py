@@ -378,3 +378,47 @@ def test_an_old_refusal_does_not_free_a_recharge_whose_later_send_was_cut_short(
     assert recharge.status == S.DELIVERED and recharge.provider == "reloadly-1"
     assert dtone.calls[recharge.public_id] == 0 and reloadly.calls[recharge.public_id] == 1
     assert_ledger_balanced()
+
+
+def test_a_resellers_recharge_history_never_names_the_provider(routed, reloadly, dtone):
+    """Resellers never see the provider (contract section 14): not in the lookup's status
+    history of a delivered recharge, nor of one the provider reversed (its callback noticed)."""
+    import json
+
+    from django.test import Client
+
+    from accounts.services import account_set_b2b
+    from recharges.reversals import recharge_reversal_check
+    from tests.factories import make_key
+    from tests.helpers import client_for
+
+    product = telcel_100(routed)
+    reloadly.outage(True)  # so that DT One delivers it, then takes it back
+    recharge = place(product)
+    processor.recharge_process(recharge_id=recharge.pk)
+    reloadly.outage(False)
+    recharge.refresh_from_db()
+    assert recharge.status == S.DELIVERED and recharge.provider == "dtone-1"
+    owner = recharge.account.users.get()
+    account_set_b2b(account=recharge.account, is_b2b=True)
+    _key, plaintext = make_key(owner, mode="live")
+    api = client_for(plaintext)
+    path = f"/api/v1/api-access/b2b/recharges/{recharge.public_id}"
+    shown = api.get(path).json()
+    assert shown["operatorReference"] == recharge.provider_transaction_id
+    assert "dtone" not in json.dumps(shown).lower()
+
+    dtone.reverse(recharge.public_id)
+    body = json.dumps(dtone.transaction(recharge.public_id))
+    assert (
+        Client()
+        .post("/webhooks/providers/dtone-1", body, content_type="application/json")
+        .status_code
+        == 204
+    )
+    recharge.refresh_from_db()
+    if recharge.status != S.REVERSED:  # the callback's look-up, when tasks are not run inline
+        assert recharge_reversal_check(recharge_id=recharge.pk, source="callback")
+    shown = api.get(path).json()
+    assert shown["status"] == S.REVERSED
+    assert "dtone" not in json.dumps(shown).lower()
