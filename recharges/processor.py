@@ -79,6 +79,7 @@ from upstreams.adapters import (
     UpstreamTimeout,
     adapter_for,
     connection_refused,
+    provider_unnamed,
 )
 from upstreams.models import Provider
 from upstreams.routing import Router, Target, providers_knock, route_target, settings_target
@@ -266,7 +267,10 @@ def _fail(
     refunds: list[Recharge] | None = None,
 ) -> Progress:
     """Fail the (locked) recharge and refund it once, or leave its refund and event to the
-    answer batch that passes ``refunds`` (``answers_write``: after its wallets are locked)."""
+    answer batch that passes ``refunds`` (``answers_write``: after its wallets are locked).
+    ``message`` is the reseller's to read (``failureMessage``, the history): it names no
+    provider."""
+    message = provider_unnamed(message)
     transition(
         recharge,
         S.FAILED,

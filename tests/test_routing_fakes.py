@@ -5,6 +5,8 @@ is used, a refused connection or a documented refusal fails over, a timeout neve
 Telcel 100 MXN costs 4.88 EUR less 6.5% at Reloadly (4.56 EUR), 5.40 + 0.10 USD at DT One
 (5.00 EUR at 1.10) and 6.00 USD less commission at Ding: that is the order of the routes."""
 
+import json
+import re
 import time
 from decimal import Decimal
 from io import StringIO
@@ -12,11 +14,14 @@ from io import StringIO
 import pytest
 import time_machine
 from django.core.management import call_command
-from django.test import override_settings
+from django.test import Client, override_settings
 
+from accounts.services import account_set_b2b
 from recharges import processor
 from recharges.models import Recharge, RechargeAttempt
-from tests.helpers import assert_ledger_balanced, funded_order
+from recharges.reversals import recharge_reversal_check
+from tests.factories import make_key
+from tests.helpers import assert_ledger_balanced, client_for, funded_order
 from tests.provider_support import NUMBER, telcel_100
 from upstreams import health
 from upstreams.models import Provider, ProviderOperator, Route
@@ -42,6 +47,13 @@ def cli(*args) -> str:
 
 def place(product, number=NUMBER):
     return funded_order(product, number=number).recharges.get()
+
+
+def reseller_lookup(recharge):
+    """The recharge's owner as a reseller with a live key, and the lookup's path."""
+    account_set_b2b(account=recharge.account, is_b2b=True)
+    _key, plaintext = make_key(recharge.account.users.get(), mode="live")
+    return client_for(plaintext), f"/api/v1/api-access/b2b/recharges/{recharge.public_id}"
 
 
 def calls(recharge):
@@ -383,15 +395,6 @@ def test_an_old_refusal_does_not_free_a_recharge_whose_later_send_was_cut_short(
 def test_a_resellers_recharge_history_never_names_the_provider(routed, reloadly, dtone):
     """Resellers never see the provider (contract section 14): not in the lookup's status
     history of a delivered recharge, nor of one the provider reversed (its callback noticed)."""
-    import json
-
-    from django.test import Client
-
-    from accounts.services import account_set_b2b
-    from recharges.reversals import recharge_reversal_check
-    from tests.factories import make_key
-    from tests.helpers import client_for
-
     product = telcel_100(routed)
     reloadly.outage(True)  # so that DT One delivers it, then takes it back
     recharge = place(product)
@@ -399,11 +402,7 @@ def test_a_resellers_recharge_history_never_names_the_provider(routed, reloadly,
     reloadly.outage(False)
     recharge.refresh_from_db()
     assert recharge.status == S.DELIVERED and recharge.provider == "dtone-1"
-    owner = recharge.account.users.get()
-    account_set_b2b(account=recharge.account, is_b2b=True)
-    _key, plaintext = make_key(owner, mode="live")
-    api = client_for(plaintext)
-    path = f"/api/v1/api-access/b2b/recharges/{recharge.public_id}"
+    api, path = reseller_lookup(recharge)
     shown = api.get(path).json()
     assert shown["operatorReference"] == recharge.provider_transaction_id
     assert "dtone" not in json.dumps(shown).lower()
@@ -422,3 +421,24 @@ def test_a_resellers_recharge_history_never_names_the_provider(routed, reloadly,
     shown = api.get(path).json()
     assert shown["status"] == S.REVERSED
     assert "dtone" not in json.dumps(shown).lower()
+
+
+def test_a_refusal_everywhere_reaches_the_reseller_without_the_providers_names(
+    routed, reloadly, dtone, ding
+):
+    """Resellers never see the provider (contract section 14): the last refusal's words
+    ("DingConnect refused the transfer ...") reach the reseller's ``failureMessage`` and
+    history as "the provider refused the transfer ..."; staff see the provider's name in the
+    recharge's ``provider`` and its attempts."""
+    product = telcel_100(routed)
+    reloadly.refuse_number(NUMBER)
+    dtone.refuse(number=NUMBER)
+    ding.refuse_number(NUMBER.lstrip("+"))
+    recharge = place(product)
+    assert processor.recharge_process(recharge_id=recharge.pk).status == S.FAILED
+    api, path = reseller_lookup(recharge)
+    shown = api.get(path).json()
+    assert shown["status"] == S.FAILED
+    assert shown["failureMessage"].startswith("the provider refused the transfer")
+    said = json.dumps(shown)
+    assert not re.search(r"\b(ding|reloadly|dt ?one)", said, re.IGNORECASE), said

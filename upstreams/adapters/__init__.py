@@ -28,6 +28,7 @@ from upstreams.adapters.base import (
     UpstreamTimeout,
     UpstreamTransaction,
     connection_refused,
+    provider_unnamed,
 )
 from upstreams.adapters.ding import DingProvider
 from upstreams.adapters.dtone import DTOneProvider
@@ -52,6 +53,7 @@ __all__ = [
     "UpstreamTransaction",
     "adapter_for",
     "connection_refused",
+    "provider_unnamed",
 ]
 
 

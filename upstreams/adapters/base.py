@@ -18,6 +18,7 @@ When a top-up is sent, adapters raise one of three errors so the processor knows
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import date, datetime
@@ -217,6 +218,18 @@ class UpstreamTimeout(ProviderError):
 
 class PermanentError(ProviderError):
     pass
+
+
+# The providers as their own words and our adapters' name them (docs/providers.md).
+_PROVIDER_NAMES = re.compile(r"\b(?:Reloadly|DT ?One|DingConnect|Ding)\b", re.IGNORECASE)
+
+
+def provider_unnamed(message: str) -> str:
+    """``message`` (a provider's refusal, an adapter's error) as a reseller may read it:
+    resellers never see the provider (contract section 14), so every provider's name in it
+    reads "the provider" ("DingConnect refused the transfer" -> "the provider refused the
+    transfer"). Staff find the provider in the recharge's ``provider`` and its attempts."""
+    return _PROVIDER_NAMES.sub("the provider", message)
 
 
 def connection_refused(error: BaseException) -> bool:
