@@ -13,6 +13,7 @@ from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
+from reseller.idempotency import StoredAnswer
 from reseller.ids import make_id
 from reseller.money import MONEY
 
@@ -171,22 +172,10 @@ class Transfer(models.Model):
         return self.public_id
 
 
-class TransferKey(models.Model):
+class TransferKey(StoredAnswer):
     """The stored answer of one Idempotency-Key of ``POST /network/transfers``, kept 24 hours
     (``reseller.idempotency``, the mechanism orders use with ``orders.IdempotencyRecord``).
     Written in the transfer's transaction: a row exists only for a request that finished."""
-
-    account = models.ForeignKey(
-        "accounts.Account", on_delete=models.CASCADE, related_name="+", verbose_name=_("account")
-    )
-    livemode = models.BooleanField(_("live mode"))
-    key = models.CharField(_("key"), max_length=255)
-    fingerprint = models.CharField(
-        _("fingerprint"), max_length=64, help_text=_("SHA-256 of method, path and body")
-    )
-    response_status = models.PositiveSmallIntegerField(_("response status"))
-    response_body = models.JSONField(_("response body"))
-    created_at = models.DateTimeField(_("created at"), default=timezone.now, db_index=True)
 
     class Meta:
         verbose_name = _("transfer idempotency key")
@@ -196,9 +185,6 @@ class TransferKey(models.Model):
                 fields=["account", "livemode", "key"], name="one_transfer_key_per_scope"
             )
         ]
-
-    def __str__(self) -> str:
-        return f"{self.key} ({self.response_status})"
 
 
 class Commission(models.Model):

@@ -9,26 +9,15 @@ from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
+from reseller.idempotency import StoredAnswer
 from reseller.ids import make_id
 from reseller.money import MONEY
 
 
-class IdempotencyRecord(models.Model):
+class IdempotencyRecord(StoredAnswer):
     """The stored answer of one Idempotency-Key of one account and mode, kept 24 hours
     (docs/orders.md). Written in the transaction of the operation it answers: a row exists
     only for a request that finished; a running one holds the key's lock instead."""
-
-    account = models.ForeignKey(
-        "accounts.Account", on_delete=models.CASCADE, related_name="+", verbose_name=_("account")
-    )
-    livemode = models.BooleanField(_("live mode"))
-    key = models.CharField(_("key"), max_length=255)
-    fingerprint = models.CharField(
-        _("fingerprint"), max_length=64, help_text=_("SHA-256 of method, path and body")
-    )
-    response_status = models.PositiveSmallIntegerField(_("response status"))
-    response_body = models.JSONField(_("response body"))
-    created_at = models.DateTimeField(_("created at"), default=timezone.now, db_index=True)
 
     class Meta:
         verbose_name = _("idempotency record")
@@ -38,9 +27,6 @@ class IdempotencyRecord(models.Model):
                 fields=["account", "livemode", "key"], name="one_idempotency_key_per_scope"
             )
         ]
-
-    def __str__(self) -> str:
-        return f"{self.key} ({self.response_status})"
 
 
 def _id(prefix: str) -> str:

@@ -2,9 +2,9 @@
 "Idempotency-Key"): an operation runs at most once per key of an account and mode.
 
 Each app whose requests take a key keeps their stored answers in a table of its own (orders:
-``orders.IdempotencyRecord``; network: ``network.TransferKey``), with the same columns
-(``account``, ``livemode``, ``key``, ``fingerprint``, ``response_status``,
-``response_body``, ``created_at``) and a unique constraint on (account, livemode, key); the
+``orders.IdempotencyRecord``; network: ``network.TransferKey``), a ``StoredAnswer`` (the
+columns ``account``, ``livemode``, ``key``, ``fingerprint``, ``response_status``,
+``response_body``, ``created_at``) with a unique constraint on (account, livemode, key); the
 mechanism below takes that model as ``records``. It lives here, below every app, so that an
 app lower than orders (network's transfers) runs keys the same way.
 
@@ -42,6 +42,30 @@ from reseller.errors import ApplicationError
 
 KEY_PATTERN = re.compile(r"^[\x21-\x7e]{1,255}$")
 RETENTION = timedelta(hours=24)
+
+
+class StoredAnswer(models.Model):
+    """The columns of a table of stored answers (``Keys.records``): one Idempotency-Key of one
+    account and mode, and the answer its request got, kept ``RETENTION``. A concrete table
+    adds its own unique constraint on (account, livemode, key), named for its app."""
+
+    account = models.ForeignKey(
+        "accounts.Account", on_delete=models.CASCADE, related_name="+", verbose_name=_("account")
+    )
+    livemode = models.BooleanField(_("live mode"))
+    key = models.CharField(_("key"), max_length=255)
+    fingerprint = models.CharField(
+        _("fingerprint"), max_length=64, help_text=_("SHA-256 of method, path and body")
+    )
+    response_status = models.PositiveSmallIntegerField(_("response status"))
+    response_body = models.JSONField(_("response body"))
+    created_at = models.DateTimeField(_("created at"), default=timezone.now, db_index=True)
+
+    class Meta:
+        abstract = True
+
+    def __str__(self) -> str:
+        return f"{self.key} ({self.response_status})"
 
 
 class IdempotencyKeyRequired(ApplicationError):
@@ -119,7 +143,7 @@ class Keys:
     """One app's stored answers: its ``records`` model, and how a body is stored
     (``seal``) and read back (``open``), e.g. to keep a PIN encrypted at rest."""
 
-    records: type[models.Model]
+    records: type[StoredAnswer]
     seal: Callable[[Any], Any] = _same
     open: Callable[[Any], Any] = _same
 
