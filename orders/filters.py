@@ -148,11 +148,13 @@ class RechargeFilter(django_filters.FilterSet):
         return queryset.filter(matches)
 
     def filter_idempotency_key(self, queryset, name, value: str):
-        """The recharges of the order placed (201) with that key."""
+        """The recharges of the order placed with that key: an order (201, its ``id``) or a
+        batch (202, its ``orderId``)."""
         record = IdempotencyRecord.objects.filter(
-            account=self.account, livemode=self.livemode, key=value, response_status=201
+            account=self.account, livemode=self.livemode, key=value, response_status__in=(201, 202)
         ).first()
-        placed = (record.response_body or {}).get("id", "") if record else ""
+        body = (record.response_body or {}) if record else {}
+        placed = body.get("orderId") if record and record.response_status == 202 else body.get("id")
         return queryset.filter(order__public_id=placed) if placed else queryset.none()
 
     def error_fields(self) -> list[dict[str, str]]:

@@ -124,6 +124,24 @@ def test_the_search_filters_by_status_number_order_key_and_time(product):
     assert page["results"][0]["id"] == Recharge.objects.get(id=newest).public_id
 
 
+def test_the_search_by_idempotency_key_finds_the_recharges_of_a_batch_placed_with_it(product):
+    _user, shop = _shop()
+    body = {
+        "items": [{"productId": product.public_id, "recipientNumber": DELIVERS, "quantity": 2}],
+        "baseCurrency": "EUR",
+    }
+    response = shop.post(
+        "/api/v1/api-access/b2b/batches", body, format="json", HTTP_IDEMPOTENCY_KEY="payroll"
+    )
+    assert response.status_code == 202, response.content
+    batch = response.json()
+    response = shop.get(f"{B2B}?idempotencyKey=payroll")
+    assert response.status_code == 200, response.content
+    found = response.json()["results"]
+    assert len(found) == 2
+    assert {r["orderId"] for r in found} == {batch["orderId"]}
+
+
 def test_the_search_refuses_unknown_parameters_and_bad_values(product):
     _user, shop = _shop()
     problem = assert_problem(shop.get(f"{B2B}?colour=red"), 400, "validation_error")

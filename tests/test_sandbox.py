@@ -110,6 +110,12 @@ def test_sandbox_topup_command_follows_the_same_rules(reseller, capsys):
         call_command("sandbox_topup", "--prefix", live.prefix, "--amount", "50")
 
 
+def test_sandbox_topup_command_takes_the_prefix_as_the_dashboard_shows_it(reseller, capsys):
+    key, _ = make_key(reseller, mode="test")
+    call_command("sandbox_topup", "--prefix", f"{key.prefix}…", "--amount", "10")
+    assert capsys.readouterr().out.strip() == "10.00 EUR"
+
+
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_sandbox_additions_respect_the_cap_exactly():
     user = UserFactory()

@@ -139,6 +139,23 @@ def test_wallet_topup_command_refuses_bad_amounts(user):
         call_command("wallet_topup", "--email", "nobody@example.com", "--amount", "3")
 
 
+@pytest.mark.parametrize("amount", ["nan", "snan", "1e400", "99999999999", "10000000000.00"])
+def test_wallet_topup_command_refuses_amounts_no_money_column_holds_without_a_traceback(
+    user, amount
+):
+    with pytest.raises(CommandError, match="positive number"):
+        call_command("wallet_topup", "--email", user.email, "--amount", amount)
+    assert not TopUp.objects.filter(wallet__account=user.account).exists()
+    assert_ledger_balanced()
+
+
+@pytest.mark.parametrize("amount", ["1e400", "10000000000.00"])
+def test_set_balance_threshold_command_refuses_amounts_no_money_column_holds(user, amount):
+    with pytest.raises(CommandError, match="positive number"):
+        call_command("set_balance_threshold", "--email", user.email, "--amount", amount)
+    assert Wallet.objects.get(account=user.account, kind="live").low_balance_threshold is None
+
+
 def test_check_ledger_passes_when_balanced_and_fails_when_a_balance_is_tampered(capsys):
     wallet = funded_wallet("10.00")
     call_command("check_ledger")

@@ -24,7 +24,7 @@ from accounts.services import email_queue_to_account
 from emails.models import Email
 from emails.outbox import email_queue_to_user
 from reseller.ids import make_id
-from reseller.money import ZERO, fmt, quantize
+from reseller.money import MONEY_MAX, ZERO, fmt, quantize
 from wallet.errors import (
     CardTopUpNeedsPayment,
     InsufficientBalance,
@@ -247,7 +247,8 @@ def _positive(amount: Decimal) -> Decimal:
         value = quantize(amount)
     except Exception as exc:
         raise InvalidAmount() from exc
-    if value <= ZERO or value != Decimal(amount):
+    # NaN compares with nothing, and past MONEY_MAX no money column holds the amount.
+    if not value.is_finite() or not ZERO < value <= MONEY_MAX or value != Decimal(amount):
         raise InvalidAmount()
     return value
 
@@ -391,8 +392,11 @@ def wallet_set_threshold(*, account: Account, amount: Decimal | None) -> Wallet:
     """The live wallet's low-balance threshold (None: no alert)."""
     wallet = wallet_get_or_create(account=account)
     if amount is not None:
-        amount = quantize(amount)
-        if amount < ZERO:
+        try:
+            amount = quantize(amount)
+        except Exception as exc:
+            raise InvalidAmount() from exc
+        if not amount.is_finite() or not ZERO <= amount <= MONEY_MAX:
             raise InvalidAmount()
     Wallet.objects.filter(pk=wallet.pk).update(low_balance_threshold=amount)
     wallet.low_balance_threshold = amount

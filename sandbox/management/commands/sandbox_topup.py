@@ -13,7 +13,8 @@ class Command(BaseCommand):
         parser.add_argument("--amount", required=True)
 
     def handle(self, *args, **opts):
-        key = ApiKey.objects.filter(prefix=opts["prefix"]).first()
+        # As revoke_api_key: the prefix as /auth/me shows it, or as the dashboard does (with "…").
+        key = ApiKey.objects.filter(prefix=opts["prefix"].strip().rstrip("…")).first()
         if key is None:
             raise CommandError(f"no API key with prefix {opts['prefix']}")
         try:
