@@ -347,8 +347,8 @@ class RechargeListApi(APIView):
         summary="Search recharges, newest first",
         description="Filters: `status` (repeat it, or separate with commas), `recipientNumber` "
         "(E.164), `orderId`, `createdAfter`/`createdBefore` (RFC 3339), `idempotencyKey` (the "
-        "recharges of the order placed with that key). An unknown parameter is 400. "
-        + FINAL_STATUSES_NOTE,
+        "recharges of the orders or batches placed with that key, found after its stored answer "
+        "expires, 24 h). An unknown parameter is 400. " + FINAL_STATUSES_NOTE,
         parameters=[
             OpenApiParameter("status", str, many=True, enum=Recharge.Status.values),
             OpenApiParameter("recipientNumber", str),

@@ -103,6 +103,7 @@ def batch_place(
             api_key=api_key,
             references=references,
             promotion_wait=promotion_wait,
+            idempotency_key=idempotency_key or "",
         )
         count = sum(line.quantity for line in lines)
         batch = Batch.objects.create(

@@ -25,7 +25,6 @@ from django.utils.translation import gettext as _
 from rest_framework import fields as drf_fields
 from rest_framework.exceptions import ErrorDetail
 
-from orders.models import IdempotencyRecord
 from recharges.models import Recharge
 from recharges.sandbox import sandbox_due
 from reseller.errors import flatten_validation_errors
@@ -148,14 +147,12 @@ class RechargeFilter(django_filters.FilterSet):
         return queryset.filter(matches)
 
     def filter_idempotency_key(self, queryset, name, value: str):
-        """The recharges of the order placed with that key: an order (201, its ``id``) or a
-        batch (202, its ``orderId``)."""
-        record = IdempotencyRecord.objects.filter(
-            account=self.account, livemode=self.livemode, key=value, response_status__in=(201, 202)
-        ).first()
-        body = (record.response_body or {}) if record else {}
-        placed = body.get("orderId") if record and record.response_status == 202 else body.get("id")
-        return queryset.filter(order__public_id=placed) if placed else queryset.none()
+        """The recharges of the orders placed with that key (an order or a batch), kept on
+        the order: found after the key's stored answer is purged, when the key may have
+        placed another order (both are found)."""
+        return queryset.filter(
+            order__account=self.account, order__livemode=self.livemode, order__idempotency_key=value
+        )
 
     def error_fields(self) -> list[dict[str, str]]:
         """The form's errors as the problem's ``errors`` (``status[1]``, ``createdAfter``…)."""

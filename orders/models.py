@@ -157,6 +157,11 @@ class Order(models.Model):
     # later (recharges.pins). Empty for an account's order: its user's address is used.
     receipt_email = models.EmailField(_("receipt email"), max_length=254, blank=True)
     receipt_language = models.CharField(_("receipt language"), max_length=5, blank=True)
+    # The Idempotency-Key it was placed with (wallet checkout, B2B, a batch): the recharge
+    # search's ``idempotencyKey`` finds it after the key's stored answer is purged (24 h).
+    idempotency_key = models.CharField(
+        _("idempotency key"), max_length=255, blank=True, default="", editable=False
+    )
     created_at = models.DateTimeField(
         _("created at"), default=timezone.now, editable=False, db_index=True
     )
@@ -164,6 +169,13 @@ class Order(models.Model):
     class Meta:
         verbose_name = _("order")
         verbose_name_plural = _("orders")
+        indexes = [
+            models.Index(
+                fields=["account", "livemode", "idempotency_key"],
+                condition=~models.Q(idempotency_key=""),
+                name="order_idempotency_key",
+            )
+        ]
 
     def __str__(self) -> str:
         return self.public_id

@@ -157,16 +157,18 @@ def order_new(
     method: str,
     wallet: Wallet | None,
     promotion_wait: bool = True,
+    idempotency_key: str = "",
 ) -> tuple[Order, Payment, list[OrderLine]]:
     """An order, its lines and its one payment, built and not yet saved (``order_create``).
     ``promotion_wait``: hold recharges for a scheduled promotion (``whenPromotionScheduled``
-    "wait") or send them at once ("sendNow")."""
+    "wait") or send them at once ("sendNow"). ``idempotency_key``: the key it is placed with."""
     now = timezone.now()
     order = Order(
         account=account,
         livemode=livemode,
         channel=channel,
         promotion_wait=promotion_wait,
+        idempotency_key=idempotency_key,
         total=priced.total,
         currency=priced.currency,
         created_by=user,
@@ -323,6 +325,7 @@ def order_place_with_wallet(
     api_key=None,
     references: list[str] | None = None,
     promotion_wait: bool = True,
+    idempotency_key: str = "",
 ) -> Order:
     """``order_pay_with_wallet`` for a caller that needs the order only (a batch, the tests)."""
     return order_pay_with_wallet(
@@ -336,6 +339,7 @@ def order_place_with_wallet(
         api_key=api_key,
         references=references,
         promotion_wait=promotion_wait,
+        idempotency_key=idempotency_key,
     ).order
 
 
@@ -352,6 +356,7 @@ def order_pay_with_wallet(
     api_key=None,
     references: list[str] | None = None,
     promotion_wait: bool = True,
+    idempotency_key: str = "",
 ) -> PlacedOrder:
     """Price and pay an order from a wallet: price, lock, check, write, debit, queue recharges.
 
@@ -380,6 +385,7 @@ def order_pay_with_wallet(
         "method": Payment.Method.WALLET,
         "wallet": locked,
         "promotion_wait": promotion_wait,
+        "idempotency_key": idempotency_key,
     }
     balance_check(wallet=locked, amount=priced.total)
     order, payment, order_lines = order_create(**rows)
@@ -440,6 +446,7 @@ def order_place(
             user=user,
             api_key=api_key,
             promotion_wait=promotion_wait,
+            idempotency_key=idempotency_key or "",
         )
         if items:
             CartItem.objects.filter(pk__in=[item.pk for item in items]).delete()

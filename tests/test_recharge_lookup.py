@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from datetime import timedelta
 from decimal import Decimal
+from importlib import import_module
 
 import pytest
+from django.apps import apps as django_apps
 from django.utils import timezone
 
 from accounts.services import account_set_b2b
+from orders.idempotency import RETENTION, purge_expired
+from orders.models import IdempotencyRecord, Order
 from recharges.models import Recharge
 from recharges.processor import recharge_process
 from tests.factories import UserFactory, make_key
@@ -140,6 +144,40 @@ def test_the_search_by_idempotency_key_finds_the_recharges_of_a_batch_placed_wit
     found = response.json()["results"]
     assert len(found) == 2
     assert {r["orderId"] for r in found} == {batch["orderId"]}
+
+
+def test_the_search_by_idempotency_key_outlives_the_keys_stored_answer(product):
+    """A key's stored answer is purged after 24 hours (the key may then place a new order),
+    but the order keeps the key it was placed with: the search still finds its recharges."""
+    _user, shop = _shop()
+    placed = _place(shop, product, quantity=2, key="monday-payroll")
+    IdempotencyRecord.objects.update(created_at=timezone.now() - RETENTION - timedelta(hours=1))
+    assert purge_expired() == 1
+    response = shop.get(f"{B2B}?idempotencyKey=monday-payroll")
+    assert response.status_code == 200, response.content
+    assert {r["id"] for r in response.json()["results"]} == {r["id"] for r in placed["recharges"]}
+
+
+def test_the_migration_gives_the_orders_of_the_last_day_their_keys(product):
+    """Orders placed before the key was kept on them get it from its stored answer: an
+    order's 201 (``id``) and a batch's 202 (``orderId``)."""
+    _user, shop = _shop()
+    single = _place(shop, product, key="tuesday")
+    batch = shop.post(
+        "/api/v1/api-access/b2b/batches",
+        {
+            "items": [{"productId": product.public_id, "recipientNumber": DELIVERS, "quantity": 1}],
+            "baseCurrency": "EUR",
+        },
+        format="json",
+        HTTP_IDEMPOTENCY_KEY="wednesday",
+    ).json()
+    assert "orderId" in batch, batch
+    Order.objects.update(idempotency_key="")  # as the orders were before the migration
+    migration = import_module("orders.migrations.0019_order_idempotency_key")
+    migration.keys_from_stored_answers(django_apps, None)
+    keys = dict(Order.objects.values_list("public_id", "idempotency_key"))
+    assert keys == {single["id"]: "tuesday", batch["orderId"]: "wednesday"}
 
 
 def test_the_search_refuses_unknown_parameters_and_bad_values(product):
