@@ -67,3 +67,35 @@ def document_ambiguous_credentials(result, generator, request, public):
                 },
             }
     return result
+
+
+def document_rate_limited(result, generator, request, public):
+    """Every request made with an API key counts against the key's per-minute limit
+    (accounts.throttling.ApiKeyRateThrottle is a default throttle of every view, contract
+    section 7), so every operation that accepts a key can answer 429 ``rate_limited``:
+    document it where the operation does not. A drf-spectacular postprocessing hook."""
+    for item in result.get("paths", {}).values():
+        for method, operation in item.items():
+            if method == "parameters" or not isinstance(operation, dict):
+                continue
+            if not any("apiKey" in scheme for scheme in operation.get("security", [])):
+                continue
+            responses = operation.setdefault("responses", {})
+            example = build_examples_list(problem_examples(429, ("rate_limited",)))
+            if "429" not in responses:
+                responses["429"] = {
+                    "description": PROBLEM_DESCRIPTIONS[429],
+                    "content": {
+                        PROBLEM_JSON: {
+                            "schema": {"$ref": "#/components/schemas/Problem"},
+                            "examples": example,
+                        }
+                    },
+                }
+                continue
+            media = responses["429"].setdefault("content", {}).setdefault(PROBLEM_JSON, {})
+            media.setdefault("schema", {"$ref": "#/components/schemas/Problem"})
+            examples = media.setdefault("examples", {})
+            for name, value in example.items():
+                examples.setdefault(name, value)
+    return result

@@ -91,6 +91,20 @@ def test_every_error_response_has_a_problem_example_of_its_status(schema):
     assert missing == []
 
 
+def test_every_operation_a_key_may_call_documents_its_429(schema):
+    """Every request made with a key counts against its per-minute limit (contract section 7,
+    accounts.throttling.ApiKeyRateThrottle): the operation can answer 429 rate_limited."""
+    missing = []
+    for name, operation in _operations(schema):
+        if not any("apiKey" in scheme for scheme in operation.get("security", [])):
+            continue
+        response = operation["responses"].get("429")
+        examples = _examples((response or {}).get("content", {}).get(PROBLEM, {}))
+        if not any(example["code"] == "rate_limited" for example in examples):
+            missing.append(name)
+    assert missing == []
+
+
 def _example_sites(schema):
     """(where, schema, example value) of every example: operations and webhooks."""
     items = [("paths", schema["paths"]), ("webhooks", schema["webhooks"])]
