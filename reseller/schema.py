@@ -1,6 +1,8 @@
 """drf-spectacular extensions: how our authentication classes appear in the OpenAPI schema,
 the order of its operations, and the problems every authenticated operation can answer."""
 
+import re
+
 from drf_spectacular.authentication import SessionScheme
 from drf_spectacular.contrib.rest_framework_simplejwt import SimpleJWTScheme
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
@@ -98,4 +100,27 @@ def document_rate_limited(result, generator, request, public):
             examples = media.setdefault("examples", {})
             for name, value in example.items():
                 examples.setdefault(name, value)
+    return result
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+def camelize_path_parameters(result, generator, request, public):
+    """Path parameters named in camelCase, as every name on the wire (contract section 1) and
+    as the spec names them (``DELETE /cart/items/:itemId``): ``{item_id}`` of the URL patterns
+    becomes ``{itemId}``. A drf-spectacular postprocessing hook."""
+    paths = result.get("paths", {})
+    renamed = {}
+    for path, item in paths.items():
+        for operation in item.values():
+            if not isinstance(operation, dict):
+                continue
+            for parameter in operation.get("parameters", []):
+                if parameter.get("in") == "path":
+                    parameter["name"] = _camel(parameter["name"])
+        renamed[re.sub(r"{([^}]+)}", lambda match: "{" + _camel(match[1]) + "}", path)] = item
+    result["paths"] = renamed
     return result

@@ -723,4 +723,5 @@ SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"] = {
 SPECTACULAR_SETTINGS["POSTPROCESSING_HOOKS"] += [
     "reseller.schema.document_ambiguous_credentials",
     "reseller.schema.document_rate_limited",
+    "reseller.schema.camelize_path_parameters",
 ]
