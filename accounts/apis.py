@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 from django.contrib.auth.models import update_last_login
-from django.utils.translation import gettext as _
 from drf_spectacular.utils import extend_schema
-from rest_framework.permissions import AllowAny, IsAuthenticated
+from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts import selectors, services
 from accounts.authentication import request_api_key
+from accounts.permissions import LiveProfileWrite
 from accounts.serializers import ApiKeyOut, LoginIn, LoginOut, MeIn, MeOut, RefreshIn, RefreshOut
 from reseller import openapi_examples as ex
 from reseller.api import problems
-from reseller.errors import PermissionDenied
 from reseller.net import client_ip
 
 
@@ -81,7 +80,7 @@ class RefreshApi(APIView):
 
 
 class MeApi(APIView):
-    permission_classes = [IsAuthenticated]
+    permission_classes = [LiveProfileWrite]
 
     @extend_schema(
         tags=["auth"],
@@ -104,9 +103,6 @@ class MeApi(APIView):
         responses={200: MeOut, **problems(400, 401, 403, 429)},
     )
     def patch(self, request):
-        key = request_api_key(request)
-        if key is not None and not key.livemode:
-            raise PermissionDenied(_("A test key cannot change the live profile."))
         data = MeIn(data=request.data)
         data.is_valid(raise_exception=True)
         services.user_update_profile(

@@ -56,6 +56,19 @@ class B2BApiKeyRequired(_AuthenticatedRule):
             raise B2BNotEnabled()
 
 
+class LiveProfileWrite(_AuthenticatedRule):
+    """Reads for any caller; a change of the (live) profile refused to a test key, 403
+    ``permission_denied``: test keys act on test data only. A permission, so the refusal is
+    decided before the throttles and uses no quota (contract section 7)."""
+
+    def check(self, request: Request) -> None:
+        if request.method in ("GET", "HEAD", "OPTIONS"):
+            return
+        key = request_api_key(request)
+        if key is not None and not key.livemode:
+            raise PermissionDenied(_("A test key cannot change the live profile."))
+
+
 class StaffRequired(_AuthenticatedRule):
     """Back-office endpoints: a staff user by key, JWT or session; else 403
     ``permission_denied``."""

@@ -66,7 +66,8 @@ def _cart_payload(request, session_id: str) -> dict:
     return {
         "session_id": cart.session_id,
         "items": [
-            _Priced(item, line, currency) for item, line in zip(items, priced.lines, strict=True)
+            _Priced(item, line, currency, livemode)
+            for item, line in zip(items, priced.lines, strict=True)
         ],
         "total": priced.total if items else ZERO,
         "currency": currency,
@@ -75,7 +76,7 @@ def _cart_payload(request, session_id: str) -> dict:
 
 
 class _Priced:
-    def __init__(self, item, line, currency):
+    def __init__(self, item, line, currency, livemode):
         self.public_id = item.public_id
         self.product = item.product
         self.recipient_number = item.recipient_number
@@ -85,6 +86,7 @@ class _Priced:
         # The item's own quantity: an add to a line already in the cart answers that line.
         self.line_total = line.unit_price * item.quantity
         self.currency = currency
+        self.livemode = livemode
 
 
 class CartApi(APIView):
@@ -124,14 +126,16 @@ class CartItemsApi(APIView):
         priced = price_order(
             account=account, currency=account.wallet_currency, lines=[data.validated_data["line"]]
         )
+        livemode = request_livemode(request)
         item = services.cart_add_item(
             account=account,
-            livemode=request_livemode(request),
+            livemode=livemode,
             session_id=data.validated_data["session_id"],
             line=data.validated_data["line"],
         )
         return Response(
-            CartItemOut(_Priced(item, priced.lines[0], account.wallet_currency)).data, status=201
+            CartItemOut(_Priced(item, priced.lines[0], account.wallet_currency, livemode)).data,
+            status=201,
         )
 
 

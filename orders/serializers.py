@@ -520,6 +520,7 @@ class CartItemOut(serializers.Serializer):
     unit_price = serializers.DecimalField(max_digits=12, decimal_places=2)
     line_total = serializers.DecimalField(max_digits=12, decimal_places=2)
     currency = serializers.CharField()
+    livemode = serializers.BooleanField()
 
 
 class CartOut(serializers.Serializer):

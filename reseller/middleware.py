@@ -8,6 +8,7 @@ import re
 import uuid
 import zoneinfo
 
+from django.core.exceptions import PermissionDenied, SuspiciousOperation
 from django.http import (
     HttpRequest,
     HttpResponse,
@@ -111,6 +112,10 @@ class ApiProblemMiddleware:
 
         if isinstance(exception, Http404):
             return problem_response(request, status=404, code="not_found")
+        if isinstance(exception, PermissionDenied | SuspiciousOperation):
+            # Django answers them 403 / 400 (handler403 / handler400), and __call__ turns an
+            # answer that is not problem+json into one: not a 500.
+            return None
         logger.exception("unhandled error under /api/", exc_info=exception)
         return problem_response(
             request,

@@ -444,6 +444,7 @@ CART_ITEM = {
     "unitPrice": PRICE,
     "lineTotal": PRICE,
     "currency": CURRENCY,
+    "livemode": True,
 }
 CART = {
     "sessionId": "web-42",

@@ -1,6 +1,8 @@
 """drf-spectacular extensions: how our authentication classes appear in the OpenAPI schema,
 the order of its operations, and the problems every authenticated operation can answer."""
 
+import re
+
 from drf_spectacular.authentication import SessionScheme
 from drf_spectacular.contrib.rest_framework_simplejwt import SimpleJWTScheme
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
@@ -66,4 +68,59 @@ def document_ambiguous_credentials(result, generator, request, public):
                     }
                 },
             }
+    return result
+
+
+def document_rate_limited(result, generator, request, public):
+    """Every request made with an API key counts against the key's per-minute limit
+    (accounts.throttling.ApiKeyRateThrottle is a default throttle of every view, contract
+    section 7), so every operation that accepts a key can answer 429 ``rate_limited``:
+    document it where the operation does not. A drf-spectacular postprocessing hook."""
+    for item in result.get("paths", {}).values():
+        for method, operation in item.items():
+            if method == "parameters" or not isinstance(operation, dict):
+                continue
+            if not any("apiKey" in scheme for scheme in operation.get("security", [])):
+                continue
+            responses = operation.setdefault("responses", {})
+            example = build_examples_list(problem_examples(429, ("rate_limited",)))
+            if "429" not in responses:
+                responses["429"] = {
+                    "description": PROBLEM_DESCRIPTIONS[429],
+                    "content": {
+                        PROBLEM_JSON: {
+                            "schema": {"$ref": "#/components/schemas/Problem"},
+                            "examples": example,
+                        }
+                    },
+                }
+                continue
+            media = responses["429"].setdefault("content", {}).setdefault(PROBLEM_JSON, {})
+            media.setdefault("schema", {"$ref": "#/components/schemas/Problem"})
+            examples = media.setdefault("examples", {})
+            for name, value in example.items():
+                examples.setdefault(name, value)
+    return result
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+def camelize_path_parameters(result, generator, request, public):
+    """Path parameters named in camelCase, as every name on the wire (contract section 1) and
+    as the spec names them (``DELETE /cart/items/:itemId``): ``{item_id}`` of the URL patterns
+    becomes ``{itemId}``. A drf-spectacular postprocessing hook."""
+    paths = result.get("paths", {})
+    renamed = {}
+    for path, item in paths.items():
+        for operation in item.values():
+            if not isinstance(operation, dict):
+                continue
+            for parameter in operation.get("parameters", []):
+                if parameter.get("in") == "path":
+                    parameter["name"] = _camel(parameter["name"])
+        renamed[re.sub(r"{([^}]+)}", lambda match: "{" + _camel(match[1]) + "}", path)] = item
+    result["paths"] = renamed
     return result

@@ -52,5 +52,7 @@ urlpatterns = [
 ]
 
 
+handler400 = "reseller.views.bad_request"
+handler403 = "reseller.views.permission_denied"
 handler404 = "reseller.views.page_not_found"
 handler500 = "reseller.views.server_error"

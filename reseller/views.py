@@ -14,6 +14,7 @@ from django.http import (
 from django.shortcuts import render
 from django.templatetags.static import static
 from django.utils import translation
+from django.views import defaults
 from django.views.decorators.http import require_GET
 
 from reseller.errors import problem_response
@@ -34,6 +35,20 @@ def favicon(request: HttpRequest) -> HttpResponsePermanentRedirect:
     """/favicon.ico, which browsers ask for on every page without an icon link (the admin's,
     a PDF, a raw JSON answer): the static file, under its hashed name."""
     return HttpResponsePermanentRedirect(static("favicon.ico"))
+
+
+def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """Django's own 400s (a Host outside ALLOWED_HOSTS, any SuspiciousOperation): raised before
+    or outside the API's views, they never pass through ApiProblemMiddleware."""
+    if is_api_path(request.path):
+        return problem_response(request, status=400, code="bad_request")
+    return defaults.bad_request(request, exception)
+
+
+def permission_denied(request: HttpRequest, exception: Exception) -> HttpResponse:
+    if is_api_path(request.path):
+        return problem_response(request, status=403, code="permission_denied")
+    return defaults.permission_denied(request, exception)
 
 
 def page_not_found(request: HttpRequest, exception: Exception) -> HttpResponse:

@@ -17,6 +17,14 @@ HOST=${1:-127.0.0.1}
 PORT=${2:-8000}
 PY=.venv/bin/python
 FAKES=(reloadly dtone ding)
+# The site's address follows this run's port (a problem's type link, links in email), unless
+# SITE_URL says otherwise; a server on every address is reached on 127.0.0.1.
+case "$HOST" in
+  0.0.0.0 | :: | "[::]") site_host=127.0.0.1 ;;
+  *:*) site_host="[${HOST//[\[\]]/}]" ;;  # an IPv6 address goes in brackets in a URL
+  *) site_host=$HOST ;;
+esac
+export SITE_URL="${SITE_URL:-http://$site_host:$PORT}"
 
 port_free() {  # nothing listens on 127.0.0.1:$1
   $PY -c 'import socket, sys; socket.socket().bind(("127.0.0.1", int(sys.argv[1])))' "$1" 2>/dev/null

@@ -93,6 +93,16 @@ def test_requests_refused_with_401_403_or_400_use_no_quota(api, user):
     assert_problem(api.get(ME, HTTP_X_API_KEY=plaintext), 401, "api_key_revoked")
 
 
+def test_a_test_keys_refused_profile_change_uses_no_quota(api, user):
+    """PATCH /auth/me is refused to a test key (403): like every 401/403, it counts nothing."""
+    _key, plaintext = make_key(user, mode="test", rate_limit_per_minute=2)
+    for _ in range(3):
+        response = api.patch(ME, {"user": {"firstName": "Ana"}}, HTTP_X_API_KEY=plaintext)
+        assert_problem(response, 403, "permission_denied")
+        assert "RateLimit" not in response
+    assert "remaining=1," in api.get(ME, HTTP_X_API_KEY=plaintext)["RateLimit"]
+
+
 def test_test_key_may_send_10_recharge_requests_a_minute(api, user):
     _key, plaintext = make_key(user, mode="test")
     for _ in range(10):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import importlib
 import json
+import re
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -89,6 +90,38 @@ def test_every_error_response_has_a_problem_example_of_its_status(schema):
                 assert example["type"].endswith(ERRORS_PATH + example["code"])
                 assert {"title", "detail", "requestId"} <= set(example), (name, example)
     assert missing == []
+
+
+def test_every_operation_a_key_may_call_documents_its_429(schema):
+    """Every request made with a key counts against its per-minute limit (contract section 7,
+    accounts.throttling.ApiKeyRateThrottle): the operation can answer 429 rate_limited."""
+    missing = []
+    for name, operation in _operations(schema):
+        if not any("apiKey" in scheme for scheme in operation.get("security", [])):
+            continue
+        response = operation["responses"].get("429")
+        examples = _examples((response or {}).get("content", {}).get(PROBLEM, {}))
+        if not any(example["code"] == "rate_limited" for example in examples):
+            missing.append(name)
+    assert missing == []
+
+
+def test_path_parameters_are_named_in_camel_case(schema):
+    """Contract section 1: camelCase everywhere, as the spec's ``DELETE /cart/items/:itemId``."""
+    assert "/api/v1/cart/items/{itemId}" in schema["paths"]
+    snake = []
+    for path, item in schema["paths"].items():
+        names = re.findall(r"{([^}]+)}", path)
+        declared = [
+            parameter["name"]
+            for operation in item.values()
+            if isinstance(operation, dict)
+            for parameter in operation.get("parameters", [])
+            if parameter["in"] == "path"
+        ]
+        snake += [f"{path} {name}" for name in [*names, *declared] if "_" in name]
+        assert set(declared) <= set(names), path
+    assert snake == []
 
 
 def _example_sites(schema):

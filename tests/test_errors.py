@@ -79,6 +79,27 @@ def test_exception_in_a_plain_django_view_under_api_is_500_problem_json(client):
     assert b"secret internals" not in response.content
 
 
+def test_host_not_allowed_under_api_is_400_problem_json(client):
+    """Django refuses a Host outside ALLOWED_HOSTS before any view runs: still problem+json."""
+    response = client.get("/api/v1/auth/me", HTTP_HOST="evil.example")
+    assert_problem(response, 400, "bad_request")
+    assert b"<html" not in response.content.lower()
+
+
+@pytest.mark.urls("tests.error_urls")
+def test_suspicious_request_in_a_plain_django_view_under_api_is_400_problem_json(client):
+    response = client.get("/api/v1/plain-suspicious")
+    assert_problem(response, 400, "bad_request")
+    assert b"secret internals" not in response.content
+
+
+@pytest.mark.urls("tests.error_urls")
+def test_permission_denied_in_a_plain_django_view_under_api_is_403_problem_json(client):
+    response = client.get("/api/v1/plain-forbidden")
+    assert_problem(response, 403, "permission_denied")
+    assert b"secret internals" not in response.content
+
+
 def test_site_404_is_an_html_page(client):
     response = client.get("/no-such-page/")
     assert response.status_code == 404

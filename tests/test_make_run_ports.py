@@ -203,6 +203,12 @@ def test_make_run_serves_with_localstripe_and_the_fakes_on_the_ports_asked_for(t
         assert page.ok and f"http://127.0.0.1:{stripe_port}" in page.headers.get(
             "Content-Security-Policy", ""
         )
+        # SITE_URL follows the port: a problem's type links to this run's error pages.
+        problem = requests.get(f"http://127.0.0.1:{site_port}/api/v1/auth/me", timeout=30).json()
+        assert (
+            problem["type"] == f"http://127.0.0.1:{site_port}/api/v1/docs/errors/not_authenticated"
+        )
+        assert requests.get(problem["type"], timeout=30).ok
     finally:
         os.killpg(run.pid, signal.SIGTERM)
         try:

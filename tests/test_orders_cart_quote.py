@@ -65,6 +65,19 @@ def test_test_key_carts_are_separate_from_live_carts(user, product):
     assert test_client.get("/api/v1/cart?sessionId=s1").json()["livemode"] is False
 
 
+def test_cart_item_carries_livemode_of_the_key_that_added_it(user, user_api, product):
+    """Contract section 1: every object that exists in both modes carries ``livemode``."""
+    _key, plaintext = make_key(user, mode="test")
+    test_client = APIClient()
+    test_client.credentials(HTTP_X_API_KEY=plaintext)
+    added = test_client.post("/api/v1/cart/items", item(product))
+    assert added.status_code == 201, added.content
+    assert added.json()["livemode"] is False
+    assert test_client.get("/api/v1/cart?sessionId=s1").json()["items"][0]["livemode"] is False
+    assert user_api.post("/api/v1/cart/items", item(product)).json()["livemode"] is True
+    assert user_api.get("/api/v1/cart?sessionId=s1").json()["items"][0]["livemode"] is True
+
+
 @pytest.mark.parametrize(
     "change, field",
     [

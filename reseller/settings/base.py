@@ -720,6 +720,8 @@ SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"] = {
     "RequiresActionStatusEnum": ["requires_action", "processing"],
     "AgentStatusEnum": "network.agents.STATUSES",
 }
-SPECTACULAR_SETTINGS["POSTPROCESSING_HOOKS"].append(
-    "reseller.schema.document_ambiguous_credentials"
-)
+SPECTACULAR_SETTINGS["POSTPROCESSING_HOOKS"] += [
+    "reseller.schema.document_ambiguous_credentials",
+    "reseller.schema.document_rate_limited",
+    "reseller.schema.camelize_path_parameters",
+]
