@@ -1,9 +1,10 @@
 """Per-key rate limits on reseller.ratelimit (Redis, atomic, shared by every process).
 
 DRF runs throttles after authentication and permissions, so a request refused with 401 or 403
-never uses quota. A refused request is 429 ``rate_limited`` with ``Retry-After``; every
-counted response carries ``RateLimit`` and ``RateLimit-Policy`` (the tightest limit that
-applied). See docs/access.md.
+there never uses quota; a 403 the view decides itself, after the throttles, gives its hits
+back (``reseller.errors.exception_handler``, through ``request.rate_limit_hits``). A refused
+request is 429 ``rate_limited`` with ``Retry-After``; every counted response carries
+``RateLimit`` and ``RateLimit-Policy`` (the tightest limit that applied). See docs/access.md.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ _SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 
 def _count(request: Request, view, *, scope: str, key: ApiKey, limit: int) -> None:
     decision = ratelimit.hit(scope, key.public_id, limit=limit, window=WINDOW_SECONDS)
+    request.rate_limit_hits = [*getattr(request, "rate_limit_hits", ()), decision]  # type: ignore[attr-defined]
     tightest = getattr(request, "_rate_limit_decision", None)
     if tightest is None or decision.remaining < tightest.remaining or not decision.allowed:
         request._rate_limit_decision = decision  # type: ignore[attr-defined]

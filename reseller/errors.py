@@ -20,6 +20,7 @@ from djangorestframework_camel_case.util import camelize_re, underscore_to_camel
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
 
+from reseller import ratelimit
 from reseller.problem_types import problem_type
 
 if TYPE_CHECKING:
@@ -394,6 +395,9 @@ def exception_handler(exc: Exception, context: dict) -> Response:
         fields=fields,
         request_id=getattr(request, "request_id", None) if request else None,
     )
+    if status in (401, 403) and request is not None:
+        # Refused by the view after the throttles counted it: 401/403 use no quota (§7).
+        ratelimit.give_back(getattr(request, "rate_limit_hits", ()))
     _rollback_if_atomic()
     return Response(body, status=status, headers=headers, content_type=PROBLEM_CONTENT_TYPE)
 

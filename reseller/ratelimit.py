@@ -23,6 +23,7 @@ class Decision:
     remaining: int
     reset: int  # seconds until the window ends
     window: int
+    counter: str = ""  # the window's counter this hit went to (``give_back``)
 
     def headers(self) -> dict[str, str]:
         """IETF draft RateLimit headers (draft-ietf-httpapi-ratelimit-headers)."""
@@ -88,7 +89,30 @@ def hit(scope: str, ident: str, *, limit: int, window: int, now: float | None = 
         remaining=max(0, limit - count),
         reset=reset,
         window=window,
+        counter=key,
     )
+
+
+# DECR only a window that still exists: a window that ended meanwhile is not made again
+# (without an expiry) at -1.
+_GIVE_BACK = "if redis.call('exists', KEYS[1]) == 1 then return redis.call('decr', KEYS[1]) end"
+
+
+def give_back(decisions) -> None:
+    """Take back the hits of ``decisions`` (``hit``'s): a request they counted was refused
+    after all with 401 or 403, which never uses quota (contract section 7)."""
+    counters = {decision.counter for decision in decisions if decision.counter}
+    if not counters:
+        return
+    if settings.REDIS_URL:
+        for counter in counters:
+            _redis().eval(_GIVE_BACK, 1, counter)
+        return
+    with _memory_lock:
+        for counter in counters:
+            if counter in _memory:
+                count, expires = _memory[counter]
+                _memory[counter] = (count - 1, expires)
 
 
 def reset_all_for_tests() -> None:

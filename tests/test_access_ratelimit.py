@@ -103,6 +103,17 @@ def test_a_test_keys_refused_profile_change_uses_no_quota(api, user):
     assert "remaining=1," in api.get(ME, HTTP_X_API_KEY=plaintext)["RateLimit"]
 
 
+def test_a_403_decided_inside_a_view_gives_its_hit_back(api, user):
+    """Some refusals are the view's own, decided after the throttles counted the request (a
+    test key on the network's routes, which first looks the agent up: another network's is
+    404). The 403 gives the hit back, so no 401/403 uses quota, wherever it is decided."""
+    _key, plaintext = make_key(user, mode="test", rate_limit_per_minute=2)
+    for _ in range(3):
+        response = api.get("/api/v1/network/agents", HTTP_X_API_KEY=plaintext)
+        assert_problem(response, 403, "permission_denied")
+    assert "remaining=1," in api.get(ME, HTTP_X_API_KEY=plaintext)["RateLimit"]
+
+
 def test_test_key_may_send_10_recharge_requests_a_minute(api, user):
     _key, plaintext = make_key(user, mode="test")
     for _ in range(10):
