@@ -17,7 +17,13 @@ from network.price_lists import RuleSpec, price_list_assign, price_list_create
 from tests.browser.card_pages import log_in
 from tests.browser.conftest import ARTIFACTS
 from tests.browser.test_buy_now_logged_out import no_sideways_scroll
-from tests.factories import OperatorFactory, ProductFactory, UserFactory, make_country
+from tests.factories import (
+    OperatorFactory,
+    ProductFactory,
+    RangeProductFactory,
+    UserFactory,
+    make_country,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -52,18 +58,11 @@ def telcel(db):
         local_amount=Decimal("100"),
         local_currency="MXN",
     )
-    ranged = ProductFactory(
+    ranged = RangeProductFactory(  # 10 to 1,000 MXN by 1; A / 20 + 0.50 EUR
         operator=operator,
         name="Telcel any amount",
-        denomination="range",
-        local_amount=None,
-        retail_price=None,
-        range_min=Decimal("10.00"),
         range_max=Decimal("1000.00"),
         range_step=Decimal("1.00"),
-        pricing_rate=Decimal("20"),
-        pricing_fee=Decimal("0.50"),
-        local_currency="MXN",
     )
     return fixed, ranged
 

@@ -14,7 +14,14 @@ import pytest
 from recharges.models import Recharge
 from tests.browser.conftest import ARTIFACTS
 from tests.browser.test_buy_now_logged_out import no_sideways_scroll, pay_with_card
-from tests.factories import PASSWORD, OperatorFactory, ProductFactory, UserFactory, make_country
+from tests.factories import (
+    PASSWORD,
+    OperatorFactory,
+    ProductFactory,
+    RangeProductFactory,
+    UserFactory,
+    make_country,
+)
 from tests.helpers import assert_ledger_balanced
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -42,18 +49,11 @@ def telcel(db):
         local_amount=Decimal("100"),
         local_currency="MXN",
     )
-    return ProductFactory(
+    return RangeProductFactory(  # 10 to 1,000 MXN by 1; A / 20 + 0.50 EUR
         operator=operator,
         name="Telcel any amount",
-        denomination="range",
-        local_amount=None,
-        retail_price=None,
-        range_min=Decimal("10.00"),
         range_max=Decimal("1000.00"),
         range_step=Decimal("1.00"),
-        pricing_rate=Decimal("20"),
-        pricing_fee=Decimal("0.50"),
-        local_currency="MXN",
     )
 
 
