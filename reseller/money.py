@@ -10,6 +10,8 @@ MONEY: dict[str, Any] = {"max_digits": 12, "decimal_places": 2}
 
 CENT = Decimal("0.01")
 ZERO = Decimal("0.00")
+# The largest amount a money column holds (MONEY's twelve digits, two of them cents).
+MONEY_MAX = Decimal("9999999999.99")
 
 
 def quantize(amount: Decimal | int | str) -> Decimal:

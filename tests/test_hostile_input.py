@@ -3,9 +3,13 @@ problem (or a one-line CLI error) that changes nothing. Each test failed before 
 
 from __future__ import annotations
 
-import pytest
+import io
 
-from tests.helpers import assert_problem
+import pytest
+from django.core.management import CommandError, call_command
+
+from tests.helpers import assert_ledger_balanced, assert_problem
+from wallet.models import LedgerEntry, Wallet
 
 pytestmark = pytest.mark.django_db
 
@@ -38,3 +42,30 @@ def test_numbers_json_has_not_are_400_invalid_json_and_change_nothing(user_api, 
     assert number.lstrip("-") in problem["detail"]
     user_api.user.refresh_from_db()
     assert user_api.user.first_name == before
+
+
+def _command(*args) -> str:
+    """Run an operator command as the CLI does; its refusal is a CommandError (one line)."""
+    out = io.StringIO()
+    call_command(*args, stdout=out, stderr=io.StringIO())
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("amount", ["NaN", "sNaN", "99999999999999", "10000000000.00", "1e400"])
+def test_wallet_topup_refuses_junk_and_overflowing_amounts_in_one_line(user, amount):
+    with pytest.raises(CommandError) as refused:
+        _command("wallet_topup", "--email", user.email, "--amount", amount)
+    assert "\n" not in str(refused.value)
+    assert LedgerEntry.objects.count() == 0
+    assert_ledger_balanced()
+
+
+@pytest.mark.parametrize("amount", ["99999999999999999", "10000000000", "1e400"])
+def test_a_threshold_no_money_column_holds_is_refused_and_the_wallet_still_reads(user, amount):
+    """It was stored: PostgreSQL refuses it with a traceback, and SQLite keeps a row it can
+    no longer read, so every wallet request of the account answered 500."""
+    with pytest.raises(CommandError) as refused:
+        _command("set_balance_threshold", "--email", user.email, "--amount", amount)
+    assert "\n" not in str(refused.value)
+    assert Wallet.objects.get(account=user.account).low_balance_threshold is None
+    assert _command("set_balance_threshold", "--email", user.email, "--amount", "9999999999.99")

@@ -24,7 +24,7 @@ from accounts.services import email_queue_to_account
 from emails.models import Email
 from emails.outbox import email_queue_to_user
 from reseller.ids import make_id
-from reseller.money import ZERO, fmt, quantize
+from reseller.money import MONEY_MAX, ZERO, fmt, quantize
 from wallet.errors import (
     CardTopUpNeedsPayment,
     InsufficientBalance,
@@ -247,8 +247,16 @@ def _positive(amount: Decimal) -> Decimal:
         value = quantize(amount)
     except Exception as exc:
         raise InvalidAmount() from exc
-    if value <= ZERO or value != Decimal(amount):
+    if not value.is_finite() or value <= ZERO or value != Decimal(amount):  # NaN: not finite
         raise InvalidAmount()
+    return _within_a_money_column(value)
+
+
+def _within_a_money_column(value: Decimal) -> Decimal:
+    """A finite amount a money column can hold; more is refused here, before the database
+    (PostgreSQL's numeric overflow, or a row SQLite keeps but cannot read back)."""
+    if value > MONEY_MAX:
+        raise InvalidAmount(_("The amount must be at most %(max)s.") % {"max": MONEY_MAX})
     return value
 
 
@@ -391,9 +399,13 @@ def wallet_set_threshold(*, account: Account, amount: Decimal | None) -> Wallet:
     """The live wallet's low-balance threshold (None: no alert)."""
     wallet = wallet_get_or_create(account=account)
     if amount is not None:
-        amount = quantize(amount)
-        if amount < ZERO:
+        try:
+            amount = quantize(amount)
+        except ArithmeticError as exc:  # 1e400: more digits than a Decimal context holds
+            raise InvalidAmount() from exc
+        if not amount.is_finite() or amount < ZERO:
             raise InvalidAmount()
+        amount = _within_a_money_column(amount)
     Wallet.objects.filter(pk=wallet.pk).update(low_balance_threshold=amount)
     wallet.low_balance_threshold = amount
     return wallet
