@@ -7,8 +7,9 @@ import io
 
 import pytest
 from django.core.management import CommandError, call_command
+from rest_framework.test import APIClient
 
-from tests.helpers import assert_ledger_balanced, assert_problem
+from tests.helpers import assert_ledger_balanced, assert_problem, bearer
 from wallet.models import LedgerEntry, Wallet
 
 pytestmark = pytest.mark.django_db
@@ -69,3 +70,18 @@ def test_a_threshold_no_money_column_holds_is_refused_and_the_wallet_still_reads
     assert "\n" not in str(refused.value)
     assert Wallet.objects.get(account=user.account).low_balance_threshold is None
     assert _command("set_balance_threshold", "--email", user.email, "--amount", "9999999999.99")
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "admin/recharges?createdTo=9999-12-31",
+        "admin/payments?createdTo=9999-12-31",
+    ],
+)
+def test_a_date_at_the_end_of_the_calendar_is_400_not_500(staff, query):
+    """The end of a day range is the next midnight: after 9999-12-31 there is none."""
+    client = APIClient()
+    client.credentials(**bearer(staff))
+    body = assert_problem(client.get("/api/v1/" + query), 400, "validation_error")
+    assert body["errors"][0]["field"] == "createdTo"
