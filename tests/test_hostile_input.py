@@ -9,6 +9,8 @@ import pytest
 from django.core.management import CommandError, call_command
 from rest_framework.test import APIClient
 
+from books.models import Entry as BooksEntry
+from catalog.models import FxRate
 from tests.helpers import assert_ledger_balanced, assert_problem, bearer
 from wallet.models import LedgerEntry, Wallet
 
@@ -37,7 +39,7 @@ def test_numbers_json_has_not_are_400_invalid_json_and_change_nothing(user_api, 
     """NaN and Infinity are not JSON (RFC 8259), and 1e400 is no number a double holds:
     Python's decoder took them, and a name became "nan" or "inf"."""
     before = user_api.user.first_name
-    body = '{"user": {"firstName": %s}}' % number
+    body = '{"user": {"firstName": NUMBER}}'.replace("NUMBER", number)
     response = user_api.patch(ME, body, content_type="application/json")
     problem = assert_problem(response, 400, "invalid_json")
     assert number.lstrip("-") in problem["detail"]
@@ -85,3 +87,26 @@ def test_a_date_at_the_end_of_the_calendar_is_400_not_500(staff, query):
     client.credentials(**bearer(staff))
     body = assert_problem(client.get("/api/v1/" + query), 400, "validation_error")
     assert body["errors"][0]["field"] == "createdTo"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--from", "EUR", "--to", "USD", "--rate", "1e400"),
+        ("--from", "EUR", "--to", "eur", "--rate", "2"),  # CHECK fxrate_distinct_currencies
+    ],
+)
+def test_set_fx_rate_refuses_in_one_line(args):
+    with pytest.raises(CommandError) as refused:
+        _command("set_fx_rate", *args)
+    assert "\n" not in str(refused.value)
+    assert not FxRate.objects.filter(quote_currency__in=["USD", "EUR"], base_currency="EUR")
+
+
+@pytest.mark.parametrize("amount", ["1e400", "99999999999999999999", "-1000000000000"])
+def test_fund_provider_refuses_what_the_books_cannot_hold_in_one_line(amount):
+    _command("create_provider", "--name", "fz", "--kind", "simulator", "--currency", "EUR")
+    with pytest.raises(CommandError) as refused:
+        _command("fund_provider", "--provider", "fz", "--amount", amount)
+    assert "\n" not in str(refused.value)
+    assert not BooksEntry.objects.exists()
