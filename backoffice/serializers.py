@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, time, timedelta
+from datetime import date, datetime, time, timedelta
 
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
@@ -55,6 +55,8 @@ class CreatedAtField(serializers.Field):
         if day is None:
             self.fail("invalid")
         if self.end:
+            if day == date.max:  # no next midnight to end the range at
+                self.fail("invalid")
             day = day + timedelta(days=1)
         return timezone.make_aware(datetime.combine(day, time.min))
 

@@ -11,6 +11,7 @@ Append-only: a reversal is new lines, never an edit. Written only by ``books.ser
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
 from django.db import models
@@ -18,6 +19,7 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 AMOUNT: dict[str, Any] = {"max_digits": 16, "decimal_places": 4}
+AMOUNT_MAX = Decimal("999999999999.9999")  # the largest AMOUNT holds, either way
 
 
 class Entry(models.Model):

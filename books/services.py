@@ -24,7 +24,8 @@ from decimal import Decimal
 from django.db import transaction
 from django.utils import timezone
 
-from books.models import Entry
+from books.models import AMOUNT_MAX, Entry
+from reseller.errors import ValidationFailed
 
 L, K = Entry.Ledger, Entry.Kind
 
@@ -127,6 +128,8 @@ def books_reversal_record(*, sale: Sale) -> None:
 @transaction.atomic
 def books_float_fund(*, provider: str, amount: Decimal, currency: str, memo: str = "") -> str:
     """Book money prepaid to a provider (its float rises, the bank's falls); the journal."""
+    if abs(amount) > AMOUNT_MAX:  # refused here, not by the database's numeric overflow
+        raise ValidationFailed(f"The amount must be at most {AMOUNT_MAX} either way.")
     journal = f"float:{uuid.uuid4().hex[:16]}"
     now = timezone.now()
     Entry.objects.bulk_create(

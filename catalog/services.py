@@ -424,7 +424,12 @@ def fx_rate_set(
 ) -> tuple[FxRate, UpsertResult]:
     """Set 1 base = ``rate`` quote; the time changes only when the rate does."""
     base, quote = base_currency.strip().upper(), quote_currency.strip().upper()
-    rate = rate_round(rate)
+    if base == quote:  # the database's fxrate_distinct_currencies, said before it refuses
+        raise ValidationError({"quote_currency": "A rate converts between two currencies."})
+    try:
+        rate = rate_round(rate)
+    except ArithmeticError as exc:  # 1e400: more digits than a Decimal context holds
+        raise ValidationError({"rate": "The rate is too large."}) from exc
     fx = FxRate.objects.select_for_update().filter(base_currency=base, quote_currency=quote).first()
     if fx is None:
         fx = FxRate(

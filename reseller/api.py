@@ -155,7 +155,16 @@ class JsonParser(CamelCaseJSONParser):
         parser_context = parser_context or {}
         encoding = parser_context.get("encoding", settings.DEFAULT_CHARSET)
         try:
-            data = json.loads(stream.read().decode(encoding))
+            data = json.loads(
+                stream.read().decode(encoding),
+                parse_constant=_refuse_constant,
+                parse_float=_finite_float,
+            )
+        except _NotJson as exc:
+            raise ParseError(
+                _("The request body is not valid JSON: %(token)s is not a JSON number.")
+                % {"token": exc.token}
+            ) from exc
         except json.JSONDecodeError as exc:
             # Where it broke, as an editor counts: "line 3, column 14: Expecting ',' delimiter".
             raise ParseError(
@@ -164,21 +173,51 @@ class JsonParser(CamelCaseJSONParser):
             ) from exc
         except (ValueError, RecursionError) as exc:  # not UTF-8, or nested past the decoder
             raise ParseError(_("The request body is not valid JSON.")) from exc
-        if _depth(data) > settings.JSON_MAX_DEPTH:
+        depth, text_ok = _shape(data)
+        if depth > settings.JSON_MAX_DEPTH:
             raise ParseError(
                 _("The JSON body is nested more than %(depth)d levels.")
                 % {"depth": settings.JSON_MAX_DEPTH}
             )
+        if not text_ok:
+            raise ParseError(
+                _("The request body is not valid JSON: a string has a lone UTF-16 surrogate.")
+            )
         return underscoreize(data, **self.json_underscoreize)
 
 
-def _depth(data) -> int:
-    """How deeply objects and arrays nest in a decoded JSON value (iteratively: no recursion)."""
-    deepest, stack = 0, [(data, 1)]
+class _NotJson(ValueError):
+    """A number Python's decoder takes but JSON has not (RFC 8259): NaN, ±Infinity, 1e400."""
+
+    def __init__(self, token: str) -> None:
+        self.token = token
+        super().__init__(token)
+
+
+def _refuse_constant(token: str):
+    raise _NotJson(token)
+
+
+def _finite_float(token: str) -> float:
+    value = float(token)
+    if value in (float("inf"), float("-inf")):
+        raise _NotJson(token)
+    return value
+
+
+def _shape(data) -> tuple[int, bool]:
+    """How deeply objects and arrays nest in a decoded JSON value, and whether every string
+    (keys too) is text: a ``\\ud800`` escape decodes to a lone surrogate, which no UTF-8
+    column, log line or response can hold. Iterative: no recursion."""
+    deepest, text_ok, stack = 0, True, [(data, 1)]
     while stack:
         value, level = stack.pop()
         children: list
+        if isinstance(value, str):
+            text_ok = text_ok and _is_text(value)
+            continue
         if isinstance(value, dict):
+            text_ok = text_ok and all(_is_text(key) for key in value)
             children = list(value.values())
         elif isinstance(value, list):
             children = value
@@ -186,4 +225,12 @@ def _depth(data) -> int:
             continue
         deepest = max(deepest, level)
         stack.extend((child, level + 1) for child in children)
-    return deepest
+    return deepest, text_ok
+
+
+def _is_text(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

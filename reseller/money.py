@@ -10,7 +10,7 @@ MONEY: dict[str, Any] = {"max_digits": 12, "decimal_places": 2}
 
 CENT = Decimal("0.01")
 ZERO = Decimal("0.00")
-# The largest amount a money column holds (ten digits before the point, two after).
+# The largest amount a money column holds (MONEY's twelve digits, two of them cents).
 MONEY_MAX = Decimal("9999999999.99")
 
 

@@ -247,9 +247,16 @@ def _positive(amount: Decimal) -> Decimal:
         value = quantize(amount)
     except Exception as exc:
         raise InvalidAmount() from exc
-    # NaN compares with nothing, and past MONEY_MAX no money column holds the amount.
-    if not value.is_finite() or not ZERO < value <= MONEY_MAX or value != Decimal(amount):
+    if not value.is_finite() or value <= ZERO or value != Decimal(amount):  # NaN: not finite
         raise InvalidAmount()
+    return _within_a_money_column(value)
+
+
+def _within_a_money_column(value: Decimal) -> Decimal:
+    """A finite amount a money column can hold; more is refused here, before the database
+    (PostgreSQL's numeric overflow, or a row SQLite keeps but cannot read back)."""
+    if value > MONEY_MAX:
+        raise InvalidAmount(_("The amount must be at most %(max)s.") % {"max": MONEY_MAX})
     return value
 
 
@@ -394,10 +401,11 @@ def wallet_set_threshold(*, account: Account, amount: Decimal | None) -> Wallet:
     if amount is not None:
         try:
             amount = quantize(amount)
-        except Exception as exc:
+        except ArithmeticError as exc:  # 1e400: more digits than a Decimal context holds
             raise InvalidAmount() from exc
-        if not amount.is_finite() or not ZERO <= amount <= MONEY_MAX:
+        if not amount.is_finite() or amount < ZERO:
             raise InvalidAmount()
+        amount = _within_a_money_column(amount)
     Wallet.objects.filter(pk=wallet.pk).update(low_balance_threshold=amount)
     wallet.low_balance_threshold = amount
     return wallet

@@ -26,9 +26,13 @@ class Command(BaseCommand):
         if not amount.is_finite():
             raise CommandError("--amount must be a finite number")
         try:
+            amount = amount.quantize(Decimal("0.0001"))
+        except InvalidOperation as exc:  # 1e400: past any amount the books hold
+            raise CommandError(f"--amount {opts['amount']!r} is too large") from exc
+        try:
             journal, total = provider_float_fund(
                 name=opts["provider"],
-                amount=amount.quantize(Decimal("0.0001")),
+                amount=amount,
                 currency=opts["currency"],
                 memo=opts["memo"],
             )

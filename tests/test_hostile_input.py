@@ -1,0 +1,112 @@
+"""Bad input found by fuzzing the running API and the operator CLI: each is a clear 4xx
+problem (or a one-line CLI error) that changes nothing. Each test failed before its fix."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from django.core.management import CommandError, call_command
+from rest_framework.test import APIClient
+
+from books.models import Entry as BooksEntry
+from catalog.models import FxRate
+from tests.helpers import assert_ledger_balanced, assert_problem, bearer
+from wallet.models import LedgerEntry, Wallet
+
+pytestmark = pytest.mark.django_db
+
+ME = "/api/v1/auth/me"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        '{"user": {"language": "\\ud800"}}',  # a lone surrogate: echoed, it broke the renderer
+        '{"user": {"firstName": "a\\udfffb"}}',
+        '{"user": {"firstName": "x"}, "\\ud800": 1}',
+    ],
+)
+def test_a_lone_surrogate_in_a_json_body_is_400_invalid_json(user_api, body):
+    response = user_api.patch(ME, body, content_type="application/json")
+    assert_problem(response, 400, "invalid_json")
+    user_api.user.refresh_from_db()
+    assert user_api.user.first_name != "x"
+
+
+@pytest.mark.parametrize("number", ["NaN", "Infinity", "-Infinity", "1e400", "-1e400"])
+def test_numbers_json_has_not_are_400_invalid_json_and_change_nothing(user_api, number):
+    """NaN and Infinity are not JSON (RFC 8259), and 1e400 is no number a double holds:
+    Python's decoder took them, and a name became "nan" or "inf"."""
+    before = user_api.user.first_name
+    body = '{"user": {"firstName": NUMBER}}'.replace("NUMBER", number)
+    response = user_api.patch(ME, body, content_type="application/json")
+    problem = assert_problem(response, 400, "invalid_json")
+    assert number.lstrip("-") in problem["detail"]
+    user_api.user.refresh_from_db()
+    assert user_api.user.first_name == before
+
+
+def _command(*args) -> str:
+    """Run an operator command as the CLI does; its refusal is a CommandError (one line)."""
+    out = io.StringIO()
+    call_command(*args, stdout=out, stderr=io.StringIO())
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("amount", ["NaN", "sNaN", "99999999999999", "10000000000.00", "1e400"])
+def test_wallet_topup_refuses_junk_and_overflowing_amounts_in_one_line(user, amount):
+    with pytest.raises(CommandError) as refused:
+        _command("wallet_topup", "--email", user.email, "--amount", amount)
+    assert "\n" not in str(refused.value)
+    assert LedgerEntry.objects.count() == 0
+    assert_ledger_balanced()
+
+
+@pytest.mark.parametrize("amount", ["99999999999999999", "10000000000", "1e400"])
+def test_a_threshold_no_money_column_holds_is_refused_and_the_wallet_still_reads(user, amount):
+    """It was stored: PostgreSQL refuses it with a traceback, and SQLite keeps a row it can
+    no longer read, so every wallet request of the account answered 500."""
+    with pytest.raises(CommandError) as refused:
+        _command("set_balance_threshold", "--email", user.email, "--amount", amount)
+    assert "\n" not in str(refused.value)
+    assert Wallet.objects.get(account=user.account).low_balance_threshold is None
+    assert _command("set_balance_threshold", "--email", user.email, "--amount", "9999999999.99")
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "admin/recharges?createdTo=9999-12-31",
+        "admin/payments?createdTo=9999-12-31",
+    ],
+)
+def test_a_date_at_the_end_of_the_calendar_is_400_not_500(staff, query):
+    """The end of a day range is the next midnight: after 9999-12-31 there is none."""
+    client = APIClient()
+    client.credentials(**bearer(staff))
+    body = assert_problem(client.get("/api/v1/" + query), 400, "validation_error")
+    assert body["errors"][0]["field"] == "createdTo"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--from", "EUR", "--to", "USD", "--rate", "1e400"),
+        ("--from", "EUR", "--to", "eur", "--rate", "2"),  # CHECK fxrate_distinct_currencies
+    ],
+)
+def test_set_fx_rate_refuses_in_one_line(args):
+    with pytest.raises(CommandError) as refused:
+        _command("set_fx_rate", *args)
+    assert "\n" not in str(refused.value)
+    assert not FxRate.objects.filter(quote_currency__in=["USD", "EUR"], base_currency="EUR")
+
+
+@pytest.mark.parametrize("amount", ["1e400", "99999999999999999999", "-1000000000000"])
+def test_fund_provider_refuses_what_the_books_cannot_hold_in_one_line(amount):
+    _command("create_provider", "--name", "fz", "--kind", "simulator", "--currency", "EUR")
+    with pytest.raises(CommandError) as refused:
+        _command("fund_provider", "--provider", "fz", "--amount", amount)
+    assert "\n" not in str(refused.value)
+    assert not BooksEntry.objects.exists()
