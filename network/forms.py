@@ -13,6 +13,7 @@ from django.utils.translation import gettext_lazy as _
 from accounts.models import Account
 from network.models import PriceList, Transfer
 from network.serializers_money import TRANSFER_MAX
+from reseller.forms import AmountField
 from reseller.idempotency import KEY_PATTERN
 from wallet.errors import InsufficientBalance
 
@@ -62,7 +63,7 @@ class TransferForm(forms.Form):
         initial=Transfer.Direction.TO_AGENT,
         widget=forms.RadioSelect,
     )
-    amount = forms.DecimalField(
+    amount = AmountField(
         min_value=Decimal("0.01"),
         max_value=TRANSFER_MAX,
         max_digits=12,

@@ -10,6 +10,7 @@ from rest_framework import serializers
 
 from network.models import Transfer
 from reseller import openapi_examples as ex
+from reseller.api import PlainDecimalField
 from reseller.money import MONEY
 
 TRANSFER_MAX = Decimal("1000000.00")
@@ -49,7 +50,7 @@ COMMISSIONS_EXAMPLE = {
 }
 
 
-class MoneyString(serializers.DecimalField):
+class MoneyString(PlainDecimalField):
     """An amount as the contract writes money: a decimal string (``"12.50"``), at most two
     places; a JSON number is refused (a float is not an amount of money)."""
 

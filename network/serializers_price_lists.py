@@ -9,6 +9,7 @@ from rest_framework import serializers
 
 from network.models import PriceListRule
 from network.price_lists import MAX_RULES, RuleSpec
+from reseller.api import PlainDecimalField
 
 SCOPES = ("country", "operator", "product")
 
@@ -19,7 +20,7 @@ class RuleIn(serializers.Serializer):
     )
     operator = serializers.CharField(required=False, max_length=40, help_text="`opr_…`")
     product = serializers.CharField(required=False, max_length=40, help_text="`prd_…`")
-    markup_percent = serializers.DecimalField(
+    markup_percent = PlainDecimalField(
         max_digits=7,
         decimal_places=2,
         help_text="Over the seller's own price. A parent's lists: 0 to 1000; the platform's "

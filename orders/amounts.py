@@ -29,7 +29,7 @@ from catalog.models import Product
 from network.prices import account_prices_of
 from orders.pricing import LineRequest, price_order
 from reseller.errors import ApplicationError
-from reseller.money import CENT
+from reseller.money import CENT, is_plain_decimal
 from upstreams.pricing import amount_offered_check
 from wallet.services import wallet_get_or_create
 
@@ -59,7 +59,7 @@ def amount_parse(raw: str) -> Decimal | None:
     """The amount a form or a query gave (``150``, ``150.5``; a decimal comma too), or None
     when it is not a plain positive number in ASCII digits, of about twelve digits at most."""
     text = raw.strip().replace(",", ".")
-    if not text or not text.isascii() or len(text) > AMOUNT_DIGITS_MAX + 3:
+    if not is_plain_decimal(text) or len(text) > AMOUNT_DIGITS_MAX + 3:
         return None
     try:
         amount = Decimal(text)

@@ -18,7 +18,7 @@ from catalog.selectors import fx_rate, products_get
 from orders.pricing import QUANTITY_MAX, QUANTITY_MIN, LineRequest, amount_refused
 from recharges.models import Recharge
 from recharges.serializers import RechargeOut, recharge_pin
-from reseller.api import JsonIntegerField, StrictSerializer
+from reseller.api import JsonIntegerField, PlainDecimalField, StrictSerializer
 from reseller.money import quantize
 
 if TYPE_CHECKING:
@@ -48,12 +48,12 @@ CURRENCY_FIELD: dict[str, Any] = {
 }
 
 
-def local_amount_field() -> serializers.DecimalField:
+def local_amount_field() -> PlainDecimalField:
     """A line's ``localAmount``: any decimal number of up to 20 digits here, its places
     unbounded, so that an amount the product does not take (``12.345``) is one error,
     ``invalid_amount`` naming the amounts it takes (``check_lines``), not a precision error.
     Twenty digits keep the range and step arithmetic exact (28-digit decimal context)."""
-    return serializers.DecimalField(
+    return PlainDecimalField(
         max_digits=20,
         decimal_places=None,
         required=False,

@@ -12,6 +12,7 @@ from drf_spectacular.utils import OpenApiResponse, inline_serializer
 from rest_framework import authentication, serializers
 from rest_framework.exceptions import ParseError
 
+from reseller.money import is_plain_decimal
 from reseller.openapi_examples import PROBLEM_JSON, problem_examples
 from reseller.problem_types import PROBLEM_TYPES
 
@@ -106,6 +107,17 @@ def problem(description: str, status: int, *codes: str) -> dict[tuple[int, str],
             examples=problem_examples(status, codes),
         )
     }
+
+
+class PlainDecimalField(serializers.DecimalField):
+    """A decimal whose string is written as an amount is (``reseller.money.is_plain_decimal``):
+    DRF's DecimalField reads whatever Decimal() reads, "1_000" as 1000 and "١٢٣" as 123. A JSON
+    number is read as DRF reads it."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, str) and not is_plain_decimal(data.strip()):
+            self.fail("invalid")
+        return super().to_internal_value(data)
 
 
 class JsonIntegerField(serializers.IntegerField):

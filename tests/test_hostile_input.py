@@ -4,15 +4,23 @@ problem (or a one-line CLI error) that changes nothing. Each test failed before 
 from __future__ import annotations
 
 import io
+from decimal import Decimal
 
 import pytest
 from django.core.management import CommandError, call_command
 from rest_framework.test import APIClient
 
+from accounts.services import account_set_b2b
 from books.models import Entry as BooksEntry
 from catalog.models import FxRate
-from tests.helpers import assert_ledger_balanced, assert_problem, bearer
+from network.forms import TransferForm
+from orders.amounts import amount_parse
+from tests.factories import RangeProductFactory, make_key
+from tests.helpers import assert_ledger_balanced, assert_problem, bearer, client_for
+from tests.network_support import agent_of, balance, owner_of, top_account, transfer
+from wallet.forms import ThresholdForm
 from wallet.models import LedgerEntry, Wallet
+from wallet.services import wallet_topup_manual
 
 pytestmark = pytest.mark.django_db
 
@@ -110,3 +118,62 @@ def test_fund_provider_refuses_what_the_books_cannot_hold_in_one_line(amount):
         _command("fund_provider", "--provider", "fz", "--amount", amount)
     assert "\n" not in str(refused.value)
     assert not BooksEntry.objects.exists()
+
+
+# Decimal() reads "1_000" as 1000 and other scripts' digits ("١٢٣") as 123: an amount of money
+# is ASCII digits with an optional point, nothing else.
+ODD_DIGITS = ["1_000", "1_0", "\u0661\u0662\u0663", "\uff11\uff10", " 1 0 ", "1e3", "0x10"]
+
+
+@pytest.mark.parametrize("amount", ODD_DIGITS)
+def test_a_transfer_of_an_amount_in_odd_digits_is_400_and_moves_nothing(api, amount):
+    top = top_account("2000.00")
+    agent = agent_of(top)
+    response = transfer(
+        api,
+        owner_of(top),
+        key="odd-digits",
+        agent=agent.public_id,
+        amount=amount,
+        currency="EUR",
+        direction="to_agent",
+    )
+    problem = assert_problem(response, 400, "validation_error")
+    assert problem["errors"][0]["field"] == "amount"
+    assert balance(top) == Decimal("2000.00") and balance(agent) == Decimal("0.00")
+    assert_ledger_balanced()
+
+
+@pytest.mark.parametrize("amount", ODD_DIGITS)
+def test_a_range_amount_in_odd_digits_is_400_and_charges_nothing(user, amount):
+    product = RangeProductFactory()
+    account_set_b2b(account=user.account, is_b2b=True)
+    wallet_topup_manual(account=user.account, amount=Decimal("100.00"))
+    _key, plaintext = make_key(user, mode="live")
+    line = {
+        "productId": product.public_id,
+        "recipientNumber": "+525512345678",
+        "quantity": 1,
+        "localAmount": amount,
+    }
+    response = client_for(plaintext).post(
+        "/api/v1/api-access/b2b/recharges",
+        {"items": [line], "baseCurrency": "EUR"},
+        format="json",
+        HTTP_IDEMPOTENCY_KEY="odd-range",
+    )
+    problem = assert_problem(response, 400, "validation_error")
+    assert problem["errors"][0]["field"] == "items[0].localAmount", problem
+    assert Wallet.objects.get(account=user.account, kind="live").balance == Decimal("100.00")
+
+
+@pytest.mark.parametrize("amount", ["1_000", "\u0661\u0662\u0663"])
+def test_the_sites_transfer_and_threshold_forms_refuse_odd_digits(amount):
+    top = top_account("2000.00")
+    agent = agent_of(top)
+    data = {"agent": agent.public_id, "direction": "to_agent", "amount": amount, "key": "k1"}
+    form = TransferForm(data, agents=[agent], currency="EUR")
+    assert not form.is_valid() and list(form.errors) == ["amount"]
+    threshold = ThresholdForm({"threshold": amount})
+    assert not threshold.is_valid() and list(threshold.errors) == ["threshold"]
+    assert amount_parse(amount) is None

@@ -7,9 +7,11 @@ from decimal import Decimal
 from django import forms
 from django.utils.translation import gettext_lazy as _
 
+from reseller.forms import AmountField
+
 
 class ThresholdForm(forms.Form):
-    threshold = forms.DecimalField(
+    threshold = AmountField(
         label=_("Low-balance threshold"),
         required=False,
         min_value=Decimal("0"),

@@ -25,6 +25,7 @@ from accounts.http import AuthenticatedRequest
 from payments import gateway
 from reseller.errors import ValidationFailed
 from reseller.exports import csv_response, csv_stream, xlsx_response
+from reseller.money import is_plain_decimal
 from wallet import selectors, statements
 from wallet.forms import ThresholdForm
 from wallet.services import (
@@ -78,7 +79,10 @@ def _with_links(months: list[selectors.MonthTotal]) -> list[dict[str, Any]]:
 def _amount(raw: str) -> Decimal | None:
     """A top-up amount typed in a form, or None for anything else (NaN, 1e100, 29 digits…)."""
     try:
-        amount = Decimal(raw.replace(",", ".").strip())
+        text = raw.replace(",", ".").strip()
+        if not is_plain_decimal(text):
+            return None
+        amount = Decimal(text)
         if not amount.is_finite() or not TOPUP_MIN <= amount <= TOPUP_MAX:
             return None  # bounds first: quantizing a huge number raises
         return amount if amount == amount.quantize(Decimal("0.01")) else None
