@@ -10,6 +10,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from rest_framework.test import APIClient
 
+from accounts.models import User
 from accounts.services import account_set_b2b
 from books.models import Entry as BooksEntry
 from catalog.models import FxRate
@@ -177,3 +178,17 @@ def test_the_sites_transfer_and_threshold_forms_refuse_odd_digits(amount):
     threshold = ThresholdForm({"threshold": amount})
     assert not threshold.is_valid() and list(threshold.errors) == ["threshold"]
     assert amount_parse(amount) is None
+
+
+@pytest.mark.parametrize(
+    "args, said",
+    [
+        (["--email", "not-an-email", "--password", "pw-12345"], "is not an email address"),
+        (["--email", "", "--password", "pw-12345"], "is not an email address"),
+        (["--email", "ana@example.com", "--password", ""], "--password is empty"),
+    ],
+)
+def test_create_user_refuses_a_bad_email_or_an_empty_password_in_one_line(args, said):
+    with pytest.raises(CommandError, match=said):
+        call_command("create_user", *args, stdout=io.StringIO())
+    assert not User.objects.exists()

@@ -1,4 +1,6 @@
+from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
+from django.core.validators import validate_email
 
 from accounts.errors import EmailTaken
 from accounts.services import user_create
@@ -15,6 +17,12 @@ class Command(BaseCommand):
         parser.add_argument("--name", help="Account name (default: the email).")
 
     def handle(self, *args, **opts):
+        try:
+            validate_email(opts["email"].strip())
+        except ValidationError as exc:
+            raise CommandError(f"--email {opts['email']!r} is not an email address") from exc
+        if not opts["password"]:
+            raise CommandError("--password is empty: give the user a password")
         try:
             user = user_create(
                 email=opts["email"],
