@@ -192,3 +192,12 @@ def test_create_user_refuses_a_bad_email_or_an_empty_password_in_one_line(args, 
     with pytest.raises(CommandError, match=said):
         call_command("create_user", *args, stdout=io.StringIO())
     assert not User.objects.exists()
+
+
+def test_create_api_key_refuses_an_empty_ip_rather_than_making_a_key_for_any_address(user):
+    with pytest.raises(CommandError, match="--ip is empty"):
+        call_command(
+            "create_api_key", "--email", user.email, "--name", "till", "--mode", "live",
+            "--ip", "10.0.0.1", "--ip", " ", stdout=io.StringIO(),
+        )  # fmt: skip
+    assert not user.account.api_keys.exists()

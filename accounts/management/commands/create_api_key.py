@@ -24,6 +24,10 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, **opts):
+        if any(not address.strip() for address in opts["ip"]):
+            # Blank lines of the dashboard's list are skipped; here it would drop the
+            # restriction the operator asked for: a key any address may use.
+            raise CommandError("--ip is empty: give an exact IPv4 or IPv6 address")
         user = user_by_email(email=opts["email"])
         if user is None:
             raise CommandError(f"no user with email {opts['email']}")
