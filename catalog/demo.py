@@ -207,6 +207,19 @@ def _any_amount(demo: DemoOperator, operator: Operator) -> tuple[Product, servic
         operator=operator,
         name=f"{demo.name} any amount",
         description=f"Any amount from {_format_amount(low)} to {_format_amount(high)} {currency}",
+        # The name shows under the amount on the operator's page, in the visitor's language.
+        translations={
+            "es": {
+                "name": f"{demo.name}, cualquier importe",
+                "description": f"Cualquier importe de {_format_amount(low, 'es')} a "
+                f"{_format_amount(high, 'es')} {currency}",
+            },
+            "fr": {
+                "name": f"{demo.name}, montant libre",
+                "description": f"Tout montant de {_format_amount(low, 'fr')} à "
+                f"{_format_amount(high, 'fr')} {currency}",
+            },
+        },
         local_currency=currency,
         range_min=Decimal(low),
         range_max=Decimal(high),

@@ -212,12 +212,14 @@ def product_range_upsert(
     pricing: tuple[Decimal, Decimal] | None = None,
     benefits: Iterable[Mapping[str, Any]] | None = None,
     validity_days: int | None = None,
+    translations: dict | None = None,
 ) -> tuple[Product, UpsertResult]:
     """Create or update the range product with this SKU (contract section 17): any local
     amount ``range_min``, ``range_min + range_step``, … up to ``range_max``. Its price (rate
     and fee) is the pricing's to set from its routes; a new one has none until then, unless
     ``pricing`` gives it (a catalog no provider row sells: the demo's). ``benefits`` and
-    ``validity_days`` (None: keep them) say what a data, bundle or PIN range gives."""
+    ``validity_days`` (None: keep them) say what a data, bundle or PIN range gives;
+    ``translations`` name and describe a new one in other languages (kept, as its name is)."""
     values = {
         "operator_id": operator.pk,
         "name": name.strip(),
@@ -237,12 +239,16 @@ def product_range_upsert(
     if benefits is not None:
         values["benefits"] = benefits_clean(list(benefits))
         values["validity_days"] = validity_days
+    if translations is not None:
+        values["translations"] = clean_translations(
+            translations, fields=Product.TRANSLATABLE_FIELDS
+        )
     # Staff may have named, described or priced it: only what the routes decide is kept up.
     return _product_write(
         sku=sku,
         operator=operator,
         values=values,
-        kept=("name", "description", "retail_currency"),
+        kept=("name", "description", "retail_currency", "translations"),
     )
 
 

@@ -47,6 +47,17 @@ def test_every_catalog_model_has_list_add_and_change_pages(admin_client, catalog
     assert admin_client.get(change).status_code == 200
 
 
+def test_translation_fields_are_labelled_in_the_staff_members_language(admin_client, catalog):
+    """The per-language fields were labelled once, at import, in English and in lower case
+    ("name (es)") among translated, capitalised labels."""
+    change = reverse("admin:catalog_product_change", args=[catalog["product"].pk])
+    english = admin_client.get(change, HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    assert ">Name (es):</label>" in english and ">Description (fr):</label>" in english
+    admin_client.cookies["django_language"] = "es"
+    spanish = admin_client.get(change).content.decode()
+    assert ">Nombre (es):</label>" in spanish and ">Descripción (fr):</label>" in spanish
+
+
 def test_products_can_be_filtered_by_country_operator_and_active(admin_client, catalog):
     other = ProductFactory(name="Elsewhere")
     url = reverse("admin:catalog_product_changelist")

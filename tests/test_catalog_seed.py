@@ -127,6 +127,21 @@ def test_a_data_bundle_says_what_the_recipient_gets_not_a_currency_amount(client
     assert f'<span class="gets">{bundle.local_amount:g} MXN</span>' not in html
 
 
+def test_the_any_amount_product_is_named_in_the_visitors_language(client):
+    """The range product's name shows under "Any amount from 20 to 1,000 MXN": a Spanish or
+    French page named it in English ("Telcel any amount") among translated cards."""
+    seed()
+    pages = {
+        language: client.get("/catalog/MX/telcel/", HTTP_ACCEPT_LANGUAGE=language)
+        .content.decode()
+        .replace("\u00a0", " ")
+        for language in ("en", "es", "fr")
+    }
+    assert "Telcel any amount" in pages["en"]
+    assert "any amount" not in pages["es"] and "Telcel, cualquier importe" in pages["es"]
+    assert "any amount" not in pages["fr"] and "Telcel, montant libre" in pages["fr"]
+
+
 def test_seed_demo_ids_are_the_same_on_every_machine():
     seed()
     assert Product.objects.get(sku="DEMO-MX-TELCEL-AIR-100").public_id == (

@@ -13,6 +13,7 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
+from network import agents as network_agents
 from network.models import Commission, Transfer, TransferKey
 from network.price_lists import RuleSpec, price_list_assign, price_list_create
 from recharges.models import Recharge
@@ -241,3 +242,23 @@ def test_commissions_are_newest_first_and_paginated(tree):
     assert first == [f"rch_{n:03d}" for n in range(20)]
     second = re.findall(r"rch_\d{3}", text(client.get(PAGE, {"page": 2})))
     assert second == [f"rch_{n:03d}" for n in range(20, 25)]
+
+
+@pytest.mark.parametrize(("language", "shown"), [("en", "50.00 EUR"), ("es", "50,00 EUR")])
+def test_agents_balances_and_sales_are_shown_with_their_cents(tree, monkeypatch, language, shown):
+    """SQLite (make run) gives the annotated balance and sales unquantized (50, 0): the table
+    read "50 EUR" and "0 EUR" beside "1193.70 EUR". Every amount has its two decimals, written
+    as the visitor's language writes them."""
+    top, _agent, _stranger = tree
+    real = network_agents.agents_direct
+
+    def as_sqlite_returns_them(*, account):
+        found = list(real(account=account))
+        for each in found:
+            each.balance, each.sales_30d = Decimal("50"), Decimal("0")
+        return found
+
+    monkeypatch.setattr(network_agents, "agents_direct", as_sqlite_returns_them)
+    page = text(session_client(owner_of(top), language).get(PAGE))
+    zero = "0.00 EUR" if language == "en" else "0,00 EUR"
+    assert f'class="nowrap">{shown}</td>' in page and f'class="nowrap">{zero}</td>' in page

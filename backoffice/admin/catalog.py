@@ -11,6 +11,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.db.models import Count, Q
 from django.utils import timezone
+from django.utils.text import capfirst, format_lazy
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
@@ -62,7 +63,9 @@ def translations_form(model, base=TranslationsForm):
                 else forms.TextInput(attrs={"size": 60})
             )
             attrs[f"{name}_{language}"] = forms.CharField(
-                label=f"{model_field.verbose_name} ({language})",
+                # Lazy: the class is built once, at import, in no visitor's language; its
+                # label is written as the admin writes the others ("Nombre (es)").
+                label=format_lazy("{} ({})", capfirst(model_field.verbose_name), language),
                 required=False,
                 max_length=model_field.max_length,
                 widget=widget,
