@@ -13,7 +13,8 @@ One transaction does it all: it takes the key, runs the operation and stores its
 1. Take the key: on PostgreSQL a transaction-scoped advisory lock on (account, mode, key),
    tried without waiting, then the stored answer is read. A lock
    held by another request means that request still runs: 409. A stored answer is replayed
-   (or 422 when the body differs).
+   (or 422 when the body differs); a key another table holds (an order's key sent to a
+   transfer) is 422 too: one key names one request of an account and mode.
 2. Run the operation and insert its answer in the same transaction: the operation and its
    stored answer commit together or not at all. The unique constraint on (account, mode,
    key) is the last word: a request that ran anyway (a snapshot taken just before another
@@ -33,6 +34,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from django.apps import apps
 from django.db import IntegrityError, models, transaction
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
@@ -155,7 +157,21 @@ class Keys:
         this one runs."""
         if not advisory_xact_lock(lock_id(account_id=account.pk, livemode=livemode, key=key)):
             raise IdempotencyKeyInUse()
-        return self._stored(account=account, livemode=livemode, key=key).first()
+        stored = self._stored(account=account, livemode=livemode, key=key).first()
+        if stored is None and self._held_elsewhere(account=account, livemode=livemode, key=key):
+            raise IdempotencyKeyReused()
+        return stored
+
+    def _held_elsewhere(self, **scope) -> bool:
+        """Whether another table of stored answers holds the key: a key names one request of
+        an account and mode whichever endpoint answers it, so a key an order used is a
+        different request on a transfer (422), as it is between two order endpoints."""
+        since = timezone.now() - RETENTION
+        return any(
+            model._default_manager.filter(**scope, created_at__gte=since).exists()
+            for model in apps.get_models()
+            if issubclass(model, StoredAnswer) and model is not self.records
+        )
 
     def _stored(self, **scope):
         return self.records._default_manager.filter(**scope)

@@ -251,3 +251,43 @@ def test_a_transfer_body_that_is_not_valid_is_400_naming_the_field(api, tree, ov
     )
     assert [error["field"] for error in problem["errors"]] == [field]
     assert TransferKey.objects.count() == 0
+
+
+def test_a_key_an_order_used_is_422_on_a_transfer_and_the_other_way_round(api, tree, product):
+    """One Idempotency-Key of an account and mode names one request, whichever endpoint
+    answers it (contract section 5): the orders' and the transfers' stored answers are two
+    tables, but a key one of them holds is a different body for the other, as it is between
+    two order endpoints. Nothing moves the second time."""
+    top, agent, _grandchild, _stranger = tree
+    order = {
+        "items": [
+            {"productId": product.public_id, "recipientNumber": "+525512345678", "quantity": 1}
+        ],
+        "baseCurrency": "EUR",
+    }
+    placed = api.post(
+        "/api/v1/wallet/checkout",
+        order,
+        format="json",
+        HTTP_IDEMPOTENCY_KEY="shared",
+        **bearer(owner_of(top)),
+    )
+    assert placed.status_code == 201, placed.content
+    assert balance(top) == Decimal("95.00")
+    assert_problem(
+        transfer(api, owner_of(top), key="shared", **body(agent)), 422, "idempotency_key_reused"
+    )
+    assert Transfer.objects.count() == 0 and balance(top) == Decimal("95.00")
+
+    moved = transfer(api, owner_of(top), key="moved", **body(agent))
+    assert moved.status_code == 201, moved.content
+    again = api.post(
+        "/api/v1/wallet/checkout",
+        order,
+        format="json",
+        HTTP_IDEMPOTENCY_KEY="moved",
+        **bearer(owner_of(top)),
+    )
+    assert_problem(again, 422, "idempotency_key_reused")
+    assert balance(top) == Decimal("65.00")
+    assert_ledger_balanced()
