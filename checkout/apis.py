@@ -35,7 +35,7 @@ from orders.serializers import (
 from payments import gateway
 from payments.receipts import guest_receipt_path
 from reseller import openapi_examples as ex
-from reseller.api import StrictSerializer, problem, problems
+from reseller.api import MoneyString, StrictSerializer, problem, problems
 from reseller.errors import ApplicationError, NotFound, problem_response
 from reseller.net import client_ip
 from wallet.services import TOPUP_MAX, TOPUP_MIN
@@ -151,7 +151,7 @@ class TopUpRequiresActionOut(serializers.Serializer):
 
 
 class TopUpPrepareIn(StrictSerializer):
-    amount = serializers.DecimalField(
+    amount = MoneyString(
         max_digits=12,
         decimal_places=2,
         min_value=TOPUP_MIN,

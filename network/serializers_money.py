@@ -5,12 +5,11 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from django.utils.translation import gettext_lazy as _
 from rest_framework import serializers
 
 from network.models import Transfer
 from reseller import openapi_examples as ex
-from reseller.api import PlainDecimalField
+from reseller.api import MoneyString
 from reseller.money import MONEY
 
 TRANSFER_MAX = Decimal("1000000.00")
@@ -48,20 +47,6 @@ COMMISSIONS_EXAMPLE = {
     ],
     "total": "30.00",
 }
-
-
-class MoneyString(PlainDecimalField):
-    """An amount as the contract writes money: a decimal string (``"12.50"``), at most two
-    places; a JSON number is refused (a float is not an amount of money)."""
-
-    default_error_messages = {
-        "not_a_string": _('An amount is a decimal string with two places, e.g. "12.50".')
-    }
-
-    def to_internal_value(self, data):
-        if not isinstance(data, str):
-            self.fail("not_a_string")
-        return super().to_internal_value(data)
 
 
 class TransferIn(serializers.Serializer):

@@ -120,6 +120,21 @@ class PlainDecimalField(serializers.DecimalField):
         return super().to_internal_value(data)
 
 
+class MoneyString(PlainDecimalField):
+    """An amount as the contract writes money: a decimal string (``"12.50"``), at most two
+    places; a JSON number is refused (a float is not an amount of money). Every amount of
+    money a request sends (a transfer, a card top-up) is one."""
+
+    default_error_messages = {
+        "not_a_string": _('An amount is a decimal string with two places, e.g. "12.50".')
+    }
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("not_a_string")
+        return super().to_internal_value(data)
+
+
 class JsonIntegerField(serializers.IntegerField):
     """An integer that is a JSON integer: ``"1"``, ``" 1"``, ``1.0`` and ``true`` are refused
     (DRF's IntegerField would coerce them). The contract says a JSON integer."""

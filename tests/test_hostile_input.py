@@ -201,3 +201,18 @@ def test_create_api_key_refuses_an_empty_ip_rather_than_making_a_key_for_any_add
             "--ip", "10.0.0.1", "--ip", " ", stdout=io.StringIO(),
         )  # fmt: skip
     assert not user.account.api_keys.exists()
+
+
+@pytest.mark.parametrize("amount", ["1_0", "\u0661\u0660", "1e1", ".5e2", 10, 10.5])
+def test_a_card_topup_amount_is_a_plain_decimal_string_or_400(api, user, amount):
+    """Money is a decimal string (contract: decimals, never floats): DRF's DecimalField read
+    "1_0", Arabic-Indic digits and "1e1" as 10 and took a JSON number, so a card top-up of
+    an amount nobody wrote was prepared. Refused as the transfers' amount is; nothing made."""
+    from checkout.models import CardCheckout
+
+    response = api.post(
+        "/api/v1/wallet/topups/prepare", {"amount": amount}, format="json", **bearer(user)
+    )
+    assert_problem(response, 400, "validation_error")
+    assert response.json()["errors"][0]["field"] == "amount"
+    assert not CardCheckout.objects.exists()
