@@ -36,6 +36,7 @@ from typing import Any
 
 from django.apps import apps
 from django.db import IntegrityError, models, transaction
+from django.db.models import Value
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
@@ -44,6 +45,17 @@ from reseller.errors import ApplicationError
 
 KEY_PATTERN = re.compile(r"^[\x21-\x7e]{1,255}$")
 RETENTION = timedelta(hours=24)
+# The columns every table of stored answers has (``StoredAnswer``), read together.
+_COLUMNS = (
+    "id",
+    "account_id",
+    "livemode",
+    "key",
+    "fingerprint",
+    "response_status",
+    "response_body",
+    "created_at",
+)
 
 
 class StoredAnswer(models.Model):
@@ -157,21 +169,27 @@ class Keys:
         this one runs."""
         if not advisory_xact_lock(lock_id(account_id=account.pk, livemode=livemode, key=key)):
             raise IdempotencyKeyInUse()
-        stored = self._stored(account=account, livemode=livemode, key=key).first()
-        if stored is None and self._held_elsewhere(account=account, livemode=livemode, key=key):
-            raise IdempotencyKeyReused()
-        return stored
-
-    def _held_elsewhere(self, **scope) -> bool:
-        """Whether another table of stored answers holds the key: a key names one request of
-        an account and mode whichever endpoint answers it, so a key an order used is a
-        different request on a transfer (422), as it is between two order endpoints."""
+        scope: dict[str, Any] = {"account": account, "livemode": livemode, "key": key}
         since = timezone.now() - RETENTION
-        return any(
-            model._default_manager.filter(**scope, created_at__gte=since).exists()
+        # One query reads this table's answer and whether another table holds the key: a
+        # key names one request of an account and mode whichever endpoint answers it, so a
+        # key an order used is a different request on a transfer (422), as it is between two
+        # order endpoints.
+        own = self._stored(**scope).annotate(here=Value(True)).values(*_COLUMNS, "here")
+        others = [
+            model._default_manager.filter(**scope, created_at__gte=since)
+            .annotate(here=Value(False))
+            .values(*_COLUMNS, "here")
             for model in apps.get_models()
             if issubclass(model, StoredAnswer) and model is not self.records
-        )
+        ]
+        rows = list(own.union(*others, all=True) if others else own)
+        for row in rows:
+            if row.pop("here"):
+                return self.records(**row)
+        if rows:
+            raise IdempotencyKeyReused()
+        return None
 
     def _stored(self, **scope):
         return self.records._default_manager.filter(**scope)

@@ -266,6 +266,6 @@ def test_a_b2b_recharge_reads_its_wallet_once_under_the_lock_and_writes_its_key_
     key_writes = [
         sql
         for sql in statements
-        if "orders_idempotencyrecord" in sql and not sql.lstrip().startswith("SELECT")
+        if "orders_idempotencyrecord" in sql and not sql.lstrip("( ").startswith("SELECT")
     ]
     assert len(key_writes) == 1 and key_writes[0].startswith("INSERT"), key_writes
