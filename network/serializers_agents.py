@@ -7,11 +7,12 @@ from rest_framework import serializers
 
 from accounts.models import Account
 from network.agents import STATUSES, agent_status
+from reseller.api import StrictSerializer
 
 NAME_MAX = Account._meta.get_field("name").max_length
 
 
-class AgentCreateIn(serializers.Serializer):
+class AgentCreateIn(StrictSerializer):
     name = serializers.CharField(max_length=NAME_MAX)
     owner_email = serializers.EmailField(
         max_length=254, help_text="Gets an invitation to choose a password (as a team one)."
@@ -24,7 +25,7 @@ class AgentCreateIn(serializers.Serializer):
     )
 
 
-class AgentPatchIn(serializers.Serializer):
+class AgentPatchIn(StrictSerializer):
     name = serializers.CharField(required=False, max_length=NAME_MAX)
     status = serializers.ChoiceField(
         choices=STATUSES,

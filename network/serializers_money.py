@@ -9,7 +9,7 @@ from rest_framework import serializers
 
 from network.models import Transfer
 from reseller import openapi_examples as ex
-from reseller.api import MoneyString
+from reseller.api import MoneyString, StrictSerializer
 from reseller.money import MONEY
 
 TRANSFER_MAX = Decimal("1000000.00")
@@ -49,7 +49,7 @@ COMMISSIONS_EXAMPLE = {
 }
 
 
-class TransferIn(serializers.Serializer):
+class TransferIn(StrictSerializer):
     agent = serializers.CharField(max_length=40, help_text="A direct agent's id (`acc_…`).")
     amount = MoneyString(
         **MONEY,

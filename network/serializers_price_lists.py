@@ -9,12 +9,12 @@ from rest_framework import serializers
 
 from network.models import PriceListRule
 from network.price_lists import MAX_RULES, RuleSpec
-from reseller.api import PlainDecimalField
+from reseller.api import PlainDecimalField, StrictSerializer
 
 SCOPES = ("country", "operator", "product")
 
 
-class RuleIn(serializers.Serializer):
+class RuleIn(StrictSerializer):
     country = serializers.CharField(
         required=False, max_length=2, help_text="ISO 3166-1 alpha-2, e.g. `MX`."
     )
@@ -36,7 +36,7 @@ class RuleIn(serializers.Serializer):
         return attrs
 
 
-class PriceListIn(serializers.Serializer):
+class PriceListIn(StrictSerializer):
     name = serializers.CharField(max_length=100, help_text="Unique among your lists.")
     rules = RuleIn(many=True, required=False, help_text=f"At most {MAX_RULES}.")
 

@@ -216,3 +216,57 @@ def test_a_card_topup_amount_is_a_plain_decimal_string_or_400(api, user, amount)
     assert_problem(response, 400, "validation_error")
     assert response.json()["errors"][0]["field"] == "amount"
     assert not CardCheckout.objects.exists()
+
+
+def test_network_bodies_refuse_fields_they_do_not_take_and_change_nothing(api):
+    """Every other request body refuses an unknown field (400 ``unknown_field``); the
+    network's took one silently: ``{"stauts": "suspended"}`` answered 200 and left the agent
+    active, a transfer's misspelt field was dropped and the money moved anyway."""
+    from accounts.models import Account
+    from network.models import PriceList, Transfer
+
+    top = top_account("100.00")
+    agent = agent_of(top)
+    owner = owner_of(top)
+    patched = api.patch(
+        f"/api/v1/network/agents/{agent.public_id}",
+        {"stauts": "suspended"},
+        format="json",
+        **bearer(owner),
+    )
+    assert_problem(patched, 400, "validation_error")
+    assert patched.json()["errors"][0] == {
+        "field": "stauts",
+        "code": "unknown_field",
+        "message": "This field is unknown or cannot be set.",
+    }
+    created = api.post(
+        "/api/v1/network/agents",
+        {"name": "Kiosk", "ownerEmail": "kiosk@example.com", "balance": "500.00"},
+        format="json",
+        **bearer(owner),
+    )
+    assert_problem(created, 400, "validation_error")
+    moved = transfer(
+        api,
+        owner,
+        key="extra",
+        agent=agent.public_id,
+        amount="10.00",
+        currency="EUR",
+        direction="to_agent",
+        mmeo="float",
+    )
+    assert_problem(moved, 400, "validation_error")
+    listed = api.post(
+        "/api/v1/network/price-lists",
+        {"name": "Retail", "rules": [{"country": "MX", "markupPercent": "5", "extra": 1}]},
+        format="json",
+        **bearer(owner),
+    )
+    assert_problem(listed, 400, "validation_error")
+    assert listed.json()["errors"][0]["field"] == "rules[0].extra"
+    agent.refresh_from_db()
+    assert agent.suspended_at is None and not Account.objects.filter(name="Kiosk").exists()
+    assert Transfer.objects.count() == 0 and balance(top) == Decimal("100.00")
+    assert not PriceList.objects.exists()
