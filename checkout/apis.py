@@ -439,7 +439,8 @@ class GuestPaymentPrepareApi(APIView):
         'this browser chose with "Buy now" (kept in its session) by card, with an `email` for '
         "the receipt. Same flow as prepare/checkout; the order belongs to the house guest "
         "account and the guest limits apply (docs/fraud.md). `{paymentId, email}` renews the "
-        "SetupIntent after a failed attempt. Needs the site's CSRF token.",
+        "SetupIntent after a failed attempt, and the receipt goes to that `email` (a corrected "
+        "one replaces the first). Needs the site's CSRF token.",
         request=GuestPrepareIn,
         examples=ex.exchange(
             "Telcel 100 MXN", ex.GUEST_PREPARE_REQUEST, ex.GUEST_PREPARE, status=201
@@ -455,7 +456,9 @@ class GuestPaymentPrepareApi(APIView):
             if not guest_choice.guest_payment_allowed(session, values["payment_id"]):
                 raise NotFound()
             checkout = card.card_checkout_for_guest(payment_id=values["payment_id"])
-            prepared = card.card_checkout_renew_setup(checkout=checkout)
+            prepared = card.card_checkout_renew_setup(
+                checkout=checkout, guest_email=values["email"]
+            )
         else:
             line = guest_choice.pending_line(session)
             if line is None:

@@ -297,14 +297,21 @@ def card_topup_prepare(
     return _attach_setup_intent(checkout, discard_on_failure=True)
 
 
-def card_checkout_renew_setup(*, checkout: CardCheckout) -> Prepared:
-    """A fresh SetupIntent for another card after a failed attempt (same payment, same price)."""
+def card_checkout_renew_setup(*, checkout: CardCheckout, guest_email: str = "") -> Prepared:
+    """A fresh SetupIntent for another card after a failed attempt (same payment, same price).
+    A guest's ``guest_email`` is the address the page reads now: a corrected one is where the
+    receipt goes (and what the guest limits count at checkout, ``limits_reserve``)."""
     checkout = CardCheckout.objects.select_related("payment", "topup").get(pk=checkout.pk)
     if checkout.completed_at is not None:
         raise PaymentNotPayable()
     if checkout.expires_at <= timezone.now():
         raise QuoteExpired()
     disputes.card_purchases_check(account=checkout.account)
+    if checkout.guest_email and guest_email and guest_email != checkout.guest_email:
+        CardCheckout.objects.filter(pk=checkout.pk, completed_at__isnull=True).update(
+            guest_email=guest_email
+        )
+        checkout.guest_email = guest_email
     return _attach_setup_intent(checkout, discard_on_failure=False)
 
 

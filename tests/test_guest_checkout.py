@@ -308,3 +308,27 @@ def test_a_guest_gets_the_pin_they_bought_by_email_with_their_receipt_link(
     email.refresh_from_db()
     assert code not in str(email.context) and not email.secret_context
     assert_ledger_balanced()
+
+
+def test_a_guest_who_corrects_the_email_before_trying_again_gets_the_receipt_there(
+    client, product, stripe_local, django_capture_on_commit_callbacks
+):
+    """The page sends ``{paymentId, email}`` to try another card, with the email as the field
+    now reads: a corrected address was answered 201 and silently dropped, and the receipt
+    (and its link) went to the mistyped one. The payment's email is the one last sent."""
+    buy_now(client, product)
+    first = guest_prepare(client, email="gest@exmaple.com")
+    assert first.status_code == 201, first.content
+    payment_id = first.json()["paymentId"]
+    again = guest_prepare(client, email="guest@example.com", paymentId=payment_id)
+    assert again.status_code == 201, again.content
+    assert again.json()["paymentId"] == payment_id
+    stripe_local.browser_confirm_setup(again.json()["setupClientSecret"])
+    with django_capture_on_commit_callbacks(execute=True):
+        paid = client.post(CHECKOUT, {"paymentId": payment_id}, content_type="application/json")
+    assert paid.status_code == 200, paid.content
+    assert CardCheckout.objects.get(payment__public_id=payment_id).guest_email == (
+        "guest@example.com"
+    )
+    assert Email.objects.get(kind=Email.Kind.RECEIPT).to == "guest@example.com"
+    assert_ledger_balanced()
