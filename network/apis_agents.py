@@ -139,8 +139,10 @@ class AgentApi(APIView):
     )
     def patch(self, request, agent_id: str):
         account = request.user.account
+        # 404 outside the branch, then 403 for a role that may not act (any descendant),
+        # then 404 for a deeper one: only its own parent changes it.
+        agent_of_branch(request, agent_id)
         agent = agents.agent_direct(account=account, agent_id=agent_id)
-        agents.network_may_act(user=request.user, livemode=request_livemode(request))
         data = AgentPatchIn(data=request.data, partial=True)
         data.is_valid(raise_exception=True)
         changes = {

@@ -317,6 +317,23 @@ def test_inside_the_branch_a_role_that_may_act_reads_and_others_get_403(networks
     assert listing.status_code == (200 if role in MAY_ACT else 403)
 
 
+@pytest.mark.parametrize("role", ["developer", "developer's key"])
+def test_a_role_that_may_not_act_patching_inside_the_branch_gets_403_not_404(networks, role):
+    # Contract section 18: inside the caller's branch, a role that may not act gets 403, the
+    # agent's own agent included (only its parent changes it: 404 to an owner).
+    client = team_of(networks["top"])[role]
+    for target in (networks["agent"], networks["sub"]):
+        patched = client.patch(
+            f"{AGENTS}/{target.public_id}",
+            json.dumps({"status": "suspended"}),
+            content_type="application/json",
+        )
+        assert_problem(patched, 403, "permission_denied")
+    for target in (networks["agent"], networks["sub"]):
+        target.refresh_from_db()
+        assert target.suspended_at is None
+
+
 @pytest.mark.parametrize("caller", ["sibling", "other network", "the agent itself"])
 def test_outside_the_branch_every_role_gets_404(networks, caller):
     owner = {
