@@ -32,6 +32,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
+from functools import cache
 from typing import Any
 
 from django.apps import apps
@@ -80,6 +81,12 @@ class StoredAnswer(models.Model):
 
     def __str__(self) -> str:
         return f"{self.key} ({self.response_status})"
+
+
+@cache
+def _answer_tables() -> tuple[type[StoredAnswer], ...]:
+    """Every table of stored answers (the apps' ``StoredAnswer`` models), found once."""
+    return tuple(model for model in apps.get_models() if issubclass(model, StoredAnswer))
 
 
 class IdempotencyKeyRequired(ApplicationError):
@@ -180,8 +187,8 @@ class Keys:
             model._default_manager.filter(**scope, created_at__gte=since)
             .annotate(here=Value(False))
             .values(*_COLUMNS, "here")
-            for model in apps.get_models()
-            if issubclass(model, StoredAnswer) and model is not self.records
+            for model in _answer_tables()
+            if model is not self.records
         ]
         rows = list(own.union(*others, all=True) if others else own)
         for row in rows:
