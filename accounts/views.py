@@ -16,7 +16,6 @@ from django.shortcuts import redirect, render
 from django.urls import reverse_lazy
 from django.utils import translation
 from django.utils.cache import add_never_cache_headers
-from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext as _
 from django.views import i18n as i18n_views
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -38,7 +37,7 @@ from accounts.forms import (
 from accounts.http import AuthenticatedRequest
 from accounts.models import BillingProfile, User
 from reseller.errors import ApplicationError
-from reseller.net import client_ip
+from reseller.net import client_ip, local_url
 
 
 def _remember_language(response: HttpResponse, language: str) -> HttpResponse:
@@ -81,10 +80,7 @@ SIGNUP_NEXT = "signup_next"
 def _safe_next(request: HttpRequest, target: str) -> str:
     """``target`` when it is a page of this site (Django's own check of a login's ``next``),
     else ""."""
-    allowed = url_has_allowed_host_and_scheme(
-        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
-    )
-    return target if target and allowed else ""
+    return local_url(request, target)
 
 
 @require_GET

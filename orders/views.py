@@ -18,7 +18,7 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.dateparse import parse_date
-from django.utils.http import url_has_allowed_host_and_scheme, urlencode
+from django.utils.http import urlencode
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 from django.views.decorators.cache import never_cache
@@ -52,6 +52,7 @@ from recharges.serializers import recharge_pin
 from recharges.state import DELIVERED, FINAL
 from recipients.selectors import recipient_names, top_up_url
 from reseller.errors import ApplicationError, NotFound, flatten_validation_errors
+from reseller.net import local_url
 from wallet.services import wallet_get_or_create
 
 SITE_CART = "default"  # the site's cart is the API's default cart of the account
@@ -63,11 +64,7 @@ SITE_CARTS = (SITE_CART, SITE_BUY_NOW)
 
 def _back(request: HttpRequest, fallback: str) -> str:
     target = request.POST.get("next") or request.headers.get("Referer") or ""
-    if url_has_allowed_host_and_scheme(
-        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
-    ):
-        return target
-    return fallback
+    return local_url(request, target) or fallback
 
 
 def _cart(request: AuthenticatedRequest, session_id: str = SITE_CART):

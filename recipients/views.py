@@ -7,7 +7,6 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
-from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
@@ -16,6 +15,7 @@ from catalog.models import Operator
 from recipients import selectors, services
 from recipients.forms import RecipientForm
 from recipients.models import SavedRecipient
+from reseller.net import local_url
 
 
 def _operator(value: str) -> Operator | None:
@@ -43,9 +43,7 @@ def recipients(request: AuthenticatedRequest) -> HttpResponse:
 @require_POST
 def recipient_save(request: AuthenticatedRequest) -> HttpResponse:
     form = RecipientForm(request.POST)
-    back = request.POST.get("next", "")
-    if not url_has_allowed_host_and_scheme(back, {request.get_host()}, request.is_secure()):
-        back = ""
+    back = local_url(request, request.POST.get("next", ""))
     if not form.is_valid():
         for errors in form.errors.values():
             for error in errors:

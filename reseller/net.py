@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import ipaddress
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.http import HttpRequest
+from django.utils.http import url_has_allowed_host_and_scheme
 
 
 def normalise_ip(value: str) -> str | None:
@@ -45,3 +47,16 @@ def client_ip(request: HttpRequest) -> str:
         if hop not in trusted:
             return hop
     return remote
+
+
+def local_url(request: HttpRequest, target: str) -> str:
+    """``target`` when it is an address of this site ("/wallet/", or this host's full URL),
+    else "". Where a page goes back to a posted ``next`` or the Referer: Django's check alone
+    lets a bare word ("NaN") through, and ``redirect()`` reads that as the name of a view,
+    whose reverse raised NoReverseMatch (a 500)."""
+    if not url_has_allowed_host_and_scheme(
+        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        return ""
+    parts = urlsplit(target)
+    return target if parts.netloc or target.startswith("/") else ""

@@ -17,7 +17,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.formats import number_format
-from django.utils.http import url_has_allowed_host_and_scheme, urlencode
+from django.utils.http import urlencode
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
@@ -26,6 +26,7 @@ from payments import gateway
 from reseller.errors import ValidationFailed
 from reseller.exports import csv_response, csv_stream, xlsx_response
 from reseller.money import is_plain_decimal
+from reseller.net import local_url
 from wallet import selectors, statements
 from wallet.forms import ThresholdForm
 from wallet.services import (
@@ -189,8 +190,4 @@ def threshold(request: AuthenticatedRequest) -> HttpResponse:
             _("Give an amount of 0 or more, such as %(example)s.")
             % {"example": number_format(Decimal(100), 2)},
         )
-    back = request.POST.get("next", "")
-    safe = url_has_allowed_host_and_scheme(
-        back, allowed_hosts={request.get_host()}, require_https=request.is_secure()
-    )
-    return redirect(back if safe else "wallet:wallet")
+    return redirect(local_url(request, request.POST.get("next", "")) or "wallet:wallet")
