@@ -17,6 +17,7 @@ from network import agents
 from network.serializers_agents import AgentCreateIn, AgentOut, AgentPatchIn
 from reseller import openapi_examples as ex
 from reseller.api import problems
+from reseller.errors import NotFound
 from reseller.pagination import PagePagination
 from wallet.apis import STATEMENT_PARAMETERS, statement_response, statement_responses
 from wallet.services import wallet_get_or_create
@@ -141,8 +142,9 @@ class AgentApi(APIView):
         account = request.user.account
         # 404 outside the branch, then 403 for a role that may not act (any descendant),
         # then 404 for a deeper one: only its own parent changes it.
-        agent_of_branch(request, agent_id)
-        agent = agents.agent_direct(account=account, agent_id=agent_id)
+        agent = agent_of_branch(request, agent_id)
+        if agent.parent_id != account.pk:
+            raise NotFound()
         data = AgentPatchIn(data=request.data, partial=True)
         data.is_valid(raise_exception=True)
         changes = {
