@@ -54,6 +54,12 @@ def api_key_verify(*, plaintext: str) -> ApiKey:
     return key
 
 
+def api_key_by_prefix(*, prefix: str) -> ApiKey | None:
+    """The key with this visible prefix as /auth/me shows it, or as the dashboard does (with
+    "…" after it): what an operator copies into the CLI."""
+    return ApiKey.objects.filter(prefix=prefix.strip().rstrip("…")).first()
+
+
 def api_keys_of_account(*, account: Account) -> QuerySet[ApiKey]:
     """Newest first; active and revoked keys alike."""
     return ApiKey.objects.filter(account=account).order_by("-created_at", "-pk")

@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from accounts.models import ApiKey
+from accounts.selectors import api_key_by_prefix
 from accounts.services import api_key_revoke
 
 
@@ -13,7 +13,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, **opts):
-        key = ApiKey.objects.filter(prefix=opts["prefix"].strip().rstrip("…")).first()
+        key = api_key_by_prefix(prefix=opts["prefix"])
         if key is None:
             raise CommandError(f"no API key with prefix {opts['prefix']}")
         if key.revoked_at is not None:

@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from accounts.models import ApiKey
+from accounts.selectors import api_key_by_prefix
 from reseller.errors import ApplicationError
 from sandbox.balances import sandbox_topup
 
@@ -13,8 +13,7 @@ class Command(BaseCommand):
         parser.add_argument("--amount", required=True)
 
     def handle(self, *args, **opts):
-        # As revoke_api_key: the prefix as /auth/me shows it, or as the dashboard does (with "…").
-        key = ApiKey.objects.filter(prefix=opts["prefix"].strip().rstrip("…")).first()
+        key = api_key_by_prefix(prefix=opts["prefix"])
         if key is None:
             raise CommandError(f"no API key with prefix {opts['prefix']}")
         try:
