@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 
 from django.template.defaultfilters import floatformat
 from django.utils.translation import gettext as _
@@ -29,7 +29,7 @@ from catalog.models import Product
 from network.prices import account_prices_of
 from orders.pricing import LineRequest, price_order
 from reseller.errors import ApplicationError
-from reseller.money import CENT, is_plain_decimal
+from reseller.money import CENT, amount_typed
 from upstreams.pricing import amount_offered_check
 from wallet.services import wallet_get_or_create
 
@@ -58,16 +58,10 @@ def number_shown(value: Decimal, places: str = "-2g") -> str:
 def amount_parse(raw: str) -> Decimal | None:
     """The amount a form or a query gave (``150``, ``150.5``; a decimal comma too), or None
     when it is not a plain positive number in ASCII digits, of about twelve digits at most."""
-    text = raw.strip().replace(",", ".")
-    if not is_plain_decimal(text) or len(text) > AMOUNT_DIGITS_MAX + 3:
+    if len(raw.strip()) > AMOUNT_DIGITS_MAX + 3:
         return None
-    try:
-        amount = Decimal(text)
-    except InvalidOperation:
-        return None
-    if not amount.is_finite() or amount <= 0:
-        return None
-    return amount
+    amount = amount_typed(raw)
+    return amount if amount is not None and amount > 0 else None
 
 
 def amount_refused_message(product: Product) -> str:

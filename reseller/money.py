@@ -45,3 +45,10 @@ def is_plain_decimal(text: str) -> bool:
     """Whether ``text`` (stripped, a decimal comma already made a point) is written as an
     amount is: only ASCII digits and one optional point, a sign at most."""
     return _PLAIN_DECIMAL.fullmatch(text) is not None
+
+
+def amount_typed(raw: str) -> Decimal | None:
+    """An amount as a person typed it in a form or a query ("150", "150.5", or "150,5" with a
+    decimal comma), or None when it is not written as an amount is (``is_plain_decimal``)."""
+    text = raw.strip().replace(",", ".")
+    return Decimal(text) if is_plain_decimal(text) else None

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import calendar
 from datetime import date
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
@@ -25,7 +25,7 @@ from accounts.http import AuthenticatedRequest
 from payments import gateway
 from reseller.errors import ValidationFailed
 from reseller.exports import csv_response, csv_stream, xlsx_response
-from reseller.money import is_plain_decimal
+from reseller.money import amount_typed
 from reseller.net import local_url
 from wallet import selectors, statements
 from wallet.forms import ThresholdForm
@@ -79,16 +79,10 @@ def _with_links(months: list[selectors.MonthTotal]) -> list[dict[str, Any]]:
 
 def _amount(raw: str) -> Decimal | None:
     """A top-up amount typed in a form, or None for anything else (NaN, 1e100, 29 digits…)."""
-    try:
-        text = raw.replace(",", ".").strip()
-        if not is_plain_decimal(text):
-            return None
-        amount = Decimal(text)
-        if not amount.is_finite() or not TOPUP_MIN <= amount <= TOPUP_MAX:
-            return None  # bounds first: quantizing a huge number raises
-        return amount if amount == amount.quantize(Decimal("0.01")) else None
-    except (InvalidOperation, AttributeError):
-        return None
+    amount = amount_typed(raw)
+    if amount is None or not TOPUP_MIN <= amount <= TOPUP_MAX:
+        return None  # bounds first: quantizing a huge number raises
+    return amount if amount == amount.quantize(Decimal("0.01")) else None
 
 
 @login_required
