@@ -9,6 +9,8 @@ it anyway (the key's row, the JWT's user, or the session user's account), joined
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
@@ -32,15 +34,18 @@ def ancestors_path(prefix: str = "") -> str:
     return f"{prefix}__{path}" if prefix else path
 
 
-def account_suspended(account: Account) -> bool:
-    """Whether the account or one of its ancestors is suspended. Loaded with
+def account_chain(account: Account) -> Iterator[Account]:
+    """The account, then its parent, and so on up to its top account. Loaded with
     ``ancestors_path`` the walk reads no row; a chain deeper than that reads the rest."""
     node: Account | None = account
     while node is not None:
-        if node.suspended_at is not None:
-            return True
+        yield node
         node = node.parent if node.parent_id is not None else None
-    return False
+
+
+def account_suspended(account: Account) -> bool:
+    """Whether the account or one of its ancestors is suspended."""
+    return any(node.suspended_at is not None for node in account_chain(account))
 
 
 def account_with_ancestors(*, account_id: int) -> Account:

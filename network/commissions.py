@@ -30,7 +30,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from accounts.models import Account
-from accounts.suspension import ancestors_path
+from accounts.suspension import account_chain, ancestors_path
 from catalog.models import Product
 from catalog.selectors import FxRateNotFound, fx_rate
 from network.models import Commission
@@ -95,12 +95,9 @@ def commission_earners(*, buyer_ids: set[int]) -> list[Account]:
     buyers = Account.objects.filter(pk__in=buyer_ids, parent__isnull=False).select_related(
         ancestors_path()
     )
-    earners: dict[int, Account] = {}
-    for buyer in buyers:
-        node = buyer.parent
-        while node is not None:
-            earners[node.pk] = node
-            node = node.parent if node.parent_id is not None else None
+    earners = {
+        ancestor.pk: ancestor for buyer in buyers for ancestor in list(account_chain(buyer))[1:]
+    }
     return list(earners.values())
 
 
