@@ -46,17 +46,6 @@ from reseller.errors import ApplicationError
 
 KEY_PATTERN = re.compile(r"^[\x21-\x7e]{1,255}$")
 RETENTION = timedelta(hours=24)
-# The columns every table of stored answers has (``StoredAnswer``), read together.
-_COLUMNS = (
-    "id",
-    "account_id",
-    "livemode",
-    "key",
-    "fingerprint",
-    "response_status",
-    "response_body",
-    "created_at",
-)
 
 
 class StoredAnswer(models.Model):
@@ -182,11 +171,13 @@ class Keys:
         # key names one request of an account and mode whichever endpoint answers it, so a
         # key an order used is a different request on a transfer (422), as it is between two
         # order endpoints.
-        own = self._stored(**scope).annotate(here=Value(True)).values(*_COLUMNS, "here")
+        # Every table's columns are StoredAnswer's, in its order: the union lines them up.
+        columns = [field.attname for field in self.records._meta.concrete_fields]
+        own = self._stored(**scope).annotate(here=Value(True)).values(*columns, "here")
         others = [
             model._default_manager.filter(**scope, created_at__gte=since)
             .annotate(here=Value(False))
-            .values(*_COLUMNS, "here")
+            .values(*columns, "here")
             for model in _answer_tables()
             if model is not self.records
         ]
