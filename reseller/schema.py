@@ -3,6 +3,7 @@ the order of its operations, and the problems every authenticated operation can 
 
 import re
 
+from djangorestframework_camel_case.util import camelize_re, underscore_to_camel
 from drf_spectacular.authentication import SessionScheme
 from drf_spectacular.contrib.rest_framework_simplejwt import SimpleJWTScheme
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
@@ -76,6 +77,7 @@ def document_rate_limited(result, generator, request, public):
     (accounts.throttling.ApiKeyRateThrottle is a default throttle of every view, contract
     section 7), so every operation that accepts a key can answer 429 ``rate_limited``:
     document it where the operation does not. A drf-spectacular postprocessing hook."""
+    example = build_examples_list(problem_examples(429, ("rate_limited",)))
     for item in result.get("paths", {}).values():
         for method, operation in item.items():
             if method == "parameters" or not isinstance(operation, dict):
@@ -83,7 +85,6 @@ def document_rate_limited(result, generator, request, public):
             if not any("apiKey" in scheme for scheme in operation.get("security", [])):
                 continue
             responses = operation.setdefault("responses", {})
-            example = build_examples_list(problem_examples(429, ("rate_limited",)))
             if "429" not in responses:
                 responses["429"] = {
                     "description": PROBLEM_DESCRIPTIONS[429],
@@ -104,8 +105,8 @@ def document_rate_limited(result, generator, request, public):
 
 
 def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+    """A wire name, as the API's renderer camelizes the bodies' keys (``item_id``: ``itemId``)."""
+    return camelize_re.sub(underscore_to_camel, name)
 
 
 def camelize_path_parameters(result, generator, request, public):
