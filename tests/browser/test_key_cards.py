@@ -8,7 +8,8 @@ import re
 
 import pytest
 
-from tests.factories import PASSWORD, UserFactory, make_key
+from tests.browser.card_pages import log_in
+from tests.factories import UserFactory, make_key
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -28,11 +29,7 @@ def test_key_cards_of_one_row_line_up_and_the_sandbox_balance_is_localized(
     context.add_cookies([{"name": "django_language", "value": language, "url": site.url}])
     page = context.new_page()
     try:
-        page.goto(f"{site.url}/accounts/login/")
-        page.fill("input[name=username]", user.email)
-        page.fill("input[name=password]", PASSWORD)
-        page.click("main button[type=submit]")
-        page.wait_for_url(re.compile(r"/accounts/profile/|/$"))
+        log_in(page, site, user)
         page.goto(f"{site.url}/accounts/keys/")
         tops = page.evaluate(TOPS)
         assert len(tops) == 2 and abs(tops[0] - tops[1]) < 1, tops

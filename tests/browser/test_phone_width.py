@@ -19,6 +19,7 @@ from orders.models import Order
 from orders.pricing import LineRequest
 from orders.services import order_place_with_wallet
 from requestlog.models import ApiRequest
+from tests.browser.card_pages import log_in
 from tests.factories import (
     PASSWORD,
     OperatorFactory,
@@ -62,11 +63,7 @@ def test_wallet_history_and_receipt_fit_a_390_px_phone(browser, site):
     context = browser.new_context(locale="es-ES", viewport={"width": 390, "height": 844})
     page = context.new_page()
     try:
-        page.goto(f"{site.url}/accounts/login/")
-        page.fill("input[name=username]", user.email)
-        page.fill("input[name=password]", PASSWORD)
-        page.click("main button[type=submit]")
-        page.wait_for_url(re.compile(r"/accounts/profile/|/$"))
+        log_in(page, site, user)
         for path in ("/wallet/", "/payments/", f"/payments/{order.payment.public_id}/", "/cart/"):
             page.goto(f"{site.url}{path}")
             found = page.evaluate(OVERFLOW)
@@ -154,11 +151,7 @@ def test_every_other_page_fits_a_390_px_phone_logged_out_and_logged_in(browser, 
                 page.wait_for_selector(".opblock-summary")
             _fits(page, path)
 
-        page.goto(f"{site.url}/accounts/login/")
-        page.fill("input[name=username]", user.email)
-        page.fill("input[name=password]", PASSWORD)
-        page.click("main button[type=submit]")
-        page.wait_for_url(re.compile(r"/accounts/profile/|/$"))
+        log_in(page, site, user)
         page.goto(f"{site.url}/catalog/MX/telcel/")  # the cart, to reach the checkout
         form = page.locator("form.add-to-cart").first
         form.locator("input[name=recipient_number]").fill("+525512345678")
@@ -259,11 +252,7 @@ def test_the_batch_team_request_log_and_staff_pages_fit_a_390_px_phone(browser, 
     context.add_cookies([{"name": "django_language", "value": "es", "url": site.url}])
     page = context.new_page()
     try:
-        page.goto(f"{site.url}/accounts/login/")
-        page.fill("input[name=username]", user.email)
-        page.fill("input[name=password]", PASSWORD)
-        page.click("main button[type=submit]")
-        page.wait_for_url(re.compile(r"/accounts/profile/|/$"))
+        log_in(page, site, user)
         page.goto(f"{site.url}/batches/")
         page.click("details.help summary")
         assert page.is_visible("details.help pre")

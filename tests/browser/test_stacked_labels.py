@@ -4,7 +4,6 @@ reference set in monospace (the receipt's "Number:" was monospace at 390 px)."""
 
 from __future__ import annotations
 
-import re
 from decimal import Decimal
 
 import pytest
@@ -13,7 +12,8 @@ from django.db import transaction
 from orders.models import Order
 from orders.pricing import LineRequest
 from orders.services import order_place_with_wallet
-from tests.factories import PASSWORD, ProductFactory, UserFactory
+from tests.browser.card_pages import log_in
+from tests.factories import ProductFactory, UserFactory
 from wallet.services import wallet_topup_manual
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -44,11 +44,7 @@ def test_stacked_table_labels_are_words_not_monospace_at_390_px(browser, site):
     context.add_cookies([{"name": "django_language", "value": "es", "url": site.url}])
     page = context.new_page()
     try:
-        page.goto(f"{site.url}/accounts/login/")
-        page.fill("input[name=username]", user.email)
-        page.fill("input[name=password]", PASSWORD)
-        page.click("main button[type=submit]")
-        page.wait_for_url(re.compile(r"/accounts/profile/|/$"))
+        log_in(page, site, user)
         for path in (f"/payments/{order.payment.public_id}/", "/wallet/", "/payments/"):
             page.goto(f"{site.url}{path}")
             cells = page.evaluate(LABEL_FONTS)
