@@ -43,6 +43,9 @@ def test_deliveries_are_sent_and_recorded_on_sqlite(tmp_path):
             "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
             "WEBHOOK_ALLOW_PRIVATE_TARGETS": "true",
             "WEBHOOK_DRAIN_LINGER_SECONDS": "0",
+            # Tasks inline: a pool thread's drain could hold the lease (the script's drain
+            # then returns at once) and still be sending when the script prints the rows.
+            "TASKS_IN_PROCESS_THREADED": "false",
         }
         done = subprocess.run(
             [sys.executable, "-c", SCRIPT, receiver.url],
