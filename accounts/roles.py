@@ -68,8 +68,7 @@ ROUTES: tuple[tuple[str, str], ...] = (
     ("b2b-batch", MONEY),
     # Price lists (contract section 18): what agents pay, the account's money.
     ("network-price-list", MONEY),
-    # the network's money: transfers with direct agents, commissions (contract section 18)
-    ("network-transfers", MONEY),
+    # the network's money: commissions (contract section 18); transfers check it in the view
     ("network-commissions", MONEY),
 )
 
@@ -114,6 +113,7 @@ ANY_ROLE: tuple[tuple[str, str], ...] = (
     # the role, so these views look the agent up first and then check the NETWORK area (403).
     ("network-agent*", "agents: the view answers 404 outside the branch, then checks the role"),
     ("network:agent*", "the Network page: 404 outside the branch, then the role (the view)"),
+    ("network-transfers", "transfers: 404 for an agent outside the branch, then MONEY (the view)"),
     ("sandbox", "a test key only: the view refuses every person (test_key_required)"),
     # staff only: the back office refuses anyone without is_staff, and staff pass any role
     ("admin:*", "staff only: the admin site (is_staff)"),

@@ -134,6 +134,11 @@ def agent_in_branch(*, account: Account, agent_id: str) -> Account:
     return found
 
 
+def in_branch(*, account: Account, agent_id: str) -> bool:
+    """Whether ``agent_id`` names a descendant of ``account`` (any level)."""
+    return Account.objects.filter(_branch(account), public_id=agent_id).exists()
+
+
 def agent_readable(*, user: User, livemode: bool, agent_id: str) -> Account:
     """A descendant the caller may read: 404 outside the caller's branch whatever its role,
     then 403 for a role (or a test key) that may not manage the network."""

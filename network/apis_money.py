@@ -7,12 +7,14 @@ from __future__ import annotations
 from django.utils.translation import gettext as _
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.exceptions import ParseError
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.authentication import request_api_key
-from network import commissions, transfers
+from accounts.roles import MONEY, may, refusal_message
+from network import agents, commissions, transfers
 from network.serializers_money import (
     COMMISSIONS_EXAMPLE,
     TRANSFER_EXAMPLE,
@@ -23,7 +25,12 @@ from network.serializers_money import (
 )
 from reseller import openapi_examples as ex
 from reseller.api import problems
-from reseller.errors import PROBLEM_CONTENT_TYPE, PermissionDenied, refuse_unknown_params
+from reseller.errors import (
+    PROBLEM_CONTENT_TYPE,
+    NotFound,
+    PermissionDenied,
+    refuse_unknown_params,
+)
 from reseller.idempotency import IdempotentReply, fingerprint, read_key
 from reseller.pagination import PagePagination
 from wallet.statements import period_parse
@@ -39,19 +46,40 @@ TRANSFER_IDEMPOTENCY_HEADER = OpenApiParameter(
 )
 
 
+def live_money_refusal(request) -> PermissionDenied | None:
+    """Why the caller may not move the network's money, or None. It is the live wallets': a
+    web session or a live key, of an owner or a finance member. A test key acts on its sandbox
+    balance only (docs/network.md)."""
+    key = request_api_key(request)
+    if key is not None and not key.livemode:
+        return PermissionDenied(
+            _("Transfers and commissions move live money: use a live key or a web session.")
+        )
+    if not may(request.user, MONEY):
+        return PermissionDenied(refusal_message(MONEY))
+    return None
+
+
 class LiveMoneyOnly(IsAuthenticated):
-    """The network's money is the live wallets': a web session or a live key. A test key
-    acts on its sandbox balance only (docs/network.md): 403 ``permission_denied``."""
+    """``live_money_refusal`` as a permission: 403 ``permission_denied``."""
 
     def has_permission(self, request, view) -> bool:
         if not super().has_permission(request, view):
             return False
-        key = request_api_key(request)
-        if key is not None and not key.livemode:
-            raise PermissionDenied(
-                _("Transfers and commissions move live money: use a live key or a web session.")
-            )
+        refusal = live_money_refusal(request)
+        if refusal is not None:
+            raise refusal
         return True
+
+
+def _named_agent(request) -> str | None:
+    """The agent a transfer's body names, if it reads as one (else the role decides)."""
+    try:
+        data = request.data
+    except ParseError:
+        return None
+    named = data.get("agent") if isinstance(data, dict) else None
+    return named if isinstance(named, str) else None
 
 
 def _reply(reply: IdempotentReply) -> Response:
@@ -66,7 +94,9 @@ def _reply(reply: IdempotentReply) -> Response:
 
 
 class TransfersApi(APIView):
-    permission_classes = [LiveMoneyOnly]
+    # The role is checked by the view, not by the route (accounts.roles): a transfer naming an
+    # agent outside the caller's branch is 404 whatever the role (contract section 18).
+    permission_classes = [IsAuthenticated]
     # Read by drf-spectacular: the 200 is documented as the page envelope, as it is sent.
     pagination_class = PagePagination
 
@@ -80,6 +110,9 @@ class TransfersApi(APIView):
         responses={200: TransferOut(many=True), **problems(400, 401, 403)},
     )
     def get(self, request):
+        refusal = live_money_refusal(request)
+        if refusal is not None:
+            raise refusal
         refuse_unknown_params(request.query_params, allowed={"page", "limit"})
         paginator = PagePagination()
         page = paginator.paginate_queryset(
@@ -95,7 +128,9 @@ class TransfersApi(APIView):
         "`from_agent` takes it back. One transaction, a ledger entry on each wallet "
         "(`transfer_out`, `transfer_in`, shown in both statements) and a "
         "`network.transfer.completed` event to both accounts. Only a DIRECT agent: any other "
-        "id is 404. The giving wallet never goes below zero (402). Owners and finance members.",
+        "id is 404. The giving wallet never goes below zero (402). Owners and finance members; "
+        "developers and test keys get 403, except that an agent outside your branch is 404 "
+        "whatever your role.",
         parameters=[TRANSFER_IDEMPOTENCY_HEADER],
         request=TransferIn,
         examples=ex.exchange("Fund an agent", TRANSFER_REQUEST, TRANSFER_EXAMPLE, status=201),
@@ -114,6 +149,14 @@ class TransfersApi(APIView):
         },
     )
     def post(self, request):
+        refusal = live_money_refusal(request)
+        if refusal is not None:
+            named = _named_agent(request)
+            if named is not None and not agents.in_branch(
+                account=request.user.account, agent_id=named
+            ):
+                raise NotFound()
+            raise refusal
         key = read_key(request.headers.get("Idempotency-Key"), required=True)
         data = TransferIn(data=request.data)
         data.is_valid(raise_exception=True)

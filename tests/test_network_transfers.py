@@ -234,6 +234,52 @@ def test_owners_and_finance_transfer_developers_and_test_keys_are_refused(api, t
     assert_ledger_balanced()
 
 
+def test_an_agent_outside_the_branch_is_404_whatever_the_role_inside_it_the_role_is_403(api, tree):
+    """Section 18: an id outside the caller's branch answers 404 whatever the role; inside
+    it, a role that may not act gets 403. A transfer names its agent in the body."""
+    top, agent, grandchild, stranger = tree
+    developer = UserFactory(account=top, role="developer")
+    other_agent = agent_of(stranger)
+    for outside in (stranger, other_agent, top):
+        assert_problem(transfer(api, developer, key="o", **body(outside, "1.00")), 404, "not_found")
+    assert_problem(
+        transfer(api, developer, key="u", **body(agent, "1.00", agent="acc_nosuchagent")),
+        404,
+        "not_found",
+    )
+    for inside in (agent, grandchild):
+        assert_problem(
+            transfer(api, developer, key="i", **body(inside, "1.00")), 403, "permission_denied"
+        )
+    without_agent = {k: v for k, v in body(agent, "1.00").items() if k != "agent"}
+    assert_problem(transfer(api, developer, key="n", **without_agent), 403, "permission_denied")
+    not_json = api.post(
+        TRANSFERS, "{", content_type="application/json", HTTP_IDEMPOTENCY_KEY="j",
+        **bearer(developer),
+    )  # fmt: skip
+    assert_problem(not_json, 403, "permission_denied")
+    _key, developer_key = make_key(developer, mode="live")
+    assert_problem(
+        client_for(developer_key).post(
+            TRANSFERS, body(other_agent, "1.00"), format="json", HTTP_IDEMPOTENCY_KEY="k"
+        ),
+        404,
+        "not_found",
+    )
+    _key, test_key = make_key(owner_of(top), mode="test")
+    for named, status, code in ((stranger, 404, "not_found"), (agent, 403, "permission_denied")):
+        by_test_key = client_for(test_key).post(
+            TRANSFERS, body(named, "1.00"), format="json", HTTP_IDEMPOTENCY_KEY="t"
+        )
+        assert_problem(by_test_key, status, code)
+    # The owner: a deeper descendant is 404 (a transfer is with a DIRECT agent only).
+    assert_problem(
+        transfer(api, owner_of(top), key="g", **body(grandchild, "1.00")), 404, "not_found"
+    )
+    assert balance(agent) == Decimal("20.00") and balance(stranger) == Decimal("50.00")
+    assert_ledger_balanced()
+
+
 @pytest.mark.parametrize(
     "over, field",
     [
