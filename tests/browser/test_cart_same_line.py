@@ -8,7 +8,8 @@ from decimal import Decimal
 
 import pytest
 
-from tests.factories import PASSWORD, OperatorFactory, ProductFactory, UserFactory
+from tests.browser.card_pages import log_in
+from tests.factories import OperatorFactory, ProductFactory, UserFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -28,11 +29,7 @@ def test_adding_the_same_top_up_twice_shows_one_line_of_2_then_refuses_past_20(p
     operator = OperatorFactory(name="Telcel", slug="telcel")
     ProductFactory(operator=operator, name="Telcel 100 MXN", retail_price=Decimal("5.00"))
     shopper = UserFactory()
-    page.goto(f"{site.url}/accounts/login/")
-    page.fill("input[name=username]", shopper.email)
-    page.fill("input[name=password]", PASSWORD)
-    page.click("main button[type=submit]")
-    page.wait_for_url(re.compile(r"/accounts/profile/|/$"))
+    log_in(page, site, shopper)
 
     add_from_the_operators_page(page, site, 1)
     add_from_the_operators_page(page, site, 1)

@@ -10,6 +10,7 @@ from django.core import mail
 
 from payments.models import Payment
 from recharges.models import Recharge
+from tests.browser.card_pages import log_in
 from tests.card_support import DECLINED, THREE_D_SECURE, VISA
 from tests.factories import PASSWORD, OperatorFactory, ProductFactory, UserFactory
 from tests.helpers import link_in
@@ -28,14 +29,6 @@ def catalog(db):
 @pytest.fixture
 def shopper(db):
     return UserFactory(email="shopper@example.com")
-
-
-def log_in(page, site, user):
-    page.goto(f"{site.url}/accounts/login/")
-    page.fill("input[name=username]", user.email)
-    page.fill("input[name=password]", PASSWORD)
-    page.click("main button[type=submit]")
-    page.wait_for_url(re.compile(r"/accounts/profile/|/$"))
 
 
 def add_to_cart_from_the_catalog(page, site):

@@ -21,7 +21,6 @@ from orders.services import order_place_with_wallet
 from requestlog.models import ApiRequest
 from tests.browser.card_pages import log_in
 from tests.factories import (
-    PASSWORD,
     OperatorFactory,
     ProductFactory,
     PromotionFactory,
@@ -199,11 +198,7 @@ def test_on_a_phone_the_header_is_one_line_and_a_menu_opens_the_links(browser, s
     context = browser.new_context(locale="en-US", viewport={"width": 390, "height": 844})
     page = context.new_page()
     try:
-        page.goto(f"{site.url}/accounts/login/")
-        page.fill("input[name=username]", user.email)
-        page.fill("input[name=password]", PASSWORD)
-        page.click("main button[type=submit]")
-        page.wait_for_url(re.compile(r"/accounts/profile/$"))
+        log_in(page, site, user)
         header = page.locator("header.topbar").bounding_box()
         assert header is not None and header["height"] < 80  # brand and "Menu", one line
         assert not page.is_visible("nav >> text=Payments")

@@ -12,10 +12,10 @@ from decimal import Decimal
 import pytest
 
 from recharges.models import Recharge
+from tests.browser.card_pages import log_in
 from tests.browser.conftest import ARTIFACTS
 from tests.browser.test_buy_now_logged_out import no_sideways_scroll, pay_with_card
 from tests.factories import (
-    PASSWORD,
     OperatorFactory,
     ProductFactory,
     RangeProductFactory,
@@ -85,11 +85,7 @@ def test_buy_150_mxn_of_a_range_product_by_card(browser, site, telcel, language,
     asked: list[str] = []
     page.on("request", lambda r: asked.append(r.url) if "/price?" in r.url else None)
     try:
-        page.goto(f"{site.url}/accounts/login/")
-        page.fill("input[name=username]", shopper.email)
-        page.fill("input[name=password]", PASSWORD)
-        page.click("main button[type=submit]")
-        page.wait_for_url(re.compile(r"/accounts/profile/|/$"))
+        log_in(page, site, shopper)
 
         page.goto(f"{site.url}/catalog/MX/telcel/")  # no number yet: the card asks for one
         shots(page, f"no-number-{language}", height)
