@@ -59,9 +59,9 @@ class LocalStripe:
 
         def answers() -> bool:
             try:
-                requests.get(f"{self.url}/v1/customers", auth=(SECRET_KEY, ""), timeout=1)
+                requests.get(f"{self.url}/v1/customers", auth=(SECRET_KEY, ""), timeout=5)
                 return True
-            except requests.ConnectionError:
+            except requests.RequestException:  # refused, or a slow first answer (read timeout)
                 if process.poll() is not None:
                     raise RuntimeError("localstripe exited at start") from None
                 return False

@@ -20,6 +20,7 @@ from decimal import Decimal
 from urllib.parse import parse_qs, urlparse
 
 import psycopg
+import time_machine
 from django.db import connection, transaction
 from django.test import TestCase
 from rest_framework.test import APIClient
@@ -37,6 +38,15 @@ from wallet.services import (
     wallet_lock,
     wallet_topup_manual,
 )
+
+
+@contextmanager
+def window_start(seconds: int) -> Iterator[None]:
+    """Rate limits count in fixed windows (``reseller.ratelimit``): move the clock to the first
+    second of the next ``seconds`` window, ticking on, so a test's hits never straddle two."""
+    start = (int(time.time()) // seconds + 1) * seconds + 1
+    with time_machine.travel(start, tick=True):
+        yield
 
 
 def bearer(user) -> dict:

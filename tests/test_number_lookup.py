@@ -109,14 +109,14 @@ def test_an_adapter_lookup_slower_than_its_timeout_is_a_transient_error(
     routed, reloadly, dtone, ding, name
 ):
     for fake in (reloadly, dtone, ding):
-        fake.lookup_delay = 1.0
+        fake.lookup_delay = 3.0
     adapter = adapter_for(Provider.objects.get(name=name))
     if name == "reloadly-1":
         adapter.lookup(number="+523312345678", country="MX", timeout=5)  # a token first
     started = time.monotonic()
     with pytest.raises(TransientError):
         adapter.lookup(number=NUMBER, country="MX", timeout=0.3)
-    assert time.monotonic() - started < 0.9
+    assert time.monotonic() - started < 2.0  # the timeout, not the provider's 3 s
 
 
 # -- the operator list ----------------------------------------------------------------------
@@ -164,12 +164,12 @@ def test_a_provider_slower_than_the_budget_falls_back_to_prefixes_within_it(
     started = time.monotonic()
     results = _listed(user_api)
     elapsed = time.monotonic() - started
-    assert elapsed < 0.5 + 1.0  # the budget and a generous margin, far under the 3 s delay
+    assert elapsed < 2.5  # the 0.5 s budget and a margin for a busy box, under the 3 s delay
     assert (results[0]["id"], results[0]["detectedBy"]) == (prefixed["telcel"].public_id, "prefix")
-    # The next request does not wait again: "nobody answered" is kept for a while.
-    started = time.monotonic()
+    # The next request does not ask again: "nobody answered" is kept for a while.
+    asked = [fake.lookups[NUMBER] for fake in (reloadly, dtone, ding)]
     assert _listed(user_api)[0]["detectedBy"] == "prefix"
-    assert time.monotonic() - started < 0.5
+    assert [fake.lookups[NUMBER] for fake in (reloadly, dtone, ding)] == asked
 
 
 def test_answers_are_cached_so_the_provider_is_asked_once(

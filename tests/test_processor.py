@@ -193,8 +193,8 @@ def test_a_dispatched_row_whose_answer_was_lost_is_not_sent_twice():
     fake = FakeReloadly().start()
     try:
         (recharge,) = place()
-        fake.slow_next(1.0)  # answer arrives after the client gave up
-        with reloadly_settings(fake, timeout=0.3):
+        fake.slow_next(3.0)  # answer arrives after the client gave up
+        with reloadly_settings(fake, timeout=1.0):
             first = processor.recharge_process(recharge_id=recharge.pk)
             recharge.refresh_from_db()
             if recharge.status == S.DISPATCHED:  # status lookup also raced: the retry asks again

@@ -50,7 +50,7 @@ def client():
         yield http
 
 
-def provider(fake, client, *, timeout=0.5, api_key=None, base_url=None):
+def provider(fake, client, *, timeout=1.0, api_key=None, base_url=None):
     config = ProviderConfig(
         base_url=base_url or fake.url,
         api_key=fake.api_key if api_key is None else api_key,
@@ -197,7 +197,7 @@ def test_outage_is_transient_and_nothing_is_sent(fake, ding):
 
 
 def test_slow_but_delivered_is_a_timeout_that_status_settles(fake, ding):
-    fake.slow_next(1.5)
+    fake.slow_next(3.0)
     with pytest.raises(UpstreamTimeout):
         ding.send(request())
     found = ding.status("rch_ding1")

@@ -231,8 +231,8 @@ def test_outage_is_transient_and_the_same_port_serves_again(fake, dtone):
 
 
 def test_a_slow_answer_is_an_upstream_timeout_then_status_finds_it_delivered(fake):
-    dtone = provider(fake, timeout=0.5)
-    fake.slow_next(1.5)
+    dtone = provider(fake, timeout=1.0)
+    fake.slow_next(3.0)
     with pytest.raises(UpstreamTimeout):
         dtone.send(request())
     found = dtone.status("rch_dt1")

@@ -40,7 +40,7 @@ def fake():
 @pytest.fixture
 def reloadly(fake):
     return ReloadlyProvider(
-        client_id="id", client_secret="secret", base_url=fake.url, auth_url=fake.url, timeout=0.5
+        client_id="id", client_secret="secret", base_url=fake.url, auth_url=fake.url, timeout=1.0
     )
 
 
@@ -83,7 +83,7 @@ def test_reloadly_refusal_is_permanent_with_its_code(reloadly):
 
 
 def test_reloadly_timeout_is_reconciled_by_status_lookup(fake, reloadly):
-    fake.slow_next(1.5)
+    fake.slow_next(3.0)
     with pytest.raises(UpstreamTimeout):
         reloadly.send(request())
     found = reloadly.status("rch_test1")
@@ -105,7 +105,7 @@ def test_a_duplicate_reference_still_being_worked_on_upstream_is_pending_not_ref
     the first call: the duplicate's outcome is unknown, so it is pending (asked again later),
     never a refusal that would refund a top-up the recipient is about to get."""
     fake.list_after_answer = True
-    fake.slow_next(1.0)
+    fake.slow_next(3.0)
     slow = ReloadlyProvider(
         client_id="id", client_secret="secret", base_url=fake.url, auth_url=fake.url, timeout=5
     )

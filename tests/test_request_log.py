@@ -345,8 +345,9 @@ def test_one_drain_at_a_time_another_leaves_the_list_alone(shop):
 
 def _interrupted_drain(count: int) -> list[bytes]:
     """What a drain killed between its pop and its write leaves behind: its lock (expiring
-    in half a second here) and the batch it took, on the processing list only."""
-    held = redisqueue.lock(seconds=0.5)
+    in two seconds here: long enough to be seen held on a busy box) and the batch it took, on
+    the processing list only."""
+    held = redisqueue.lock(seconds=2)
     assert held.acquire(blocking=False)
     return redisqueue.claim(count)
 
@@ -354,7 +355,7 @@ def _interrupted_drain(count: int) -> list[bytes]:
 def _lock_expired() -> None:
     wait_until(
         lambda: not redisqueue.client().exists(f"{redisqueue.pending_key()}:lock"),
-        timeout=5,
+        timeout=10,
         what="the interrupted drain's lock to expire",
     )
 

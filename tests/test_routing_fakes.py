@@ -109,7 +109,7 @@ def test_a_refused_connection_fails_over_and_the_first_never_sees_it(routed, rel
     assert_ledger_balanced()
 
 
-@override_settings(PROVIDER_TIMEOUT_SECONDS=0.5, PROVIDER_CIRCUIT_FAILURES=2)
+@override_settings(PROVIDER_TIMEOUT_SECONDS=1.0, PROVIDER_CIRCUIT_FAILURES=2)
 def test_a_failed_lookup_says_nothing_and_the_recharge_stays_at_its_provider(
     routed, reloadly, dtone, ding
 ):
@@ -117,7 +117,7 @@ def test_a_failed_lookup_says_nothing_and_the_recharge_stays_at_its_provider(
     (503): the provider may hold it, so the retry asks it again, even with its circuit open,
     and never sends it to the next route."""
     product = telcel_100(routed)
-    reloadly.slow_next(1.5)  # made at once, answered after our timeout
+    reloadly.slow_next(3.0)  # made at once, answered after our timeout
     reloadly.fail_next_lookup(503)
     recharge = place(product)
     outcome = processor.recharge_process(recharge_id=recharge.pk)
@@ -147,12 +147,12 @@ def test_a_documented_refusal_fails_over(routed, reloadly, dtone, ding):
     assert calls(recharge)[0][0::2] == ("reloadly-1", "refused")
 
 
-@override_settings(PROVIDER_TIMEOUT_SECONDS=0.5)
+@override_settings(PROVIDER_TIMEOUT_SECONDS=1.0)
 def test_slow_but_delivered_is_settled_by_lookup_and_never_sent_elsewhere(
     routed, reloadly, dtone, ding
 ):
     product = telcel_100(routed)
-    reloadly.slow_next(1.5)  # answers after our timeout, having made the top-up
+    reloadly.slow_next(3.0)  # answers after our timeout, having made the top-up
     recharge = place(product)
     processor.recharge_process(recharge_id=recharge.pk)
     recharge.refresh_from_db()
@@ -275,14 +275,14 @@ def test_a_wave_after_a_quiet_moment_goes_to_the_provider_listening_again(
     assert health.knock_due() == []  # nothing left to knock at
 
 
-@override_settings(PROVIDER_TIMEOUT_SECONDS=0.3, PROVIDER_CIRCUIT_FAILURES=1)
+@override_settings(PROVIDER_TIMEOUT_SECONDS=1.0, PROVIDER_CIRCUIT_FAILURES=1)
 def test_a_circuit_opened_by_timeouts_is_not_knocked_and_waits_for_its_cool_down(
     routed, reloadly, dtone, ding, clock
 ):
     """A provider that accepts connections but does not answer is not closed by a knock
     (it would accept it): it waits for the cool-down and a probe."""
     product = telcel_100(routed)
-    reloadly.slow_next(1.0)
+    reloadly.slow_next(3.0)
     slow = place(product)
     processor.recharge_process(recharge_id=slow.pk)
     assert health.figures("reloadly-1").state == "open"

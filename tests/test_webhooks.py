@@ -486,7 +486,8 @@ def test_a_lingering_drain_sends_what_arrives_meanwhile(private_ok):
 
         def lingering():
             try:
-                result["sent"] = endpoint_drain(endpoint.pk, linger=1.0)
+                # Long enough that a slow box's pause between two commits never ends it early.
+                result["sent"] = endpoint_drain(endpoint.pk, linger=3.0)
             finally:
                 connections.close_all()
 
@@ -494,7 +495,8 @@ def test_a_lingering_drain_sends_what_arrives_meanwhile(private_ok):
         drain.start()
         lease_taken(endpoint)
         fund(user, "2.00")  # its wake-up runs inline here and finds the lease held
-        drain.join(10)
+        drain.join(20)
+        assert not drain.is_alive()
         assert result["sent"] == 1
         assert [event["type"] for event in receiver.events()] == ["wallet.credited"]
         assert Delivery.objects.get().state == "succeeded"
@@ -523,7 +525,8 @@ def test_a_burst_during_a_drain_publishes_one_task(private_ok):
 
         def lingering():
             try:
-                result["sent"] = endpoint_drain(endpoint.pk, linger=1.0)
+                # Long enough that a slow box's pause between two commits never ends it early.
+                result["sent"] = endpoint_drain(endpoint.pk, linger=3.0)
             finally:
                 connections.close_all()
 
@@ -532,7 +535,8 @@ def test_a_burst_during_a_drain_publishes_one_task(private_ok):
         lease_taken(endpoint)
         for _ in range(5):
             fund(user, "1.00")
-        drain.join(10)
+        drain.join(20)
+        assert not drain.is_alive()
         assert result["sent"] == 5
         assert len(published) == 1
         assert Delivery.objects.filter(state="succeeded").count() == 5

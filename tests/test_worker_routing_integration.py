@@ -47,7 +47,7 @@ S = Recharge.Status
 DTONE, DING = "dtone-1", "ding-1"
 # DT One is the cheaper route (5.50 USD against Ding's 5.70), so it takes the batch first. Its
 # calls take longer than Ding's, so the kill finds calls in flight at both.
-DTONE_DELAY, DING_DELAY = 3.0, 2.0
+DTONE_DELAY, DING_DELAY = 6.0, 2.0
 FIRST, SECOND = 100, 60  # recharges placed before DT One goes down, and while it is down
 FUNDS = Decimal("2000.00")
 

@@ -8,15 +8,16 @@ from __future__ import annotations
 
 import re
 from decimal import Decimal
-from urllib.parse import urlsplit
 
 import pytest
 
 from recharges.models import Recharge
+from tests.browser.card_pages import log_in
 from tests.browser.conftest import ARTIFACTS
 from tests.browser.test_buy_now_logged_out import no_sideways_scroll, pay_with_card
-from tests.factories import PASSWORD, OperatorFactory, ProductFactory, UserFactory, make_country
+from tests.factories import OperatorFactory, ProductFactory, UserFactory, make_country
 from tests.helpers import assert_ledger_balanced
+from tests.test_site_fields import typed_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -74,11 +75,7 @@ def test_a_sender_phone_is_asked_refused_then_paid_for(
     context.set_default_timeout(15_000)
     page = context.new_page()
     try:
-        page.goto(f"{site.url}/accounts/login/")
-        page.fill("input[name=username]", shopper.email)
-        page.fill("input[name=password]", PASSWORD)
-        page.click("main button[type=submit]")
-        page.wait_for_url(re.compile(r"/accounts/profile/|/$"))
+        log_in(page, site, shopper)
 
         page.goto(f"{site.url}/catalog/MX/telcel/?phone={PHONE}")
         card = f"li.product[id='{nauta.public_id}']"
@@ -92,8 +89,7 @@ def test_a_sender_phone_is_asked_refused_then_paid_for(
         email.fill("luis@example.cu")
         page.click(f"{card} button[value=checkout]")
         page.wait_for_url(re.compile(rf"fields_for={nauta.public_id}"))
-        typed_into_url = urlsplit(page.url)._replace(scheme="", netloc="").geturl()
-        assert "415" not in typed_into_url and "luis" not in typed_into_url  # not the port's digits
+        assert not typed_in(page.url, "415", "luis")  # the query's values, not the port or ids
         phone = page.get_by_label(words["phone"])
         assert phone.get_attribute("aria-invalid") == "true"
         assert phone.input_value() == "415 555 0123"
