@@ -44,6 +44,35 @@ def invitations_pending(*, account: Account):
     ).order_by("-pk")
 
 
+def invitation_waiting(*, email: str) -> bool:
+    """Whether an invitation to any account still waits for this address (sent, not
+    accepted, not expired)."""
+    return Invitation.objects.filter(
+        email__iexact=normalise_email(email),
+        accepted_at__isnull=True,
+        created_at__gte=timezone.now() - INVITATION_VALID,
+    ).exists()
+
+
+def invitations_latest(*, accounts: list[Account]) -> dict[int, Invitation]:
+    """Each account's latest unaccepted invitation (expired ones included), by account id."""
+    latest: dict[int, Invitation] = {}
+    for invitation in Invitation.objects.filter(
+        account__in=accounts, accepted_at__isnull=True
+    ).order_by("pk"):
+        latest[invitation.account_id] = invitation
+    return latest
+
+
+def invitation_expired(invitation: Invitation) -> bool:
+    return invitation.created_at < timezone.now() - INVITATION_VALID
+
+
+def invitations_withdraw(*, account: Account) -> None:
+    """The account's unaccepted invitations stop working (their links are forgotten)."""
+    Invitation.objects.filter(account=account, accepted_at__isnull=True).delete()
+
+
 def member_invite(*, by: User, email: str, role: str, site_url: str = "") -> None:
     """Email an invitation link (or, if the address has an account already, a note: a person
     belongs to one account)."""

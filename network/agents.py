@@ -27,7 +27,13 @@ from accounts import services as account_services
 from accounts.models import Account, User
 from accounts.roles import NETWORK, OWNER, may, refusal_message
 from accounts.services import normalise_email
-from accounts.team import invitation_queue
+from accounts.team import (
+    invitation_expired,
+    invitation_queue,
+    invitation_waiting,
+    invitations_latest,
+    invitations_withdraw,
+)
 from network.models import PriceList, PriceListAssignment
 from network.price_lists import price_list_assign
 from payments.models import Payment
@@ -62,7 +68,8 @@ class AgentEmailTaken(ApplicationError):
     status = 409
     title = gettext_lazy("Email taken")
     default_detail = gettext_lazy(
-        "This email already has a user: an agent's owner needs an address of its own."
+        "This email already has a user or a pending invitation: an agent's owner needs an "
+        "address of its own."
     )
 
 
@@ -213,7 +220,6 @@ def _own_price_list(*, account: Account, price_list_id: str) -> PriceList:
 
 
 @transaction.atomic
-@transaction.atomic
 def agent_create(
     *,
     parent: Account,
@@ -231,9 +237,7 @@ def agent_create(
     has a user; 400 ``validation_error`` (priceList) for a list that is not the parent's."""
     if not may_have_agents(account=parent):
         raise NetworkTooDeep()
-    owner_email = normalise_email(owner_email)
-    if User.objects.filter(email__iexact=owner_email).exists():
-        raise AgentEmailTaken()
+    owner_email = _owner_email_free(owner_email)
     price_list = (
         _own_price_list(account=parent, price_list_id=price_list_id) if price_list_id else None
     )
@@ -244,6 +248,66 @@ def agent_create(
     # Through the outbox: sent after the commit, retried while the mail server is away.
     invitation_queue(account=agent, by=by, email=owner_email, role=OWNER, site_url=site_url)
     return agent
+
+
+def _owner_email_free(email: str) -> str:
+    """The address, normalised, if it may own a new agent: no user has it and no invitation
+    waits for it (accepting one would leave the other agent with nobody in it)."""
+    email = normalise_email(email)
+    if User.objects.filter(email__iexact=email).exists() or invitation_waiting(email=email):
+        raise AgentEmailTaken()
+    return email
+
+
+@dataclass(frozen=True)
+class OwnerAwaited:
+    """A direct agent nobody has joined yet: where its latest invitation went, and whether
+    its link has expired (None: no invitation is left)."""
+
+    email: str
+    expired: bool
+
+
+def owners_awaited(*, agents: list[Account]) -> dict[int, OwnerAwaited | None]:
+    """Of these agents, those nobody has joined (no user), by id: what the Network page
+    offers to invite again. Two queries."""
+    joined = set(User.objects.filter(account__in=agents).values_list("account_id", flat=True))
+    waiting = [agent for agent in agents if agent.pk not in joined]
+    latest = invitations_latest(accounts=waiting)
+    return {
+        agent.pk: (
+            OwnerAwaited(email=found.email, expired=invitation_expired(found))
+            if (found := latest.get(agent.pk))
+            else None
+        )
+        for agent in waiting
+    }
+
+
+class AgentJoined(ApplicationError):
+    code = "conflict"
+    status = 409
+    title = gettext_lazy("Conflict")
+    default_detail = gettext_lazy(
+        "Someone has already joined this agent: its own people invite the rest of its team."
+    )
+
+
+@transaction.atomic
+def agent_owner_invite(
+    *, parent: Account, agent_id: str, by: User, email: str, site_url: str = ""
+) -> str:
+    """Invite the owner of a direct agent nobody has joined yet, again or at another address
+    (the link expired, or went to a mistyped address): its earlier links stop working. The
+    address follows ``agent_create``'s rule. 404 for any other id; 409 once someone joined."""
+    agent = agent_direct(account=parent, agent_id=agent_id)
+    Account.objects.select_for_update().filter(pk=agent.pk).first()  # one invitation at a time
+    if User.objects.filter(account=agent).exists():
+        raise AgentJoined()
+    invitations_withdraw(account=agent)
+    email = _owner_email_free(email)
+    invitation_queue(account=agent, by=by, email=email, role=OWNER, site_url=site_url)
+    return email
 
 
 @transaction.atomic

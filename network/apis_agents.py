@@ -87,8 +87,9 @@ class AgentsApi(APIView):
         description="The agent's wallet is in your currency; `priceList` is one of your "
         "lists (none: the agent pays your price). `ownerEmail` gets an invitation to choose "
         "a password, as a team invitation does (the link works once, for 7 days). 409 "
-        "`email_taken` when the address already has a user; 409 `network_too_deep` past "
-        "`NETWORK_MAX_DEPTH` levels (a top account is level 1)." + ROLE_NOTE,
+        "`email_taken` when the address already has a user or an invitation waiting for it; "
+        "409 `network_too_deep` past `NETWORK_MAX_DEPTH` levels (a top account is level 1)."
+        + ROLE_NOTE,
         request=AgentCreateIn,
         examples=ex.exchange("Create an agent", AGENT_CREATE, AGENT_NEW, status=201),
         responses={

@@ -44,6 +44,12 @@ class AgentForm(forms.Form):
         ]
 
 
+class OwnerInvitationForm(forms.Form):
+    """A new invitation for the owner of an agent nobody has joined yet."""
+
+    owner_email = forms.EmailField(label=_("Owner's email"), max_length=254)
+
+
 def new_form_key() -> str:
     return secrets.token_urlsafe(18)
 

@@ -10,4 +10,5 @@ urlpatterns = [
     path("", views.agents_page, name="agents"),
     path("transfer/", views.transfer, name="transfer"),
     path("<id:agent_id>/status/", views.agent_status, name="agent-status"),
+    path("<id:agent_id>/invite/", views.agent_invite, name="agent-invite"),
 ]

@@ -20,7 +20,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from accounts.http import AuthenticatedRequest
 from accounts.models import Account
 from network import agents, commissions, transfers
-from network.forms import AgentForm, TransferForm
+from network.forms import AgentForm, OwnerInvitationForm, TransferForm
 from network.models import Transfer
 from reseller.errors import ApplicationError, NotFound, PermissionDenied
 from reseller.idempotency import IdempotencyKeyInUse, fingerprint
@@ -52,6 +52,10 @@ def _page(
         account=account, since=month.since, until=month.until, start=month.start, end=month.end
     )
     balance, currency = wallet_available(account=account)
+    awaited = agents.owners_awaited(agents=direct)
+    for agent in direct:
+        agent.owner_awaited = agent.pk in awaited  # type: ignore[attr-defined]
+        agent.invitation = awaited.get(agent.pk)  # type: ignore[attr-defined]
     return render(
         request,
         "network/agents.html",
@@ -189,4 +193,36 @@ def agent_status(request: AuthenticatedRequest, agent_id: str) -> HttpResponse:
             else _("%(name)s is active again.")
         )
         messages.success(request, text % {"name": agent.name})
+    return redirect("network:agents")
+
+
+@login_required
+@require_POST
+def agent_invite(request: AuthenticatedRequest, agent_id: str) -> HttpResponse:
+    """A new invitation for the owner of a direct agent nobody has joined yet (the link
+    expired, or went to a mistyped address); the answer shows on the page."""
+    try:
+        agents.agent_direct(account=request.user.account, agent_id=agent_id)
+    except NotFound as exc:  # not a direct agent of the caller's: 404 whatever its role
+        raise Http404 from exc
+    try:
+        agents.network_may_act(user=request.user, livemode=True)
+    except PermissionDenied as exc:
+        return _refused(request, exc)
+    form = OwnerInvitationForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, str(form.errors["owner_email"][0]))
+        return redirect("network:agents")
+    try:
+        email = agents.agent_owner_invite(
+            parent=request.user.account,
+            agent_id=agent_id,
+            by=request.user,
+            email=form.cleaned_data["owner_email"],
+            site_url=request.build_absolute_uri("/"),
+        )
+    except ApplicationError as exc:
+        messages.error(request, exc.detail)
+    else:
+        messages.success(request, _("We sent a new invitation to %(email)s.") % {"email": email})
     return redirect("network:agents")

@@ -371,10 +371,12 @@ PROBLEM_TYPES: dict[str, ProblemType] = {
     "email_taken": _p(
         409,
         _("Email taken"),
-        "This email already has a user: an agent's owner needs an address of its own.",
+        "This email already has a user or a pending invitation: an agent's owner needs an "
+        "address of its own.",
         _(
             "A new agent's owner is invited by email, and a person belongs to one account: "
-            "give an address that has no user yet."
+            "give an address that has no user yet and no invitation waiting for it (an "
+            "unanswered invitation expires after 7 days)."
         ),
     ),
     "network_too_deep": _p(

@@ -269,6 +269,7 @@ def site_pages(db):
     agent = agent_create(parent=user.account, by=user, name="Kiosk", owner_email="k@example.com")
     arguments = {
         "network:agent-status": [agent.public_id],  # POST only: 405 to GET
+        "network:agent-invite": [agent.public_id],  # POST only: 405 to GET
         "webhooks:endpoint": [endpoint.public_id],
         "webhooks:endpoint-rotate": [endpoint.public_id],
         "webhooks:endpoint-test": [endpoint.public_id],
