@@ -301,10 +301,13 @@ def agent_owner_invite(
     (the link expired, or went to a mistyped address): its earlier links stop working. The
     address follows ``agent_create``'s rule. 404 for any other id; 409 once someone joined."""
     agent = agent_direct(account=parent, agent_id=agent_id)
-    Account.objects.select_for_update().filter(pk=agent.pk).first()  # one invitation at a time
+    # One new invitation of an agent at a time. NO KEY: a person joining meanwhile (a user row
+    # pointing at the account) is not blocked, so the two cannot deadlock: the withdrawal
+    # waits for the accepted invitation, and the check after it sees the new user.
+    Account.objects.select_for_update(no_key=True).filter(pk=agent.pk).first()
+    invitations_withdraw(account=agent)
     if User.objects.filter(account=agent).exists():
         raise AgentJoined()
-    invitations_withdraw(account=agent)
     email = _owner_email_free(email)
     invitation_queue(account=agent, by=by, email=email, role=OWNER, site_url=site_url)
     return email

@@ -4,10 +4,12 @@ validate, call one service, render."""
 
 from __future__ import annotations
 
+import re
+
 from django.utils.translation import gettext as _
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework.exceptions import ParseError
+from rest_framework.exceptions import ParseError, UnsupportedMediaType
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -25,6 +27,7 @@ from network.serializers_money import (
 )
 from reseller import openapi_examples as ex
 from reseller.api import problems
+from reseller.converters import PublicIdConverter
 from reseller.errors import (
     PROBLEM_CONTENT_TYPE,
     NotFound,
@@ -73,13 +76,22 @@ class LiveMoneyOnly(IsAuthenticated):
 
 
 def _named_agent(request) -> str | None:
-    """The agent a transfer's body names, if it reads as one (else the role decides)."""
+    """The agent a transfer's body names (trimmed, as the serializer reads it), if it names
+    one; else None, and the role decides."""
     try:
         data = request.data
-    except ParseError:
+    except (ParseError, UnsupportedMediaType):
         return None
     named = data.get("agent") if isinstance(data, dict) else None
-    return named if isinstance(named, str) else None
+    return (named.strip() or None) if isinstance(named, str) else None
+
+
+def _in_branch(request, agent_id: str) -> bool:
+    """Whether the id names an account below the caller's (never a database query for what
+    cannot be an id: a NUL byte, say, which PostgreSQL refuses)."""
+    if not re.fullmatch(PublicIdConverter.regex, agent_id):
+        return False
+    return agents.in_branch(account=request.user.account, agent_id=agent_id)
 
 
 def _reply(reply: IdempotentReply) -> Response:
@@ -152,9 +164,7 @@ class TransfersApi(APIView):
         refusal = live_money_refusal(request)
         if refusal is not None:
             named = _named_agent(request)
-            if named is not None and not agents.in_branch(
-                account=request.user.account, agent_id=named
-            ):
+            if named is not None and not _in_branch(request, named):
                 raise NotFound()
             raise refusal
         key = read_key(request.headers.get("Idempotency-Key"), required=True)

@@ -170,15 +170,25 @@ def _moved(body: dict, *, name: str) -> str:
     return _("%(amount)s %(currency)s moved to %(name)s.") % words
 
 
+def _direct_agent_acted_on(request: AuthenticatedRequest, agent_id: str) -> Account:
+    """The direct agent a button acts on (contract section 18): an id outside the caller's
+    branch is 404 whatever its role; inside it, a role that may not act is refused
+    (``PermissionDenied``: the page's 403); a deeper descendant is then 404 (a parent acts on
+    its direct agents)."""
+    account = request.user.account
+    try:
+        agents.agent_in_branch(account=account, agent_id=agent_id)
+        agents.network_may_act(user=request.user, livemode=True)
+        return agents.agent_direct(account=account, agent_id=agent_id)
+    except NotFound as exc:
+        raise Http404 from exc
+
+
 @login_required
 @require_POST
 def agent_status(request: AuthenticatedRequest, agent_id: str) -> HttpResponse:
     try:
-        agent = agents.agent_direct(account=request.user.account, agent_id=agent_id)
-    except NotFound as exc:  # not a direct agent of the caller's: 404 whatever its role
-        raise Http404 from exc
-    try:
-        agents.network_may_act(user=request.user, livemode=True)
+        agent = _direct_agent_acted_on(request, agent_id)
     except PermissionDenied as exc:
         return _refused(request, exc)
     status = request.POST.get("status", "")
@@ -202,11 +212,7 @@ def agent_invite(request: AuthenticatedRequest, agent_id: str) -> HttpResponse:
     """A new invitation for the owner of a direct agent nobody has joined yet (the link
     expired, or went to a mistyped address); the answer shows on the page."""
     try:
-        agents.agent_direct(account=request.user.account, agent_id=agent_id)
-    except NotFound as exc:  # not a direct agent of the caller's: 404 whatever its role
-        raise Http404 from exc
-    try:
-        agents.network_may_act(user=request.user, livemode=True)
+        _direct_agent_acted_on(request, agent_id)
     except PermissionDenied as exc:
         return _refused(request, exc)
     form = OwnerInvitationForm(request.POST)

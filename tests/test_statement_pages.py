@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from datetime import UTC, datetime
 from decimal import Decimal
 
@@ -232,14 +233,25 @@ def test_another_accounts_entries_and_recharges_never_appear(month):
     for download in ("/wallet/statement.csv", "/wallet/statement.xlsx"):
         content = body(client.get(download, MARCH))
         if download.endswith(".csv"):
-            text = content.decode()
+            cells = [cell for row in csv.reader(io.StringIO(content.decode())) for cell in row]
         else:
             sheet = openpyxl.load_workbook(io.BytesIO(content)).active
-            text = repr(list(sheet.iter_rows(values_only=True)))
-        # The other account's amounts and number (not "777" alone: ids are random letters
-        # and digits).
-        assert "777.00" not in text and "7.77" not in text and "5512340777" not in text
+            cells = [cell for row in sheet.iter_rows(values_only=True) for cell in row]
+        # The other account's amounts, by value (a sheet holds numbers, the CSV text; not
+        # "777" in the text: ids are random letters and digits), its number and references.
+        amounts = {_number(cell) for cell in cells} - {None}
+        assert not amounts & {Decimal(v) for v in ("777", "7.77", "-7.77", "769.23")}, download
+        text = " ".join(str(cell) for cell in cells)
+        assert "5512340777" not in text
         assert not any(reference in text for reference in other_refs)
+
+
+def _number(cell) -> Decimal | None:
+    if isinstance(cell, int | float | Decimal):
+        return Decimal(str(cell))
+    if isinstance(cell, str) and re.fullmatch(r"-?\d+(\.\d+)?", cell.strip()):
+        return Decimal(cell.strip())
+    return None
 
 
 def test_the_charts_monthly_numbers_equal_the_ledger():
