@@ -17,7 +17,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from decimal import Decimal
-from urllib.parse import parse_qs, urlparse
+from urllib.parse import parse_qs, urlparse, urlsplit
 
 import psycopg
 import time_machine
@@ -264,3 +264,11 @@ def settings_in_a_process(env: dict[str, str | None], *names: str) -> dict:
         timeout=60,
     )
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def typed_in(location: str, *typed: str) -> list[str]:
+    """The query values of a redirect that hold any of ``typed`` (the product's id in
+    ``fields_for`` and the fragment are random letters and digits: left out)."""
+    query = parse_qs(urlsplit(location).query)
+    values = [v for name, vs in query.items() if name != "fields_for" for v in vs]
+    return [v for v in values if any(t in v for t in typed)]

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 from decimal import Decimal
-from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from django.core import mail
@@ -20,7 +19,7 @@ from orders.models import CartItem, Order, OrderLine
 from payments.models import Payment
 from recharges.models import Recharge
 from tests.factories import PASSWORD, OperatorFactory, ProductFactory, UserFactory, make_country
-from tests.helpers import fund
+from tests.helpers import fund, typed_in
 
 pytestmark = pytest.mark.django_db
 
@@ -151,14 +150,6 @@ def test_the_card_speaks_spanish(client, needy):
 
 
 # -- refused fields --------------------------------------------------------------------------
-
-
-def typed_in(location: str, *typed: str) -> list[str]:
-    """The query values of a redirect that hold any of ``typed`` (the product's id in
-    ``fields_for`` and the fragment are random letters and digits: left out)."""
-    query = parse_qs(urlsplit(location).query)
-    values = [v for name, vs in query.items() if name != "fields_for" for v in vs]
-    return [v for v in values if any(t in v for t in typed)]
 
 
 def test_a_missing_or_malformed_field_comes_back_under_its_input_and_nothing_is_added(needy):

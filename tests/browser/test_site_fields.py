@@ -16,8 +16,7 @@ from tests.browser.card_pages import log_in
 from tests.browser.conftest import ARTIFACTS
 from tests.browser.test_buy_now_logged_out import no_sideways_scroll, pay_with_card
 from tests.factories import OperatorFactory, ProductFactory, UserFactory, make_country
-from tests.helpers import assert_ledger_balanced
-from tests.test_site_fields import typed_in
+from tests.helpers import assert_ledger_balanced, typed_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
