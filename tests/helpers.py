@@ -16,6 +16,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from decimal import Decimal
 from urllib.parse import parse_qs, urlparse, urlsplit
 
@@ -46,6 +47,21 @@ def window_start(seconds: int) -> Iterator[None]:
     second of the next ``seconds`` window, ticking on, so a test's hits never straddle two."""
     start = (int(time.time()) // seconds + 1) * seconds + 1
     with time_machine.travel(start, tick=True):
+        yield
+
+
+@contextmanager
+def away_from_midnight(minutes: int = 10) -> Iterator[None]:
+    """For tests that compare "today" (UTC) with rows they have just written: within
+    ``minutes`` of midnight the clock moves to noon of the same day, ticking on, so the test
+    never straddles two days. Anywhere else in the day it changes nothing."""
+    now = datetime.now(UTC)
+    into_day = now - now.replace(hour=0, minute=0, second=0, microsecond=0)
+    margin = minutes * 60
+    if margin <= into_day.total_seconds() <= 24 * 3600 - margin:
+        yield
+        return
+    with time_machine.travel(now.replace(hour=12, minute=0, second=0, microsecond=0), tick=True):
         yield
 
 

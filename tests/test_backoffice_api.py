@@ -19,6 +19,7 @@ from tests.helpers import (
     REJECTS,
     assert_ledger_balanced,
     assert_problem,
+    away_from_midnight,
     bearer,
     fund,
     place,
@@ -32,6 +33,14 @@ from wallet.services import (
 )
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _one_day():
+    """These tests compare "today" with the rows they write: never across midnight UTC."""
+    with away_from_midnight():
+        yield
+
 
 BASE = "/api/v1/admin/"
 ENDPOINTS = ["summary", "users", "recharges", "payments", "products"]

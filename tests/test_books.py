@@ -25,11 +25,25 @@ from recharges.books_check import books_check
 from recharges.models import Recharge
 from recharges.services import recharge_reverse
 from tests.factories import ProductFactory, UserFactory
-from tests.helpers import assert_ledger_balanced, funded_order, second_factor_login
+from tests.helpers import (
+    assert_ledger_balanced,
+    away_from_midnight,
+    funded_order,
+    second_factor_login,
+)
 from upstreams.models import Provider
 from upstreams.services import catalog_sync
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _one_day():
+    """These tests compare "today" with the rows they write: never across midnight UTC."""
+    with away_from_midnight():
+        yield
+
+
 S = Recharge.Status
 L, K = Entry.Ledger, Entry.Kind
 

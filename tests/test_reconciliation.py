@@ -21,12 +21,27 @@ from reconciliation.models import ReconciliationItem, ReconciliationRun
 from reconciliation.services import reconciliation_run
 from reconciliation.tasks import reconciliation_daily_task
 from tests.factories import UserFactory
-from tests.helpers import assert_ledger_balanced, bearer, funded_order, second_factor_login
+from tests.helpers import (
+    assert_ledger_balanced,
+    away_from_midnight,
+    bearer,
+    funded_order,
+    second_factor_login,
+)
 from tests.provider_support import NUMBER, telcel_100
 from upstreams.models import Provider
 from wallet.models import Wallet
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _one_day():
+    """These tests compare "today" with the rows they write: never across midnight UTC."""
+    with away_from_midnight():
+        yield
+
+
 S = Recharge.Status
 K = ReconciliationItem.Kind
 PROVIDERS = ("reloadly-1", "dtone-1", "ding-1")
