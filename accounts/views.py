@@ -54,7 +54,7 @@ def signup(request: HttpRequest) -> HttpResponse:
     if request.user.is_authenticated:
         return redirect("accounts:profile")
     form = SignupForm(request.POST or None)
-    after = _safe_next(request, request.POST.get("next") or request.GET.get("next", ""))
+    after = local_url(request, request.POST.get("next") or request.GET.get("next", ""))
     if request.method == "POST" and form.is_valid():
         if after:  # the page to land on once the link (opened in this browser) logs in
             request.session[SIGNUP_NEXT] = after
@@ -75,12 +75,6 @@ def signup(request: HttpRequest) -> HttpResponse:
 
 
 SIGNUP_NEXT = "signup_next"
-
-
-def _safe_next(request: HttpRequest, target: str) -> str:
-    """``target`` when it is a page of this site (Django's own check of a login's ``next``),
-    else ""."""
-    return local_url(request, target)
 
 
 @require_GET
@@ -105,7 +99,7 @@ def signup_confirm(request: HttpRequest, token: str) -> HttpResponse:
             messages.success(request, _("Your email is confirmed. Welcome! Your account is ready."))
             # Where the visitor was going when they signed up (a "Buy now" checkout), checked
             # again; the session survives the login.
-            after = _safe_next(request, request.session.pop(SIGNUP_NEXT, ""))
+            after = local_url(request, request.session.pop(SIGNUP_NEXT, ""))
             return _remember_language(redirect(after or "accounts:profile"), user.language)
     pending = addresses.signup_pending(token=token)
     return render(request, "accounts/signup_confirm.html", {"pending": pending})

@@ -154,12 +154,13 @@ def agent_readable(*, user: User, livemode: bool, agent_id: str) -> Account:
     return agent
 
 
-def agent_direct(*, account: Account, agent_id: str) -> Account:
-    """A direct agent of ``account`` by id (what a parent changes); 404 otherwise."""
-    found = agents_direct(account=account).filter(public_id=agent_id).first()
-    if found is None:
+def agent_changeable(*, user: User, livemode: bool, agent_id: str) -> Account:
+    """A direct agent the caller may change (``agent_readable``'s 404 and 403), then 404 for a
+    deeper one: only its own parent changes it."""
+    agent = agent_readable(user=user, livemode=livemode, agent_id=agent_id)
+    if agent.parent_id != user.account.pk:
         raise NotFound()
-    return found
+    return agent
 
 
 def may_have_agents(*, account: Account) -> bool:
@@ -295,12 +296,14 @@ class AgentJoined(ApplicationError):
 
 @transaction.atomic
 def agent_owner_invite(
-    *, parent: Account, agent_id: str, by: User, email: str, site_url: str = ""
+    *, parent: Account, agent: Account, by: User, email: str, site_url: str = ""
 ) -> str:
     """Invite the owner of a direct agent nobody has joined yet, again or at another address
     (the link expired, or went to a mistyped address): its earlier links stop working. The
-    address follows ``agent_create``'s rule. 404 for any other id; 409 once someone joined."""
-    agent = agent_direct(account=parent, agent_id=agent_id)
+    address follows ``agent_create``'s rule. 404 for another account's agent; 409 once
+    someone joined."""
+    if agent.parent_id != parent.pk:
+        raise NotFound()
     # One new invitation of an agent at a time. NO KEY: a person joining meanwhile (a user row
     # pointing at the account) is not blocked, so the two cannot deadlock: the withdrawal
     # waits for the accepted invitation, and the check after it sees the new user.

@@ -17,7 +17,6 @@ from network import agents
 from network.serializers_agents import AgentCreateIn, AgentOut, AgentPatchIn
 from reseller import openapi_examples as ex
 from reseller.api import problems
-from reseller.errors import NotFound
 from reseller.pagination import PagePagination
 from wallet.apis import STATEMENT_PARAMETERS, statement_response, statement_responses
 from wallet.services import wallet_get_or_create
@@ -141,11 +140,9 @@ class AgentApi(APIView):
     )
     def patch(self, request, agent_id: str):
         account = request.user.account
-        # 404 outside the branch, then 403 for a role that may not act (any descendant),
-        # then 404 for a deeper one: only its own parent changes it.
-        agent = agent_of_branch(request, agent_id)
-        if agent.parent_id != account.pk:
-            raise NotFound()
+        agent = agents.agent_changeable(
+            user=request.user, livemode=request_livemode(request), agent_id=agent_id
+        )
         data = AgentPatchIn(data=request.data, partial=True)
         data.is_valid(raise_exception=True)
         changes = {

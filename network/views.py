@@ -171,15 +171,11 @@ def _moved(body: dict, *, name: str) -> str:
 
 
 def _direct_agent_acted_on(request: AuthenticatedRequest, agent_id: str) -> Account:
-    """The direct agent a button acts on (contract section 18): an id outside the caller's
-    branch is 404 whatever its role; inside it, a role that may not act is refused
-    (``PermissionDenied``: the page's 403); a deeper descendant is then 404 (a parent acts on
-    its direct agents)."""
-    account = request.user.account
+    """The direct agent a button acts on (contract section 18, ``agents.agent_changeable``):
+    404 outside the caller's branch whatever its role, then ``PermissionDenied`` (the page's
+    403) for a role that may not act, then 404 for a deeper descendant."""
     try:
-        agents.agent_in_branch(account=account, agent_id=agent_id)
-        agents.network_may_act(user=request.user, livemode=True)
-        return agents.agent_direct(account=account, agent_id=agent_id)
+        return agents.agent_changeable(user=request.user, livemode=True, agent_id=agent_id)
     except NotFound as exc:
         raise Http404 from exc
 
@@ -212,7 +208,7 @@ def agent_invite(request: AuthenticatedRequest, agent_id: str) -> HttpResponse:
     """A new invitation for the owner of a direct agent nobody has joined yet (the link
     expired, or went to a mistyped address); the answer shows on the page."""
     try:
-        _direct_agent_acted_on(request, agent_id)
+        agent = _direct_agent_acted_on(request, agent_id)
     except PermissionDenied as exc:
         return _refused(request, exc)
     form = OwnerInvitationForm(request.POST)
@@ -222,7 +218,7 @@ def agent_invite(request: AuthenticatedRequest, agent_id: str) -> HttpResponse:
     try:
         email = agents.agent_owner_invite(
             parent=request.user.account,
-            agent_id=agent_id,
+            agent=agent,
             by=request.user,
             email=form.cleaned_data["owner_email"],
             site_url=request.build_absolute_uri("/"),

@@ -83,7 +83,7 @@ def test_a_new_invitation_while_the_first_is_accepted_is_refused_without_a_deadl
                 "invite",
                 lambda: agent_owner_invite(
                     parent=parent.account,
-                    agent_id=agent.public_id,
+                    agent=agent,
                     by=parent,
                     email="other@kiosco.example",
                 ),
