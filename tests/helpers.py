@@ -288,3 +288,17 @@ def typed_in(location: str, *typed: str) -> list[str]:
     query = parse_qs(urlsplit(location).query)
     values = [v for name, vs in query.items() if name != "fields_for" for v in vs]
     return [v for v in values if any(t in v for t in typed)]
+
+
+def pids_waiting_on_locks(
+    watcher: psycopg.Connection, *, besides: tuple[int, ...] = ()
+) -> list[int]:
+    """The backends of this database that wait on a lock, other than the watcher's own and
+    ``besides``: what a concurrency test waits for before it lets the holder go. The watcher
+    is an autocommit connection, so each call sees pg_stat_activity afresh."""
+    rows = watcher.execute(
+        "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+        "AND wait_event_type = 'Lock' AND pid <> pg_backend_pid() AND NOT (pid = ANY(%s))",
+        [list(besides)],
+    ).fetchall()
+    return [row[0] for row in rows]

@@ -38,7 +38,12 @@ from orders.models import Order
 from payments.models import Payment
 from recharges.models import Recharge
 from tests.factories import UserFactory, make_key
-from tests.helpers import assert_ledger_balanced, database_url, suite_redis_url
+from tests.helpers import (
+    assert_ledger_balanced,
+    database_url,
+    pids_waiting_on_locks,
+    suite_redis_url,
+)
 from tests.servers import free_port, gunicorn_serving
 from tests.waiting import WaitTimeout, wait_until
 from wallet.models import LedgerEntry, Wallet
@@ -123,11 +128,7 @@ def test_killing_the_database_connection_of_a_waiting_b2b_request_writes_nothing
         thread.start()
         try:
             waiting = wait_until(
-                lambda: killer.execute(
-                    "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
-                    "AND wait_event_type = 'Lock' AND pid NOT IN (pg_backend_pid(), %s)",
-                    [locker_pid],
-                ).fetchone(),
+                lambda: pids_waiting_on_locks(killer, besides=(locker_pid,)),
                 timeout=15,
                 what="the request to wait on the wallet lock",
             )

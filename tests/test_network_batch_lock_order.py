@@ -23,7 +23,13 @@ from network.transfers import transfer_make
 from recharges.models import Recharge
 from recharges.processor import Claim, answers_write, claims_write, provider_call
 from tests.factories import ProductFactory
-from tests.helpers import REJECTS, assert_ledger_balanced, database_url, place
+from tests.helpers import (
+    REJECTS,
+    assert_ledger_balanced,
+    database_url,
+    pids_waiting_on_locks,
+    place,
+)
 from tests.network_support import agent_of, balance, owner_of, top_account
 from tests.waiting import wait_until
 from wallet.models import Wallet
@@ -72,11 +78,7 @@ def test_a_batch_that_refunds_and_books_commissions_locks_the_wallets_top_down(p
         thread.start()
         try:
             wait_until(
-                lambda: watcher.execute(
-                    "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() "
-                    "AND wait_event_type = 'Lock' AND pid NOT IN (pg_backend_pid(), %s)",
-                    [holder.info.backend_pid],
-                ).fetchone(),
+                lambda: pids_waiting_on_locks(watcher, besides=(holder.info.backend_pid,)),
                 timeout=15,
                 what="the batch to wait for the top account's wallet",
             )

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import threading
 
+import psycopg
 import pytest
 from django.core import mail
 from django.db import connection, transaction
@@ -20,20 +21,12 @@ from accounts.models import Account, Invitation, User
 from accounts.team import invitation_accept
 from network.agents import AgentJoined, agent_create, agent_owner_invite
 from tests.factories import UserFactory
+from tests.helpers import database_url, pids_waiting_on_locks
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 INVITED = "luis@kiosco.example"
-
-
-def waiting_on_locks() -> int:
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-            "AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()"
-        )
-        return cursor.fetchone()[0]
 
 
 def test_a_new_invitation_while_the_first_is_accepted_is_refused_without_a_deadlock():
@@ -65,36 +58,44 @@ def test_a_new_invitation_while_the_first_is_accepted_is_refused_without_a_deadl
         finally:
             connection.close()
 
-    threads = [threading.Thread(target=holder)]
-    threads[0].start()
-    wait_until(lambda: results.get("held"), timeout=15, what="the address to be held")
-    threads.append(
-        threading.Thread(
-            target=run,
-            args=("accept", lambda: invitation_accept(token=token, password="a-long-pass-42")),
+    # An autocommit connection of its own sees pg_stat_activity afresh at each look.
+    with psycopg.connect(database_url(), autocommit=True) as watcher:
+        threads = [threading.Thread(target=holder)]
+        threads[0].start()
+        wait_until(lambda: results.get("held"), timeout=15, what="the address to be held")
+        threads.append(
+            threading.Thread(
+                target=run,
+                args=("accept", lambda: invitation_accept(token=token, password="a-long-pass-42")),
+            )
         )
-    )
-    threads[-1].start()
-    wait_until(lambda: waiting_on_locks() >= 1, timeout=15, what="the accept to wait")
-    threads.append(
-        threading.Thread(
-            target=run,
-            args=(
-                "invite",
-                lambda: agent_owner_invite(
-                    parent=parent.account,
-                    agent=agent,
-                    by=parent,
-                    email="other@kiosco.example",
+        threads[-1].start()
+        wait_until(
+            lambda: len(pids_waiting_on_locks(watcher)) >= 1, timeout=15, what="the accept to wait"
+        )
+        threads.append(
+            threading.Thread(
+                target=run,
+                args=(
+                    "invite",
+                    lambda: agent_owner_invite(
+                        parent=parent.account,
+                        agent=agent,
+                        by=parent,
+                        email="other@kiosco.example",
+                    ),
                 ),
-            ),
+            )
         )
-    )
-    threads[-1].start()
-    wait_until(lambda: waiting_on_locks() >= 2, timeout=15, what="the new invitation to wait")
-    release.set()
-    for thread in threads:
-        thread.join(30)
+        threads[-1].start()
+        wait_until(
+            lambda: len(pids_waiting_on_locks(watcher)) >= 2,
+            timeout=15,
+            what="the new invitation to wait",
+        )
+        release.set()
+        for thread in threads:
+            thread.join(30)
 
     assert isinstance(results["accept"], User), results
     assert isinstance(results["invite"], AgentJoined), results
