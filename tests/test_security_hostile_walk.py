@@ -4,6 +4,11 @@ Walks the whole URLconf (API, site, admin), fills every path parameter with junk
 an over-long id, a traversal, junk numbers), and sends GET, POST, PATCH and DELETE with deep
 JSON, an over-limit body and junk form numbers, as an anonymous caller, a staff session and a
 B2B API key. Django's test client; no server.
+
+A route without parameters gets every attempt from every caller. A route with parameters gets
+every pair of the three (junk id and attempt, junk id and caller, caller and attempt) rather
+than every triple: about 10,500 requests instead of 19,000, 35 s instead of 59 s. A fault
+that shows only for one junk id, one caller and one attempt all at once could be missed.
 """
 
 from __future__ import annotations
@@ -67,16 +72,41 @@ def _routes(resolver=None, prefix: str = "") -> list[str]:
     return sorted(set(found))
 
 
-def _urls() -> list[str]:
-    urls = []
-    for route in _routes():
-        if SKIP.search(route):
-            continue
-        if "{}" not in route:
-            urls.append("/" + route)
-        else:
-            urls += ["/" + route.replace("{}", junk) for junk in JUNK_IDS]
-    return urls
+def _routes_filled() -> list[tuple[str, list[str]]]:
+    """Each route to walk, with the URLs it is walked at: itself, or one per junk id."""
+    return [
+        (route, ["/" + route] if "{}" not in route else
+         ["/" + route.replace("{}", junk) for junk in JUNK_IDS])
+        for route in _routes()
+        if not SKIP.search(route)
+    ]  # fmt: skip
+
+
+def _attempts(api: bool, deep: str, huge: str) -> list[tuple[str, dict]]:
+    attempts = [("get", {}), ("get", {"data": JUNK_QUERY}), ("delete", {})]
+    attempts += [
+        ("post", {"data": deep, "content_type": "application/json"}),
+        ("patch", {"data": huge, "content_type": "application/json"}),
+    ]
+    if not api:
+        attempts.append(("post", {"data": JUNK_FORM}))
+    return attempts
+
+
+def _plan(urls: list[str], who: list[str], attempts: list) -> list[tuple[str, str, int]]:
+    """(url, caller, attempt index) to send. One URL: every caller makes every attempt. Several
+    (one per junk id): the caller turns with the URL and the attempt, so that every pair of
+    URL and attempt, URL and caller, and caller and attempt is sent at least once."""
+    if len(urls) == 1:
+        return [(urls[0], name, a) for name in who for a in range(len(attempts))]
+    plan = [
+        (url, who[(u + a) % len(who)], a)
+        for u, url in enumerate(urls)
+        for a in range(len(attempts))
+    ]
+    if len(urls) < len(who):  # too few URLs to meet every caller with every attempt
+        plan += [(urls[0], name, a) for name in who for a in range(len(attempts))]
+    return plan
 
 
 @pytest.fixture
@@ -92,28 +122,38 @@ def callers(product):
     return {"anonymous": Client(raise_request_exception=False), "staff": session, "key": keyed}
 
 
+def test_the_plan_sends_every_pair_of_junk_id_caller_and_attempt():
+    urls = [f"/x/{junk}" for junk in JUNK_IDS]
+    who = ["anonymous", "staff", "key"]
+    plan = _plan(urls, who, list(range(6)))
+    assert {(url, a) for url, _, a in plan} == {(url, a) for url in urls for a in range(6)}
+    assert {(url, name) for url, name, _ in plan} == {(url, name) for url in urls for name in who}
+    assert {(name, a) for _, name, a in plan} == {(name, a) for name in who for a in range(6)}
+    assert len(plan) == 36  # not 108
+    few = _plan(["/x/1", "/x/2"], who, list(range(5)))
+    assert {(name, a) for _, name, a in few} == {(name, a) for name in who for a in range(5)}
+    assert len(_plan(["/x/"], who, list(range(5)))) == 15
+
+
 def test_no_route_answers_5xx_to_hostile_input(callers, settings):
     settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 20_000
     deep = "[" * 3000 + "]" * 3000
     huge = json.dumps({"items": ["x" * 100] * 400})  # over the lowered limit
     failures = []
-    urls = _urls()
-    assert len(urls) > 200  # the walk really covers the URLconf
-    for url in urls:
-        for who, client in callers.items():
-            api = url.startswith("/api/")
-            if who == "key" and not api:
-                continue
-            attempts = [("get", {}), ("get", {"data": JUNK_QUERY}), ("delete", {})]
-            attempts += [
-                ("post", {"data": deep, "content_type": "application/json"}),
-                ("patch", {"data": huge, "content_type": "application/json"}),
-            ]
-            if not api:
-                attempts.append(("post", {"data": JUNK_FORM}))
-            for method, kwargs in attempts:
-                response = getattr(client, method)(url, HTTP_IDEMPOTENCY_KEY="walk", **kwargs)
-                if response.status_code >= 500:
-                    failures.append(f"{who} {method.upper()} {url[:80]} -> {response.status_code}")
+    walk = _routes_filled()
+    assert sum(len(urls) for _, urls in walk) > 200  # the walk really covers the URLconf
+    sent = 0
+    for route, urls in walk:
+        api = route.startswith("api/")
+        who = [name for name in callers if api or name != "key"]
+        attempts = _attempts(api, deep, huge)
+        for url, name, index in _plan(urls, who, attempts):
+            method, kwargs = attempts[index]
+            response = getattr(callers[name], method)(url, HTTP_IDEMPOTENCY_KEY="walk", **kwargs)
+            sent += 1
+            if response.status_code >= 500:
+                failures.append(f"{name} {method.upper()} {url[:80]} -> {response.status_code}")
     assert failures == [], "\n".join(failures)
+    print(f"hostile walk: {sent} requests")
+    assert sent > 5000
     assert_ledger_balanced()
