@@ -11,12 +11,7 @@ from __future__ import annotations
 
 import base64
 import json
-import os
-import signal
-import subprocess
-import sys
 import threading
-import uuid
 from decimal import Decimal
 from pathlib import Path
 
@@ -34,13 +29,14 @@ from recharges.tasks import recharge_process_task, recharges_sweep_task
 from sandbox.balances import sandbox_topup
 from tests.broker_support import BROKER
 from tests.factories import ProductFactory, UserFactory, make_key
+from tests.fakes.reloadly import FakeReloadly
 from tests.helpers import (
     assert_ledger_balanced,
-    database_url,
     funded_order,
     settings_in_a_process,
 )
 from tests.waiting import wait_until
+from tests.worker_support import reloadly_worker
 from upstreams import semaphore
 from wallet.services import wallet_get_or_create, wallet_topup_manual
 
@@ -278,56 +274,9 @@ def test_test_mode_orders_never_reach_the_queue(publishing, queue):
 
 @pytest.fixture
 def fake():
-    from tests.fakes.reloadly import FakeReloadly
-
     server = FakeReloadly().start()
     yield server
     server.stop()
-
-
-class Worker:
-    """A real Celery worker process on the test's queue, its provider the Reloadly fake."""
-
-    def __init__(self, fake, queue, *, concurrency=8):
-        env = {
-            **os.environ,
-            "DJANGO_SETTINGS_MODULE": "reseller.settings.test",
-            "DATABASE_URL": database_url(),
-            "CELERY_BROKER_URL": BROKER,
-            "CELERY_QUEUE": queue,
-            "AIRTIME_PROVIDER": "reloadly",
-            "RELOADLY_BASE_URL": fake.url,
-            "RELOADLY_AUTH_URL": fake.url,
-            "RELOADLY_CLIENT_ID": "test",
-            "RELOADLY_CLIENT_SECRET": "test",
-            "DISPATCH_ACCOUNT_SHARE": str(SHARE),
-        }
-        (ROOT / "test-artifacts").mkdir(exist_ok=True)
-        self.log_path = ROOT / "test-artifacts" / f"fair-worker-{uuid.uuid4().hex[:6]}.log"
-        self.log = open(self.log_path, "w")  # noqa: SIM115 (closed in stop)
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "reseller", "worker", "--pool=threads",
-             f"--concurrency={concurrency}", "-Q", queue, "--loglevel=INFO", "--without-gossip",
-             "--without-mingle", "--without-heartbeat", "-n", f"{queue}-{uuid.uuid4().hex[:4]}"],
-            cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
-        process = self.process
-
-        def ready() -> bool:
-            assert process.poll() is None, self.log_path.read_text()[-2000:]
-            return "ready." in self.log_path.read_text()
-
-        wait_until(ready, timeout=60, what="the worker's 'ready.'")
-
-    def stop(self):
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait(timeout=10)
-        self.log.close()
 
 
 @pytest.mark.integration
@@ -335,7 +284,10 @@ def test_a_real_worker_delivers_another_accounts_order_before_a_batch_placed_bef
     fake, publishing, queue
 ):
     fake.delay = 0.05
-    worker = Worker(fake, queue, concurrency=8)
+    worker = reloadly_worker(
+        fake, queue, pool="threads", concurrency=8,
+        extra_env={"DISPATCH_ACCOUNT_SHARE": str(SHARE)},
+    )  # fmt: skip
     try:
         product = ProductFactory(retail_price=Decimal("2.00"))
         a, b = funded(), funded()

@@ -34,7 +34,7 @@ from tests.factories import ProductFactory, UserFactory, make_key
 from tests.helpers import assert_ledger_balanced, database_url, fund
 from tests.servers import gunicorn_serving
 from tests.waiting import wait_until
-from tests.worker_support import Worker
+from tests.worker_support import reloadly_worker
 from wallet.models import Wallet
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -274,7 +274,7 @@ def test_a_counting_error_in_a_task_is_logged_once_and_the_recharge_is_delivered
     (ROOT / "test-artifacts").mkdir(exist_ok=True)
     folder = tmp_path / "metrics"
     folder.mkdir()
-    worker = Worker(
+    worker = reloadly_worker(
         reloadly,
         queue,
         pool="threads",
@@ -303,12 +303,12 @@ def test_a_counting_error_in_a_task_is_logged_once_and_the_recharge_is_delivered
             what="both recharges delivered",
             state=lambda: (
                 list(Recharge.objects.values_list("status", flat=True)),
-                Path(worker.log.name).read_text()[-3000:],
+                worker.log_path.read_text()[-3000:],
             ),
         )
     finally:
         worker.stop()
-    log = Path(worker.log.name).read_text()
+    log = worker.log_path.read_text()
     names = _instruments_that_failed(log)
     assert len(names) == len(set(names)), log[-3000:]  # each instrument once, two recharges
     assert "reseller_recharges" in names, names

@@ -28,9 +28,9 @@ from recharges.models import Recharge
 from tests.broker_support import BROKER
 from tests.factories import ProductFactory, UserFactory, make_key
 from tests.helpers import assert_ledger_balanced, fund
-from tests.servers import gunicorn_serving
+from tests.servers import CeleryWorker, gunicorn_serving
 from tests.waiting import wait_until
-from tests.worker_support import Worker
+from tests.worker_support import reloadly_worker
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
@@ -104,7 +104,7 @@ def fake():
 
 
 @contextmanager
-def deployed(fake, queue, tmp_path, extra: dict) -> Iterator[tuple[int, Worker]]:
+def deployed(fake, queue, tmp_path, extra: dict) -> Iterator[tuple[int, CeleryWorker]]:
     """A gunicorn (production settings) and a threaded worker publishing and consuming on the
     test's queue, both with ``extra`` in their environment."""
     (ROOT / "test-artifacts").mkdir(exist_ok=True)
@@ -115,7 +115,7 @@ def deployed(fake, queue, tmp_path, extra: dict) -> Iterator[tuple[int, Worker]]
         "RELOADLY_CLIENT_ID": "test",
         "RELOADLY_CLIENT_SECRET": "test",
     }
-    worker = Worker(fake, queue, pool="threads", concurrency=4, extra_env=extra)
+    worker = reloadly_worker(fake, queue, pool="threads", concurrency=4, extra_env=extra)
     web = gunicorn_serving(
         {
             **provider,
@@ -181,7 +181,7 @@ def test_the_request_id_follows_an_order_from_the_web_log_into_the_workers_log(
     request_id = f"req-ops-{uuid.uuid4().hex[:8]}"
     with deployed(fake, queue, tmp_path, {"LOG_FORMAT": "json"}) as (port, worker):
         recharge = place_through_the_api(port, request_id)
-        worker_log = Path(worker.log.name)
+        worker_log = worker.log_path
 
         def logged() -> bool:
             return any(

@@ -7,7 +7,6 @@ ledger must balance. A broker that is down when an order commits only delays del
 
 import time
 from decimal import Decimal
-from pathlib import Path
 
 import pytest
 from django.db import connection, transaction
@@ -23,13 +22,11 @@ from tests.factories import ProductFactory, UserFactory
 from tests.fakes.reloadly import FakeReloadly
 from tests.helpers import assert_ledger_balanced
 from tests.waiting import wait_until
-from tests.worker_support import Worker
+from tests.worker_support import reloadly_worker
 from wallet.models import Wallet
 from wallet.services import wallet_get_or_create, wallet_topup_manual
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture
@@ -41,11 +38,10 @@ def fake():
 
 @pytest.fixture
 def workers(fake, queue):
-    (ROOT / "test-artifacts").mkdir(exist_ok=True)
     started = []
 
     def start(**options):
-        worker = Worker(fake, queue, **options)
+        worker = reloadly_worker(fake, queue, **options)
         started.append(worker)
         return worker
 
@@ -292,7 +288,7 @@ def test_a_hundred_threads_without_a_pool_size_share_a_pool_sized_from_them(
     )
     assert fake.max_concurrent_topups >= 50
     assert most <= 10, most
-    assert "100 threads share a pool of 10 connections" in Path(worker.log.name).read_text()
+    assert "100 threads share a pool of 10 connections" in worker.log_path.read_text()
     assert sorted(fake.calls.values()) == [1] * 100
     assert_ledger_balanced()
 

@@ -5,20 +5,13 @@ calls are in flight at both; another worker and the sweeper finish the batch.
 
 Every recharge must end delivered by exactly one provider, sent to it once and to no other
 (each fake counts the sends per reference), with the provider that delivered it on the row,
-and the ledger must balance. The Worker here is a trimmed copy of the one in
-test_worker_integration.py (no test module imports another): its environment points at the
-provider rows, not at a Reloadly fake.
+and the ledger must balance. The worker's environment points at the provider rows, not at a
+Reloadly fake.
 """
 
-import os
-import signal
-import subprocess
-import sys
 import time
-import uuid
 from decimal import Decimal
 from io import StringIO
-from pathlib import Path
 
 import pytest
 from django.core.management import call_command
@@ -30,19 +23,19 @@ from orders.pricing import LineRequest
 from orders.services import order_place_with_wallet
 from recharges.models import Recharge, RechargeAttempt
 from recharges.tasks import recharges_sweep_task
-from tests.broker_support import BROKER
 from tests.factories import OperatorFactory, UserFactory
 from tests.fakes.ding import FakeDing
 from tests.fakes.dtone import FakeDTOne
-from tests.helpers import assert_ledger_balanced, database_url
+from tests.helpers import assert_ledger_balanced
+from tests.servers import CeleryWorker
 from tests.waiting import WaitTimeout, wait_until
+from tests.worker_support import started_worker, worker_env
 from upstreams.models import Route
 from wallet.models import Wallet
 from wallet.services import wallet_get_or_create, wallet_topup_manual
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
-ROOT = Path(__file__).resolve().parent.parent
 S = Recharge.Status
 DTONE, DING = "dtone-1", "ding-1"
 # DT One is the cheaper route (5.50 USD against Ding's 5.70), so it takes the batch first. Its
@@ -101,57 +94,23 @@ def telcel_100(dtone, ding):
     yield product
 
 
-class Worker:
+def routing_worker(queue: str) -> CeleryWorker:
     """A real Celery worker process on the test's queue and database (threads, pooled
     connections: the processor as deployed), routing by the provider rows."""
-
-    def __init__(self, queue: str) -> None:
-        env = {
-            **os.environ,
-            "DJANGO_SETTINGS_MODULE": "reseller.settings.test",
-            "DATABASE_URL": database_url(),
-            "DATABASE_POOL_SIZE": "8",
-            "CELERY_BROKER_URL": BROKER,
-            "CELERY_QUEUE": queue,
-            "SITE_URL": "http://127.0.0.1:9",  # DT One's callbacks go nowhere: the worker settles
-        }
-        self.log = open(ROOT / "test-artifacts" / f"worker-{uuid.uuid4().hex[:6]}.log", "w")  # noqa: SIM115 (closed in stop)
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "reseller", "worker", "--pool=threads",
-             "--concurrency=200", "-Q", queue, "--loglevel=INFO", "--without-gossip",
-             "--without-mingle", "--without-heartbeat", "-n", f"{queue}-{uuid.uuid4().hex[:4]}"],
-            cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
-        process = self.process
-
-        def ready() -> bool:
-            if process.poll() is not None:
-                raise RuntimeError(f"worker exited: {Path(self.log.name).read_text()[-2000:]}")
-            return "ready." in Path(self.log.name).read_text()
-
-        wait_until(ready, timeout=60, what="the worker's 'ready.'")
-
-    def kill(self) -> None:
-        os.killpg(self.process.pid, signal.SIGKILL)
-        self.process.wait(timeout=10)
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.kill()
-        self.log.close()
+    env = worker_env(
+        queue,
+        DATABASE_POOL_SIZE="8",
+        SITE_URL="http://127.0.0.1:9",  # DT One's callbacks go nowhere: the worker settles
+    )
+    return started_worker(env, listen=queue, pool="threads", concurrency=200)
 
 
 @pytest.fixture
 def workers(queue):
-    (ROOT / "test-artifacts").mkdir(exist_ok=True)
-    started: list[Worker] = []
+    started: list[CeleryWorker] = []
 
-    def start() -> Worker:
-        started.append(Worker(queue))
+    def start() -> CeleryWorker:
+        started.append(routing_worker(queue))
         return started[-1]
 
     yield start
