@@ -97,3 +97,19 @@ def test_the_processors_own_refusal_is_named_not_bad_request(page, site, catalog
     error = page.locator("[data-testid=payment-error]")
     error.wait_for(state="visible")
     assert "expiry date" in error.inner_text() and "Bad request" not in error.inner_text()
+
+
+def test_the_pay_button_takes_clicks_only_once_the_card_script_runs(page, site, catalog, shopper):
+    """Served disabled: a click while Stripe.js was still loading submitted the form to the
+    page itself, a reload that paid nothing (seen when the machine was busy)."""
+    log_in(page, site, shopper)
+    page.route("**/static/js/checkout.js", lambda route: route.abort())
+    to_checkout(page, site, catalog, quantity=1)
+    assert page.is_disabled("#pay-button")
+    page.unroute("**/static/js/checkout.js")
+    page.reload()
+    page.wait_for_selector("#pay-button:enabled")
+    type_card(page)
+    page.click("#pay-button")
+    page.wait_for_url(re.compile(r"/payments/pay_\w+/$"))
+    assert Payment.objects.get().status == "captured"

@@ -216,6 +216,9 @@
       fail(d.msgFailed);
     });
   });
+  // The button is served disabled: a click before this script ran would submit the form to
+  // the page itself (a reload that pays nothing). It takes clicks from here on.
+  button.disabled = false;
 
   // "Cancel payment" on a payment's own page: nothing is charged, the page then says so.
   const cancel = document.getElementById("cancel-payment");
@@ -234,6 +237,7 @@
       }
       cancel.disabled = false;
     });
+    cancel.disabled = false; // served disabled, as the pay button
   }
 
   // Test mode only: localstripe's card Element is five plain inputs (number, exp_month,
