@@ -22,7 +22,7 @@ test: setup browser services
 	$(PYTHON) -m ruff format --check .
 	$(PYTHON) -m mypy
 	.venv/bin/lint-imports
-	$(PYTHON) -m pytest --durations=20 $(PYTEST_ARGS)
+	$(PYTHON) -m pytest -n auto --dist loadfile --durations=20 $(PYTEST_ARGS)
 
 services:
 	@scripts/services.sh
