@@ -94,15 +94,26 @@ class CartApi(APIView):
         tags=["cart"],
         summary="The current cart",
         parameters=[
-            OpenApiParameter("sessionId", str, description="Cart label; default `default`.")
+            OpenApiParameter(
+                "sessionId",
+                str,
+                description="Cart label. Without it, the cart the caller added to last "
+                "(`default` before any).",
+            )
         ],
         examples=[ex.response("One line", ex.CART)],
         responses={200: CartOut, **problems(400, 401, 403)},
     )
     def get(self, request):
-        query = CartQuery(data={"session_id": request.query_params.get("sessionId", "default")})
-        query.is_valid(raise_exception=True)
-        return Response(CartOut(_cart_payload(request, query.validated_data["session_id"])).data)
+        if "sessionId" in request.query_params:
+            query = CartQuery(data={"session_id": request.query_params["sessionId"]})
+            query.is_valid(raise_exception=True)
+            session_id = query.validated_data["session_id"]
+        else:
+            session_id = selectors.cart_current_session(
+                account=request.user.account, livemode=request_livemode(request)
+            )
+        return Response(CartOut(_cart_payload(request, session_id)).data)
 
 
 class CartItemsApi(APIView):

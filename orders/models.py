@@ -55,6 +55,9 @@ def new_batch_id() -> str:
     return _id("bat")
 
 
+DEFAULT_SESSION = "default"  # the cart of a caller that names none when adding
+
+
 class Cart(models.Model):
     """A caller-labelled cart (``sessionId``) of one account in one mode."""
 

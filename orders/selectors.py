@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.db.models import Prefetch, QuerySet
 
 from accounts.models import Account
-from orders.models import Cart, CartItem, Order, OrderLine
+from orders.models import DEFAULT_SESSION, Cart, CartItem, Order, OrderLine
 from payments.models import Payment
 from recharges.models import Recharge
 from reseller.errors import NotFound
@@ -45,6 +45,19 @@ def payment_history(*, account: Account, livemode: bool) -> QuerySet[Payment]:
 
 def cart_items(*, cart: Cart) -> QuerySet[CartItem]:
     return cart.items.select_related("product__operator", "product__country").order_by("id")
+
+
+def cart_current_session(*, account: Account, livemode: bool) -> str:
+    """The label of the caller's current cart, for ``GET /cart`` without ``sessionId``: the
+    cart with items that changed last (an add or a new quantity), else ``default``. Looking
+    at a cart is not a change."""
+    label = (
+        Cart.objects.filter(account=account, livemode=livemode, items__isnull=False)
+        .order_by("-updated_at", "-pk")
+        .values_list("session_id", flat=True)
+        .first()
+    )
+    return label or DEFAULT_SESSION
 
 
 def cart_item_get(*, account: Account, livemode: bool, item_id: str) -> CartItem:

@@ -15,6 +15,7 @@ from catalog.errors import FxRateNotFound, PhoneNumberError
 from catalog.fields import fields_check
 from catalog.phone import recipient_validate
 from catalog.selectors import fx_rate, products_get
+from orders.models import DEFAULT_SESSION
 from orders.pricing import QUANTITY_MAX, QUANTITY_MIN, LineRequest, amount_refused
 from recharges.models import Recharge
 from recharges.serializers import RechargeOut, recharge_pin
@@ -293,7 +294,7 @@ class QuoteIn(StrictSerializer):
 
 
 class CartItemIn(WithLineFields, StrictSerializer):
-    session_id = serializers.CharField(max_length=100, required=False, default="default")
+    session_id = serializers.CharField(max_length=100, required=False, default=DEFAULT_SESSION)
     product_id = serializers.CharField(max_length=64)
     recipient_number = serializers.CharField(max_length=32)
     quantity = JsonIntegerField(min_value=QUANTITY_MIN, max_value=QUANTITY_MAX)
@@ -306,7 +307,7 @@ class CartItemIn(WithLineFields, StrictSerializer):
 
 
 class CartQuery(serializers.Serializer):
-    session_id = serializers.CharField(max_length=100, required=False, default="default")
+    session_id = serializers.CharField(max_length=100)
 
 
 # -- responses ------------------------------------------------------------------------------

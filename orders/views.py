@@ -42,7 +42,7 @@ from orders.amounts import (
 )
 from orders.errors import CartAlreadyPaid
 from orders.line_fields import FIELDS_FOR, fields_forget, fields_keep, fields_posted
-from orders.models import Order
+from orders.models import DEFAULT_SESSION, Order
 from orders.pricing import line_requests, price_order
 from orders.serializers import QUANTITY_MAX, QUANTITY_MIN, SEND_NOW, WAIT, CartItemIn
 from payments import gateway
@@ -55,7 +55,7 @@ from reseller.errors import ApplicationError, NotFound, flatten_validation_error
 from reseller.net import local_url
 from wallet.services import wallet_get_or_create
 
-SITE_CART = "default"  # the site's cart is the API's default cart of the account
+SITE_CART = DEFAULT_SESSION  # the site's cart is the API's default cart of the account
 # "Buy now" pays one item through a cart of its own, replaced at every "Buy now": never the
 # lines left in the site's cart (an abandoned "Buy now", a declined card that kept them).
 SITE_BUY_NOW = "buy-now"

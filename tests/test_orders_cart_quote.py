@@ -40,6 +40,32 @@ def test_cart_without_session_id_uses_the_default_cart(user_api, product):
     assert user_api.get("/api/v1/cart?sessionId=s1").json()["items"] == []
 
 
+def test_cart_without_session_id_is_the_one_last_added_to(user_api, product):
+    """Interface spec: ``GET /cart`` is the current cart, and ``sessionId`` a label the caller
+    chose when adding. Asked without one, it is the cart the caller added to last."""
+    created = user_api.post("/api/v1/cart/items", item(product, session="s1")).json()
+    cart = user_api.get("/api/v1/cart").json()
+    assert cart["sessionId"] == "s1" and [i["id"] for i in cart["items"]] == [created["id"]]
+    assert cart["total"] == "10.00"
+    user_api.get("/api/v1/cart?sessionId=s2")  # only looked at: not a change
+    assert user_api.get("/api/v1/cart").json()["sessionId"] == "s1"
+    other = {**item(product, session="s3"), "recipientNumber": "+525587654321"}
+    user_api.post("/api/v1/cart/items", other)
+    assert user_api.get("/api/v1/cart").json()["sessionId"] == "s3"
+    user_api.post("/api/v1/cart/items", item(product, session="s1", quantity=1))
+    cart = user_api.get("/api/v1/cart").json()
+    assert cart["sessionId"] == "s1" and cart["items"][0]["quantity"] == 3
+
+
+def test_cart_without_session_id_and_nothing_added_is_the_empty_default(user_api, user):
+    cart = user_api.get("/api/v1/cart").json()
+    assert cart["sessionId"] == "default" and cart["items"] == [] and cart["total"] == "0.00"
+    _key, plaintext = make_key(user, mode="test")
+    test_client = APIClient()
+    test_client.credentials(HTTP_X_API_KEY=plaintext)
+    assert test_client.get("/api/v1/cart").json()["livemode"] is False
+
+
 def test_cart_item_delete_removes_it(user_api, product):
     item_id = user_api.post("/api/v1/cart/items", item(product)).json()["id"]
     assert user_api.delete(f"/api/v1/cart/items/{item_id}").status_code == 204
