@@ -184,8 +184,13 @@ class ProductsApi(StaffListApi):
         return super().get(request, *args, **kwargs)
 
 
-class ProvidersApi(APIView):
-    permission_classes = [StaffRequired]
+class ProvidersApi(StaffListApi):
+    """A list in §1's envelope like every other, though there are only ever a few."""
+
+    serializer_class = AdminProviderOut
+
+    def get_queryset(self):
+        return providers_overview()
 
     @extend_schema(
         tags=TAG,
@@ -199,8 +204,8 @@ class ProvidersApi(APIView):
         examples=[ex.response("DT One", ex.ADMIN_PROVIDER)],
         responses={200: AdminProviderOut(many=True), **STAFF_PROBLEMS},
     )
-    def get(self, request):
-        return Response(AdminProviderOut(providers_overview(), many=True).data)
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
 
 
 class ReconciliationsApi(StaffListApi):

@@ -12,7 +12,7 @@ from django.test import override_settings
 from recharges import processor
 from recharges.models import Recharge, RechargeAttempt
 from tests.factories import ProductFactory
-from tests.helpers import assert_ledger_balanced, bearer, funded_order
+from tests.helpers import assert_ledger_balanced, assert_problem, bearer, funded_order
 from upstreams import health
 from upstreams.models import Provider, ProviderOperator, Route
 from upstreams.routing import route_choose
@@ -241,7 +241,8 @@ def test_admin_providers_lists_state_and_figures_never_secrets(api, staff):
     processor.recharge_process(recharge_id=recharge.pk)
     api.credentials(**bearer(staff))
     body = api.get("/api/v1/admin/providers").json()
-    by_name = {p["name"]: p for p in body}
+    assert (body["count"], body["page"], body["next"]) == (2, 1, None)  # a list: §1's envelope
+    by_name = {p["name"]: p for p in body["results"]}
     assert set(by_name) == {"sim-a", "sim-b"}
     first = by_name["sim-a"]
     assert set(first) == {
@@ -257,6 +258,17 @@ def test_admin_providers_lists_state_and_figures_never_secrets(api, staff):
 
 def test_admin_providers_is_staff_only(user_api):
     assert user_api.get("/api/v1/admin/providers").status_code == 403
+
+
+def test_admin_providers_pages_like_every_list(api, staff):
+    product = ProductFactory(retail_price=Decimal("5.00"))
+    two_simulators(product)
+    api.credentials(**bearer(staff))
+    first = api.get("/api/v1/admin/providers?limit=1").json()
+    assert first["count"] == 2 and len(first["results"]) == 1 and first["next"]
+    second = api.get("/api/v1/admin/providers?limit=1&page=2").json()
+    assert [p["name"] for p in first["results"] + second["results"]] == ["sim-a", "sim-b"]
+    assert_problem(api.get("/api/v1/admin/providers?limit=101"), 400, "validation_error")
 
 
 # -- the back office ----------------------------------------------------------------------
