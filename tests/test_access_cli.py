@@ -42,6 +42,16 @@ def test_create_api_key_with_ip_addresses_sets_the_whitelist(user):
     assert ApiKey.objects.get().ip_whitelist == ["203.0.113.7", "2001:db8::1"]
 
 
+def test_create_api_key_takes_several_addresses_after_one_ip(user):
+    """Contract section 8: ``[--ip ADDR ...]``, one flag and its addresses."""
+    run(
+        "create_api_key",
+        *("--email", user.email, "--name", "Ops", "--mode", "live"),
+        *("--ip", "203.0.113.7", "2001:DB8::1", "--ip", "198.51.100.2"),
+    )
+    assert ApiKey.objects.get().ip_whitelist == ["203.0.113.7", "2001:db8::1", "198.51.100.2"]
+
+
 @pytest.mark.parametrize(
     "args, message",
     [

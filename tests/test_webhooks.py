@@ -7,6 +7,7 @@ import threading
 import time
 from datetime import timedelta
 from decimal import Decimal
+from io import StringIO
 
 import pytest
 import time_machine
@@ -436,6 +437,25 @@ def test_cli_creates_an_endpoint_and_prints_only_the_secret(reseller, receiver, 
     endpoint = WebhookEndpoint.objects.get(account=reseller.account)
     assert out == endpoint.secret and out.startswith("whsec_")
     assert endpoint.livemode is False
+    assert endpoint.events == ["recharge.delivered", "recharge.failed"]
+
+
+@pytest.mark.parametrize(
+    "events",
+    [
+        ["--events", "recharge.delivered", "recharge.failed"],
+        ["--events", "recharge.delivered", "--events", "recharge.failed"],
+    ],
+)
+def test_cli_takes_the_event_types_in_one_flag_or_repeated(reseller, receiver, private_ok, events):
+    """Contract section 11: ``[--events T ...]``. Repeating the flag dropped the earlier types."""
+    call_command(
+        "create_webhook_endpoint",
+        *("--email", reseller.email, "--url", receiver.url, "--mode", "live"),
+        *events,
+        stdout=StringIO(),
+    )
+    endpoint = WebhookEndpoint.objects.get(account=reseller.account)
     assert endpoint.events == ["recharge.delivered", "recharge.failed"]
 
 

@@ -17,10 +17,12 @@ class Command(BaseCommand):
         parser.add_argument("--mode", required=True, choices=["live", "test"])
         parser.add_argument(
             "--ip",
-            action="append",
+            action="extend",
+            nargs="+",
             default=[],
             metavar="ADDR",
-            help="An exact address allowed to use the key; repeat for more (none = any).",
+            help="Exact addresses allowed to use the key: --ip A B, or --ip A --ip B "
+            "(none = any).",
         )
 
     def handle(self, *args, **opts):

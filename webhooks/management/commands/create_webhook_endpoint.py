@@ -19,11 +19,13 @@ class Command(BaseCommand):
         parser.add_argument("--mode", required=True, choices=["live", "test"])
         parser.add_argument(
             "--events",
+            action="extend",
             nargs="*",
             default=[],
             metavar="TYPE",
             choices=sorted(EVENT_TYPES),
-            help="The event types it wants (none = every type).",
+            help="The event types it wants: --events A B, or --events A --events B "
+            "(none = every type).",
         )
         parser.add_argument("--description", default="")
 
