@@ -3,9 +3,12 @@
 what a sync makes of them, what each provider is sent for an amount, what it refuses, and the
 upstream products a sync cannot sell."""
 
+import re
 from decimal import Decimal
+from io import StringIO
 
 import pytest
+from django.core.management import call_command
 
 from catalog.services import fx_rate_set
 from tests.factories import OperatorFactory
@@ -111,7 +114,18 @@ def test_reloadly_range_operator_syncs_to_a_range_route_at_its_fx_rate_less_disc
         Decimal("1000.00"),
         Decimal("0.01"),
     )
-    assert result.line().endswith("; skipped 1")  # the euro-only range (the PIN sells PINs)
+    assert result.skipped == 1  # the euro-only range (the PIN sells PINs)
+
+
+def test_the_sync_cli_prints_the_contracts_line_and_the_skipped_offers_apart(mexico, reloadly_row):
+    """Contract section 14: one line on stdout, exactly; what could not be sold on stderr."""
+    out, err = StringIO(), StringIO()
+    call_command("sync_provider_catalog", "--provider", reloadly_row.name, stdout=out, stderr=err)
+    assert re.fullmatch(
+        r"operators mapped \d+, unmapped \d+; routes created \d+, updated \d+, removed \d+\n",
+        out.getvalue(),
+    ), out.getvalue()
+    assert err.getvalue().startswith("skipped 1 upstream product(s) that cannot be sold")
 
 
 def test_reloadly_range_top_up_sends_the_exact_local_amount(reloadly, reloadly_row):
@@ -179,13 +193,13 @@ def test_sync_records_what_it_cannot_sell_and_replaces_the_list_each_run(
     result = catalog_sync(provider=reloadly_row)
     assert result.skipped == 1
     assert result.line() == (
-        "operators mapped 2, unmapped 1; routes created 0, updated 0, removed 0; skipped 1"
-    )  # unmapped: "Telcel PIN" is not "Telcel" until staff map it
+        "operators mapped 2, unmapped 1; routes created 0, updated 0, removed 0"
+    )  # unmapped: "Telcel PIN" is not "Telcel" until staff map it; the skipped one on stderr
+    assert result.skipped_note().startswith("skipped 1 upstream product(s)")
     assert list(SkippedOffer.objects.values_list("upstream_operator_id", flat=True)) == ["353"]
     reloadly.operators = [o for o in reloadly.operators if o["operatorId"] != 353]
     result = catalog_sync(provider=reloadly_row)
-    assert not result.line().endswith("skipped 0")
-    assert "skipped" not in result.line()
+    assert result.skipped == 0 and result.skipped_note() == ""
     assert not SkippedOffer.objects.exists()
 
 

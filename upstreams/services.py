@@ -244,11 +244,21 @@ class SyncResult:
     skipped: int = 0  # upstream products that cannot be sold (``SkippedOffer`` rows)
 
     def line(self) -> str:
-        line = (
+        """The contract's one line (section 14), nothing added: the skipped offers are
+        ``skipped_note``'s."""
+        return (
             f"operators mapped {self.mapped}, unmapped {self.unmapped}; routes created "
             f"{self.created}, updated {self.updated}, removed {self.removed}"
         )
-        return f"{line}; skipped {self.skipped}" if self.skipped else line
+
+    def skipped_note(self) -> str:
+        """What the CLI adds on stderr when upstream products could not be sold."""
+        if not self.skipped:
+            return ""
+        return (
+            f"skipped {self.skipped} upstream product(s) that cannot be sold "
+            "(the back office's skipped offers say why)"
+        )
 
 
 def to_eur(amount: Decimal, currency: str) -> Decimal | None:
