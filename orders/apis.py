@@ -189,7 +189,8 @@ class QuoteApi(APIView):
         quote = price_order(
             account=account, lines=lines, currency=data.validated_data.get("base_currency", "EUR")
         )
-        return Response(QuoteOut(quote).data)
+        livemode = request_livemode(request)
+        return Response(QuoteOut(quote, context={"livemode": livemode}).data)
 
 
 class PaymentHistoryApi(APIView):

@@ -499,6 +499,11 @@ class QuoteOut(serializers.Serializer):
     currency = serializers.CharField()
     fx_rate = serializers.SerializerMethodField()
     expires_at = serializers.DateTimeField()
+    livemode = serializers.SerializerMethodField()
+
+    def get_livemode(self, quote) -> bool:
+        """The caller's mode (contract section 1), from the context: a quote is not stored."""
+        return self.context["livemode"]
 
     def get_fx_rate(self, quote) -> dict | None:
         if quote.fx is None:

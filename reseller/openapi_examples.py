@@ -472,6 +472,7 @@ QUOTE = {
     "currency": CURRENCY,
     "fxRate": None,
     "expiresAt": "2026-11-24T09:45:11Z",
+    "livemode": True,
 }
 BATCH_REQUEST = order_request(
     items=[line(reference="invoice-1041"), line(recipientNumber=PHONE_2, reference="invoice-1042")]

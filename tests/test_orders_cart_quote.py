@@ -133,6 +133,19 @@ def test_quote_for_items_in_eur(user_api, product):
     assert body["expiresAt"].endswith("Z")
 
 
+def test_a_quote_carries_the_callers_livemode(user, user_api, product):
+    """Contract section 1: an object of both modes carries ``livemode``; a test key's quote
+    and a live one's were otherwise the same."""
+    _key, plaintext = make_key(user, mode="test")
+    test_client = APIClient()
+    test_client.credentials(HTTP_X_API_KEY=plaintext)
+    request = {
+        "items": [{"productId": product.public_id, "recipientNumber": NUMBER, "quantity": 1}]
+    }
+    assert user_api.post("/api/v1/payments/quote", request).json()["livemode"] is True
+    assert test_client.post("/api/v1/payments/quote", request).json()["livemode"] is False
+
+
 def test_quote_converts_with_the_fx_rate_it_shows(user_api, product):
     FxRateFactory(base_currency="EUR", quote_currency="USD", rate=Decimal("1.08"))
     body = user_api.post(
