@@ -251,6 +251,8 @@ class _Refusal:
     wait: float
     detail: str
     entries: list[_Entry] = field(default_factory=list)  # what counted against it
+    limit: int | Decimal = 0  # the cap reached: payments, recharges or EUR
+    window: timedelta = WINDOW  # what it is counted over
 
 
 def _waiting_of(
@@ -309,6 +311,8 @@ def purchase_check(
                     )
                     % {"count": cap, "when": _when(wait, now=now)},
                     rows,
+                    limit=cap,
+                    window=WINDOW,
                 )
             )
         cap_amount = Decimal(caps.new_account_amount_per_day)
@@ -329,6 +333,8 @@ def purchase_check(
                         "when": _when(wait, now=now),
                     },
                     rows,
+                    limit=cap_amount,
+                    window=WINDOW,
                 )
             )
     # The house guest account's first payment and hour are every guest's: a guest has the
@@ -344,6 +350,8 @@ def purchase_check(
                         "%(this)s EUR. Nothing was charged; pay a smaller amount first."
                     )
                     % {"amount": first_cap, "this": purchase.amount_eur},
+                    limit=first_cap,
+                    window=WINDOW,
                 )
             )
         cap = caps.per_account_per_hour
@@ -364,6 +372,8 @@ def purchase_check(
                     )
                     % {"count": cap, "when": _when(wait, now=now)},
                     entries,
+                    limit=cap,
+                    window=HOUR,
                 )
             )
     if purchase.address:
@@ -395,7 +405,13 @@ def purchase_check(
                 )
             )
             refusals.append(
-                _Refusal(wait, message % {"count": cap, "when": _when(wait, now=now)}, entries)
+                _Refusal(
+                    wait,
+                    message % {"count": cap, "when": _when(wait, now=now)},
+                    entries,
+                    limit=cap,
+                    window=window,
+                )
             )
     cap = caps.per_number_per_day
     for number, units in sorted(purchase.numbers.items()):
@@ -426,6 +442,8 @@ def purchase_check(
                     )
                     % {"count": cap, "number": number, "what": what},
                     entries,
+                    limit=cap,
+                    window=WINDOW,
                 )
             )
     if purchase.fingerprint:
@@ -449,6 +467,8 @@ def purchase_check(
                     )
                     % {"count": cap, "when": _when(wait, now=now)},
                     entries,
+                    limit=cap,
+                    window=WINDOW,
                 )
             )
     if refusals:
@@ -462,7 +482,12 @@ def purchase_check(
                 "finish or cancel it on its page (Payments), or until it expires %(when)s."
             ) % {"when": _when((min(own) - now).total_seconds(), now=now)}
         seconds = WINDOW.total_seconds() if refusal.wait == math.inf else refusal.wait
-        raise CardLimitReached(detail, retry_after=math.ceil(seconds))
+        raise CardLimitReached(
+            detail,
+            retry_after=math.ceil(seconds),
+            limit=refusal.limit,
+            window=int(refusal.window.total_seconds()),
+        )
 
 
 def three_d_secure_required(checkout: CardCheckout) -> bool:
@@ -584,6 +609,8 @@ def _guest_refusals(
                     )
                     % {"count": cap, "when": _when(wait, now=now)},
                     entries,
+                    limit=cap,
+                    window=WINDOW,
                 )
             )
         wait = _refusal_wait(entries, cap=cap_amount, adding=purchase.amount_eur, now=now)
@@ -602,6 +629,8 @@ def _guest_refusals(
                         "when": _when(wait, now=now),
                     },
                     entries,
+                    limit=cap_amount,
+                    window=WINDOW,
                 )
             )
     return refusals

@@ -57,6 +57,9 @@ def test_new_account_is_refused_its_fourth_card_payment_at_prepare(product, stri
     assert "3" in body["detail"] and "Nothing was charged" in body["detail"]
     oldest_leaves = (first.limit_counted_at + timedelta(hours=24) - timezone.now()).total_seconds()
     assert abs(int(response["Retry-After"]) - oldest_leaves) < 5
+    # Contract section 2: every 429 also carries RateLimit and RateLimit-Policy.
+    assert response["RateLimit-Policy"] == "3;w=86400"
+    assert response["RateLimit"] == f"limit=3, remaining=0, reset={response['Retry-After']}"
     assert Payment.objects.count() == 3  # nothing written for the refused one
 
 
