@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import date, datetime, time, timedelta
+from decimal import ROUND_HALF_UP
 
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
@@ -252,7 +253,11 @@ class AdminRechargeOut(serializers.Serializer):
     failure_message = serializers.CharField(allow_null=True)
     provider = serializers.CharField(allow_null=True)
     provider_reference = serializers.CharField(source="provider_transaction_id", allow_null=True)
-    cost = serializers.DecimalField(max_digits=14, decimal_places=4, allow_null=True)
+    # Money has two places on the wire (contract section 1): a provider's sub-cent cost is
+    # rounded half up here; the books and the back office keep its four.
+    cost = serializers.DecimalField(
+        max_digits=14, decimal_places=2, allow_null=True, rounding=ROUND_HALF_UP
+    )
     cost_currency = serializers.CharField(allow_null=True)
     margin = serializers.DecimalField(max_digits=12, decimal_places=2, allow_null=True)
     margin_currency = serializers.CharField(allow_null=True)

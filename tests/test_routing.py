@@ -252,7 +252,7 @@ def test_admin_providers_lists_state_and_figures_never_secrets(api, staff):
     assert (first["state"], first["successRate"], first["inFlight"]) == ("healthy", 1.0, 0)
     listed = api.get("/api/v1/admin/recharges").json()
     row = listed["results"][0]
-    assert row["provider"] == "sim-a" and row["cost"] == "4.6000" and row["margin"] == "0.40"
+    assert row["provider"] == "sim-a" and row["cost"] == "4.60" and row["margin"] == "0.40"
     assert row["providerReference"].startswith("sim_")
 
 
