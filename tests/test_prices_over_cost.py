@@ -25,7 +25,14 @@ from catalog.models import Product
 from catalog.services import fx_rate_set
 from orders.models import Order
 from tests.factories import OperatorFactory, ProductFactory, UserFactory, make_key
-from tests.helpers import assert_problem, bearer, client_for, fund, second_factor_login
+from tests.helpers import (
+    assert_ledger_balanced,
+    assert_problem,
+    bearer,
+    client_for,
+    fund,
+    second_factor_login,
+)
 from upstreams import health
 from upstreams.models import PriceRule, Provider, Route
 from upstreams.pricing import margin_enough, price_over_cost, products_reprice
@@ -119,6 +126,27 @@ def test_a_rule_prices_over_the_cheapest_healthy_route_not_an_open_one():
     cli("set_price_rule", "--country", "mx", "--markup-percent", "10")
 
     assert fresh(product).retail_price == Decimal("4.95")  # 4.50 x 1.10
+
+
+def test_disabling_the_cheap_provider_reprices_at_once_and_an_unprofitable_product_is_refused():
+    """Contract section 14: a product whose price leaves less than the floor over its cheapest
+    healthy route is not offered. Disabling a provider changes that route: it sold at a loss
+    until the next sync."""
+    product = ProductFactory(retail_price=Decimal("5.00"))
+    cheap = simulator("sim-a")
+    sync(cheap, share=80)  # 4.00 EUR
+    sync(simulator("sim-b"), share=99)  # 4.95 EUR: 5.00 is 1 % over it, under the 3 % floor
+    assert fresh(product).offered
+
+    cli("set_provider", "--name", "sim-a", "--enabled", "false")
+
+    assert not fresh(product).offered and not listed(product)
+    _user, client = b2b_client()
+    response = client.post(B2B, order_body(product), format="json", HTTP_IDEMPOTENCY_KEY="k1")
+    assert_problem(response, 409, "product_unavailable")
+    cli("set_provider", "--name", "sim-a", "--enabled", "true")
+    assert fresh(product).offered and listed(product)
+    assert_ledger_balanced()
 
 
 def test_the_most_specific_rule_wins_whatever_order_they_are_set_in():

@@ -147,11 +147,14 @@ def provider_set(
     base_url: str | None = None,
     auth_url: str | None = None,
 ) -> Provider:
-    """Change what staff may change; a secret left empty keeps the stored one."""
+    """Change what staff may change; a secret left empty keeps the stored one. Enabling or
+    disabling a provider changes which routes are healthy: the products it routes are priced
+    again at once, as after a sync (docs/pricing.md)."""
     with transaction.atomic():
         provider = Provider.objects.select_for_update().filter(name=name).first()
         if provider is None:
             raise NotFound(f"There is no provider named {name!r}.")
+        switched = enabled is not None and enabled != provider.enabled
         if enabled is not None:
             provider.enabled = enabled
         if priority is not None:
@@ -167,6 +170,9 @@ def provider_set(
                 setattr(provider, field, value.strip())
         provider.updated_at = timezone.now()
         provider.save()
+        if switched:
+            routed = Route.objects.filter(provider=provider).values_list("product_id", flat=True)
+            products_reprice(product_ids=list(routed))
     return provider
 
 
