@@ -83,8 +83,9 @@ def lanes_of(recharge_ids: list[int]) -> dict[int, int]:
 def dispatch_direct(*, account_id: int, count: int) -> bool:
     """May a new order of ``count`` live recharges be published at once? Yes when small and its
     account has no backlog (its order then waits behind that backlog, in its lane), and
-    always without a broker (tasks run in this process: there is no queue to share)."""
-    if settings.CELERY_TASK_ALWAYS_EAGER:
+    always when tasks run inline (the tests': a task runs as it is published, no queue). The
+    embedded default's thread pool is a queue like a broker's: lanes there too."""
+    if settings.CELERY_TASK_ALWAYS_EAGER and not settings.TASKS_IN_PROCESS_THREADED:
         return True
     return count <= settings.DISPATCH_DIRECT_MAX and not backlog_exists(account_id=account_id)
 

@@ -115,9 +115,10 @@ def _lane_publish(account_id: int) -> Callable[[list[int]], list[int]]:
     def publish(recharge_ids: list[int]) -> list[int]:
         if settings.CELERY_TASK_ALWAYS_EAGER:
             # In this process the task would run inside the feeder's transaction: after it.
+            # With its lane, so that the pool's task tops the lane up as a worker's does.
             def run_after_commit() -> None:
                 for recharge_id in recharge_ids:
-                    enqueue(recharge_process_task, recharge_id)
+                    enqueue(recharge_process_task, recharge_id, None, None, account_id)
 
             transaction.on_commit(run_after_commit)
             return recharge_ids
