@@ -50,12 +50,12 @@ def at(client, address: str):
 
 @pytest.mark.django_db
 def test_a_first_card_payment_over_the_first_purchase_cap_is_refused(stripe_local):
-    big = ProductFactory(retail_price=Decimal("45.00"))
+    big = ProductFactory(retail_price=Decimal("55.00"))
     small = ProductFactory(retail_price=Decimal("5.00"))
     client = shopper()
     age(client.user, 30)  # an old account: the new-account caps do not apply
     body = assert_refused(prepare(client, big))
-    assert "first card payment" in body["detail"] and "40" in body["detail"]
+    assert "first card payment" in body["detail"] and "50" in body["detail"]
     assert Payment.objects.count() == 0
     assert pay(client, small, stripe_local).status_code == 200
     assert pay(client, big, stripe_local, number="+525512345670").status_code == 200
@@ -67,7 +67,7 @@ def test_a_declined_first_payment_leaves_the_next_one_first(stripe_local):
     from tests.card_support import DECLINED
 
     small = ProductFactory(retail_price=Decimal("5.00"))
-    big = ProductFactory(retail_price=Decimal("45.00"))
+    big = ProductFactory(retail_price=Decimal("55.00"))
     client = shopper()
     age(client.user, 30)
     pay(client, small, stripe_local, card=DECLINED)
@@ -210,12 +210,23 @@ def test_staff_set_an_accounts_limits_in_the_back_office(client, staff, user):
     assert deleted.status_code == 200 and CardLimitOverride.objects.count() == 0
 
 
+@pytest.mark.django_db
+def test_a_new_accounts_first_payment_of_the_contracts_50_eur_is_taken(stripe_local):
+    """Contract section 16: a new account may pay 50 EUR by card in 24 hours; a first-payment
+    cap of 40 refused a first payment of 45."""
+    fifty = ProductFactory(retail_price=Decimal("50.00"))
+    client = shopper()
+    assert pay(client, fifty, stripe_local).status_code == 200
+    assert_refused(prepare(client, ProductFactory(retail_price=Decimal("1.00"))))  # 51 > 50
+    assert_ledger_balanced()
+
+
 def test_the_new_limits_are_environment_variables_with_their_defaults():
     names = {
         "CARD_LIMIT_PER_ACCOUNT_PER_HOUR": 10,
         "CARD_LIMIT_PER_ADDRESS_PER_DAY": 20,
         "CARD_LIMIT_PER_ADDRESS_PER_HOUR": 10,
-        "CARD_LIMIT_FIRST_PURCHASE_AMOUNT": 40,
+        "CARD_LIMIT_FIRST_PURCHASE_AMOUNT": 50,
     }
     code = (
         "import django; django.setup(); from django.conf import settings as s; "
@@ -275,7 +286,7 @@ def test_card_topups_and_payments_share_a_new_accounts_limits(product, stripe_lo
 @pytest.mark.django_db
 def test_a_card_topup_is_held_to_the_amount_and_first_purchase_caps(product, stripe_local):
     client = shopper()
-    body = assert_refused(topup_prepare(client, "45.00"))
+    body = assert_refused(topup_prepare(client, "55.00"))
     assert "first card payment" in body["detail"]
     assert topup(client, stripe_local, "30.00").status_code == 200
     assert_refused(topup_prepare(client, "25.00"))  # 30 + 25 > 50 EUR in 24 h

@@ -258,7 +258,9 @@ CARD_LIMIT_PER_CARD_PER_DAY = _card_limit("CARD_LIMIT_PER_CARD_PER_DAY", 5, 200)
 CARD_LIMIT_PER_ACCOUNT_PER_HOUR = _card_limit("CARD_LIMIT_PER_ACCOUNT_PER_HOUR", 10, 100)
 CARD_LIMIT_PER_ADDRESS_PER_DAY = _card_limit("CARD_LIMIT_PER_ADDRESS_PER_DAY", 20, 1000)
 CARD_LIMIT_PER_ADDRESS_PER_HOUR = _card_limit("CARD_LIMIT_PER_ADDRESS_PER_HOUR", 10, 200)
-CARD_LIMIT_FIRST_PURCHASE_AMOUNT = _card_limit("CARD_LIMIT_FIRST_PURCHASE_AMOUNT", 40, 5000)
+# At most the contract's 50 EUR a day for a new account: a first payment of up to 50 EUR is
+# one the contract allows (section 16); this cap is an old account's first card payment.
+CARD_LIMIT_FIRST_PURCHASE_AMOUNT = _card_limit("CARD_LIMIT_FIRST_PURCHASE_AMOUNT", 50, 5000)
 # A card payment or top-up above this many EUR asks for 3-D Secure (request_three_d_secure "any").
 CARD_3DS_ABOVE_EUR = env.int("CARD_3DS_ABOVE_EUR", default=30)
 # A guest's card purchases (no account: docs/fraud.md), per email, client address and card.
