@@ -21,8 +21,7 @@ class Command(BaseCommand):
             nargs="+",
             default=[],
             metavar="ADDR",
-            help="Exact addresses allowed to use the key: --ip A B, or --ip A --ip B "
-            "(none = any).",
+            help="Exact addresses allowed to use the key: --ip A B, or --ip A --ip B (none = any).",
         )
 
     def handle(self, *args, **opts):
