@@ -58,9 +58,12 @@ def today() -> str:
 
 
 def only(name: str) -> None:
-    """Route everything to ``name``: the other providers are disabled."""
+    """Route everything to ``name``: the other providers are disabled. That reprices the
+    products (docs/pricing.md): priced 10 % over ``name``'s cost, so that they stay offered
+    where it costs more than the cheapest provider the sync priced them over."""
     for other in PROVIDERS:
         cli("set_provider", "--name", other, "--enabled", "true" if other == name else "false")
+    cli("set_price_rule", "--country", "MX", "--markup-percent", "10")
 
 
 def deliver(product, count: int, number: str = NUMBER) -> list[Recharge]:
