@@ -224,8 +224,8 @@ def test_a_new_accounts_first_payment_of_the_contracts_50_eur_is_taken(stripe_lo
 def test_the_new_limits_are_environment_variables_with_their_defaults():
     names = {
         "CARD_LIMIT_PER_ACCOUNT_PER_HOUR": 10,
-        "CARD_LIMIT_PER_ADDRESS_PER_DAY": 20,
-        "CARD_LIMIT_PER_ADDRESS_PER_HOUR": 10,
+        "CARD_LIMIT_PER_ADDRESS_PER_DAY": 300,
+        "CARD_LIMIT_PER_ADDRESS_PER_HOUR": 100,
         "CARD_LIMIT_FIRST_PURCHASE_AMOUNT": 50,
     }
     code = (

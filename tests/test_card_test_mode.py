@@ -63,7 +63,7 @@ def test_the_test_mode_banner_lists_succeeding_cards_and_the_fraud_limits(
     assert "a guest (no account) at most 2 times" in text
     # A fresh account is refused at its fourth card payment of the day: the banner says so.
     assert "a new account (less than 7 days old) at most 3 times;" in text
-    assert "at most 10 times in one hour" in text
+    assert "at most 100 times in one hour" in text
     assert "CARD_LIMITS_DEMO=true" in text
     settings.CARD_LIMITS_DEMO = True
     settings.CARD_LIMIT_PER_CARD_PER_DAY = 200

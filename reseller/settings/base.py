@@ -256,8 +256,10 @@ CARD_LIMIT_PER_CARD_PER_DAY = _card_limit("CARD_LIMIT_PER_CARD_PER_DAY", 5, 200)
 # Beyond the contract's five (docs/fraud.md): any account per hour, one client address per day
 # and per hour (all accounts together), and the amount of an account's first card payment (EUR).
 CARD_LIMIT_PER_ACCOUNT_PER_HOUR = _card_limit("CARD_LIMIT_PER_ACCOUNT_PER_HOUR", 10, 100)
-CARD_LIMIT_PER_ADDRESS_PER_DAY = _card_limit("CARD_LIMIT_PER_ADDRESS_PER_DAY", 20, 1000)
-CARD_LIMIT_PER_ADDRESS_PER_HOUR = _card_limit("CARD_LIMIT_PER_ADDRESS_PER_HOUR", 10, 200)
+# Loose: a mobile carrier's NAT puts many honest buyers behind one address, and section 16's
+# per-card and per-number limits already hold a fraudster across accounts.
+CARD_LIMIT_PER_ADDRESS_PER_DAY = _card_limit("CARD_LIMIT_PER_ADDRESS_PER_DAY", 300, 1000)
+CARD_LIMIT_PER_ADDRESS_PER_HOUR = _card_limit("CARD_LIMIT_PER_ADDRESS_PER_HOUR", 100, 200)
 # At most the contract's 50 EUR a day for a new account: a first payment of up to 50 EUR is
 # one the contract allows (section 16); this cap is an old account's first card payment.
 CARD_LIMIT_FIRST_PURCHASE_AMOUNT = _card_limit("CARD_LIMIT_FIRST_PURCHASE_AMOUNT", 50, 5000)
