@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from decimal import Decimal
+from pathlib import Path
 from urllib.parse import parse_qs, urlparse, urlsplit
 
 import psycopg
@@ -280,6 +281,31 @@ def settings_in_a_process(env: dict[str, str | None], *names: str) -> dict:
         timeout=60,
     )
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def on_the_embedded_default(
+    script: str, database, *args: str, env: dict[str, str], timeout: float = 120
+) -> subprocess.CompletedProcess:
+    """Run ``script`` (``python -c``, from the project's folder) as ``make run`` runs the
+    code: ``reseller.settings.local`` on an SQLite database at ``database``, none of the
+    suite's Django or Celery settings, ``env`` added. The test fails with the script's
+    stderr unless it exits 0."""
+    inherited = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "CELERY_"))}
+    done = subprocess.run(
+        [sys.executable, "-c", script, *args],
+        cwd=Path(__file__).resolve().parent.parent,
+        env={
+            **inherited,
+            "DJANGO_SETTINGS_MODULE": "reseller.settings.local",
+            "DATABASE_URL": f"sqlite:///{database}",
+            **env,
+        },
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done
 
 
 def typed_in(location: str, *typed: str) -> list[str]:

@@ -3,12 +3,7 @@ thread pool, SQLite): contract section 15, "Batches never delay single orders of
 accounts". The pool is a queue like a broker's: a batch published whole put another account's
 single order behind all of it (2.5 min behind a 10,000-line batch)."""
 
-import os
-import subprocess
-import sys
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.helpers import on_the_embedded_default
 
 SCRIPT = """
 import django
@@ -56,24 +51,17 @@ print("delivered", Recharge.objects.filter(status="delivered").count())
 
 
 def test_a_batch_on_the_embedded_default_does_not_delay_another_accounts_order(tmp_path):
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "CELERY_"))},
-        "DJANGO_SETTINGS_MODULE": "reseller.settings.local",
-        "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
-        "TASKS_IN_PROCESS_THREADED": "true",
-        "AIRTIME_SIMULATOR_LATENCY_MS": "20",
-        "DISPATCH_ACCOUNT_SHARE": "10",
-        "DISPATCH_DIRECT_MAX": "5",
-    }
-    done = subprocess.run(
-        [sys.executable, "-c", SCRIPT],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
+    done = on_the_embedded_default(
+        SCRIPT,
+        tmp_path / "db.sqlite3",
+        env={
+            "TASKS_IN_PROCESS_THREADED": "true",
+            "AIRTIME_SIMULATOR_LATENCY_MS": "20",
+            "DISPATCH_ACCOUNT_SHARE": "10",
+            "DISPATCH_DIRECT_MAX": "5",
+        },
         timeout=600,
     )
-    assert done.returncode == 0, done.stderr[-3000:]
     said = dict(
         line.split() for line in done.stdout.splitlines() if line.startswith(("ahead", "delivered"))
     )

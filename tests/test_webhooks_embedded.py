@@ -1,14 +1,8 @@
 """Webhooks on the embedded default (``make run``: SQLite): the delivery worker's reads and
 writes, checked here on SQLite in a process of its own against a real receiver."""
 
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 from tests.fakes.receiver import Receiver
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.helpers import on_the_embedded_default
 
 SCRIPT = """
 import sys
@@ -37,25 +31,18 @@ def test_deliveries_are_sent_and_recorded_on_sqlite(tmp_path):
     receiver = Receiver().start()
     try:
         receiver.answer_next(200, 500, 200)
-        env = {
-            **{k: v for k, v in os.environ.items() if not k.startswith("DJANGO_")},
-            "DJANGO_SETTINGS_MODULE": "reseller.settings.local",
-            "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
-            "WEBHOOK_ALLOW_PRIVATE_TARGETS": "true",
-            "WEBHOOK_DRAIN_LINGER_SECONDS": "0",
-            # Tasks inline: a pool thread's drain could hold the lease (the script's drain
-            # then returns at once) and still be sending when the script prints the rows.
-            "TASKS_IN_PROCESS_THREADED": "false",
-        }
-        done = subprocess.run(
-            [sys.executable, "-c", SCRIPT, receiver.url],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
+        done = on_the_embedded_default(
+            SCRIPT,
+            tmp_path / "db.sqlite3",
+            receiver.url,
+            env={
+                "WEBHOOK_ALLOW_PRIVATE_TARGETS": "true",
+                "WEBHOOK_DRAIN_LINGER_SECONDS": "0",
+                # Tasks inline: a pool thread's drain could hold the lease (the script's drain
+                # then returns at once) and still be sending when the script prints the rows.
+                "TASKS_IN_PROCESS_THREADED": "false",
+            },
         )
-        assert done.returncode == 0, done.stderr[-3000:]
         assert len(receiver.requests) == 3
         assert done.stdout.splitlines() == [
             "succeeded 1 200 True False [(1, 200)]",
