@@ -1,11 +1,8 @@
 """Errors of the card checkout and card top-ups (docs/contract.md §4, docs/payments.md)."""
 
-from decimal import Decimal
-
 from django.utils.translation import gettext_lazy as _
 
 from reseller.errors import ApplicationError, RateLimited
-from reseller.ratelimit import Decision
 
 
 class QuoteExpired(ApplicationError):
@@ -59,18 +56,6 @@ class CardLimitReached(RateLimited):
     code = "card_limit_reached"
     title = _("Card purchase limit reached")
     default_detail = _("A card purchase limit is reached. Nothing was charged; try again later.")
-
-    def __init__(
-        self, detail: str | None = None, *, retry_after: int, limit: int | Decimal, window: int
-    ) -> None:
-        """With ``Retry-After`` and the ``RateLimit`` / ``RateLimit-Policy`` headers of every
-        429 (contract section 2): the cap reached (payments, recharges or EUR), none left,
-        over its window."""
-        reset = max(1, int(retry_after))
-        headers = Decision(
-            allowed=False, limit=int(limit), remaining=0, reset=reset, window=window
-        ).headers()
-        super().__init__(detail, retry_after=reset, headers=headers)
 
 
 class CardPurchasesFrozen(ApplicationError):

@@ -50,6 +50,7 @@ from orders.models import OrderLine
 from payments import gateway
 from reseller.db import advisory_xact_lock
 from reseller.errors import ApplicationError
+from reseller.ratelimit import Decision
 
 logger = logging.getLogger(__name__)
 
@@ -251,8 +252,8 @@ class _Refusal:
     wait: float
     detail: str
     entries: list[_Entry] = field(default_factory=list)  # what counted against it
-    limit: int | Decimal = 0  # the cap reached: payments, recharges or EUR
-    window: timedelta = WINDOW  # what it is counted over
+    limit: int | Decimal = field(kw_only=True)  # the cap reached: payments, recharges or EUR
+    window: timedelta = field(kw_only=True)  # what it is counted over
 
 
 def _waiting_of(
@@ -482,12 +483,16 @@ def purchase_check(
                 "finish or cancel it on its page (Payments), or until it expires %(when)s."
             ) % {"when": _when((min(own) - now).total_seconds(), now=now)}
         seconds = WINDOW.total_seconds() if refusal.wait == math.inf else refusal.wait
-        raise CardLimitReached(
-            detail,
-            retry_after=math.ceil(seconds),
-            limit=refusal.limit,
+        # Retry-After and the RateLimit headers of every 429 (contract section 2), as the
+        # request limits give them: the cap reached, none left, over its window.
+        decision = Decision(
+            allowed=False,
+            limit=int(refusal.limit),
+            remaining=0,
+            reset=max(1, math.ceil(seconds)),
             window=int(refusal.window.total_seconds()),
         )
+        raise CardLimitReached(detail, retry_after=decision.reset, headers=decision.headers())
 
 
 def three_d_secure_required(checkout: CardCheckout) -> bool:
