@@ -178,18 +178,16 @@ class QuoteApi(APIView):
         data = QuoteIn(data=request.data)
         data.is_valid(raise_exception=True)
         account = request.user.account
+        livemode = request_livemode(request)
         lines = data.validated_data.get("lines")
         if lines is None:
             cart = services.cart_get_or_create(
-                account=account,
-                livemode=request_livemode(request),
-                session_id=data.validated_data["session_id"],
+                account=account, livemode=livemode, session_id=data.validated_data["session_id"]
             )
             lines = line_requests(selectors.cart_items(cart=cart))
         quote = price_order(
             account=account, lines=lines, currency=data.validated_data.get("base_currency", "EUR")
         )
-        livemode = request_livemode(request)
         return Response(QuoteOut(quote, context={"livemode": livemode}).data)
 
 
