@@ -28,5 +28,5 @@ class Command(BaseCommand):
             raise CommandError(f"{opts['provider']} did not answer: {exc}") from exc
         provider_balance_refresh(provider=provider)
         self.stdout.write(result.line())
-        if result.skipped:
-            self.stderr.write(result.skipped_note())
+        if note := result.skipped_note():
+            self.stderr.write(note)
