@@ -37,6 +37,7 @@ from accounts.team import (
 from network.models import PriceList, PriceListAssignment
 from network.price_lists import price_list_assign
 from payments.models import Payment
+from reseller.db import advisory_key, advisory_xact_lock
 from reseller.errors import ApplicationError, NotFound, PermissionDenied, ValidationFailed
 from reseller.money import ZERO
 from wallet.models import Wallet
@@ -253,8 +254,11 @@ def agent_create(
 
 def _owner_email_free(email: str) -> str:
     """The address, normalised, if it may own a new agent: no user has it and no invitation
-    waits for it (accepting one would leave the other agent with nobody in it)."""
+    waits for it (accepting one would leave the other agent with nobody in it). Asked under
+    a lock on the address until the caller's transaction ends: two agents created at once
+    for one address, the second waits and finds the first's invitation."""
     email = normalise_email(email)
+    advisory_xact_lock(advisory_key("owner-email", email.lower()), wait=True)
     if User.objects.filter(email__iexact=email).exists() or invitation_waiting(email=email):
         raise AgentEmailTaken()
     return email

@@ -16,7 +16,6 @@ Test-mode rows never reach a lane: the sandbox settles them in their order's tra
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 
 from django.conf import settings
@@ -26,7 +25,7 @@ from django.utils import timezone
 
 from recharges.models import Recharge
 from recharges.state import recharges_release
-from reseller.db import advisory_xact_lock
+from reseller.db import advisory_key, advisory_xact_lock
 from upstreams import semaphore
 
 S = Recharge.Status
@@ -38,8 +37,7 @@ def _live_queued() -> QuerySet[Recharge]:
 
 def lane_lock_id(account_id: int) -> int:
     """The advisory lock that makes one feeder at a time release an account's backlog."""
-    digest = hashlib.sha256(f"dispatch-lane:{account_id}".encode()).digest()
-    return int.from_bytes(digest[:8], "big", signed=True)
+    return advisory_key("dispatch-lane", account_id)
 
 
 def backlog_exists(*, account_id: int) -> bool:

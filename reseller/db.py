@@ -9,6 +9,8 @@ transaction, nothing changes.
 
 from __future__ import annotations
 
+import hashlib
+
 from django.db import connection, connections
 
 
@@ -20,6 +22,14 @@ def connection_release(alias: str = "default") -> None:
         and not connection.in_atomic_block
     ):
         connection.close()
+
+
+def advisory_key(*parts: object) -> int:
+    """The advisory lock named by ``parts`` (joined with ":", the first naming what it
+    guards): the first 8 bytes of its SHA-256 as a signed 64-bit number, the same in every
+    process."""
+    digest = hashlib.sha256(":".join(str(part) for part in parts).encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
 
 
 def advisory_xact_lock(key: int, *, wait: bool = False) -> bool:

@@ -41,7 +41,7 @@ from django.db.models import Value
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from reseller.db import advisory_xact_lock
+from reseller.db import advisory_key, advisory_xact_lock
 from reseller.errors import ApplicationError
 
 KEY_PATTERN = re.compile(r"^[\x21-\x7e]{1,255}$")
@@ -140,8 +140,7 @@ def fingerprint(*, method: str, path: str, body: Any) -> str:
 def lock_id(*, account_id: int, livemode: bool, key: str) -> int:
     """The advisory lock of one key of one account and mode: a signed 64-bit number (the
     same for every table: a key runs one request at a time, whichever app answers it)."""
-    digest = hashlib.sha256(f"idempotency:{account_id}:{int(livemode)}:{key}".encode()).digest()
-    return int.from_bytes(digest[:8], "big", signed=True)
+    return advisory_key("idempotency", account_id, int(livemode), key)
 
 
 def _same(value: Any) -> Any:

@@ -19,7 +19,7 @@ from django.db import connection, transaction
 
 from accounts.models import Account, Invitation, User
 from accounts.team import invitation_accept
-from network.agents import AgentJoined, agent_create, agent_owner_invite
+from network.agents import AgentEmailTaken, AgentJoined, agent_create, agent_owner_invite
 from tests.factories import UserFactory
 from tests.helpers import database_url, pids_waiting_on_locks
 from tests.waiting import wait_until
@@ -103,3 +103,59 @@ def test_a_new_invitation_while_the_first_is_accepted_is_refused_without_a_deadl
     assert joined.account_id == agent.pk and joined.role == "owner"
     assert not Invitation.objects.filter(account=agent, accepted_at=None).exists()
     assert Account.objects.get(pk=agent.pk).users.count() == 1
+
+
+def test_two_agents_created_at_once_for_one_owner_address_one_is_refused():
+    """Two parents create an agent for the same owner address at the same moment: the second
+    waits for the first's transaction, then finds its invitation waiting and is refused
+    (409 ``email_taken``), so one address never owns two agents nobody else joined."""
+    first, second = UserFactory(email="a@example.com"), UserFactory(email="b@example.com")
+    created = threading.Event()
+    release = threading.Event()
+    results: dict[str, object] = {}
+
+    def create_and_hold() -> None:
+        try:
+            with transaction.atomic():
+                results["first"] = agent_create(
+                    parent=first.account, by=first, name="Uno", owner_email=INVITED
+                )
+                created.set()
+                release.wait(30)  # committed only once the second is waiting
+        except Exception as exc:  # the assertions below name it
+            results["first"] = exc
+        finally:
+            created.set()
+            connection.close()
+
+    def create() -> None:
+        try:
+            results["second"] = agent_create(
+                parent=second.account, by=second, name="Dos", owner_email=INVITED.upper()
+            )
+        except Exception as exc:  # the assertions below name it
+            results["second"] = exc
+        finally:
+            connection.close()
+
+    with psycopg.connect(database_url(), autocommit=True) as watcher:
+        threads = [threading.Thread(target=create_and_hold)]
+        threads[0].start()
+        assert created.wait(15)
+        threads.append(threading.Thread(target=create))
+        threads[-1].start()
+        wait_until(
+            lambda: len(pids_waiting_on_locks(watcher)) >= 1,
+            timeout=15,
+            what="the second creation to wait for the first",
+        )
+        release.set()
+        for thread in threads:
+            thread.join(30)
+
+    assert isinstance(results["first"], Account), results
+    assert isinstance(results["second"], AgentEmailTaken), results
+    assert list(Invitation.objects.filter(email=INVITED).values_list("account_id", flat=True)) == [
+        results["first"].pk
+    ]
+    assert not Account.objects.filter(parent=second.account).exists()
