@@ -61,16 +61,18 @@ def lookup_wanted(*, phone: PhoneNumber, by_prefix: Sequence[Operator]) -> bool:
 
 
 def operators_detect(
-    *, phone: PhoneNumber, operators: Iterable[Operator] | None = None
+    *, phone: PhoneNumber, operators: Iterable[Operator] | None = None, livemode: bool = True
 ) -> Detection:
     """The operator(s) of a number and who said so. ``operators`` defaults to the active
     operators of the number's country (one query); the providers are asked only where
-    ``lookup_wanted`` and never for longer than the lookup's budget."""
+    ``lookup_wanted``, never for longer than the lookup's budget, and never for a test key
+    (``livemode`` False: test mode never reaches a provider, contract section 6)."""
     if operators is None:
         operators = Operator.objects.filter(country_id=phone.country, active=True)
     candidates = [op for op in operators if op.country_id == phone.country]
     by_prefix = operator_detect(phone=phone, operators=candidates)
-    if _lookup is not None and candidates and lookup_wanted(phone=phone, by_prefix=by_prefix):
+    wanted = livemode and candidates and lookup_wanted(phone=phone, by_prefix=by_prefix)
+    if _lookup is not None and wanted:
         try:
             found = _lookup(phone=phone, operators=candidates)
         except Exception:  # a lookup is a hint: the list is shown whatever happened

@@ -15,6 +15,7 @@ from django.db.models.functions import Ceil
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
+from accounts.authentication import request_livemode
 from catalog import selectors
 from catalog.detection import operators_detect
 from catalog.errors import PhoneNumberError
@@ -296,7 +297,8 @@ class OperatorFilter(django_filters.FilterSet):
         if value is None:
             return queryset
         queryset = queryset.filter(country_id=value.country)
-        detection = operators_detect(phone=value, operators=queryset)
+        livemode = request_livemode(self.request) if self.request is not None else True
+        detection = operators_detect(phone=value, operators=queryset, livemode=livemode)
         detected = [op.pk for op in detection.operators]
         return queryset.annotate(
             detected=Case(

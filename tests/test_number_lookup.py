@@ -9,10 +9,11 @@ import time
 
 import pytest
 
-from tests.factories import OperatorFactory
+from tests.factories import OperatorFactory, make_key
 from tests.fakes.ding import FakeDing
 from tests.fakes.dtone import FakeDTOne
 from tests.fakes.reloadly import FakeReloadly
+from tests.helpers import client_for
 from upstreams.adapters import adapter_for
 from upstreams.adapters.base import TransientError, UpstreamOperator
 from upstreams.models import Provider
@@ -170,6 +171,22 @@ def test_a_provider_slower_than_the_budget_falls_back_to_prefixes_within_it(
     # first asked one provider, which may count its call late on a busy box: at most one.)
     assert _listed(user_api)[0]["detectedBy"] == "prefix"
     assert all(fake.lookups[NUMBER] <= 1 for fake in (reloadly, dtone, ding))
+
+
+def test_a_test_key_never_reaches_a_provider_the_prefixes_answer(
+    user, prefixed, reloadly, dtone, ding
+):
+    """Test keys never reach a provider (contract section 6): their number lookup is the
+    prefixes'; the account's live key asks the providers."""
+    _ranges(reloadly, dtone, ding)
+    _port_to_att(reloadly, dtone, ding)
+    _key, test = make_key(user, mode="test")
+    results = _listed(client_for(test))
+    assert (results[0]["id"], results[0]["detectedBy"]) == (prefixed["telcel"].public_id, "prefix")
+    assert reloadly.lookups[NUMBER] + dtone.lookups[NUMBER] + ding.lookups[NUMBER] == 0
+    _key, live = make_key(user, mode="live")
+    results = _listed(client_for(live))
+    assert (results[0]["id"], results[0]["detectedBy"]) == (prefixed["att"].public_id, "provider")
 
 
 def test_answers_are_cached_so_the_provider_is_asked_once(
