@@ -246,6 +246,13 @@ class AdminRechargeOut(serializers.Serializer):
     operator = AdminOperatorRefOut(source="product.operator")
     country = serializers.CharField(source="product.country_id")
     recipient_number = serializers.CharField()
+    local_amount = serializers.DecimalField(
+        source="face_value",
+        max_digits=12,
+        decimal_places=2,
+        help_text="What the recipient gets, in `localCurrency`; `amount` is its price.",
+    )
+    local_currency = serializers.CharField(source="product.local_currency")
     amount = serializers.DecimalField(max_digits=12, decimal_places=2)
     currency = serializers.CharField()
     status = serializers.CharField()

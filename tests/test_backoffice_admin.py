@@ -417,6 +417,8 @@ def test_recharges_export_as_csv(client, shop, product):
     assert row["failure_code"] == "invalid_recipient" and row["refunded"] == "True"
     assert row["recipient_number"] == REJECTS and row["country"] == "MX"
     assert row["operator"] == product.operator.name
+    assert row["local_amount"] == str(recharge.face_value)
+    assert row["local_currency"] == product.local_currency
     assert audit_trail("recharge.export_csv")[0].detail["ids"] == [recharge.public_id]
 
 

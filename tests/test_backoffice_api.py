@@ -142,6 +142,9 @@ def test_recharges_list_uses_the_envelope_and_pages(staff, shop, mx_product):
     assert row["operator"]["id"] == mx_product.operator.public_id
     assert row["country"] == "MX" and row["amount"] == "5.00" and row["currency"] == "EUR"
     assert row["status"] == "queued" and row["livemode"] is True and row["failureCode"] is None
+    # What the recipient gets, as every recharge shows it (contract section 17).
+    assert row["localAmount"] == f"{mx_product.local_amount:.2f}"
+    assert row["localCurrency"] == mx_product.local_currency
 
 
 @pytest.mark.parametrize("endpoint", ["users", "recharges", "payments", "products"])
