@@ -10,10 +10,11 @@ emits ``batch.completed``.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import datetime
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Count
+from django.db.models import Count, Max
 from django.utils import timezone
 
 from accounts.models import Account, User
@@ -51,11 +52,19 @@ def batch_counts(*, batch: Batch) -> dict[str, int]:
     return {status: n for status, n in rows}
 
 
+def batch_finished_at(*, batch: Batch) -> datetime | None:
+    """When the batch's last recharge moved (every one final: when the batch completed)."""
+    return Recharge.objects.filter(order_id=batch.order_id).aggregate(at=Max("updated_at"))["at"]
+
+
 def batch_object(*, batch: Batch, counts: dict[str, int] | None = None) -> dict[str, Any]:
     """The batch in its wire shape (docs/contract.md §13)."""
     counts = batch_counts(batch=batch) if counts is None else counts
     final = sum(n for status, n in counts.items() if status in FINAL)
     done = batch.completed_at is not None or final == batch.recharge_count
+    # Every recharge final but not yet marked (``batches_complete`` runs every few seconds):
+    # completed since its last recharge was, the time the mark will keep.
+    completed_at = batch.completed_at or (batch_finished_at(batch=batch) if done else None)
     order = batch.order
     return {
         "id": batch.public_id,
@@ -69,9 +78,7 @@ def batch_object(*, batch: Batch, counts: dict[str, int] | None = None) -> dict[
         "recharges": batch.recharge_count,
         "progress": round(final / batch.recharge_count, 4) if batch.recharge_count else 1.0,
         "createdAt": batch.created_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "completedAt": (
-            batch.completed_at.strftime("%Y-%m-%dT%H:%M:%SZ") if batch.completed_at else None
-        ),
+        "completedAt": completed_at.strftime("%Y-%m-%dT%H:%M:%SZ") if completed_at else None,
     }
 
 
@@ -148,7 +155,7 @@ def batches_complete(*, limit: int = 200) -> int:
             )
             if pending:
                 continue
-            batch.completed_at = timezone.now()
+            batch.completed_at = batch_finished_at(batch=batch) or timezone.now()
             batch.save(update_fields=["completed_at"])
             event_emit(
                 account_id=batch.account_id,

@@ -84,11 +84,14 @@ def test_a_batch_is_one_order_and_one_debit_then_runs_to_completed(product):
     assert batches_complete() == 0  # still running
 
     process(Order.objects.get(public_id=body["orderId"]))
+    # Every recharge final, before the periodic task marks it: completed, and since when.
+    seen = client.get(f"{BATCHES}/{body['id']}").json()
+    assert seen["status"] == "completed" and seen["completedAt"] is not None
     assert batches_complete() == 1
     assert batches_complete() == 0  # once
     done = client.get(f"{BATCHES}/{body['id']}").json()
     assert done["status"] == "completed" and done["counts"] == {"delivered": 33}
-    assert done["progress"] == 1.0 and done["completedAt"]
+    assert done["progress"] == 1.0 and done["completedAt"] == seen["completedAt"]
     (event,) = Event.objects.filter(type="batch.completed")
     assert event.account_id == endpoint.account_id
     assert json.loads(event.body)["data"]["object"]["id"] == body["id"]
