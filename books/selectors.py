@@ -11,7 +11,8 @@ from typing import Any
 from django.db.models import Count, Q, Sum
 from django.db.models.functions import TruncDate
 
-from books.models import Entry
+from books.models import AMOUNT, Entry
+from reseller.db import exact_sum
 
 L, K = Entry.Ledger, Entry.Kind
 
@@ -86,7 +87,7 @@ def journals_unbalanced() -> list[tuple[str, str, Decimal]]:
     return [
         (row["journal"], row["currency"], row["total"])
         for row in Entry.objects.values("journal", "currency")
-        .annotate(total=Sum("amount"))
+        .annotate(total=exact_sum("amount", places=AMOUNT["decimal_places"]))
         .exclude(total=0)
         .order_by("journal", "currency")
     ]

@@ -1,5 +1,6 @@
-"""What the ORM cannot say: giving a pooled connection back around long waits, and
-PostgreSQL's transaction-level advisory locks.
+"""What the ORM cannot say: giving a pooled connection back around long waits,
+PostgreSQL's transaction-level advisory locks, and an exact sum of a decimal column on every
+database.
 
 With a connection pool (``DATABASE_POOL_SIZE``), a thread that is about to wait on a third
 party (a provider's answer) gives its connection back first: hundreds of calls in flight then
@@ -12,6 +13,8 @@ from __future__ import annotations
 import hashlib
 
 from django.db import connection, connections
+from django.db.models import DecimalField, Sum
+from django.db.models.functions import Round
 
 
 def connection_release(alias: str = "default") -> None:
@@ -45,3 +48,13 @@ def advisory_xact_lock(key: int, *, wait: bool = False) -> bool:
         if wait:
             return True
         return bool(cursor.fetchone()[0])
+
+
+def exact_sum(field: str, *, places: int) -> Round:
+    """The sum of a decimal column with ``places`` places, exact on every database, for a
+    comparison made in SQL (``.exclude(total=0)``). SQLite adds decimals as binary floats
+    (5.14 - 5.14 + 4.8208 - 4.8208 is 8.9e-16 there); rounded to the column's places, the
+    float's error goes. PostgreSQL adds numerics exactly: the rounding changes nothing."""
+    return Round(
+        Sum(field), places, output_field=DecimalField(max_digits=30, decimal_places=places)
+    )

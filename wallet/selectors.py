@@ -13,7 +13,8 @@ from django.db.models.functions import Coalesce, TruncMonth
 from django.utils import timezone
 
 from accounts.models import Account
-from reseller.money import ZERO, quantize
+from reseller.db import exact_sum
+from reseller.money import MONEY, ZERO, quantize
 from wallet.models import LedgerEntry, TopUp, Wallet
 
 
@@ -45,7 +46,7 @@ def ledger_mismatches() -> list[tuple[Wallet, Decimal]]:
     wallets = (
         Wallet.objects.annotate(
             total=Coalesce(
-                Sum("entries__amount"),
+                exact_sum("entries__amount", places=MONEY["decimal_places"]),
                 Value(ZERO),
                 output_field=DecimalField(max_digits=14, decimal_places=2),
             )
