@@ -67,7 +67,7 @@ ROUTES: tuple[tuple[str, str], ...] = (
     ("cart", MONEY),
     ("b2b-batch", MONEY),
     # Price lists (contract section 18): what agents pay, the account's money.
-    ("network-price-list", MONEY),
+    ("network-price-lists", MONEY),
     # the network's money: commissions (contract section 18); transfers check it in the view
     ("network-commissions", MONEY),
 )
@@ -114,6 +114,7 @@ ANY_ROLE: tuple[tuple[str, str], ...] = (
     ("network-agent*", "agents: the view answers 404 outside the branch, then checks the role"),
     ("network:agent*", "the Network page: 404 outside the branch, then the role (the view)"),
     ("network-transfers", "transfers: 404 for an agent outside the branch, then MONEY (the view)"),
+    ("network-price-list", "one list: 404 for another's whatever the role, then MONEY (the view)"),
     ("sandbox", "a test key only: the view refuses every person (test_key_required)"),
     # staff only: the back office refuses anyone without is_staff, and staff pass any role
     ("admin:*", "staff only: the admin site (is_staff)"),

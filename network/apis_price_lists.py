@@ -3,8 +3,9 @@
 An account's owners and finance members manage its lists, the ones it assigns to its direct
 agents (accounts/roles.py: the money area; developers 403). Staff (a staff user's key, JWT or
 session, with the back office's checks) manage the platform's lists, those staff assign to top
-accounts. A list of anyone else, the one a parent assigned to the caller included, is 404. A
-test key cannot read or change prices (they are live): 403 ``permission_denied``.
+accounts. A list of anyone else, the one a parent assigned to the caller included, is 404
+whatever the caller's role; then a role without the account's money, or a test key (prices are
+live), is 403 ``permission_denied``.
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ from rest_framework.views import APIView
 from accounts.authentication import request_api_key
 from accounts.models import Account
 from accounts.permissions import StaffRequired
+from accounts.roles import MONEY, may, refusal_message
 from network import price_lists as services
+from network.models import PriceList
 from network.serializers_price_lists import PriceListIn, PriceListOut
 from reseller import openapi_examples as ex
 from reseller.api import problems
@@ -46,24 +49,49 @@ EXAMPLE_REQUEST = {
 EXAMPLE = {"id": "prl_7QmZ2cXv9LpR4tNw8KbY", **EXAMPLE_REQUEST}
 
 
+def _may_manage(request) -> None:
+    """403 unless the caller manages its account's lists: a live key or a person whose role
+    has the account's money (owners and finance). Staff pass the back office's checks."""
+    if request.user.is_staff:
+        StaffRequired().check(request)
+        return
+    key = request_api_key(request)
+    if key is not None and not key.livemode:
+        raise PermissionDenied(_("A test key cannot use price lists: they are live prices."))
+    if not may(request.user, MONEY):
+        raise PermissionDenied(refusal_message(MONEY))
+
+
 class PriceListManager(BasePermission):
-    """A person or live key of an account; a staff caller passes the back office's checks."""
+    """The lists of the caller's account: who may manage them (``_may_manage``)."""
 
     def has_permission(self, request, view) -> bool:
         if not (request.user and request.user.is_authenticated):
             return False
-        if request.user.is_staff:
-            StaffRequired().check(request)
-            return True
-        key = request_api_key(request)
-        if key is not None and not key.livemode:
-            raise PermissionDenied(_("A test key cannot use price lists: they are live prices."))
+        _may_manage(request)
         return True
+
+
+class PriceListCaller(BasePermission):
+    """One list by its id: any signed-in caller, for the view to answer 404 for a list that
+    is not its account's whatever the role, before ``_may_manage``'s 403 (contract section
+    18, "Isolation")."""
+
+    def has_permission(self, request, view) -> bool:
+        return bool(request.user and request.user.is_authenticated)
 
 
 def owner_of(request) -> Account | None:
     """Whose lists the caller manages: None (the platform's) for staff, else its account's."""
     return None if request.user.is_staff else request.user.account
+
+
+def own_list(request, price_list_id: str) -> PriceList:
+    """The caller's account's list (404 for any other, whatever the role), if the caller may
+    manage it (else 403)."""
+    found = services.price_list_get(owner=owner_of(request), public_id=price_list_id)
+    _may_manage(request)
+    return found
 
 
 class PriceListsApi(APIView):
@@ -105,7 +133,7 @@ class PriceListsApi(APIView):
 
 
 class PriceListApi(APIView):
-    permission_classes = [PriceListManager]
+    permission_classes = [PriceListCaller]
 
     @extend_schema(
         tags=["network"],
@@ -117,7 +145,7 @@ class PriceListApi(APIView):
         responses={200: PriceListOut, **problems(401, 403, 404)},
     )
     def get(self, request, price_list_id: str):
-        price_list = services.price_list_get(owner=owner_of(request), public_id=price_list_id)
+        price_list = own_list(request, price_list_id)
         return Response(PriceListOut(price_list).data)
 
     @extend_schema(
@@ -130,7 +158,7 @@ class PriceListApi(APIView):
         responses={200: PriceListOut, **problems(400, 401, 403, 404)},
     )
     def put(self, request, price_list_id: str):
-        price_list = services.price_list_get(owner=owner_of(request), public_id=price_list_id)
+        price_list = own_list(request, price_list_id)
         data = PriceListIn(data=request.data)
         data.is_valid(raise_exception=True)
         price_list = services.price_list_update(
@@ -147,6 +175,6 @@ class PriceListApi(APIView):
         responses={204: None, **problems(401, 403, 404, 409, extra=("price_list_in_use",))},
     )
     def delete(self, request, price_list_id: str):
-        price_list = services.price_list_get(owner=owner_of(request), public_id=price_list_id)
+        price_list = own_list(request, price_list_id)
         services.price_list_delete(price_list=price_list)
         return Response(status=204)

@@ -526,6 +526,36 @@ def test_finance_manages_lists_developers_are_refused(tree):
     assert APIClient().get(LISTS).status_code == 401
 
 
+def test_a_list_outside_the_account_is_404_whatever_the_role_its_own_403_for_a_role_refused(
+    tree,
+):
+    """Contract section 18: an id outside the caller's branch answers 404 whatever the role;
+    inside it, a role (or a test key) that may not act gets 403."""
+    top = tree["top"]
+    own = tree["top_list"].public_id
+    elsewhere = web(UserFactory()).post(LISTS, {"name": "Theirs", "rules": []}, format="json")
+    theirs = elsewhere.json()["id"]
+    developer_user = person_of(top, role="developer")
+    _key, developer_key = make_key(developer_user, mode="live")
+    _key, test_key = make_key(tree["top_owner"], mode="test")
+    for client in (web(developer_user), client_for(developer_key), client_for(test_key)):
+        for missing in (theirs, "prl_nope"):
+            assert_problem(client.get(f"{LISTS}/{missing}"), 404, "not_found")
+            assert_problem(
+                client.put(f"{LISTS}/{missing}", {"name": "X"}, format="json"), 404, "not_found"
+            )
+            assert_problem(client.delete(f"{LISTS}/{missing}"), 404, "not_found")
+        assert_problem(client.get(f"{LISTS}/{own}"), 403, "permission_denied")
+        assert_problem(
+            client.put(f"{LISTS}/{own}", {"name": "X", "rules": []}, format="json"),
+            403,
+            "permission_denied",
+        )
+        assert_problem(client.delete(f"{LISTS}/{own}"), 403, "permission_denied")
+    assert PriceList.objects.filter(public_id=own, name="Agents").exists()
+    assert PriceList.objects.filter(public_id=theirs).exists()
+
+
 def test_a_staff_key_manages_the_platforms_lists_with_negative_markups(staff, tree):
     _key, plaintext = make_key(staff, mode="live")
     client = client_for(plaintext)
