@@ -157,7 +157,7 @@ def agent_readable(*, user: User, livemode: bool, agent_id: str) -> Account:
 
 def agent_changeable(*, user: User, livemode: bool, agent_id: str) -> Account:
     """A direct agent the caller may change (``agent_readable``'s 404 and 403), then 404 for a
-    deeper one: only its own parent changes it."""
+    deeper one: the Network page's buttons act on direct agents."""
     agent = agent_readable(user=user, livemode=livemode, agent_id=agent_id)
     if agent.parent_id != user.account.pk:
         raise NotFound()
@@ -320,20 +320,30 @@ def agent_owner_invite(
     return email
 
 
+class ParentOnly(PermissionDenied):
+    default_detail = gettext_lazy(
+        "Only the agent's parent renames it or sets its price list; you may suspend or resume it."
+    )
+
+
 @transaction.atomic
 def agent_update(
     *,
-    parent: Account,
+    account: Account,
     agent: Account,
     name: str = UNCHANGED,
     status: str = UNCHANGED,
     price_list_id: str | None = UNCHANGED,
 ) -> Account:
-    """Rename a direct agent, suspend or resume it (its descendants follow: their keys and
-    sessions are refused while it is suspended), or assign one of the parent's lists
-    (``None``: no list)."""
-    if agent.parent_id != parent.pk:
+    """``account`` (an ancestor of ``agent``) suspends or resumes it (its descendants follow:
+    their keys and sessions are refused while it is suspended); its parent also renames it or
+    assigns it one of its lists (``None``: no list), 403 for another ancestor (a list prices
+    over the parent's own price). 404 when ``agent`` is not below ``account``."""
+    if not Account.objects.filter(_branch(account), pk=agent.pk).exists():
         raise NotFound()
+    parent = account
+    if agent.parent_id != parent.pk and (name is not UNCHANGED or price_list_id is not UNCHANGED):
+        raise ParentOnly()
     if price_list_id is not UNCHANGED:
         price_list = (
             _own_price_list(account=parent, price_list_id=price_list_id) if price_list_id else None

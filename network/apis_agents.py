@@ -128,11 +128,12 @@ class AgentApi(APIView):
     @extend_schema(
         tags=["network"],
         operation_id="network_agents_update",
-        summary="Rename, suspend, resume or price a direct agent",
+        summary="Suspend, resume, rename or price an agent",
         description="`status: suspended` refuses the agent's API keys, JWTs and site "
         "sessions, and those of its own agents, from the next request on (403 "
-        "`account_suspended`); `active` restores them. `priceList`: one of your lists, or "
-        "null for none. A deeper descendant is 404 here: its own parent manages it." + ROLE_NOTE,
+        "`account_suspended`); `active` restores them: any descendant. `name` and "
+        "`priceList` (one of your lists, or null for none) are for your direct agents: a "
+        "deeper one's parent sets them (403 `permission_denied` here)." + ROLE_NOTE,
         parameters=[AGENT_ID],
         request=AgentPatchIn,
         examples=ex.exchange("Suspend", {"status": "suspended"}, {**AGENT, "status": "suspended"}),
@@ -140,7 +141,7 @@ class AgentApi(APIView):
     )
     def patch(self, request, agent_id: str):
         account = request.user.account
-        agent = agents.agent_changeable(
+        agent = agents.agent_readable(
             user=request.user, livemode=request_livemode(request), agent_id=agent_id
         )
         data = AgentPatchIn(data=request.data, partial=True)
@@ -152,7 +153,7 @@ class AgentApi(APIView):
         }
         if "price_list" in data.validated_data:
             changes["price_list_id"] = data.validated_data["price_list"]
-        agents.agent_update(parent=account, agent=agent, **changes)
+        agents.agent_update(account=account, agent=agent, **changes)
         shown = agents.agent_in_branch(account=account, agent_id=agent_id)
         return Response(AgentOut(shown).data)
 

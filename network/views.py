@@ -189,7 +189,7 @@ def agent_status(request: AuthenticatedRequest, agent_id: str) -> HttpResponse:
         return _refused(request, exc)
     status = request.POST.get("status", "")
     try:
-        agents.agent_update(parent=request.user.account, agent=agent, status=status)
+        agents.agent_update(account=request.user.account, agent=agent, status=status)
     except ApplicationError as exc:
         messages.error(request, exc.fields[0]["message"] if exc.fields else exc.detail)
     else:

@@ -160,7 +160,7 @@ def test_the_list_shows_direct_agents_with_balance_and_the_detail_any_descendant
     assert shown.status_code == 200 and shown.json()["parent"] == agent.public_id
 
 
-def test_patch_renames_and_prices_a_direct_agent_but_a_deeper_one_is_404(top):
+def test_patch_renames_and_prices_a_direct_agent_and_only_its_parent_does(top):
     agent, agent_owner = new_agent(top, "Shop A", "a@example.com")
     sub, _ = new_agent(agent_owner, "Shop A1", "a1@example.com")
     prices = PriceList.objects.create(owner=top.account, name="Shops")
@@ -176,11 +176,38 @@ def test_patch_renames_and_prices_a_direct_agent_but_a_deeper_one_is_404(top):
     cleared = client.patch(f"{AGENTS}/{agent.public_id}", {"priceList": None}, format="json")
     assert cleared.json()["priceList"] is None
     assert not PriceListAssignment.objects.filter(account=agent).exists()
-    assert_problem(
-        client.patch(f"{AGENTS}/{sub.public_id}", {"name": "Mine"}, format="json"),
-        404,
-        "not_found",
+    # A deeper descendant is inside the branch (not 404): only its own parent renames it or
+    # sets its list (a list prices over the parent's own price).
+    for change in ({"name": "Mine"}, {"priceList": prices.public_id}, {"priceList": None}):
+        refused = client.patch(f"{AGENTS}/{sub.public_id}", change, format="json")
+        assert_problem(refused, 403, "permission_denied")
+    sub.refresh_from_db()
+    assert sub.name == "Shop A1" and not PriceListAssignment.objects.filter(account=sub).exists()
+    renamed = jwt_client(agent_owner).patch(
+        f"{AGENTS}/{sub.public_id}", {"name": "Shop A-one"}, format="json"
     )
+    assert renamed.status_code == 200 and renamed.json()["name"] == "Shop A-one"
+
+
+def test_any_ancestor_suspends_and_resumes_a_deeper_descendant(top):
+    """Contract section 18: PATCH takes any id inside the caller's branch; the top of a
+    network cuts off a sub-agent without suspending the agent in between."""
+    _agent, agent_owner = new_agent(top, "Shop A", "a@example.com")
+    sub, sub_owner = new_agent(agent_owner, "Shop A1", "a1@example.com")
+    _key, sub_key = make_key(sub_owner, mode="live")
+    _key, agent_key = make_key(agent_owner, mode="live")
+    suspended = jwt_client(top).patch(
+        f"{AGENTS}/{sub.public_id}", {"status": "suspended"}, format="json"
+    )
+    assert suspended.status_code == 200, suspended.content
+    assert suspended.json()["status"] == "suspended" and suspended.json()["id"] == sub.public_id
+    assert_problem(client_for(sub_key).get("/api/v1/auth/me"), 403, "account_suspended")
+    assert client_for(agent_key).get("/api/v1/auth/me").status_code == 200
+    resumed = jwt_client(top).patch(
+        f"{AGENTS}/{sub.public_id}", {"status": "active"}, format="json"
+    )
+    assert resumed.json()["status"] == "active"
+    assert client_for(sub_key).get("/api/v1/auth/me").status_code == 200
 
 
 def test_suspension_cuts_keys_jwt_and_sessions_of_the_agent_and_its_agents_at_once(top):
@@ -320,7 +347,7 @@ def test_inside_the_branch_a_role_that_may_act_reads_and_others_get_403(networks
 @pytest.mark.parametrize("role", ["developer", "developer's key"])
 def test_a_role_that_may_not_act_patching_inside_the_branch_gets_403_not_404(networks, role):
     # Contract section 18: inside the caller's branch, a role that may not act gets 403, the
-    # agent's own agent included (only its parent changes it: 404 to an owner).
+    # agent's own agent included.
     client = team_of(networks["top"])[role]
     for target in (networks["agent"], networks["sub"]):
         patched = client.patch(
