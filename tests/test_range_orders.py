@@ -662,3 +662,20 @@ def test_a_delivered_range_recharge_shows_the_amount_it_sent(ranged):
     assert one["deliveredAmount"] == "45.00" and one["deliveredCurrency"] == "MXN"
     assert one["localAmount"] == "45.00"
     assert_ledger_balanced()
+
+
+def test_an_amount_only_a_disabled_provider_takes_is_409_and_charges_nothing(crossing):
+    """Contract section 17: an amount inside the range that no usable route accepts is 409.
+    "lean" alone takes 300 to 500 here; disabled, those amounts are refused, and "flat"'s
+    amounts still sell."""
+    Route.objects.filter(provider__name="lean").update(min_amount=Decimal("300.00"))
+    Route.objects.filter(provider__name="flat").update(max_amount=Decimal("299.00"))
+    call_command("set_provider", "--name", "lean", "--enabled", "false")
+    crossing.refresh_from_db()
+    user = b2b_user()
+    client = key_client(user)
+    refused = client.post(B2B, envelope(line(crossing, "400")), HTTP_IDEMPOTENCY_KEY="off")
+    assert_problem(refused, 409, "product_unavailable")
+    assert_nothing_charged(user)
+    sold = client.post(B2B, envelope(line(crossing, "50")), HTTP_IDEMPOTENCY_KEY="on")
+    assert sold.status_code == 201, sold.content

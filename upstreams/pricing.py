@@ -316,10 +316,11 @@ def price_line(
 
 
 def amount_offered_check(*, product: Product, amount: Decimal | None) -> None:
-    """Raise ``ProductUnavailable`` (409 ``product_unavailable``) when no route of a range
-    product takes ``amount`` at a price leaving ``PRICE_MIN_MARGIN_PERCENT`` over its cost
-    (routes may cross between the ends of the range). A product no provider row sells (the
-    simulator by setting) takes every amount of its range."""
+    """Raise ``ProductUnavailable`` (409 ``product_unavailable``) when no usable route of a
+    range product (its provider enabled) takes ``amount`` at a price leaving
+    ``PRICE_MIN_MARGIN_PERCENT`` over its cost (routes may cross between the ends of the
+    range, and a disabled provider's amounts are nobody's). A product no provider row sells
+    (the simulator by setting) takes every amount of its range."""
     if not product.is_range or amount is None:
         return
     routes = list(
@@ -327,8 +328,9 @@ def amount_offered_check(*, product: Product, amount: Decimal | None) -> None:
     )
     if not routes:
         return
+    usable = [route for route in routes if route.provider.enabled]
     cheapest = _cheapest_cost(
-        routes, currency=product.retail_currency, rates=_Rates(), open_circuits={}, amount=amount
+        usable, currency=product.retail_currency, rates=_Rates(), open_circuits={}, amount=amount
     )
     unavailable = cheapest is None
     if cheapest is not None:
