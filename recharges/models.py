@@ -92,6 +92,10 @@ class Recharge(models.Model):
     # What the provider debited us for it (reported, else the route's cost), once delivered.
     cost = models.DecimalField(_("cost"), max_digits=14, decimal_places=4, null=True, blank=True)
     cost_currency = models.CharField(_("cost currency"), max_length=3, blank=True)
+    # What the recipient got, in the product's local currency, where the provider reported
+    # it (Ding's ReceiveValue for the SendValue of a range amount: a few hundredths over the
+    # amount asked for); null where the provider delivers the amount asked for exactly.
+    delivered_amount = models.DecimalField(_("delivered amount"), **MONEY, null=True, blank=True)
     # The price paid less the cost converted (FX table at delivery), in the order's currency.
     margin = models.DecimalField(_("margin"), **MONEY, null=True, blank=True)
     margin_currency = models.CharField(_("margin currency"), max_length=3, blank=True)
@@ -165,6 +169,12 @@ class Recharge(models.Model):
         """What the recipient gets, in the product's local currency (``local_amount``, or the
         product's face value on rows older than ranges)."""
         return self.local_amount if self.local_amount is not None else self.product.local_amount
+
+    @property
+    def amount_delivered(self):
+        """What the recipient got: the provider's figure where it reported one, else the
+        face value."""
+        return self.delivered_amount if self.delivered_amount is not None else self.face_value
 
     @property
     def ledger_reference(self) -> str:

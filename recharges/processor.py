@@ -713,6 +713,7 @@ class _Deliveries:
         recharge.provider_transaction_id = result.transaction_id
         recharge.provider_response = result.raw
         recharge.cost, recharge.cost_currency = cost, cost_currency if cost is not None else ""
+        recharge.delivered_amount = result.delivered_amount
         if result.pin is not None:  # a PIN product's code: kept encrypted, never logged
             pin_seal(recharge, result.pin)
         self.rows.append(recharge)
@@ -724,7 +725,7 @@ class _Deliveries:
     def write(self) -> None:
         fields = [
             *("provider", "provider_transaction_id", "provider_response"),
-            *("cost", "cost_currency", "margin", "margin_currency"),
+            *("cost", "cost_currency", "margin", "margin_currency", "delivered_amount"),
             *PIN_FIELDS,
         ]
         # The network's commissions first (docs/network.md): each ancestor's wallet credited,

@@ -167,7 +167,9 @@ def recharge_detail(
         "order_id": order_id,
         "payment_id": payment_id,
         "operator_reference": (recharge.provider_transaction_id or None) if delivered else None,
-        "delivered_amount": _MONEY.to_representation(recharge.face_value) if delivered else None,
+        "delivered_amount": (
+            _MONEY.to_representation(recharge.amount_delivered) if delivered else None
+        ),
         "delivered_currency": product.local_currency if delivered else None,
         "events": [
             {

@@ -205,7 +205,8 @@ def _amount_mismatch(recharge: Recharge, line: UpstreamTransaction) -> Reconcili
             detail="cost: what they debited is not what we recorded",
         )
     product = recharge.product
-    face_value = recharge.face_value  # the amount chosen, for a range product
+    # What the provider reported delivering, else the amount chosen (a range) or the face value.
+    face_value = recharge.amount_delivered
     if (
         line.amount is not None
         and face_value is not None

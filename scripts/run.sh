@@ -148,7 +148,10 @@ if [ "${PROVIDERS:-}" = "fakes" ]; then
   for i in "${!FAKES[@]}"; do
     echo "providers: the ${FAKES[$i]} fake at ${urls[$i]}"
   done
-  for name in reloadly-fake dtone-fake ding-fake simulator; do
+  # The simulator first: it sells the demo catalog as seeded (the range of "Telcel any
+  # amount", 20 to 1,000 MXN), before a fake's narrower range joins it (a product spans its
+  # routes: contract section 17).
+  for name in simulator reloadly-fake dtone-fake ding-fake; do
     echo "providers: $name $($PY manage.py sync_provider_catalog --provider "$name")"
   done
   echo "providers: routes and health at http://$HOST:$PORT/admin/upstreams/provider/"

@@ -305,16 +305,18 @@ def test_ding_range_product_syncs_to_a_range_route_on_the_line_between_its_ends(
     catalog_sync(provider=ding_row, countries=["MX"])
     route = Route.objects.get(provider=ding_row, sku="MX_TL_TopUp_Range")
     assert route.product.denomination == "range"
-    per_unit = Decimal("0.0558333333")  # (28.00 - 1.20) / (500 - 20)
+    per_unit = Decimal("0.0558333333")  # (28.00 - 1.20) / (500 - 20), rounded down
     assert route.send_per_unit == per_unit
-    assert (route.send_value, route.send_currency) == (Decimal("0.08"), "USD")
-    # The ends drawn in so that no amount's SendValue leaves 1.20-28.00.
-    assert (route.min_amount, route.max_amount) == (Decimal("20.06"), Decimal("500.00"))
-    assert route.send_value_at(route.min_amount) >= Decimal("1.20")
+    # Minimum's SendValue for Minimum's ReceiveValue: Ding's own ends, not drawn in.
+    assert (route.send_value, route.send_currency) == (Decimal("1.20"), "USD")
+    assert (route.min_amount, route.max_amount) == (Decimal("20.00"), Decimal("500.00"))
+    assert route.send_value_at(route.min_amount) == Decimal("1.20")
     assert route.send_value_at(route.max_amount) == Decimal("28.00")
+    # Between them, rounded up to the cent: the recipient gets at least the amount.
+    assert route.send_value_at(Decimal("100")) == Decimal("5.67")  # 5.6666666640 up
     # Cost: the SendValue less the 5% commission.
     assert route.cost_per_unit == (per_unit * Decimal("0.95")).quantize(Decimal("1e-10"))
-    assert route.cost_at(Decimal("100")) == Decimal("5.3802")  # 0.076 + 100 x 0.0530416667
+    assert route.cost_at(Decimal("100")) == Decimal("5.3834")  # 0.0792 + 100 x 0.0530416666
 
 
 def test_ding_range_top_up_sends_the_send_value_of_the_amount(mexico, ding, ding_row):
@@ -332,9 +334,11 @@ def test_ding_range_top_up_sends_the_send_value_of_the_amount(mexico, ding, ding
         )
     )
     price = ding.transfers["rch_ding_range"]["Price"]
-    assert price["SendValue"] == route.send_value_at(amount) == Decimal("5.66")
-    assert abs(price["ReceiveValue"] - amount) < Decimal("0.2")  # Ding's SendValue is in cents
-    assert sent.status == "delivered"
+    assert price["SendValue"] == route.send_value_at(amount) == Decimal("5.67")
+    # Ding's SendValue is in cents: the recipient gets the amount or a few hundredths more,
+    # and the result says how much.
+    assert amount <= price["ReceiveValue"] < amount + Decimal("0.2")
+    assert sent.status == "delivered" and sent.delivered_amount == price["ReceiveValue"]
 
 
 def test_ding_refuses_a_send_value_out_of_the_range_as_documented(ding, ding_row):

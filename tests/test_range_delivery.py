@@ -81,8 +81,17 @@ def test_a_ranged_recharge_is_delivered_with_the_exact_amount_and_its_cost(route
     # Ding was sent the SendValue of 150 MXN on its line, and we recorded that amount's cost.
     sent = ding.transfers[recharge.public_id]["Price"]
     assert Decimal(str(sent["SendValue"])) == route.send_value_at(Decimal("150"))
-    # ... which Ding turns into about 150 MXN (it takes SendValue in cents).
-    assert abs(Decimal(str(sent["ReceiveValue"])) - 150) <= Decimal("0.2")
+    # ... which Ding turns into 150 MXN or a few hundredths more (it takes SendValue in
+    # cents, rounded up for us), never less; the recharge shows what the recipient got.
+    received = Decimal(str(sent["ReceiveValue"]))
+    assert Decimal("150") <= received <= Decimal("150.20")
+    assert recharge.delivered_amount == received
+    shown = client.get(f"{B2B}/{recharge.public_id}").json()
+    assert (shown["localAmount"], shown["deliveredAmount"]) == ("150.00", f"{received:.2f}")
+    # The day's reconciliation finds Ding's ReceiveValue where it looks: matched.
+    day = recharge.created_at.date().isoformat()
+    line = cli("reconcile_provider", "--provider", "ding-1", "--date", day)
+    assert line.startswith("matched 1, missing here 0, missing there 0, mismatched 0"), line
     assert recharge.cost is not None
     assert recharge.cost_currency == route.cost_currency
     assert recharge.margin is not None

@@ -15,7 +15,7 @@
 
 from __future__ import annotations
 
-from decimal import Decimal
+from decimal import ROUND_CEILING, Decimal
 from typing import Any
 
 from django.core.validators import MaxValueValidator, MinValueValidator
@@ -150,7 +150,8 @@ class Route(models.Model):
         _("cost per unit"), max_digits=18, decimal_places=10, null=True, blank=True
     )
     # What to send in the provider's terms for an amount of a range route, where it wants
-    # more than the local amount (Ding's SendValue): ``send_value + amount * send_per_unit``.
+    # more than the local amount (Ding's SendValue): ``send_value`` for ``min_amount``, and
+    # ``send_per_unit`` more for each unit above it (``send_value_at``).
     send_per_unit = models.DecimalField(
         _("send per unit"), max_digits=18, decimal_places=10, null=True, blank=True
     )
@@ -189,10 +190,19 @@ class Route(models.Model):
         )
 
     def send_value_at(self, amount: Decimal | None) -> Decimal | None:
-        """``send_value`` for one unit of ``amount`` (a range route with ``send_per_unit``)."""
-        if self.send_per_unit is None or amount is None or self.send_value is None:
+        """What to send for one unit of ``amount`` on a range route with ``send_per_unit``:
+        ``send_value`` (what ``min_amount`` sends) plus the amount over ``min_amount`` times
+        ``send_per_unit``, rounded up to the cent, so the recipient gets at least
+        ``amount``; ``send_value`` itself elsewhere."""
+        if (
+            self.send_per_unit is None
+            or amount is None
+            or self.send_value is None
+            or self.min_amount is None
+        ):
             return self.send_value
-        return (self.send_value + amount * self.send_per_unit).quantize(Decimal("0.01"))
+        line = self.send_value + (amount - self.min_amount) * self.send_per_unit
+        return line.quantize(Decimal("0.01"), rounding=ROUND_CEILING)
 
     def cost_at(self, amount: Decimal | None) -> Decimal:
         """What one unit of ``amount`` costs here, in ``cost_currency``."""

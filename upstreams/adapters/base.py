@@ -94,6 +94,9 @@ class ProviderResult:
     cost_currency: str = ""
     # A PIN product's code, when the provider delivered one (``raw`` then holds it no more).
     pin: Pin | None = field(default=None, repr=False)
+    # What the recipient got, in the product's local currency, where the provider says so
+    # and it may differ from the amount asked for (Ding's ReceiveValue for a SendValue).
+    delivered_amount: Decimal | None = None
 
     DELIVERED = "delivered"
     PENDING = "pending"

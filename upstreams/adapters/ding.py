@@ -59,12 +59,14 @@ What this adapter relies on:
   when ``Minimum.SendValue == Maximum.SendValue``; otherwise it is a range: any SendValue
   between the two (out of it: ``ParameterOutOfRange`` on ``SendValue``). Its route takes a
   ReceiveValue between Minimum's and Maximum's, its SendValue on the line through the two
-  ends (``Route.send_value + amount * send_per_unit``, to the cent; the ends drawn in by a
-  few cents where that rounding would leave the SendValue range); the recipient gets what Ding
-  makes of that SendValue, so within a few hundredths of the amount. ``Benefits`` says what
-  it gives (Mobile, Minutes, Data, LongDistance, Electricity, TV, ...). ``CommissionRate`` is
-  "the rate of commission that will be applied": the reference gives no unit; it is read as a
-  percent (5 = 5 %), the reading that can only overstate a cost, never make it negative.
+  ends (``Route.send_value_at``: Minimum's SendValue plus the amount over Minimum's
+  ReceiveValue times the slope, rounded up to the cent); the recipient gets what Ding makes
+  of that SendValue: the amount, or a few hundredths more, never less. The ReceiveValue Ding
+  reports is what the recharge records as delivered (``ProviderResult.delivered_amount``).
+  ``Benefits`` says what it gives (Mobile, Minutes, Data, LongDistance, Electricity, TV,
+  ...). ``CommissionRate`` is "the rate of commission that will be applied": the reference
+  gives no unit; it is read as a percent (5 = 5 %), the reading that can only overstate a
+  cost, never make it negative.
 - ``POST ListTransferRecords`` takes ``DistributorRef``, ``TransferRef``, ``AccountNumber``,
   ``Skip`` and ``Take`` (required; out of range fails with ParameterOutOfRange) and answers
   ``Items`` + ``ThereAreMoreItems``; each item is ``{"TransferRecord", "ResultCode",
@@ -107,7 +109,7 @@ import json
 import re
 from collections.abc import Iterable, Iterator
 from datetime import UTC, date, datetime, time, timedelta
-from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, InvalidOperation
+from decimal import ROUND_FLOOR, Decimal, InvalidOperation
 from typing import Any
 
 import httpx
@@ -641,6 +643,7 @@ def _result(record: dict[str, Any], envelope: dict[str, Any]) -> ProviderResult:
         cost=_cost(record) if delivered else None,
         cost_currency=str(_price(record).get("SendCurrencyIso") or "") if delivered else "",
         pin=pin,
+        delivered_amount=_decimal(_price(record).get("ReceiveValue")) if delivered else None,
     )
 
 
@@ -797,26 +800,23 @@ def _upstream_product(
     # between the two ends (Ding's own quote is EstimatePrices), less the commission.
     if local <= low_local or send <= low_send:
         return None, "Minimum and Maximum do not make a range"
-    per_unit = ((send - low_send) / (local - low_local)).quantize(Decimal("1e-10"))
-    # ``Route.send_value`` is to the cent: the line's start is rounded, and the ends of the
-    # range are drawn in (by a few cents at most) so that every amount's SendValue stays
-    # within Minimum's and Maximum's (Ding refuses others with ParameterOutOfRange).
-    intercept = (low_send - low_local * per_unit).quantize(Decimal("0.01"))
-    low_amount = max(low_local, ((low_send - intercept) / per_unit))
-    high_amount = min(local, ((send - intercept) / per_unit))
-    low_amount = low_amount.quantize(Decimal("0.01"), rounding=ROUND_CEILING)
-    high_amount = high_amount.quantize(Decimal("0.01"), rounding=ROUND_FLOOR)
-    if high_amount < low_amount:
-        return None, "Minimum and Maximum do not make a range"
+    # The route sends Minimum's SendValue for Minimum's ReceiveValue and, for an amount A
+    # above it, ``Route.send_value_at(A)``: the line's SendValue rounded up to the cent, so
+    # the recipient gets at least A. Its slope is rounded down, so Maximum's ReceiveValue
+    # still sends Maximum's SendValue: the range is Ding's own, end to end.
+    per_unit = ((send - low_send) / (local - low_local)).quantize(
+        Decimal("1e-10"), rounding=ROUND_FLOOR
+    )
+    intercept = low_send - low_local * per_unit  # the line's SendValue at 0, for the cost
     keep = 1 - rate / 100
     return (
         UpstreamProduct(
             local_amount=None,
             cost=(intercept * keep + fee).quantize(Decimal("0.0001")),
-            send_value=intercept,
+            send_value=low_send,
             denomination="range",
-            min_amount=low_amount,
-            max_amount=high_amount,
+            min_amount=low_local,
+            max_amount=local,
             step=Decimal("0.01"),
             cost_per_unit=(per_unit * keep).quantize(Decimal("1e-10")),
             send_per_unit=per_unit,
