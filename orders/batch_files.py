@@ -5,7 +5,10 @@ Columns (a header row, names in any case, spaces or underscores ignored):
 (the operator's id ``opr_…`` or ``CC/slug``, and the airtime's face value in local currency:
 a fixed product of that face value, else a range product of the operator that sends it);
 ``quantity`` (default 1), ``reference`` and ``localAmount`` (what the recipient gets, required
-for a range product: contract section 17) are optional. Rows become the API's batch items, so
+for a range product: contract section 17) are optional, and so are the extra fields a product
+may need (contract section 17), a column each named as the API names them (``senderName``,
+``senderPhone``, ``recipientName``, ``recipientEmail``; or ``fields.senderName`` …): a row's
+cells that are not empty become its line's ``fields``. Rows become the API's batch items, so
 a file is checked exactly as ``POST /api-access/b2b/batches`` checks a request, and errors are
 given by line (the header is line 1) and column. A file past one of the caps of
 ``orders/batch_limits.py`` (checked before and while it is read) is refused whole, the cap named.
@@ -23,7 +26,7 @@ from typing import Any
 
 from django.utils.translation import gettext as _
 
-from catalog.models import Product
+from catalog.models import EXTRA_FIELDS, Product
 from orders import batch_limits
 from orders.batch_limits import MAX_BYTES, FileRefused
 from orders.serializers import BATCH_MAX_LINES, BatchIn
@@ -38,6 +41,10 @@ COLUMNS = {
     "quantity": "quantity",
     "reference": "reference",
     "localamount": "localAmount",
+}
+# The extra fields' columns: ``senderName`` or ``fields.senderName`` (the API's path of it).
+FIELD_COLUMNS = {
+    prefix + name.lower(): f"fields.{name}" for name in EXTRA_FIELDS for prefix in ("", "fields.")
 }
 ITEM_FIELDS = {"recipientNumber": "recipientNumber", "productId": "productId",
                "quantity": "quantity", "reference": "reference",
@@ -223,7 +230,8 @@ def parse(*, name: str, data: bytes, currency: str) -> ParsedFile:
     header, body = rows[0], rows[1:]
     columns: dict[int, str] = {}
     for index, title in enumerate(header):
-        known = COLUMNS.get(title.replace(" ", "").replace("_", "").lower())
+        plain = title.replace(" ", "").replace("_", "").lower()
+        known = COLUMNS.get(plain) or FIELD_COLUMNS.get(plain)
         if known:
             columns[index] = known
             parsed.headers[known] = title
@@ -262,6 +270,13 @@ def parse(*, name: str, data: bytes, currency: str) -> ParsedFile:
             item["reference"] = row["reference"]
         if row.get("localAmount"):
             item["localAmount"] = row["localAmount"].replace(",", ".")
+        given = {
+            column.removeprefix("fields."): value.strip()
+            for column, value in row.items()
+            if column.startswith("fields.") and value.strip()
+        }
+        if given:
+            item["fields"] = given
         if row.get("productId"):
             item["productId"] = row["productId"]
         elif by_operator:

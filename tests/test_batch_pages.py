@@ -167,3 +167,32 @@ def test_batch_pages_are_for_resellers_and_private(client, telcel):
     # Another user's upload token does nothing for this user.
     assert client.post("/batches/confirm/", {"token": confirm.context["token"]}).status_code == 302
     assert Batch.objects.count() == 1
+
+
+def test_a_file_carries_the_extra_fields_a_product_needs_as_columns(client, shop, telcel):
+    """Contract section 17: every kind is sold in batches, and a line carries its extra
+    fields: a column each, named as the API names them (``senderName``, or
+    ``fields.senderName``); a missing one is named by line and column."""
+    product = telcel.products.get()
+    product.required_fields = ["senderName", "senderPhone"]
+    product.save(update_fields=["required_fields"])
+    rows = [
+        "recipientNumber,productId,Sender Name,fields.senderPhone,recipientName",
+        f"{NUMBER},{product.public_id},Ana López,+34600111222,Luis",
+        f"{NUMBER},{product.public_id},,+34600111222,",
+    ]
+    refused = client.post("/batches/upload/", {"file": csv_file(rows)})
+    assert refused.status_code == 400
+    errors = refused.context["errors"]
+    assert [(e.line, e.column) for e in errors] == [(3, "Sender Name")], errors
+    assert not Order.objects.exists()
+    confirm = client.post("/batches/upload/", {"file": csv_file(rows[:2])})
+    assert confirm.status_code == 200, confirm.context.get("errors")
+    client.post("/batches/confirm/", {"token": confirm.context["token"]})
+    recharge = Recharge.objects.get()
+    assert recharge.fields == {
+        "senderName": "Ana López",
+        "senderPhone": "+34600111222",
+        "recipientName": "Luis",
+    }
+    assert_ledger_balanced()
