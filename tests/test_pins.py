@@ -3,6 +3,7 @@ webhook, receipt page and email, sandbox), is encrypted at rest under FIELD_ENCR
 never appears in clear in the request log, the logs, the admin API, staff lists or any table."""
 
 import json
+from datetime import timedelta
 import logging
 from decimal import Decimal
 from io import StringIO
@@ -150,7 +151,9 @@ def test_a_delivered_pin_reaches_its_buyer_and_no_one_else(
         looked_up = api.get(f"/api/v1/api-access/b2b/recharges/{recharge.public_id}").json()
         assert looked_up["pin"]["code"] == code
         assert looked_up["pin"]["serial"] and looked_up["pin"]["instructions"]
-        assert "validUntil" in looked_up["pin"]
+        # Reloadly's pinDetail.validity ("30 days") is a date from the day it was sold.
+        sold_on = recharge.created_at.date()
+        assert looked_up["pin"]["validUntil"] == (sold_on + timedelta(days=30)).isoformat()
         listed = api.get("/api/v1/api-access/b2b/recharges").json()
         assert listed["results"][0]["pin"]["code"] == code
         endpoint_drain(endpoint.pk)
@@ -367,6 +370,9 @@ def test_a_pin_from_dt_one_or_ding_reaches_its_buyer_and_no_attempt_or_answer_ke
         assert shown["code"] == code and shown["serial"]
         if kind == "dtone":
             assert shown["instructions"] == "Dial *133*<PIN># to top up"
+            # The product's pin.validity {6 MONTH}: 180 days from the day it was sold.
+            sold_on = recharge.created_at.date()
+            assert shown["validUntil"] == (sold_on + timedelta(days=180)).isoformat()
         else:
             assert shown["validUntil"] == sent["ExpiryDate"] and "*133*" in shown["instructions"]
         site = Client()

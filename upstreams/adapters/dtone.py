@@ -125,6 +125,7 @@ from upstreams.adapters.base import (
     UpstreamTimeout,
     UpstreamTransaction,
 )
+from upstreams.adapters.kinds import valid_until
 
 logger = logging.getLogger(__name__)
 
@@ -682,6 +683,8 @@ def _pin(transaction: dict[str, Any]) -> tuple[Pin | None, dict[str, Any]]:
     if isinstance(usage, list):
         usage = "\n".join(str(line) for line in usage if line)
     validity = detail.get("validity") or about.get("validity") or ""
+    if isinstance(validity, dict):  # {quantity, unit}: valid to that date from the sale
+        validity = valid_until(_validity_days({"validity": validity}))
     serial = detail.get("serial")
     pin = Pin(
         code=str(detail["code"]),

@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import math
 import re
+from datetime import timedelta
 from decimal import Decimal, InvalidOperation
 from typing import Any
+
+from django.utils import timezone
 
 from catalog.benefits import benefit
 
@@ -101,6 +104,14 @@ def text_validity_days(text: str) -> int | None:
     if unit.startswith("h"):
         return math.ceil(number / 24)
     return number
+
+
+def valid_until(days: int | None) -> str:
+    """The date (ISO, UTC) a code sold today stays valid to, for a validity of ``days``; ""
+    when the validity is unknown or unlimited (a PIN's ``validUntil``, null then)."""
+    if days is None:
+        return ""
+    return (timezone.now() + timedelta(days=days)).date().isoformat()
 
 
 def iso_validity_days(value: Any) -> int | None:

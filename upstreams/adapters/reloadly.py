@@ -109,7 +109,7 @@ from upstreams.adapters.base import (
     UpstreamTimeout,
     UpstreamTransaction,
 )
-from upstreams.adapters.kinds import text_benefits, text_validity_days
+from upstreams.adapters.kinds import text_benefits, text_validity_days, valid_until
 
 ACCEPT = "application/com.reloadly.topups-v1+json"
 STATUS_MAP = {
@@ -548,6 +548,8 @@ def _pin(body: dict[str, Any]) -> tuple[Pin | None, dict[str, Any]]:
         code=str(detail["code"]),
         serial="" if serial in (None, "") else str(serial),
         instructions="\n".join(texts),
+        # "30 days": valid to that date from the sale (unreadable: unknown, null).
+        valid_until=valid_until(text_validity_days(str(detail.get("validity") or ""))),
     )
     return pin, rest
 
