@@ -22,7 +22,7 @@ from accounts.permissions import StaffRequired
 from accounts.roles import MONEY, may, refusal_message
 from network import price_lists as services
 from network.models import PriceList
-from network.serializers_price_lists import PriceListIn, PriceListOut
+from network.serializers_price_lists import PriceListIn, PriceListOut, PriceListPut
 from reseller import openapi_examples as ex
 from reseller.api import problems
 from reseller.errors import PermissionDenied
@@ -153,13 +153,13 @@ class PriceListApi(APIView):
         summary="Replace a price list's name and rules",
         description="The accounts it prices pay the new prices from their next order." + RULES_NOTE,
         parameters=[PATH_ID],
-        request=PriceListIn,
+        request=PriceListPut,
         examples=ex.exchange("Shops", EXAMPLE_REQUEST, EXAMPLE),
         responses={200: PriceListOut, **problems(400, 401, 403, 404)},
     )
     def put(self, request, price_list_id: str):
         price_list = own_list(request, price_list_id)
-        data = PriceListIn(data=request.data)
+        data = PriceListPut(data=request.data, price_list_id=price_list.public_id)
         data.is_valid(raise_exception=True)
         price_list = services.price_list_update(
             price_list=price_list, name=data.validated_data["name"], rules=data.specs()

@@ -52,6 +52,24 @@ class PriceListIn(StrictSerializer):
         ]
 
 
+class PriceListPut(PriceListIn):
+    """A whole list sent back: what a GET gave, changed, may carry its own ``id`` (checked:
+    another list's id is a mistake, not a move)."""
+
+    id = serializers.CharField(
+        required=False, max_length=40, help_text="Optional: this list's own id, `prl_…`."
+    )
+
+    def __init__(self, *args, price_list_id: str = "", **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.price_list_id = price_list_id
+
+    def validate_id(self, value: str) -> str:
+        if value != self.price_list_id:
+            raise serializers.ValidationError(_("It is this list's id, or left out."))
+        return value
+
+
 class RuleOut(serializers.Serializer):
     """One rule: the scope it names (one of the three) and its markup."""
 

@@ -444,6 +444,14 @@ def test_an_owner_creates_reads_replaces_and_deletes_a_list(tree):
     assert replaced.status_code == 200, replaced.content
     assert replaced.json()["rules"] == [{"country": "MX", "markupPercent": "7.00"}]
     assert PriceListRule.objects.filter(price_list__public_id=found["id"]).count() == 1
+    # What a GET gave, changed and sent back whole: its own id is taken, another's is not.
+    edited = {**replaced.json(), "name": "Corner shops 2"}
+    assert client.put(f"{LISTS}/{found['id']}", edited, format="json").json() == edited
+    other = {**edited, "id": tree["top_list"].public_id}
+    body = assert_problem(
+        client.put(f"{LISTS}/{found['id']}", other, format="json"), 400, "validation_error"
+    )
+    assert [e["field"] for e in body["errors"]] == ["id"]
 
     assert client.delete(f"{LISTS}/{found['id']}").status_code == 204
     assert client.get(f"{LISTS}/{found['id']}").status_code == 404

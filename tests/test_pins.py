@@ -3,8 +3,8 @@ webhook, receipt page and email, sandbox), is encrypted at rest under FIELD_ENCR
 never appears in clear in the request log, the logs, the admin API, staff lists or any table."""
 
 import json
-from datetime import timedelta
 import logging
+from datetime import timedelta
 from decimal import Decimal
 from io import StringIO
 
