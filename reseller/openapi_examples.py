@@ -636,6 +636,8 @@ ADMIN_RECHARGE = {
     "operator": OPERATOR,
     "country": COUNTRY,
     "recipientNumber": PHONE,
+    "localAmount": LOCAL_AMOUNT,
+    "localCurrency": LOCAL_CURRENCY,
     "amount": PRICE,
     "currency": CURRENCY,
     "status": "delivered",
