@@ -29,6 +29,18 @@ pytestmark = pytest.mark.django_db(transaction=True)
 INVITED = "luis@kiosco.example"
 
 
+def started_until_waiting(watcher, thread: threading.Thread, waiting: int, *, what: str) -> None:
+    """Start ``thread``, then wait until ``waiting`` backends wait on a lock."""
+    thread.start()
+    wait_until(lambda: len(pids_waiting_on_locks(watcher)) >= waiting, timeout=15, what=what)
+
+
+def release_all(release: threading.Event, threads: list[threading.Thread]) -> None:
+    release.set()
+    for thread in threads:
+        thread.join(30)
+
+
 def test_a_new_invitation_while_the_first_is_accepted_is_refused_without_a_deadlock():
     parent = UserFactory(email="top@example.com")
     agent = agent_create(parent=parent.account, by=parent, name="Kiosco", owner_email=INVITED)
@@ -69,10 +81,7 @@ def test_a_new_invitation_while_the_first_is_accepted_is_refused_without_a_deadl
                 args=("accept", lambda: invitation_accept(token=token, password="a-long-pass-42")),
             )
         )
-        threads[-1].start()
-        wait_until(
-            lambda: len(pids_waiting_on_locks(watcher)) >= 1, timeout=15, what="the accept to wait"
-        )
+        started_until_waiting(watcher, threads[-1], 1, what="the accept to wait")
         threads.append(
             threading.Thread(
                 target=run,
@@ -87,15 +96,8 @@ def test_a_new_invitation_while_the_first_is_accepted_is_refused_without_a_deadl
                 ),
             )
         )
-        threads[-1].start()
-        wait_until(
-            lambda: len(pids_waiting_on_locks(watcher)) >= 2,
-            timeout=15,
-            what="the new invitation to wait",
-        )
-        release.set()
-        for thread in threads:
-            thread.join(30)
+        started_until_waiting(watcher, threads[-1], 2, what="the new invitation to wait")
+        release_all(release, threads)
 
     assert isinstance(results["accept"], User), results
     assert isinstance(results["invite"], AgentJoined), results
@@ -143,15 +145,10 @@ def test_two_agents_created_at_once_for_one_owner_address_one_is_refused():
         threads[0].start()
         assert created.wait(15)
         threads.append(threading.Thread(target=create))
-        threads[-1].start()
-        wait_until(
-            lambda: len(pids_waiting_on_locks(watcher)) >= 1,
-            timeout=15,
-            what="the second creation to wait for the first",
+        started_until_waiting(
+            watcher, threads[-1], 1, what="the second creation to wait for the first"
         )
-        release.set()
-        for thread in threads:
-            thread.join(30)
+        release_all(release, threads)
 
     assert isinstance(results["first"], Account), results
     assert isinstance(results["second"], AgentEmailTaken), results
