@@ -354,3 +354,23 @@ def test_the_back_office_shows_runs_read_only_and_exports_their_items(routed, fa
     assert rows[0].startswith("run,provider,day,kind,recharge")
     assert rows[1].startswith(f"{run.public_id},dtone-1,{today()},missing_there,")
     assert recharge.public_id in rows[1]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_cli_line_is_alone_on_stdout_when_the_console_prints_the_staff_alert(
+    routed, fakes, staff, settings, capsys
+):
+    """Under ``make run`` the console prints mail, and the staff alert is sent as the run
+    commits, inside the command: it goes to stderr, stdout keeps the contract's one line."""
+    settings.MAILERS = {
+        "default": {"BACKEND": "django.core.mail.backends.console.EmailBackend", "OPTIONS": {}}
+    }
+    only("dtone-1")
+    (recharge,) = deliver(telcel_100(routed), 1)
+    fakes["dtone-1"].omit_from_reports(recharge.public_id)
+    capsys.readouterr()
+    line = cli("reconcile_provider", "--provider", "dtone-1", "--date", today())
+    assert line == "matched 0, missing here 0, missing there 1, mismatched 0"
+    printed = capsys.readouterr()
+    assert "Missing there" not in printed.out
+    assert "Missing there" in printed.err  # the alert, sent and shown

@@ -164,19 +164,3 @@ def test_a_file_email_url_keeps_its_path_as_written(monkeypatch, url, path):
     mailer = mailers_from_env("consolemail://")["default"]
     assert mailer["BACKEND"] == "django.core.mail.backends.filebased.EmailBackend"
     assert mailer["OPTIONS"] == {"file_path": path}
-
-
-def test_the_consoles_mail_goes_to_stderr_so_a_commands_stdout_is_its_own():
-    """Under the embedded default (``consolemail://``) a command that sends mail (a staff
-    alert of ``reconcile_provider``) printed the whole message after its contract's one line
-    on stdout. The console's mail goes to stderr: the terminal shows both, stdout is the
-    command's."""
-    result = run(
-        SETUP + "from django.core.mail import send_mail; "
-        "send_mail('Hello', 'Body of the mail', 'a@example.com', ['b@example.com']); "
-        "print('one line')",
-        {"DJANGO_SETTINGS_MODULE": "reseller.settings.local", "EMAIL_URL": "consolemail://"},
-    )
-    assert result.returncode == 0, result.stderr
-    assert result.stdout == "one line\n"
-    assert "Body of the mail" in result.stderr

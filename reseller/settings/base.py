@@ -1,6 +1,5 @@
 """Settings shared by every environment; every value that varies comes from reseller.env."""
 
-import sys
 from datetime import timedelta
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -638,10 +637,6 @@ def mailers_from_env(default: str) -> dict[str, Any]:
         # filemail://dir/sub (a "host") stays relative to the working directory.
         parts = urlsplit(env.str("EMAIL_URL", default=default))
         options = {"file_path": unquote(parts.netloc + parts.path)}
-    elif backend.endswith(".console.EmailBackend"):
-        # To stderr: the terminal shows it as before, and a command's stdout stays its own
-        # (reconcile_provider's one line, not a staff alert after it).
-        options = {"stream": sys.stderr}
     else:
         options = {}
     return {"default": {"BACKEND": backend, "OPTIONS": options}}

@@ -4,6 +4,7 @@ from datetime import date
 from django.core.management.base import BaseCommand, CommandError
 
 from reconciliation.services import reconciliation_run
+from reseller.cli import work_printed_on_stderr
 from reseller.errors import ApplicationError
 from upstreams.adapters import ProviderError
 from upstreams.services import provider_get
@@ -29,7 +30,8 @@ class Command(BaseCommand):
             raise CommandError(f"--date {opts['date']!r} is not a date (YYYY-MM-DD).") from exc
         try:
             provider = provider_get(name=opts["provider"])
-            run = reconciliation_run(provider=provider, day=day)
+            with work_printed_on_stderr():
+                run = reconciliation_run(provider=provider, day=day)
         except ApplicationError as exc:
             raise CommandError(exc.detail) from exc
         except ProviderError as exc:

@@ -1,5 +1,6 @@
 from django.core.management.base import BaseCommand, CommandError
 
+from reseller.cli import work_printed_on_stderr
 from reseller.errors import ApplicationError
 from upstreams.adapters import ProviderError
 from upstreams.services import catalog_sync, provider_balance_refresh, provider_get
@@ -21,12 +22,14 @@ class Command(BaseCommand):
     def handle(self, *args, **opts):
         try:
             provider = provider_get(name=opts["provider"])
-            result = catalog_sync(provider=provider, countries=opts["country"])
+            with work_printed_on_stderr():
+                result = catalog_sync(provider=provider, countries=opts["country"])
         except ApplicationError as exc:
             raise CommandError(exc.detail) from exc
         except ProviderError as exc:
             raise CommandError(f"{opts['provider']} did not answer: {exc}") from exc
-        provider_balance_refresh(provider=provider)
+        with work_printed_on_stderr():
+            provider_balance_refresh(provider=provider)
         self.stdout.write(result.line())
         if note := result.skipped_note():
             self.stderr.write(note)

@@ -3,6 +3,7 @@ from decimal import Decimal, InvalidOperation
 from django.core.management.base import BaseCommand, CommandError
 
 from accounts.models import User
+from reseller.cli import work_printed_on_stderr
 from reseller.errors import ApplicationError
 from wallet.services import wallet_topup_manual
 
@@ -25,7 +26,8 @@ class Command(BaseCommand):
         except InvalidOperation as exc:
             raise CommandError("--amount must be a number such as 100.00") from exc
         try:
-            topup = wallet_topup_manual(account=user.account, amount=amount, note=opts["note"])
+            with work_printed_on_stderr():
+                topup = wallet_topup_manual(account=user.account, amount=amount, note=opts["note"])
         except ApplicationError as exc:
             raise CommandError(exc.detail) from exc
         topup.wallet.refresh_from_db()
