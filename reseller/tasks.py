@@ -14,8 +14,9 @@ import itertools
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from functools import cache
 
 from celery import shared_task
@@ -83,12 +84,29 @@ class _Clock:
 _clock = _Clock()
 
 
+# Set by ``tasks_inline``: this context's in-process tasks run in its own thread.
+_inline: contextvars.ContextVar[bool] = contextvars.ContextVar("tasks_inline", default=False)
+
+
+@contextmanager
+def tasks_inline() -> Iterator[None]:
+    """Without a broker, the tasks this context starts run at once in its own thread, not on
+    the pool: a management command's work is over when its command is (the mail its commit
+    sends included), never left to threads that outlive its output. With a broker, nothing
+    changes: the workers run them."""
+    token = _inline.set(True)
+    try:
+        yield
+    finally:
+        _inline.reset(token)
+
+
 def enqueue(task, *args, countdown: float | None = None) -> None:
     if not settings.CELERY_TASK_ALWAYS_EAGER:
         # Give up quickly when the broker is down: the sweeper re-enqueues what is left.
         task.apply_async(args=args, countdown=countdown, retry=True, retry_policy=PUBLISH_RETRY)
         return
-    if not settings.TASKS_IN_PROCESS_THREADED:
+    if not settings.TASKS_IN_PROCESS_THREADED or (_inline.get() and not countdown):
         task.apply(args=args)
         return
     if countdown:

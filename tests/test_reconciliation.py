@@ -361,13 +361,15 @@ def test_the_cli_line_is_alone_on_stdout_when_the_console_prints_the_staff_alert
     routed, fakes, staff, settings, capsys
 ):
     """Under ``make run`` the console prints mail, and the staff alert is sent as the run
-    commits, inside the command: it goes to stderr, stdout keeps the contract's one line."""
+    commits, on the in-process pool: the command waits for it, and it goes to stderr; stdout
+    keeps the contract's one line."""
     settings.MAILERS = {
         "default": {"BACKEND": "django.core.mail.backends.console.EmailBackend", "OPTIONS": {}}
     }
     only("dtone-1")
     (recharge,) = deliver(telcel_100(routed), 1)
     fakes["dtone-1"].omit_from_reports(recharge.public_id)
+    settings.TASKS_IN_PROCESS_THREADED = True  # make run's pool, not the tests' inline tasks
     capsys.readouterr()
     line = cli("reconcile_provider", "--provider", "dtone-1", "--date", today())
     assert line == "matched 0, missing here 0, missing there 1, mismatched 0"
