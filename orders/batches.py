@@ -15,6 +15,7 @@ from typing import Any
 
 from django.db import transaction
 from django.db.models import Count, Max
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from accounts.models import Account, User
@@ -53,8 +54,11 @@ def batch_counts(*, batch: Batch) -> dict[str, int]:
 
 
 def batch_finished_at(*, batch: Batch) -> datetime | None:
-    """When the batch's last recharge moved (every one final: when the batch completed)."""
-    return Recharge.objects.filter(order_id=batch.order_id).aggregate(at=Max("updated_at"))["at"]
+    """When the batch's last recharge moved (every one final: when the batch completed). A
+    test-mode recharge that was processing moved when its 10 seconds were up
+    (``sandbox_ready_at``), whenever the settlement writes it: the time never changes."""
+    moved = Coalesce("sandbox_ready_at", "updated_at")
+    return Recharge.objects.filter(order_id=batch.order_id).aggregate(at=Max(moved))["at"]
 
 
 def batch_object(*, batch: Batch, counts: dict[str, int] | None = None) -> dict[str, Any]:

@@ -122,6 +122,7 @@ def test_reads_at_10_1_seconds_show_success_and_write_nothing(placed, time_machi
 
     shown = _read(client, f"/api/v1/api-access/b2b/batches/{batch['id']}").json()
     assert shown["counts"] == {"success": 2} and shown["status"] == "completed"
+    assert shown["completedAt"] == "2026-11-21T10:00:10Z"  # when its last 10 seconds were up
     results = _read(client, f"/api/v1/api-access/b2b/batches/{batch['id']}/results.csv")
     rows = list(csv.DictReader(io.StringIO(b"".join(results.streaming_content).decode())))
     assert [row["status"] for row in rows] == ["success", "success"]
@@ -178,3 +179,6 @@ def test_the_task_and_the_sweeper_settle_for_real_with_the_event(placed, time_ma
     shown = placed["client"].get(f"{B2B}/{slow.public_id}").json()
     assert shown["status"] == "success" and shown["deliveredAmount"] is not None
     assert Decimal(shown["amount"]) == slow.amount
+    # The batch completed when its 10 seconds were up, settled a moment later or not.
+    batch = placed["client"].get(f"/api/v1/api-access/b2b/batches/{placed['batch']['id']}")
+    assert batch.json()["completedAt"] == "2026-11-21T10:00:10Z"
