@@ -608,3 +608,14 @@ def test_set_price_list_assigns_a_platform_list_to_a_top_account(tree):
         call_command("set_price_list", "--email", "nobody@example.org", "--none")
     call_command("set_price_list", "--email", tree["top_owner"].email, "--none", stdout=out)
     assert not PriceListAssignment.objects.filter(account=tree["top"]).exists()
+
+
+def test_a_staff_caller_the_back_office_refuses_cannot_probe_the_platforms_list_ids(staff, tree):
+    """Staff pass the back office's checks before any list is looked up: a staff test key
+    gets 403 for a platform list's id and for one that does not exist alike."""
+    _key, live = make_key(staff, mode="live")
+    platform = client_for(live).post(LISTS, {"name": "Gold", "rules": []}, format="json")
+    assert platform.status_code == 201, platform.content
+    _key, test_key = make_key(staff, mode="test")
+    for list_id in (platform.json()["id"], "prl_nope"):
+        assert_problem(client_for(test_key).get(f"{LISTS}/{list_id}"), 403, "permission_denied")
