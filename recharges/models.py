@@ -92,9 +92,10 @@ class Recharge(models.Model):
     # What the provider debited us for it (reported, else the route's cost), once delivered.
     cost = models.DecimalField(_("cost"), max_digits=14, decimal_places=4, null=True, blank=True)
     cost_currency = models.CharField(_("cost currency"), max_length=3, blank=True)
-    # What the recipient got, in the product's local currency, where the provider reported
-    # it (Ding's ReceiveValue for the SendValue of a range amount: a few hundredths over the
-    # amount asked for); null where the provider delivers the amount asked for exactly.
+    # What the recipient got, in the product's local currency, where the provider reports it
+    # (Ding's ReceiveValue, of every delivery: for a range amount, the SendValue rounded up
+    # to the cent may give a little more than asked for); null where the provider does not
+    # say (it delivers the amount asked for).
     delivered_amount = models.DecimalField(_("delivered amount"), **MONEY, null=True, blank=True)
     # The price paid less the cost converted (FX table at delivery), in the order's currency.
     margin = models.DecimalField(_("margin"), **MONEY, null=True, blank=True)

@@ -36,6 +36,7 @@ def _pool() -> ThreadPoolExecutor:
 
 def _run_in_thread(task, args: tuple) -> None:
     def run():
+        _inline.set(False)  # a pool task's own tasks go to the pool (a countdown's context)
         close_old_connections()
         try:
             task.apply(args=args)

@@ -143,8 +143,9 @@ class UpstreamProduct:
     send_currency: str = ""
     raw: dict[str, Any] = field(default_factory=dict)
     # A range (contract section 17): any local amount min_amount, min_amount + step, … up to
-    # max_amount, costing ``cost + amount * cost_per_unit``; sent as ``send_value + amount *
-    # send_per_unit`` where the provider wants its own terms (``Route`` keeps the same).
+    # max_amount, costing ``cost + amount * cost_per_unit``; where the provider wants its own
+    # terms, sent as ``send_value`` (what min_amount sends) plus ``send_per_unit`` for each
+    # unit above min_amount, rounded up to the cent (``Route.send_value_at``).
     denomination: str = "fixed"
     min_amount: Decimal | None = None
     max_amount: Decimal | None = None

@@ -61,7 +61,8 @@ What this adapter relies on:
   ReceiveValue between Minimum's and Maximum's, its SendValue on the line through the two
   ends (``Route.send_value_at``: Minimum's SendValue plus the amount over Minimum's
   ReceiveValue times the slope, rounded up to the cent); the recipient gets what Ding makes
-  of that SendValue: the amount, or a few hundredths more, never less. The ReceiveValue Ding
+  of that SendValue: the amount, or up to a cent of the SendValue's currency more, never
+  less. The ReceiveValue Ding
   reports is what the recharge records as delivered (``ProviderResult.delivered_amount``).
   ``Benefits`` says what it gives (Mobile, Minutes, Data, LongDistance, Electricity, TV,
   ...). ``CommissionRate`` is "the rate of commission that will be applied": the reference
