@@ -221,6 +221,22 @@ def _amount_mismatch(recharge: Recharge, line: UpstreamTransaction) -> Reconcili
             theirs=(line.amount, line.currency.upper()),
             detail="face value: what they delivered is not the product's amount",
         )
+    chosen = recharge.face_value
+    if (
+        recharge.delivered_amount is not None
+        and chosen is not None
+        and _cents(recharge.delivered_amount) < _cents(chosen)
+    ):
+        # They agree with themselves, but the recipient got less than was sold (a range's
+        # rate moved since the last sync): the amount chosen against what they gave.
+        return _item(
+            K.AMOUNT_MISMATCH,
+            recharge,
+            line,
+            ours=(chosen, product.local_currency),
+            theirs=(recharge.delivered_amount, product.local_currency),
+            detail="face value: the recipient got less than the amount sold",
+        )
     return None
 
 

@@ -220,3 +220,22 @@ def test_the_readme_range_order_works_on_the_demo_catalog():
     assert (recharge["localAmount"], recharge["localCurrency"]) == ("150.00", "MXN")
     assert recharge["fields"] == {"senderPhone": "+14155550123"}
     assert_ledger_balanced()
+
+
+def test_a_range_top_up_that_gave_less_than_the_amount_chosen_is_a_mismatch(routed, ding):
+    """Ding's rate moved after the last sync: the SendValue of 150 MXN now gives the
+    recipient less. The recharge keeps what Ding says it gave, and the day's reconciliation
+    reports it, though Ding's report agrees with what Ding answered."""
+    product = telcel_range(routed)
+    _user, client = b2b_client()
+    assert order(client, product, localAmount="150").status_code == 201
+    recharge = Recharge.objects.get()
+    item = ding.products["MX_TL_TopUp_Range"]
+    item["Minimum"]["ReceiveValue"] *= Decimal("0.98")  # 2 % fewer pesos a dollar
+    item["Maximum"]["ReceiveValue"] *= Decimal("0.98")
+    assert processor.recharge_process(recharge_id=recharge.pk).status == S.DELIVERED
+    recharge.refresh_from_db()
+    assert recharge.delivered_amount is not None and recharge.delivered_amount < 150
+    day = recharge.created_at.date().isoformat()
+    line = cli("reconcile_provider", "--provider", "ding-1", "--date", day)
+    assert line.startswith("matched 0, missing here 0, missing there 0, mismatched 1"), line
