@@ -258,7 +258,7 @@ def _owner_email_free(email: str) -> str:
     a lock on the address until the caller's transaction ends: two agents created at once
     for one address, the second waits and finds the first's invitation."""
     email = normalise_email(email)
-    advisory_xact_lock(advisory_key("owner-email", email.lower()), wait=True)
+    advisory_xact_lock(advisory_key("owner-email", email), wait=True)
     if User.objects.filter(email__iexact=email).exists() or invitation_waiting(email=email):
         raise AgentEmailTaken()
     return email
@@ -341,12 +341,11 @@ def agent_update(
     over the parent's own price). 404 when ``agent`` is not below ``account``."""
     if not Account.objects.filter(_branch(account), pk=agent.pk).exists():
         raise NotFound()
-    parent = account
-    if agent.parent_id != parent.pk and (name is not UNCHANGED or price_list_id is not UNCHANGED):
+    if agent.parent_id != account.pk and (name is not UNCHANGED or price_list_id is not UNCHANGED):
         raise ParentOnly()
     if price_list_id is not UNCHANGED:
         price_list = (
-            _own_price_list(account=parent, price_list_id=price_list_id) if price_list_id else None
+            _own_price_list(account=account, price_list_id=price_list_id) if price_list_id else None
         )
         price_list_assign(account=agent, price_list=price_list)
     if name is not UNCHANGED:

@@ -90,10 +90,12 @@ def own_list(request, price_list_id: str) -> PriceList:
     """The caller's account's list (404 for any other, whatever the role), if the caller may
     manage it (else 403). Staff pass the back office's checks first: the platform's lists
     are not for a staff session without its second factor to probe."""
-    if request.user.is_staff:
+    staff = request.user.is_staff
+    if staff:
         _may_manage(request)
     found = services.price_list_get(owner=owner_of(request), public_id=price_list_id)
-    _may_manage(request)
+    if not staff:
+        _may_manage(request)
     return found
 
 

@@ -206,18 +206,18 @@ def _amount_mismatch(recharge: Recharge, line: UpstreamTransaction) -> Reconcili
         )
     product = recharge.product
     # What the provider reported delivering, else the amount chosen (a range) or the face value.
-    face_value = recharge.amount_delivered
+    delivered = recharge.amount_delivered
     if (
         line.amount is not None
-        and face_value is not None
+        and delivered is not None
         and (line.currency or "").upper() == product.local_currency.upper()
-        and _cents(line.amount) != _cents(face_value)
+        and _cents(line.amount) != _cents(delivered)
     ):
         return _item(
             K.AMOUNT_MISMATCH,
             recharge,
             line,
-            ours=(face_value, product.local_currency),
+            ours=(delivered, product.local_currency),
             theirs=(line.amount, line.currency.upper()),
             detail="face value: what they delivered is not the product's amount",
         )

@@ -62,12 +62,11 @@ What this adapter relies on:
   ends (``Route.send_value_at``: Minimum's SendValue plus the amount over Minimum's
   ReceiveValue times the slope, rounded up to the cent); the recipient gets what Ding makes
   of that SendValue: the amount, or up to a cent of the SendValue's currency more, never
-  less. The ReceiveValue Ding
-  reports is what the recharge records as delivered (``ProviderResult.delivered_amount``).
-  ``Benefits`` says what it gives (Mobile, Minutes, Data, LongDistance, Electricity, TV,
-  ...). ``CommissionRate`` is "the rate of commission that will be applied": the reference
-  gives no unit; it is read as a percent (5 = 5 %), the reading that can only overstate a
-  cost, never make it negative.
+  less. The ReceiveValue Ding reports is what the recharge records as delivered
+  (``ProviderResult.delivered_amount``). ``Benefits`` says what it gives (Mobile, Minutes,
+  Data, LongDistance, Electricity, TV, ...). ``CommissionRate`` is "the rate of commission
+  that will be applied": the reference gives no unit; it is read as a percent (5 = 5 %), the
+  reading that can only overstate a cost, never make it negative.
 - ``POST ListTransferRecords`` takes ``DistributorRef``, ``TransferRef``, ``AccountNumber``,
   ``Skip`` and ``Take`` (required; out of range fails with ParameterOutOfRange) and answers
   ``Items`` + ``ThereAreMoreItems``; each item is ``{"TransferRecord", "ResultCode",

@@ -20,15 +20,14 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, **opts):
-        try:
-            provider = provider_get(name=opts["provider"])
-            with work_printed_on_stderr():
-                result = catalog_sync(provider=provider, countries=opts["country"])
-        except ApplicationError as exc:
-            raise CommandError(exc.detail) from exc
-        except ProviderError as exc:
-            raise CommandError(f"{opts['provider']} did not answer: {exc}") from exc
         with work_printed_on_stderr():
+            try:
+                provider = provider_get(name=opts["provider"])
+                result = catalog_sync(provider=provider, countries=opts["country"])
+            except ApplicationError as exc:
+                raise CommandError(exc.detail) from exc
+            except ProviderError as exc:
+                raise CommandError(f"{opts['provider']} did not answer: {exc}") from exc
             provider_balance_refresh(provider=provider)
         self.stdout.write(result.line())
         if note := result.skipped_note():
