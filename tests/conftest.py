@@ -3,6 +3,7 @@ from decimal import Decimal
 import pytest
 from django.conf import settings  # not the fixture: this one must not order its teardown
 from django.core.cache import cache
+from hypothesis import settings as hypothesis_settings
 from rest_framework.test import APIClient
 
 from reseller import ratelimit
@@ -22,6 +23,12 @@ from tests.provider_support import (  # noqa: F401 (fixtures for every test modu
     reloadly_fixture,
     routed_fixture,
 )
+
+# No time limit on a hypothesis example: its default 200 ms deadline timed the machine (a
+# pure price function failed it once with four test processes on two cores), and the guide
+# keeps speed out of tests. Each test's own @settings still sets how many examples it tries.
+hypothesis_settings.register_profile("reseller", deadline=None)
+hypothesis_settings.load_profile("reseller")
 
 
 @pytest.fixture(autouse=True)
