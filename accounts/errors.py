@@ -30,6 +30,16 @@ class EmailTaken(ApplicationError):
     default_detail = _("An account with this email already exists.")
 
 
+class SuspendedAbove(PermissionDenied):
+    """A resume by an account below the one that suspended (section 18): a parent never lifts
+    a suspension its own ancestor or staff made."""
+
+    default_detail = _(
+        "This account was suspended by an account above yours in the network, or by our "
+        "staff: only they can resume it."
+    )
+
+
 # Refusals of an API key (docs/contract.md §2). ---------------------------------------------
 
 

@@ -43,8 +43,11 @@ class Account(models.Model):
         validators=[MinValueValidator(Decimal("0")), MaxValueValidator(Decimal("100"))],
     )
     # Reseller networks (contract section 18): an agent's parent (None: a top account), its
-    # level (a top account is 1, NETWORK_MAX_DEPTH at most), and when it was suspended (its
-    # and its descendants' keys and sessions are refused while set).
+    # level (a top account is 1, NETWORK_MAX_DEPTH at most), when it was suspended (its and
+    # its descendants' keys and sessions are refused while set) and by whom: the level of the
+    # ancestor that suspended it, 0 for staff (None: before this was recorded). Only that
+    # level or one above it resumes the account, so a parent never lifts a suspension its
+    # own parent, or staff, made.
     parent = models.ForeignKey(
         "self",
         null=True,
@@ -55,6 +58,12 @@ class Account(models.Model):
     )
     depth = models.PositiveSmallIntegerField(_("level"), default=1)
     suspended_at = models.DateTimeField(_("suspended"), null=True, blank=True)
+    suspended_by_depth = models.PositiveSmallIntegerField(
+        _("suspended by level"),
+        null=True,
+        blank=True,
+        help_text=_("0: staff; otherwise the level of the account that suspended it."),
+    )
     created_at = models.DateTimeField(_("created at"), default=timezone.now, editable=False)
 
     class Meta:

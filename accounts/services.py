@@ -12,7 +12,8 @@ from django.contrib.auth import authenticate
 from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
-from django.db.models import Q
+from django.db.models import F, Q, Value
+from django.db.models.functions import Coalesce, Least
 from django.utils import timezone
 from django.utils.translation import gettext as _
 from django_otp.plugins.otp_static.models import StaticDevice, StaticToken
@@ -31,6 +32,7 @@ from accounts.errors import (
     EmailTaken,
     InvalidCredentials,
     SecondFactorRequired,
+    SuspendedAbove,
     TokenInvalid,
 )
 from accounts.models import Account, ApiKey, BillingProfile, User
@@ -284,18 +286,33 @@ def account_rename(*, account: Account, name: str) -> Account:
     return account
 
 
+STAFF_LEVEL = 0  # who suspends as staff (``Account.suspended_by_depth``), above every level
+
+
 @transaction.atomic
-def account_set_suspended(*, account: Account, suspended: bool) -> Account:
+def account_set_suspended(*, account: Account, suspended: bool, by_depth: int) -> Account:
     """Suspend an account (its keys and sessions, and its descendants', are refused from the
-    next request on: ``accounts.suspension``) or resume it. Suspending a suspended account
-    keeps its first date; resuming an active one changes nothing."""
+    next request on: ``accounts.suspension``) or resume it, as the ancestor at level
+    ``by_depth`` (``STAFF_LEVEL``: staff). Suspending a suspended account keeps its first
+    date and the higher of the two suspenders; resuming an active one changes nothing.
+    ``SuspendedAbove`` when a lower level than the suspender's tries to resume it (each
+    statement decides under the row's lock, so a resume racing a suspension from above never
+    lifts it)."""
+    rows = Account.objects.filter(pk=account.pk)
     if suspended:
-        Account.objects.filter(pk=account.pk, suspended_at__isnull=True).update(
-            suspended_at=timezone.now()
+        rows.update(
+            suspended_at=Coalesce(F("suspended_at"), Value(timezone.now())),
+            suspended_by_depth=Least(
+                Coalesce(F("suspended_by_depth"), Value(by_depth)), Value(by_depth)
+            ),
         )
     else:
-        Account.objects.filter(pk=account.pk).update(suspended_at=None)
-    account.refresh_from_db(fields=["suspended_at"])
+        lifted = rows.filter(
+            Q(suspended_by_depth__isnull=True) | Q(suspended_by_depth__gte=by_depth)
+        ).update(suspended_at=None, suspended_by_depth=None)
+        if not lifted:
+            raise SuspendedAbove()
+    account.refresh_from_db(fields=["suspended_at", "suspended_by_depth"])
     return account
 
 

@@ -222,7 +222,9 @@ def staff_account_set_suspended(*, account: Account, suspended: bool, actor: Use
     """Suspend an account, which refuses its keys and sessions and those of every descendant
     in its network (contract section 18), or resume it."""
     before = account.suspended_at is not None
-    account = account_services.account_set_suspended(account=account, suspended=suspended)
+    account = account_services.account_set_suspended(
+        account=account, suspended=suspended, by_depth=account_services.STAFF_LEVEL
+    )
     audit(
         actor=actor,
         action="account.suspend" if suspended else "account.resume",

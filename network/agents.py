@@ -336,9 +336,11 @@ def agent_update(
     price_list_id: str | None = UNCHANGED,
 ) -> Account:
     """``account`` (an ancestor of ``agent``) suspends or resumes it (its descendants follow:
-    their keys and sessions are refused while it is suspended); its parent also renames it or
-    assigns it one of its lists (``None``: no list), 403 for another ancestor (a list prices
-    over the parent's own price). 404 when ``agent`` is not below ``account``."""
+    their keys and sessions are refused while it is suspended; a suspension made higher up,
+    by a farther ancestor or by staff, is lifted only from there: 403 ``SuspendedAbove``).
+    Its parent also renames it or assigns it one of its lists (``None``: no list), 403 for
+    another ancestor (a list prices over the parent's own price). 404 when ``agent`` is not
+    below ``account``."""
     if not Account.objects.filter(_branch(account), pk=agent.pk).exists():
         raise NotFound()
     if agent.parent_id != account.pk and (name is not UNCHANGED or price_list_id is not UNCHANGED):
@@ -361,5 +363,7 @@ def agent_update(
                     }
                 ]
             )
-        account_services.account_set_suspended(account=agent, suspended=status == SUSPENDED)
+        account_services.account_set_suspended(
+            account=agent, suspended=status == SUSPENDED, by_depth=account.depth
+        )
     return agent

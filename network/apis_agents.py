@@ -131,7 +131,8 @@ class AgentApi(APIView):
         summary="Suspend, resume, rename or price an agent",
         description="`status: suspended` refuses the agent's API keys, JWTs and site "
         "sessions, and those of its own agents, from the next request on (403 "
-        "`account_suspended`); `active` restores them: any descendant. `name` and "
+        "`account_suspended`); `active` restores them: any descendant, unless an account "
+        "above yours (or our staff) suspended it (403 `permission_denied`). `name` and "
         "`priceList` (one of your lists, or null for none) are for your direct agents: a "
         "deeper one's parent sets them (403 `permission_denied` here)." + ROLE_NOTE,
         parameters=[AGENT_ID],

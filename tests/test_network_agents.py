@@ -18,10 +18,11 @@ from rest_framework.test import APIClient
 from rest_framework_simplejwt.tokens import RefreshToken
 
 from accounts.models import Account, User
+from backoffice.models import StaffAction
 from network.agents import agent_create
 from network.models import PriceList, PriceListAssignment
 from tests.factories import PASSWORD, UserFactory, make_key
-from tests.helpers import assert_problem, bearer, client_for, link_in
+from tests.helpers import assert_problem, bearer, client_for, link_in, second_factor_login
 from wallet.services import wallet_topup_manual
 
 pytestmark = pytest.mark.django_db
@@ -208,6 +209,68 @@ def test_any_ancestor_suspends_and_resumes_a_deeper_descendant(top):
     )
     assert resumed.json()["status"] == "active"
     assert client_for(sub_key).get("/api/v1/auth/me").status_code == 200
+
+
+def test_a_suspension_is_lifted_only_by_whoever_made_it_or_someone_above(top):
+    """A parent cannot undo what its own parent decided: the top's suspension of a sub-agent
+    stays until the top (not the sub-agent's parent) resumes it; a suspension the parent made
+    the top may lift, and the parent too."""
+    _agent, agent_owner = new_agent(top, "Shop A", "a@example.com")
+    sub, sub_owner = new_agent(agent_owner, "Shop A1", "a1@example.com")
+    _key, sub_key = make_key(sub_owner, mode="live")
+
+    def patch(user: User, status: str):
+        return jwt_client(user).patch(
+            f"{AGENTS}/{sub.public_id}", {"status": status}, format="json"
+        )
+
+    assert patch(top, "suspended").status_code == 200
+    refused = patch(agent_owner, "active")
+    assert_problem(refused, 403, "permission_denied")
+    assert "above yours" in refused.json()["detail"]
+    assert_problem(client_for(sub_key).get("/api/v1/auth/me"), 403, "account_suspended")
+    # Suspending again from below keeps the top's hold on it.
+    assert patch(agent_owner, "suspended").json()["status"] == "suspended"
+    assert_problem(patch(agent_owner, "active"), 403, "permission_denied")
+    assert patch(top, "active").json()["status"] == "active"
+    assert client_for(sub_key).get("/api/v1/auth/me").status_code == 200
+
+    assert patch(agent_owner, "suspended").status_code == 200
+    assert patch(top, "active").json()["status"] == "active"
+    assert patch(agent_owner, "suspended").status_code == 200
+    assert patch(agent_owner, "active").json()["status"] == "active"
+    assert client_for(sub_key).get("/api/v1/auth/me").status_code == 200
+
+
+def test_a_staff_suspension_is_lifted_only_by_staff(top):
+    """Staff suspend an agent (fraud, a dispute): its parent neither resumes it on the API
+    nor with the Network page's button, and staff's resume restores it."""
+    agent, agent_owner = new_agent(top, "Shop A", "a@example.com")
+    _key, agent_key = make_key(agent_owner, mode="live")
+    staff = second_factor_login(Client(), UserFactory(is_staff=True, is_superuser=True))
+    staff.post("/admin/accounts/account/", {"action": "suspend", "_selected_action": [agent.pk]})
+    # The parent suspending it too changes nothing: staff's hold stays.
+    assert (
+        jwt_client(top)
+        .patch(f"{AGENTS}/{agent.public_id}", {"status": "suspended"}, format="json")
+        .json()["status"]
+        == "suspended"
+    )
+    assert_problem(
+        jwt_client(top).patch(f"{AGENTS}/{agent.public_id}", {"status": "active"}, format="json"),
+        403,
+        "permission_denied",
+    )
+    page = session_client(top)
+    answer = page.post(f"/network/{agent.public_id}/status/", {"status": "active"}, follow=True)
+    assert "only they can resume it" in answer.content.decode()
+    agent.refresh_from_db()
+    assert agent.suspended_at is not None and agent.suspended_by_depth == 0
+    assert_problem(client_for(agent_key).get("/api/v1/auth/me"), 403, "account_suspended")
+    staff.post("/admin/accounts/account/", {"action": "resume", "_selected_action": [agent.pk]})
+    assert client_for(agent_key).get("/api/v1/auth/me").status_code == 200
+    agent.refresh_from_db()
+    assert agent.suspended_at is None and agent.suspended_by_depth is None
 
 
 def test_suspension_cuts_keys_jwt_and_sessions_of_the_agent_and_its_agents_at_once(top):
@@ -446,9 +509,6 @@ def test_the_network_page_is_for_owners_and_finance_and_404_outside_the_branch(n
 
 
 def test_staff_see_the_network_tree_and_suspend_an_account_with_its_descendants(networks):
-    from backoffice.models import StaffAction
-    from tests.helpers import second_factor_login
-
     staff = UserFactory(is_staff=True, is_superuser=True)
     client = second_factor_login(Client(), staff)
     agent = networks["agent"]

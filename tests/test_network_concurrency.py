@@ -11,7 +11,9 @@ import pytest
 from django.db.models import Sum
 from rest_framework.test import APIClient
 
-from accounts.services import account_set_b2b
+from accounts.errors import SuspendedAbove
+from accounts.services import STAFF_LEVEL, account_set_b2b, account_set_suspended
+from network.agents import ACTIVE, SUSPENDED, agent_update
 from network.models import Transfer
 from tests.factories import ProductFactory, make_key
 from tests.helpers import assert_ledger_balanced, bearer, client_for
@@ -115,3 +117,29 @@ def test_twenty_concurrent_transfers_both_ways_and_purchases_never_deadlock_or_l
     moved_in = LedgerEntry.objects.filter(kind="transfer_in").count()
     assert moved_out == moved_in == made
     assert_ledger_balanced()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_resume_racing_a_suspension_from_above_never_lifts_it():
+    """The top suspends a sub-agent while the sub-agent's parent resumes it (the parent had
+    suspended it first), at once, twenty times: whichever runs first, the top's suspension
+    holds at the end (the parent's resume either came before it or is refused)."""
+    top = top_account()
+    agent = agent_of(top)
+    sub = agent_of(agent)
+    for _round in range(20):
+        account_set_suspended(account=sub, suspended=True, by_depth=agent.depth)
+
+        def act(n: int):
+            if n == 0:
+                return agent_update(account=top, agent=sub, status=SUSPENDED)
+            try:
+                return agent_update(account=agent, agent=sub, status=ACTIVE)
+            except SuspendedAbove as exc:
+                return exc
+
+        results = run_concurrently(2, act)
+        assert all(result is not None for result in results)
+        sub.refresh_from_db()
+        assert sub.suspended_at is not None and sub.suspended_by_depth == top.depth
+        account_set_suspended(account=sub, suspended=False, by_depth=STAFF_LEVEL)

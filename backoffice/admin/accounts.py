@@ -79,6 +79,7 @@ class AccountAdmin(admin.ModelAdmin):
         "parent",
         "depth",
         "suspended_at",
+        "suspended_by_depth",
         "network",
     )
     inlines = [BillingInline]
