@@ -12,6 +12,7 @@ crossing."""
 from __future__ import annotations
 
 from decimal import Decimal
+from io import StringIO
 
 import pytest
 from django.core.management import call_command
@@ -21,7 +22,7 @@ from hypothesis import strategies as st
 
 from catalog.errors import ProductUnavailable
 from catalog.models import CENT, Product, ceil_cent
-from tests.factories import ProductFactory, make_key
+from tests.factories import ProductFactory, RangeProductFactory, make_key
 from tests.helpers import client_for
 from upstreams.models import PriceRule, Provider, ProviderOperator, Route
 from upstreams.pricing import amount_offered_check, price_line, products_reprice
@@ -233,3 +234,28 @@ def test_the_catalog_lists_a_products_required_fields():
     product = ProductFactory(required_fields=["senderPhone", "recipientEmail"])
     found = anonymous().get(f"{PRODUCTS}/{product.public_id}").json()
     assert found["requiredFields"] == ["senderPhone", "recipientEmail"]
+
+
+def test_a_simulator_row_keeps_a_range_price_where_it_is_sync_after_sync():
+    """The simulator row's cost of a range comes from what each amount was worth when it
+    first offered it, not from the price (which is set from that cost): five syncs leave the
+    price line where the first put it, and a new AIRTIME_SIMULATOR_COST_PERCENT still moves
+    the cost (and the price with it) in proportion."""
+    product = RangeProductFactory()  # A / 20 + 0.50 EUR
+    provider("sim")
+
+    def sync() -> tuple[Decimal, Decimal]:
+        call_command("sync_provider_catalog", "--provider", "sim", stdout=StringIO())
+        product.refresh_from_db()
+        return product.pricing_rate, product.pricing_fee
+
+    first = sync()
+    route = Route.objects.get(provider__name="sim", product=product)
+    assert route.send_value == Decimal("1.00") and route.send_per_unit == Decimal("0.05")
+    assert route.cost_at(Decimal("100.00")) == Decimal("5.0600")  # 92 % of 5.50
+    assert [sync() for _ in range(4)] == [first] * 4
+    with override_settings(AIRTIME_SIMULATOR_COST_PERCENT=46):
+        sync()
+    route.refresh_from_db()
+    assert route.cost_at(Decimal("100.00")) == Decimal("2.5300")  # 46 % of 5.50
+    assert route.send_value == Decimal("1.00")

@@ -20,6 +20,13 @@ to redeem it and a date 30 days ahead. The remembered answer keeps it encrypted
 As a provider row (kind ``simulator``) it sells the whole active catalog, each product at
 ``AIRTIME_SIMULATOR_COST_PERCENT`` of its retail price, with its benefits and validity: a
 sync maps it one to one, so the demo shows routes, costs and margins.
+
+A range product's price is itself set from its cheapest route (``upstreams.pricing``), so a
+cost taken from that price each sync would raise it each sync (92 % of the price, then the
+price 10 % over that: 1.2 % more every time). A range offer therefore keeps what its amounts
+were worth when the row first offered them, as its send value (``send_value`` at the smallest
+amount, ``send_per_unit`` above it, in the retail currency, kept on the route), and costs
+``AIRTIME_SIMULATOR_COST_PERCENT`` of that: a sync changes the cost only when the share does.
 """
 
 from __future__ import annotations
@@ -39,6 +46,7 @@ from catalog.models import Product
 from catalog.selectors import product_list
 from reseller import crypto
 from reseller.ids import random_base62
+from reseller.money import quantize
 from upstreams.adapters.base import (
     PIN_REDACTED,
     PermanentError,
@@ -52,6 +60,7 @@ from upstreams.adapters.base import (
     UpstreamTimeout,
     UpstreamTransaction,
 )
+from upstreams.models import Route
 
 DEFAULT_RULES = {
     "9990": "reject",
@@ -178,7 +187,8 @@ class SimulatorProvider:
         products = product_list(offered_only=False).select_related("operator")
         if countries is not None:
             products = products.filter(country_id__in=[c.upper() for c in countries])
-        return [_offer(product, share) for product in products if product.priced]
+        worth = _range_worth(self.name)
+        return [_offer(product, share, worth) for product in products if product.priced]
 
     def catalog_read(self, *, countries: Iterable[str] | None = None) -> UpstreamCatalog:
         return UpstreamCatalog(products=self.catalog(countries=countries))
@@ -187,9 +197,26 @@ class SimulatorProvider:
         return []  # it keeps references, not a report
 
 
-def _offer(product: Product, share: Decimal) -> UpstreamProduct:
-    """What the simulator sells a catalog product for: ``share`` of its price (of each amount,
-    for a range: ``share`` of ``A / rate + fee``)."""
+PER_UNIT = Decimal("1E-10")  # Route.send_per_unit's places
+Worth = tuple[Decimal, Decimal]  # a range's (value at its smallest amount, value per unit)
+
+
+def _range_worth(provider_name: str) -> dict[int, Worth]:
+    """What this row's range routes say their amounts were worth when first offered, by
+    product: ``(send_value, send_per_unit)``."""
+    routes = Route.objects.filter(
+        provider__name=provider_name,
+        send_value__isnull=False,
+        send_per_unit__isnull=False,
+        min_amount__isnull=False,
+    ).values_list("product_id", "send_value", "send_per_unit")
+    return {product_id: (value, per_unit) for product_id, value, per_unit in routes}
+
+
+def _offer(product: Product, share: Decimal, worth: dict[int, Worth]) -> UpstreamProduct:
+    """What the simulator sells a catalog product for: ``share`` of its price; for a range,
+    ``share`` of what each amount was worth when first offered (``worth``, else its price
+    now: ``A / rate + fee``)."""
     operator = UpstreamOperator(
         upstream_id=product.operator.public_id,
         name=product.operator.name,
@@ -197,19 +224,31 @@ def _offer(product: Product, share: Decimal) -> UpstreamProduct:
     )
     if product.is_range:
         assert product.pricing_rate is not None and product.pricing_fee is not None
+        assert product.range_min is not None
+        low = product.range_min
+        at_low, per_unit = worth.get(
+            product.pk,
+            (
+                quantize(low / product.pricing_rate + product.pricing_fee),
+                (1 / product.pricing_rate).quantize(PER_UNIT),
+            ),
+        )
         return UpstreamProduct(
             operator=operator,
             sku=product.sku,
             product_type=product.product_type,
             local_amount=None,
             local_currency=product.local_currency,
-            cost=(product.pricing_fee * share).quantize(Decimal("0.0001")),
+            cost=((at_low - low * per_unit) * share).quantize(Decimal("0.0001")),
             cost_currency=product.retail_currency,
+            send_value=at_low,
+            send_currency=product.retail_currency,
             denomination="range",
-            min_amount=product.range_min,
+            min_amount=low,
             max_amount=product.range_max,
             step=product.range_step,
-            cost_per_unit=share / product.pricing_rate,
+            cost_per_unit=share * per_unit,
+            send_per_unit=per_unit,
             benefits=tuple(product.benefits or ()),
             validity_days=product.validity_days,
         )
