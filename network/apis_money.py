@@ -196,11 +196,12 @@ class CommissionsApi(APIView):
         operation_id="network_commissions",
         summary="What you earned on your agents' sales",
         description="`from` and `to` are UTC days (YYYY-MM-DD, both included; default: this "
-        "month so far). Per direct agent: the recharges delivered in its branch (it and its "
-        "agents) in the period and not reversed since, `sales` what the buying accounts paid "
-        "for them, and `commission` your share of them (what your child paid less your own "
-        "price, credited to your wallet at delivery); `total` the sum. Owners and finance "
-        "members.",
+        "month so far). Per direct agent (every one, in the order `GET /network/agents` lists "
+        "them; zeros for a branch that sold nothing): the recharges delivered in its branch "
+        "(it and its agents) in the period and not reversed since, `sales` what the buying "
+        "accounts paid for them, and `commission` your share of them (what your child paid "
+        "less your own price, credited to your wallet at delivery); `total` the sum. Owners "
+        "and finance members.",
         parameters=[
             OpenApiParameter("from", OpenApiTypes.DATE),
             OpenApiParameter("to", OpenApiTypes.DATE),

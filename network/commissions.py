@@ -206,25 +206,30 @@ def commissions_earned(*, account: Account) -> QuerySet[Commission]:
 
 
 def commissions_report(*, account: Account, since, until, start, end) -> dict[str, Any]:
-    """``GET /network/commissions``: per direct agent, the recharges delivered in its branch
-    in [since, until) and not reversed since, what their buyers paid, and the caller's
+    """``GET /network/commissions``: per direct agent (every one, in the order they were
+    created, zeros for a branch that sold nothing), the recharges delivered in its branch in
+    [since, until) and not reversed since, what their buyers paid, and the caller's
     commission from them; and the total."""
-    rows = (
-        Commission.objects.filter(
+    rows = {
+        row["branch__public_id"]: row
+        for row in Commission.objects.filter(
             account=account, created_at__gte=since, created_at__lt=until, reversed_at__isnull=True
         )
         .values("branch__public_id")
         .annotate(recharges=Count("id"), sales=Sum("sale"), commission=Sum("amount"))
-        .order_by("branch__public_id")
-    )
+        .order_by()
+    }
+    direct = Account.objects.filter(parent=account).order_by("pk")  # as GET /network/agents
+    none = {"recharges": 0, "sales": ZERO, "commission": ZERO}
     agents = [
         {
-            "agent": row["branch__public_id"],
+            "agent": agent_id,
             "recharges": row["recharges"],
             "sales": f"{row['sales']:.2f}",
             "commission": f"{row['commission']:.2f}",
         }
-        for row in rows
+        for agent_id in direct.values_list("public_id", flat=True)
+        for row in [rows.get(agent_id, none)]
     ]
     total = sum((Decimal(agent["commission"]) for agent in agents), ZERO)
     return {

@@ -168,26 +168,27 @@ def test_the_commissions_report_shows_each_direct_agents_branch(api, network):
     report = api.get(COMMISSIONS, **bearer(owner_of(top))).json()
     assert report["currency"] == "EUR" and report["from"] <= report["to"]
     assert report["agents"] == [
-        row
-        for row in sorted(
-            [
-                {"agent": agent.public_id, "recharges": 2, "sales": "21.65",
-                 "commission": "1.92"},
-                {"agent": sibling.public_id, "recharges": 1, "sales": "9.60",
-                 "commission": "0.00"},
-            ],
-            key=lambda row: row["agent"],
-        )
-    ]  # fmt: skip
+        {"agent": agent.public_id, "recharges": 2, "sales": "21.65", "commission": "1.92"},
+        {"agent": sibling.public_id, "recharges": 1, "sales": "9.60", "commission": "0.00"},
+    ]  # the order GET /network/agents lists them in
     assert report["total"] == "1.92"
     mid = api.get(COMMISSIONS, **bearer(owner_of(agent))).json()
     assert mid["agents"] == [
         {"agent": sub.public_id, "recharges": 1, "sales": "11.09", "commission": "0.53"}
     ]
     assert api.get(COMMISSIONS, **bearer(owner_of(sub))).json()["agents"] == []
-    # Another period: nothing.
+    # A direct agent whose branch sold nothing has its row, of zeros.
+    idle = agent_of(top, name="Idle")
+    zeros = {"recharges": 0, "sales": "0.00", "commission": "0.00"}
+    listed = api.get(COMMISSIONS, **bearer(owner_of(top))).json()["agents"]
+    assert listed[2] == {"agent": idle.public_id, **zeros} and len(listed) == 3
+    # Another period: every direct agent, nothing sold.
     past = api.get(COMMISSIONS + "?from=2020-01-01&to=2020-01-31", **bearer(owner_of(top)))
-    assert past.json()["agents"] == [] and past.json()["total"] == "0.00"
+    assert past.json()["agents"] == [
+        {"agent": agent_id, **zeros}
+        for agent_id in (agent.public_id, sibling.public_id, idle.public_id)
+    ]
+    assert past.json()["total"] == "0.00"
     developer = UserFactory(account=top, role="developer")
     assert api.get(COMMISSIONS, **bearer(developer)).status_code == 403
     checks_pass()
