@@ -48,6 +48,14 @@ def account_suspended(account: Account) -> bool:
     return any(node.suspended_at is not None for node in account_chain(account))
 
 
+def suspended_above(account: Account, *, by_depth: int) -> bool:
+    """Is ``account`` held by a suspension that the ancestor at level ``by_depth`` may not
+    lift (one made higher up, or by staff: ``Account.suspended_by_depth``)?
+    ``account_set_suspended`` decides the same in its statement."""
+    held = account.suspended_by_depth
+    return account.suspended_at is not None and held is not None and held < by_depth
+
+
 def account_with_ancestors(*, account_id: int) -> Account:
     return Account.objects.select_related(ancestors_path()).get(pk=account_id)
 

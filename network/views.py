@@ -19,6 +19,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from accounts.http import AuthenticatedRequest
 from accounts.models import Account
+from accounts.suspension import suspended_above
 from network import agents, commissions, transfers
 from network.forms import AgentForm, OwnerInvitationForm, TransferForm
 from network.models import Transfer
@@ -54,6 +55,7 @@ def _page(
     balance, currency = wallet_available(account=account)
     awaited = agents.owners_awaited(agents=direct)
     for agent in direct:
+        agent.held_above = suspended_above(agent, by_depth=account.depth)  # type: ignore[attr-defined]
         agent.owner_awaited = agent.pk in awaited  # type: ignore[attr-defined]
         agent.invitation = awaited.get(agent.pk)  # type: ignore[attr-defined]
     return render(

@@ -264,6 +264,9 @@ def test_a_staff_suspension_is_lifted_only_by_staff(top):
     page = session_client(top)
     answer = page.post(f"/network/{agent.public_id}/status/", {"status": "active"}, follow=True)
     assert "only they can resume it" in answer.content.decode()
+    # The page says who holds it, and offers no button that would be refused.
+    listing = page.get("/network/").content.decode()
+    assert "by our staff" in listing and "Resume" not in listing
     agent.refresh_from_db()
     assert agent.suspended_at is not None and agent.suspended_by_depth == 0
     assert_problem(client_for(agent_key).get("/api/v1/auth/me"), 403, "account_suspended")
