@@ -31,7 +31,9 @@ PUBLISH_RETRY = {"max_retries": 2, "interval_start": 0, "interval_step": 0.2, "i
 
 @cache
 def _pool() -> ThreadPoolExecutor:
-    return ThreadPoolExecutor(max_workers=4, thread_name_prefix="inprocess-task")
+    return ThreadPoolExecutor(
+        max_workers=settings.TASKS_IN_PROCESS_THREADS, thread_name_prefix="inprocess-task"
+    )
 
 
 def _run_in_thread(task, args: tuple) -> None:

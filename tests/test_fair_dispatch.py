@@ -124,13 +124,17 @@ def work(queue: str, *, limit: int = 10_000, seen: list | None = None) -> int:
     return done
 
 
-def test_an_accounts_share_defaults_to_half_the_provider_ceiling_at_most_100():
+def test_an_accounts_share_defaults_to_half_the_provider_ceiling_at_most_100_or_the_pool():
     """Another account's recharge competes for a provider slot with one share of each backlog:
     under a ceiling of 20 calls, a share of 100 made B..E wait 3x their idle time in the bench
     (docs/performance.md, "fair"); half the ceiling keeps the ceiling full for A alone."""
 
-    def share(**env: str) -> int:
-        clean: dict[str, str | None] = {"DISPATCH_ACCOUNT_SHARE": None, **env}
+    def share(**env: str | None) -> int:
+        clean: dict[str, str | None] = {
+            "DISPATCH_ACCOUNT_SHARE": None,
+            "CELERY_BROKER_URL": "redis://127.0.0.1:6379/0",  # read, never connected to
+            **env,
+        }
         return settings_in_a_process(clean, "DISPATCH_ACCOUNT_SHARE")["DISPATCH_ACCOUNT_SHARE"]
 
     assert share(PROVIDER_MAX_IN_FLIGHT="20") == 10
@@ -139,6 +143,9 @@ def test_an_accounts_share_defaults_to_half_the_provider_ceiling_at_most_100():
     assert share(PROVIDER_MAX_IN_FLIGHT="1") == 1
     assert share(PROVIDER_MAX_IN_FLIGHT="0") == 100  # no ceiling
     assert share(PROVIDER_MAX_IN_FLIGHT="20", DISPATCH_ACCOUNT_SHARE="7") == 7
+    # Without a broker (make run), the in-process pool's threads are the workers: its size.
+    assert share(CELERY_BROKER_URL=None) == 4
+    assert share(CELERY_BROKER_URL=None, DISPATCH_ACCOUNT_SHARE="7") == 7
 
 
 def test_a_batch_publishes_one_share_and_another_account_waits_only_for_it(publishing, queue):

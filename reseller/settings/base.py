@@ -350,8 +350,10 @@ PROVIDER_DEFAULT_MARKUP_PERCENT = env.float("PROVIDER_DEFAULT_MARKUP_PERCENT", d
 # A product with routes whose price leaves less than this over its cheapest healthy route's
 # cost is not offered (docs/pricing.md).
 PRICE_MIN_MARGIN_PERCENT = env.float("PRICE_MIN_MARGIN_PERCENT", default=3.0)
-# Without a broker: run tasks on a thread pool of the web process (False: inline, for tests).
+# Without a broker: run tasks on a thread pool of the web process (False: inline, for tests),
+# of this many threads (reseller/tasks.py).
 TASKS_IN_PROCESS_THREADED = env.bool("TASKS_IN_PROCESS_THREADED", default=True)
+TASKS_IN_PROCESS_THREADS = 4
 # How long a recharge may sit in a state before the sweeper looks at it again.
 RECHARGE_STUCK_QUEUED_SECONDS = env.int("RECHARGE_STUCK_QUEUED_SECONDS", default=60)
 RECHARGE_STUCK_DISPATCHED_SECONDS = env.int("RECHARGE_STUCK_DISPATCHED_SECONDS", default=300)
@@ -370,9 +372,18 @@ DISPATCH_DIRECT_MAX = env.int("DISPATCH_DIRECT_MAX", default=20)
 # alone (its lane is topped up as recharges are taken). At most 100, one worker process's
 # threads (docker-compose): at 20 under a ceiling of 200, a lone 100-recharge order had only
 # 44 calls in flight where 100 threads were free. Measured: docs/performance.md, "fair".
+# Without a broker (make run) the threads are the in-process pool's few: a share of 100 there
+# put another account's order behind 100 of a batch's recharges (26 s at 1 s a call), so the
+# share is the pool, which a lone account still fills.
 DISPATCH_ACCOUNT_SHARE = env.int(
     "DISPATCH_ACCOUNT_SHARE",
-    default=max(1, min(100, PROVIDER_MAX_IN_FLIGHT // 2)) if PROVIDER_MAX_IN_FLIGHT > 0 else 100,
+    default=(
+        TASKS_IN_PROCESS_THREADS
+        if not env.str("CELERY_BROKER_URL", default="")
+        else max(1, min(100, PROVIDER_MAX_IN_FLIGHT // 2))
+        if PROVIDER_MAX_IN_FLIGHT > 0
+        else 100
+    ),
 )
 if DISPATCH_ACCOUNT_SHARE < 1 or DISPATCH_DIRECT_MAX < 0:
     raise ImproperlyConfigured(
