@@ -195,11 +195,13 @@ def _ledger() -> Iterator[Metric]:
     if any(result is None for result in last.values()):
         ledger_checks_run()
         last = {check: ledger_check_last(check) for check in LEDGER_CHECKS}
-    ok = GaugeMetricFamily(
+    # The contract names the gauge without labels: that series is both checks at once (1
+    # when the last of each found nothing wrong); each check also has its own, labelled.
+    ok = Metric(
         "reseller_ledger_check_ok",
-        "1 if the last check found the books right, 0 if not; check: ledger (wallets against "
-        "their entries), books (the journals of the business).",
-        labels=["check"],
+        "1 if the last checks found the books right, 0 if not; unlabelled: both; check: "
+        "ledger (wallets against their entries), books (the journals of the business).",
+        "gauge",
     )
     age = GaugeMetricFamily(
         "reseller_ledger_check_age_seconds",
@@ -207,10 +209,13 @@ def _ledger() -> Iterator[Metric]:
         labels=["check"],
     )
     now = time.time()
+    known = [result for result in last.values() if result is not None]
+    if known:
+        ok.add_sample(ok.name, {}, 1 if all(result["ok"] for result in known) else 0)
     for check, result in last.items():
         if result is None:
             continue
-        ok.add_metric([check], 1 if result["ok"] else 0)
+        ok.add_sample(ok.name, {"check": check}, 1 if result["ok"] else 0)
         age.add_metric([check], max(0.0, now - float(result["at"])))
     yield ok
     yield age

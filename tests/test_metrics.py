@@ -183,13 +183,19 @@ def test_the_ledger_check_result_is_the_last_checks(user):
     fund(user, "10.00")
     call_command("check_ledger")
     assert value(scrape(), "reseller_ledger_check_ok", check="ledger") == 1
+    assert value(scrape(), "reseller_ledger_check_ok") == 1  # the contract's bare series
     Wallet.objects.filter(account=user.account).update(balance=Decimal("999.00"))
     with pytest.raises(CommandError):
         call_command("check_ledger")
     assert value(scrape(), "reseller_ledger_check_ok", check="ledger") == 0
+    assert value(scrape(), "reseller_ledger_check_ok", check="books") == 1
+    assert value(scrape(), "reseller_ledger_check_ok") == 0  # either check wrong: 0
+    text = Client().get("/metrics", REMOTE_ADDR="127.0.0.1").content.decode()
+    assert "\nreseller_ledger_check_ok 0.0\n" in text
     Wallet.objects.filter(account=user.account).update(balance=Decimal("10.00"))
     call_command("check_ledger")
     assert value(scrape(), "reseller_ledger_check_ok", check="ledger") == 1
+    assert value(scrape(), "reseller_ledger_check_ok") == 1
 
 
 # -- several processes ------------------------------------------------------------------------
