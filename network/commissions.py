@@ -220,8 +220,8 @@ def commissions_report(*, account: Account, since, until, start, end) -> dict[st
         .order_by()
     }
     direct = Account.objects.filter(parent=account).order_by("pk")  # as GET /network/agents
-    none = {"recharges": 0, "sales": ZERO, "commission": ZERO}
-    agents = [
+    none: dict[str, Any] = {"recharges": 0, "sales": ZERO, "commission": ZERO}
+    agents: list[dict[str, Any]] = [
         {
             "agent": agent_id,
             "recharges": row["recharges"],

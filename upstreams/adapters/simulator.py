@@ -210,7 +210,11 @@ def _range_worth(provider_name: str) -> dict[int, Worth]:
         send_per_unit__isnull=False,
         min_amount__isnull=False,
     ).values_list("product_id", "send_value", "send_per_unit")
-    return {product_id: (value, per_unit) for product_id, value, per_unit in routes}
+    return {
+        product_id: (value, per_unit)
+        for product_id, value, per_unit in routes
+        if value is not None and per_unit is not None
+    }
 
 
 def _offer(product: Product, share: Decimal, worth: dict[int, Worth]) -> UpstreamProduct:
