@@ -1,6 +1,6 @@
 """What the ORM cannot say: giving a pooled connection back around long waits,
-PostgreSQL's transaction-level advisory locks, and an exact sum of a decimal column on every
-database.
+PostgreSQL's transaction-level advisory locks (and their stand-in on the embedded default),
+and an exact sum of a decimal column on every database.
 
 With a connection pool (``DATABASE_POOL_SIZE``), a thread that is about to wait on a third
 party (a provider's answer) gives its connection back first: hundreds of calls in flight then
@@ -11,6 +11,9 @@ transaction, nothing changes.
 from __future__ import annotations
 
 import hashlib
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from django.db import connection, connections
 from django.db.models import DecimalField, Sum
@@ -48,6 +51,32 @@ def advisory_xact_lock(key: int, *, wait: bool = False) -> bool:
         if wait:
             return True
         return bool(cursor.fetchone()[0])
+
+
+_claimed: set[int] = set()
+_claims = threading.Lock()
+
+
+@contextmanager
+def process_claim(key: int) -> Iterator[bool]:
+    """Around a block that takes ``advisory_xact_lock(key)`` in its transaction: whether no
+    other thread of this process is inside such a block for ``key`` (held until the block
+    ends). On PostgreSQL always True: the advisory lock decides, across processes. Elsewhere
+    (the embedded default: SQLite in one process) this is the lock: SQLite's one writing
+    transaction at a time would make a second request with the key wait for the first and
+    replay it, where a request still running is to be refused at once."""
+    if connection.vendor == "postgresql":
+        yield True
+        return
+    with _claims:
+        free = key not in _claimed
+        _claimed.add(key)
+    try:
+        yield free
+    finally:
+        if free:
+            with _claims:
+                _claimed.discard(key)
 
 
 def exact_sum(field: str, *, places: int) -> Round:

@@ -11,7 +11,9 @@ app lower than orders (network's transfers) runs keys the same way.
 One transaction does it all: it takes the key, runs the operation and stores its answer.
 
 1. Take the key: on PostgreSQL a transaction-scoped advisory lock on (account, mode, key),
-   tried without waiting, then the stored answer is read. A lock
+   tried without waiting, then the stored answer is read (on the embedded default, SQLite in
+   one process, a claim of this process taken before the transaction: SQLite would make the
+   second request wait for the first's commit and replay it). A lock
    held by another request means that request still runs: 409. A stored answer is replayed
    (or 422 when the body differs); a key another table holds (an order's key sent to a
    transfer) is 422 too: one key names one request of an account and mode.
@@ -41,7 +43,7 @@ from django.db.models import Value
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from reseller.db import advisory_key, advisory_xact_lock
+from reseller.db import advisory_key, advisory_xact_lock, process_claim
 from reseller.errors import ApplicationError
 
 KEY_PATTERN = re.compile(r"^[\x21-\x7e]{1,255}$")
@@ -159,9 +161,8 @@ class Keys:
     def _take(self, *, account, livemode: bool, key: str):
         """Inside the transaction: take the key (409 if another request holds it) and return
         the answer stored for it, if any. On PostgreSQL the key is held with a
-        transaction-level advisory lock (the ORM has none); SQLite runs one writing
-        transaction at a time (BEGIN IMMEDIATE), so no other request holds the key while
-        this one runs."""
+        transaction-level advisory lock (the ORM has none); on the embedded default (SQLite,
+        one process) ``run`` held it before the transaction (``process_claim``)."""
         if not advisory_xact_lock(lock_id(account_id=account.pk, livemode=livemode, key=key)):
             raise IdempotencyKeyInUse()
         scope: dict[str, Any] = {"account": account, "livemode": livemode, "key": key}
@@ -232,6 +233,22 @@ class Keys:
                 status, body = operation()
             return IdempotentReply(status=status, body=body, replayed=False)
         scope: dict[str, Any] = {"account": account, "livemode": livemode, "key": key}
+        with process_claim(lock_id(account_id=account.pk, livemode=livemode, key=key)) as free:
+            if not free:  # the embedded default: another thread runs this key now
+                raise IdempotencyKeyInUse()
+            return self._run_claimed(
+                scope, request_fingerprint, operation, request_id=request_id, on_refusal=on_refusal
+            )
+
+    def _run_claimed(
+        self,
+        scope: dict[str, Any],
+        request_fingerprint: str,
+        operation: Callable[[], tuple[int, dict[str, Any]]],
+        *,
+        request_id: str | None,
+        on_refusal: Callable[[ApplicationError], None] | None,
+    ) -> IdempotentReply:
         try:
             with transaction.atomic():
                 stored = self._take(**scope)
