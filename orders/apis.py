@@ -175,7 +175,7 @@ class QuoteApi(APIView):
         responses={200: QuoteOut, **problems(400, 401, 403, 409, extra=("invalid_amount",))},
     )
     def post(self, request):
-        data = QuoteIn(data=request.data)
+        data = QuoteIn(data=request.data, context={"max_units": request_units_per_request(request)})
         data.is_valid(raise_exception=True)
         account = request.user.account
         livemode = request_livemode(request)

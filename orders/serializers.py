@@ -289,6 +289,9 @@ class QuoteIn(StrictSerializer):
                 }
             )
         if "items" in data:
+            # What may be quoted may be ordered: the order's units cap (the key's), as its
+            # lines cap (a cart is capped when it is checked out).
+            validate_units(data["items"], max_units=self.context.get("max_units"))
             data["lines"] = validate_lines(data["items"])
         return data
 

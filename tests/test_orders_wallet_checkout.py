@@ -19,6 +19,7 @@ from wallet.services import wallet_topup_manual
 pytestmark = pytest.mark.django_db
 
 B2B = "/api/v1/api-access/b2b/recharges"
+QUOTE = "/api/v1/payments/quote"
 CHECKOUT = "/api/v1/wallet/checkout"
 MX_NUMBER = "+525512345678"
 
@@ -192,6 +193,13 @@ def test_live_keys_may_order_100_units_per_request_and_no_more(reseller, product
     )
     body = assert_problem(too_many, 400, "validation_error")
     assert body["errors"][0]["code"] == "too_many_units"
+    # A quote of what may not be ordered is refused the same way; of what may, priced.
+    quoted = client.post(QUOTE, {"items": items, "baseCurrency": "EUR"}, format="json")
+    assert quoted.status_code == 200, quoted.content
+    refused = client.post(QUOTE, {"items": [*items, items[0]], "baseCurrency": "EUR"})
+    assert assert_problem(refused, 400, "validation_error")["errors"][0]["code"] == (
+        "too_many_units"
+    )
     assert balance(reseller) == Decimal("500.00")
 
 
