@@ -259,3 +259,19 @@ def test_a_simulator_row_keeps_a_range_price_where_it_is_sync_after_sync():
     route.refresh_from_db()
     assert route.cost_at(Decimal("100.00")) == Decimal("2.5300")  # 46 % of 5.50
     assert route.send_value == Decimal("1.00")
+
+
+@pytest.mark.parametrize("moved_to", ["50.00", "5.00"])
+def test_a_simulator_rows_range_costs_the_same_at_each_amount_when_the_range_moves(moved_to):
+    """Another provider's route (or staff) moves the range's smallest amount: the simulator's
+    worth is a line through its first offer, so each amount costs what it did."""
+    product = RangeProductFactory()  # A / 20 + 0.50 EUR, from 10
+    provider("sim")
+    call_command("sync_provider_catalog", "--provider", "sim", stdout=StringIO())
+    route = Route.objects.get(provider__name="sim", product=product)
+    before = {amount: route.cost_at(Decimal(amount)) for amount in ("50.00", "100.00", "500.00")}
+    Product.objects.filter(pk=product.pk).update(range_min=Decimal(moved_to))
+    call_command("sync_provider_catalog", "--provider", "sim", stdout=StringIO())
+    route.refresh_from_db()
+    assert route.min_amount == Decimal(moved_to) and route.cost >= 0
+    assert {amount: route.cost_at(Decimal(amount)) for amount in before} == before

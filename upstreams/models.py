@@ -151,7 +151,9 @@ class Route(models.Model):
     )
     # What to send in the provider's terms for an amount of a range route, where it wants
     # more than the local amount (Ding's SendValue): ``send_value`` for ``min_amount``, and
-    # ``send_per_unit`` more for each unit above it (``send_value_at``).
+    # ``send_per_unit`` more for each unit above it (``send_value_at``). The simulator row
+    # keeps here what each amount was worth when it first offered it (its cost is a share of
+    # that: upstreams.adapters.simulator), and ignores it when it is sent.
     send_per_unit = models.DecimalField(
         _("send per unit"), max_digits=18, decimal_places=10, null=True, blank=True
     )

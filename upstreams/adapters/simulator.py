@@ -42,11 +42,10 @@ from django.conf import settings
 from django.core.cache import cache
 from django.utils import timezone
 
-from catalog.models import Product
+from catalog.models import Product, ceil_cent
 from catalog.selectors import product_list
 from reseller import crypto
 from reseller.ids import random_base62
-from reseller.money import quantize
 from upstreams.adapters.base import (
     PIN_REDACTED,
     PermanentError,
@@ -198,22 +197,23 @@ class SimulatorProvider:
 
 
 PER_UNIT = Decimal("1E-10")  # Route.send_per_unit's places
-Worth = tuple[Decimal, Decimal]  # a range's (value at its smallest amount, value per unit)
+Worth = tuple[Decimal, Decimal]  # a range's worth: (at an amount of 0, per unit)
 
 
 def _range_worth(provider_name: str) -> dict[int, Worth]:
     """What this row's range routes say their amounts were worth when first offered, by
-    product: ``(send_value, send_per_unit)``."""
+    product: the line through ``send_value`` at ``min_amount`` with slope ``send_per_unit``
+    (so a range whose ends moved since is worth the same at each amount)."""
     routes = Route.objects.filter(
         provider__name=provider_name,
         send_value__isnull=False,
         send_per_unit__isnull=False,
         min_amount__isnull=False,
-    ).values_list("product_id", "send_value", "send_per_unit")
+    ).values_list("product_id", "min_amount", "send_value", "send_per_unit")
     return {
-        product_id: (value, per_unit)
-        for product_id, value, per_unit in routes
-        if value is not None and per_unit is not None
+        product_id: (value - low * per_unit, per_unit)
+        for product_id, low, value, per_unit in routes
+        if low is not None and value is not None and per_unit is not None
     }
 
 
@@ -230,13 +230,12 @@ def _offer(product: Product, share: Decimal, worth: dict[int, Worth]) -> Upstrea
         assert product.pricing_rate is not None and product.pricing_fee is not None
         assert product.range_min is not None
         low = product.range_min
-        at_low, per_unit = worth.get(
-            product.pk,
-            (
-                quantize(low / product.pricing_rate + product.pricing_fee),
-                (1 / product.pricing_rate).quantize(PER_UNIT),
-            ),
+        base, per_unit = worth.get(
+            product.pk, (product.pricing_fee, (1 / product.pricing_rate).quantize(PER_UNIT))
         )
+        # Kept as what the smallest amount is worth, to the cent, rounded up: the base the
+        # next sync reads back is never below this one's (nor below 0), whatever the range.
+        at_low = ceil_cent(base + low * per_unit)
         return UpstreamProduct(
             operator=operator,
             sku=product.sku,
@@ -251,7 +250,7 @@ def _offer(product: Product, share: Decimal, worth: dict[int, Worth]) -> Upstrea
             min_amount=low,
             max_amount=product.range_max,
             step=product.range_step,
-            cost_per_unit=share * per_unit,
+            cost_per_unit=(share * per_unit).quantize(PER_UNIT),
             send_per_unit=per_unit,
             benefits=tuple(product.benefits or ()),
             validity_days=product.validity_days,
