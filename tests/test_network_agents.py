@@ -276,6 +276,25 @@ def test_a_staff_suspension_is_lifted_only_by_staff(top):
     assert agent.suspended_at is None and agent.suspended_by_depth is None
 
 
+def test_staff_take_over_a_suspension_the_parent_made(top):
+    """The parent suspended its agent first; staff then suspend it for fraud: the parent can
+    no longer resume it."""
+    agent, _agent_owner = new_agent(top, "Shop A", "a@example.com")
+    staff = second_factor_login(Client(), UserFactory(is_staff=True, is_superuser=True))
+    patch = {"status": "suspended"}
+    done = jwt_client(top).patch(f"{AGENTS}/{agent.public_id}", patch, format="json")
+    assert done.status_code == 200
+    agent.refresh_from_db()
+    assert agent.suspended_by_depth == top.account.depth
+    staff.post("/admin/accounts/account/", {"action": "suspend", "_selected_action": [agent.pk]})
+    agent.refresh_from_db()
+    assert agent.suspended_by_depth == 0
+    resume = {"status": "active"}
+    refused = jwt_client(top).patch(f"{AGENTS}/{agent.public_id}", resume, format="json")
+    assert_problem(refused, 403, "permission_denied")
+    assert StaffAction.objects.filter(action="account.suspend", target_id=agent.public_id).exists()
+
+
 def test_suspension_cuts_keys_jwt_and_sessions_of_the_agent_and_its_agents_at_once(top):
     agent, agent_owner = new_agent(top, "Shop A", "a@example.com")
     sub, sub_owner = new_agent(agent_owner, "Shop A1", "a1@example.com")

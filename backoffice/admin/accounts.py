@@ -7,6 +7,7 @@ from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext, ngettext_lazy
 
 from accounts.models import Account, ApiKey, BillingProfile, Invitation, User
+from accounts.services import STAFF_LEVEL
 from backoffice import services as staff
 from backoffice.admin.tools import ReadOnlyAdmin, form_action, run_each
 from network.agents import network_tree
@@ -118,7 +119,9 @@ class AccountAdmin(admin.ModelAdmin):
         description=_("Suspend selected accounts (and their agents)"), permissions=["change"]
     )
     def suspend(self, request, queryset):
-        self._set_suspended(request, queryset.filter(suspended_at__isnull=True), True)
+        # An account its parent suspended is taken over too: from then on only staff resume it.
+        held = queryset.filter(suspended_at__isnull=False, suspended_by_depth=STAFF_LEVEL)
+        self._set_suspended(request, queryset.exclude(pk__in=held.values("pk")), True)
 
     @admin.action(description=_("Resume selected accounts"), permissions=["change"])
     def resume(self, request, queryset):
