@@ -23,6 +23,7 @@ from recharges.models import Recharge
 from recharges.state import LIVE_STATUSES
 from reseller.errors import ApplicationError
 from reseller.exports import csv_response
+from reseller.idempotency import IdempotencyKeyInUse
 from wallet.services import wallet_get_or_create
 
 PENDING_SECONDS = 30 * 60  # a checked file waits this long for its confirmation
@@ -148,6 +149,9 @@ def batch_confirm(request: AuthenticatedRequest) -> HttpResponse:
             idempotency_key=f"site-batch-{token}",
             request_fingerprint=token,
         )
+    except IdempotencyKeyInUse:  # the first press is still placing it
+        messages.info(request, _("This batch is being placed: it shows here once it is."))
+        return redirect("orders:batches")
     except ApplicationError as exc:  # 402: the wallet no longer covers it
         messages.error(request, str(exc.detail))
         return redirect("orders:batches")

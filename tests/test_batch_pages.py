@@ -5,16 +5,19 @@ confirmation cannot be paid twice; the batch page follows it and gives the resul
 from __future__ import annotations
 
 import io
+import threading
 from decimal import Decimal
 
 import openpyxl
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db import connection, transaction
 
 from accounts.services import account_set_b2b
 from orders.batches import batches_complete
 from orders.models import Batch, Order
 from recharges.models import Recharge
+from reseller.idempotency import lock_id
 from tests.factories import OperatorFactory, ProductFactory, UserFactory, make_country
 from tests.helpers import assert_ledger_balanced, fund, process
 from wallet.models import LedgerEntry, Wallet
@@ -196,3 +199,33 @@ def test_a_file_carries_the_extra_fields_a_product_needs_as_columns(client, shop
         "recipientName": "Luis",
     }
     assert_ledger_balanced()
+
+
+def test_a_second_press_while_the_first_still_places_the_batch_says_so(client, shop, telcel):
+    """The first press still runs (its key's lock held by another connection): the second
+    is told the batch is being placed, not shown an API error, and charges nothing."""
+    rows = ["recipientNumber,operator,amount", f"{NUMBER},MX/telcel,100"]
+    confirm = client.post("/batches/upload/", {"file": csv_file(rows)})
+    token = confirm.context["token"]
+    key = lock_id(account_id=shop.account.pk, livemode=True, key=f"site-batch-{token}")
+    held, done = threading.Event(), threading.Event()
+
+    def first_press() -> None:
+        try:
+            with transaction.atomic(), connection.cursor() as cursor:
+                cursor.execute("SELECT pg_advisory_xact_lock(%s)", [key])
+                held.set()
+                done.wait(30)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=first_press)
+    thread.start()
+    try:
+        assert held.wait(30)
+        second = client.post("/batches/confirm/", {"token": token}, follow=True)
+    finally:
+        done.set()
+        thread.join(30)
+    assert "This batch is being placed" in second.content.decode()
+    assert not Batch.objects.exists() and balance(shop) == Decimal("10000.00")
