@@ -209,9 +209,9 @@ def _ledger() -> Iterator[Metric]:
         labels=["check"],
     )
     now = time.time()
-    known = [result for result in last.values() if result is not None]
-    if known:
-        ok.add_sample(ok.name, {}, 1 if all(result["ok"] for result in known) else 0)
+    results = [result for result in last.values() if result is not None]
+    if len(results) == len(last):  # both checks known: the bare series says both
+        ok.add_sample(ok.name, {}, 1 if all(result["ok"] for result in results) else 0)
     for check, result in last.items():
         if result is None:
             continue
