@@ -17,6 +17,7 @@ from tests.card_support import (  # noqa: F401 (fixtures for every test module)
 )
 from tests.factories import UserFactory
 from tests.helpers import bearer, redis_forget
+from tests.migration_support import latest_after_fixture  # noqa: F401 (a fixture)
 from tests.provider_support import (  # noqa: F401 (fixtures for every test module)
     ding_fixture,
     dtone_fixture,

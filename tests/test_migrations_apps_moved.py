@@ -7,22 +7,13 @@ from __future__ import annotations
 import pytest
 from django.contrib.contenttypes.models import ContentType
 from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
+
+from tests.migration_support import migrated
 
 BEFORE = [("orders", "0010_batches"), ("payments", None), ("recharges", None)]
 AFTER = [("orders", "0011_payments_and_recharges_move_out")]
 CHECKOUT_BEFORE = [("orders", "0011_payments_and_recharges_move_out"), ("checkout", None)]
 CHECKOUT_AFTER = [("orders", "0012_card_checkout_moves_out")]
-
-
-@pytest.fixture
-def executor():
-    """A migration executor; the database is migrated back to the latest state afterwards
-    (the moves change no table, but the next tests expect every migration applied)."""
-    yield MigrationExecutor(connection)
-    latest = MigrationExecutor(connection)
-    latest.loader.build_graph()
-    latest.migrate(latest.loader.graph.leaf_nodes())
 
 
 def _content_type_as_before(label: str, model: str) -> ContentType:
@@ -33,16 +24,13 @@ def _content_type_as_before(label: str, model: str) -> ContentType:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_move_keeps_the_tables_and_their_rows_and_moves_the_content_types(executor):
-    executor.migrate(BEFORE)
-    old = executor.loader.project_state(BEFORE[:1]).apps
+def test_the_move_keeps_the_tables_and_their_rows_and_moves_the_content_types(latest_after):
+    old = migrated(BEFORE).loader.project_state(BEFORE[:1]).apps
     assert old.get_model("orders", "Payment")._meta.db_table == "orders_payment"
     moved = _content_type_as_before("payments", "payment")
     tables_before = set(connection.introspection.table_names())
 
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(AFTER)
+    executor = migrated(AFTER)
 
     assert set(connection.introspection.table_names()) == tables_before  # no table moved
     moved.refresh_from_db()
@@ -56,9 +44,8 @@ def test_the_move_keeps_the_tables_and_their_rows_and_moves_the_content_types(ex
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_card_checkout_moves_with_its_tables_rows_and_content_types(executor):
-    executor.migrate(CHECKOUT_BEFORE)
-    old = executor.loader.project_state(CHECKOUT_BEFORE[:1]).apps
+def test_the_card_checkout_moves_with_its_tables_rows_and_content_types(latest_after):
+    old = migrated(CHECKOUT_BEFORE).loader.project_state(CHECKOUT_BEFORE[:1]).apps
     assert old.get_model("orders", "CardCheckout")._meta.db_table == "orders_cardcheckout"
     assert old.get_model("orders", "StripeEvent")._meta.db_table == "orders_stripeevent"
     old.get_model("orders", "StripeEvent").objects.create(
@@ -70,9 +57,7 @@ def test_the_card_checkout_moves_with_its_tables_rows_and_content_types(executor
     }
     tables_before = set(connection.introspection.table_names())
 
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(CHECKOUT_AFTER)
+    executor = migrated(CHECKOUT_AFTER)
 
     assert set(connection.introspection.table_names()) == tables_before  # no table moved
     for content_type in moved.values():

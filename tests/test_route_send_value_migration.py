@@ -8,10 +8,9 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pytest
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 
 from tests.factories import RangeProductFactory
+from tests.migration_support import migrated
 from upstreams.models import ProviderOperator, Route
 from upstreams.services import provider_create
 
@@ -19,17 +18,9 @@ BEFORE = [("upstreams", "0010_field_labels")]
 AFTER = [("upstreams", "0011_route_send_value_at_min_amount")]
 
 
-@pytest.fixture
-def executor():
-    yield MigrationExecutor(connection)
-    latest = MigrationExecutor(connection)
-    latest.loader.build_graph()
-    latest.migrate(latest.loader.graph.leaf_nodes())
-
-
 @pytest.mark.django_db(transaction=True)
-def test_a_route_synced_before_never_sends_more_than_its_top_did(executor):
-    executor.migrate(BEFORE)
+def test_a_route_synced_before_never_sends_more_than_its_top_did(latest_after):
+    migrated(BEFORE)
     product = RangeProductFactory(range_min=Decimal("20.06"), range_step=Decimal("0.01"))
     provider = provider_create(
         name="ding-old", kind="ding", base_url="https://api.dingconnect.example", api_key="k"
@@ -53,9 +44,7 @@ def test_a_route_synced_before_never_sends_more_than_its_top_did(executor):
         cost_per_unit=Decimal("0.0530416667"),
         send_per_unit=Decimal("0.0558333333"),
     )
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(AFTER)
+    migrated(AFTER)
 
     route.refresh_from_db()
     assert route.send_value == Decimal("1.21")  # 0.08 + 20.06 x 0.0558333333, rounded up

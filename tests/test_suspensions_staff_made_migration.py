@@ -7,30 +7,21 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 from django.utils import timezone
 
 from accounts.models import Account
 from backoffice.models import StaffAction
 from tests.factories import UserFactory
+from tests.migration_support import migrated
 from tests.network_support import agent_of, top_account
 
 BEFORE = [("backoffice", "0002_verbose_names")]
 AFTER = [("backoffice", "0003_suspensions_staff_made")]
 
 
-@pytest.fixture
-def executor():
-    yield MigrationExecutor(connection)
-    latest = MigrationExecutor(connection)
-    latest.loader.build_graph()
-    latest.migrate(latest.loader.graph.leaf_nodes())
-
-
 @pytest.mark.django_db(transaction=True)
-def test_suspensions_staff_made_before_are_staffs_after(executor):
-    executor.migrate(BEFORE)
+def test_suspensions_staff_made_before_are_staffs_after(latest_after):
+    migrated(BEFORE)
     staff = UserFactory(is_staff=True)
     top = top_account()
     by_staff, by_parent, again_by_parent = agent_of(top), agent_of(top), agent_of(top)
@@ -49,9 +40,7 @@ def test_suspensions_staff_made_before_are_staffs_after(executor):
     staff_did("account.suspend", again_by_parent, now - timedelta(days=2))
     staff_did("account.resume", again_by_parent, now - timedelta(days=1))
     Account.objects.filter(pk=again_by_parent.pk).update(suspended_at=now)
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(AFTER)
+    migrated(AFTER)
 
     held = dict(Account.objects.filter(parent=top).values_list("pk", "suspended_by_depth"))
     assert held == {by_staff.pk: 0, by_parent.pk: None, again_by_parent.pk: None}
