@@ -186,8 +186,8 @@ class SimulatorProvider:
         products = product_list(offered_only=False).select_related("operator")
         if countries is not None:
             products = products.filter(country_id__in=[c.upper() for c in countries])
-        worth = _range_worth(self.name)
-        return [_offer(product, share, worth) for product in products if product.priced]
+        ranges = _range_routes(self.name)
+        return [_offer(product, share, ranges) for product in products if product.priced]
 
     def catalog_read(self, *, countries: Iterable[str] | None = None) -> UpstreamCatalog:
         return UpstreamCatalog(products=self.catalog(countries=countries))
@@ -197,30 +197,24 @@ class SimulatorProvider:
 
 
 PER_UNIT = Decimal("1E-10")  # Route.send_per_unit's places
-Worth = tuple[Decimal, Decimal]  # a range's worth: (at an amount of 0, per unit)
 
 
-def _range_worth(provider_name: str) -> dict[int, Worth]:
-    """What this row's range routes say their amounts were worth when first offered, by
-    product: the line through ``send_value`` at ``min_amount`` with slope ``send_per_unit``
-    (so a range whose ends moved since is worth the same at each amount)."""
+def _range_routes(provider_name: str) -> dict[int, Route]:
+    """This row's range routes that keep what their amounts were worth when first offered
+    (``send_value`` at ``min_amount``, ``send_per_unit`` above it), by product."""
     routes = Route.objects.filter(
         provider__name=provider_name,
         send_value__isnull=False,
         send_per_unit__isnull=False,
         min_amount__isnull=False,
-    ).values_list("product_id", "min_amount", "send_value", "send_per_unit")
-    return {
-        product_id: (value - low * per_unit, per_unit)
-        for product_id, low, value, per_unit in routes
-        if low is not None and value is not None and per_unit is not None
-    }
+    )
+    return {route.product_id: route for route in routes}
 
 
-def _offer(product: Product, share: Decimal, worth: dict[int, Worth]) -> UpstreamProduct:
+def _offer(product: Product, share: Decimal, ranges: dict[int, Route]) -> UpstreamProduct:
     """What the simulator sells a catalog product for: ``share`` of its price; for a range,
-    ``share`` of what each amount was worth when first offered (``worth``, else its price
-    now: ``A / rate + fee``)."""
+    ``share`` of what each amount was worth when first offered (its route's line, else its
+    price now: ``A / rate + fee``)."""
     operator = UpstreamOperator(
         upstream_id=product.operator.public_id,
         name=product.operator.name,
@@ -230,12 +224,17 @@ def _offer(product: Product, share: Decimal, worth: dict[int, Worth]) -> Upstrea
         assert product.pricing_rate is not None and product.pricing_fee is not None
         assert product.range_min is not None
         low = product.range_min
-        base, per_unit = worth.get(
-            product.pk, (product.pricing_fee, (1 / product.pricing_rate).quantize(PER_UNIT))
-        )
-        # Kept as what the smallest amount is worth, to the cent, rounded up: the base the
-        # next sync reads back is never below this one's (nor below 0), whatever the range.
-        at_low = ceil_cent(base + low * per_unit)
+        # What the smallest amount is worth, rounded up to the cent: along the route's line
+        # when the range's ends moved since (so each amount is worth what it was), never
+        # below the worth read back.
+        route = ranges.get(product.pk)
+        if route is not None and route.send_per_unit is not None:
+            per_unit = route.send_per_unit
+            at_low = route.send_value_at(low)
+        else:
+            per_unit = (1 / product.pricing_rate).quantize(PER_UNIT)
+            at_low = ceil_cent(low * per_unit + product.pricing_fee)
+        assert at_low is not None
         return UpstreamProduct(
             operator=operator,
             sku=product.sku,
