@@ -120,8 +120,8 @@ class AccountAdmin(admin.ModelAdmin):
     )
     def suspend(self, request, queryset):
         # An account its parent suspended is taken over too: from then on only staff resume it.
-        held = queryset.filter(suspended_at__isnull=False, suspended_by_depth=STAFF_LEVEL)
-        self._set_suspended(request, queryset.exclude(pk__in=held.values("pk")), True)
+        unheld = queryset.exclude(suspended_at__isnull=False, suspended_by_depth=STAFF_LEVEL)
+        self._set_suspended(request, unheld, True)
 
     @admin.action(description=_("Resume selected accounts"), permissions=["change"])
     def resume(self, request, queryset):

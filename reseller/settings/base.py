@@ -375,23 +375,23 @@ DISPATCH_DIRECT_MAX = env.int("DISPATCH_DIRECT_MAX", default=20)
 # Without a broker (make run) the threads are the in-process pool's few: a share of 100 there
 # put another account's order behind 100 of a batch's recharges (26 s at 1 s a call), so the
 # share is the pool, which a lone account still fills.
-DISPATCH_ACCOUNT_SHARE = env.int(
-    "DISPATCH_ACCOUNT_SHARE",
-    default=(
-        TASKS_IN_PROCESS_THREADS
-        if not env.str("CELERY_BROKER_URL", default="")
-        else max(1, min(100, PROVIDER_MAX_IN_FLIGHT // 2))
-        if PROVIDER_MAX_IN_FLIGHT > 0
-        else 100
-    ),
-)
+# Celery's broker (read here for the share; its settings are below): none means every task
+# runs in this process (the embedded default).
+CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="")
+if not CELERY_BROKER_URL:
+    _share = TASKS_IN_PROCESS_THREADS
+elif PROVIDER_MAX_IN_FLIGHT > 0:
+    _share = max(1, min(100, PROVIDER_MAX_IN_FLIGHT // 2))
+else:
+    _share = 100
+DISPATCH_ACCOUNT_SHARE = env.int("DISPATCH_ACCOUNT_SHARE", default=_share)
 if DISPATCH_ACCOUNT_SHARE < 1 or DISPATCH_DIRECT_MAX < 0:
     raise ImproperlyConfigured(
         "DISPATCH_ACCOUNT_SHARE must be at least 1 and DISPATCH_DIRECT_MAX at least 0."
     )
 
-# Celery: no broker configured means every task runs in-process (the embedded default).
-CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="")
+# Celery: no broker configured (CELERY_BROKER_URL, above) means every task runs in-process
+# (the embedded default).
 CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
 CELERY_TASK_EAGER_PROPAGATES = False
 CELERY_BROKER_URL = CELERY_BROKER_URL or "memory://"
