@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 import redis
-from django.db import transaction
+from django.db import connection, transaction
 from django.test import override_settings
 
 from orders.batches import batch_place
@@ -341,11 +341,16 @@ def test_a_recharge_waiting_for_a_provider_slot_counts_in_its_accounts_lane(sett
     account = order.account_id
     assert lanes.pending_count(account_id=account) == 1  # released, not yet claimed
     results: list[str] = []
+
+    def work() -> None:
+        try:
+            results.append(recharge_process_task.run(recharge.pk))
+        finally:
+            connection.close()  # this thread's own connection, not left for the teardown
+
     with semaphore.provider_slot("simulator", limit=1, wait=1) as held:
         assert held  # the provider's only slot, taken by someone else
-        worker = threading.Thread(
-            target=lambda: results.append(recharge_process_task.run(recharge.pk))
-        )
+        worker = threading.Thread(target=work)
         worker.start()
         wait_until(
             lambda: semaphore.waiting(lanes.slot_waiters(account)) == 1,
