@@ -158,12 +158,13 @@ class Keys:
     seal: Callable[[Any], Any] = _same
     open: Callable[[Any], Any] = _same
 
-    def _take(self, *, account, livemode: bool, key: str):
+    def _take(self, *, account, livemode: bool, key: str, lock: int):
         """Inside the transaction: take the key (409 if another request holds it) and return
         the answer stored for it, if any. On PostgreSQL the key is held with a
-        transaction-level advisory lock (the ORM has none); on the embedded default (SQLite,
-        one process) ``run`` held it before the transaction (``process_claim``)."""
-        if not advisory_xact_lock(lock_id(account_id=account.pk, livemode=livemode, key=key)):
+        transaction-level advisory lock on ``lock`` (its ``lock_id``; the ORM has none); on the
+        embedded default (SQLite, one process) ``run`` held it before the transaction
+        (``process_claim``)."""
+        if not advisory_xact_lock(lock):
             raise IdempotencyKeyInUse()
         scope: dict[str, Any] = {"account": account, "livemode": livemode, "key": key}
         since = timezone.now() - RETENTION
@@ -233,16 +234,23 @@ class Keys:
                 status, body = operation()
             return IdempotentReply(status=status, body=body, replayed=False)
         scope: dict[str, Any] = {"account": account, "livemode": livemode, "key": key}
-        with process_claim(lock_id(account_id=account.pk, livemode=livemode, key=key)) as free:
+        lock = lock_id(account_id=account.pk, livemode=livemode, key=key)
+        with process_claim(lock) as free:
             if not free:  # the embedded default: another thread runs this key now
                 raise IdempotencyKeyInUse()
             return self._run_claimed(
-                scope, request_fingerprint, operation, request_id=request_id, on_refusal=on_refusal
+                scope,
+                lock,
+                request_fingerprint,
+                operation,
+                request_id=request_id,
+                on_refusal=on_refusal,
             )
 
     def _run_claimed(
         self,
         scope: dict[str, Any],
+        lock: int,
         request_fingerprint: str,
         operation: Callable[[], tuple[int, dict[str, Any]]],
         *,
@@ -251,7 +259,7 @@ class Keys:
     ) -> IdempotentReply:
         try:
             with transaction.atomic():
-                stored = self._take(**scope)
+                stored = self._take(**scope, lock=lock)
                 if stored is not None and stored.created_at >= timezone.now() - RETENTION:
                     return self._replay(stored, print_=request_fingerprint)
                 if stored is not None:  # older than the retention: the key is free again
@@ -270,21 +278,29 @@ class Keys:
         except ApplicationError as exc:
             if on_refusal is not None:
                 on_refusal(exc)
-            self._store_refusal(**scope, print_=request_fingerprint, exc=exc, request_id=request_id)
+            self._store_refusal(
+                **scope, lock=lock, print_=request_fingerprint, exc=exc, request_id=request_id
+            )
             raise
         return IdempotentReply(status=status, body=body, replayed=False)
 
     def _store_refusal(
-        self, *, account, livemode: bool, key: str, print_: str, exc: ApplicationError, request_id
+        self,
+        *,
+        account,
+        livemode: bool,
+        key: str,
+        lock: int,
+        print_: str,
+        exc: ApplicationError,
+        request_id,
     ) -> None:
         """Store the operation's refusal (its transaction rolled back) unless another request
         stored an answer for the key meanwhile."""
         scope: dict[str, Any] = {"account": account, "livemode": livemode, "key": key}
         try:
             with transaction.atomic():
-                advisory_xact_lock(
-                    lock_id(account_id=account.pk, livemode=livemode, key=key), wait=True
-                )
+                advisory_xact_lock(lock, wait=True)
                 if not self._stored(**scope).exists():
                     self._store(
                         **scope,
