@@ -9,10 +9,10 @@ from django.db.migrations.executor import MigrationExecutor
 
 
 def migrated(targets: list[tuple[str, str | None]]) -> MigrationExecutor:
-    """The database migrated to ``targets`` (forward or back) by a fresh executor, which reads
-    what is applied now; returned for its loader's project states."""
+    """The database migrated to ``targets`` (forward or back) by a fresh executor (its loader
+    reads the graph and what is applied now as it is made); returned for its loader's project
+    states."""
     executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
     executor.migrate(targets)
     return executor
 
