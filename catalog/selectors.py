@@ -166,7 +166,7 @@ def products_get(*, product_ids: Iterable[str], at: datetime | None = None) -> d
     if missing := ids - found.keys():
         loaded = list(product_list(offered_only=False).filter(public_id__in=missing))
         products_attach_promotions(products=loaded, at=at)
-        catalog_cache.products.put(loaded, version=version)
+        catalog_cache.products.put({p.public_id: p for p in loaded}, version=version)
         found.update((p.public_id, p) for p in loaded)
     for product in found.values():
         product.promotion = _pick(product.promotion_candidates, at)  # type: ignore[attr-defined]

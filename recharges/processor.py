@@ -426,7 +426,7 @@ def claims_write(claims: list[Claim]) -> list[Ticket | Progress]:
     providers_knock()  # before any lock: a knock is a TCP connection to a provider
     with transaction.atomic():
         rows = _locked([claim.recharge_id for claim in claims])
-        router = Router(recharge.product for recharge in rows.values())
+        router = Router((recharge.product for recharge in rows.values()), kept=True)
         # The products as this process keeps them, with their promotions: one read for the
         # batch (a product not kept, an inactive one, reads its own promotions).
         kept = products_get(

@@ -13,3 +13,19 @@ class UpstreamsConfig(AppConfig):
         from upstreams.lookup import number_lookup
 
         number_lookup_register(number_lookup)
+
+        from django.db.models.signals import post_delete, post_save
+
+        from upstreams.cache import routes_changed
+        from upstreams.models import Provider, ProviderOperator, Route
+
+        def changed(**_kwargs) -> None:
+            routes_changed()
+
+        # Every change the ORM reports renews the routes' version (upstreams/cache.py); bulk
+        # ``update()`` calls renew it themselves (upstreams.services).
+        for model in (Provider, ProviderOperator, Route):
+            post_save.connect(changed, sender=model, weak=False, dispatch_uid=f"routes-{model}")
+            post_delete.connect(
+                changed, sender=model, weak=False, dispatch_uid=f"routes-del-{model}"
+            )

@@ -25,8 +25,9 @@ from django.core.exceptions import ImproperlyConfigured
 from catalog.errors import FxRateNotFound
 from catalog.models import Product
 from catalog.selectors import fx_rate
+from reseller import kept as reseller_kept
 from reseller.db import connection_release
-from upstreams import health
+from upstreams import cache, health
 from upstreams.models import Provider, Route
 
 KNOCK_TIMEOUT = 0.5  # seconds a knock waits for a TCP connection to be accepted
@@ -91,16 +92,19 @@ class Router:
     rate and each closed or open circuit asked once (a half-open circuit is asked per
     recharge: only one gets its probe)."""
 
-    def __init__(self, products: Iterable[Product]) -> None:
+    def __init__(self, products: Iterable[Product], *, kept: bool = False) -> None:
+        """``kept``: the routes this process keeps under the providers' version
+        (``upstreams.cache``; the processor's batches), the rest read and kept."""
         ids = {product.pk for product in products}
-        self._routes: dict[int, list[Route]] = {pk: [] for pk in ids}
-        rows = (
-            Route.objects.filter(product_id__in=ids, active=True)
-            .select_related("provider", "upstream_operator")
-            .order_by("provider__priority", "provider__name")
-        )
-        for route in rows:
-            self._routes[route.product_id].append(route)
+        if kept and reseller_kept.enabled():
+            version = cache.routes.version()
+            self._routes = cache.routes.get(ids, version=version)
+            if missing := ids - self._routes.keys():
+                read = _routes_read(missing)
+                cache.routes.put(read, version=version)
+                self._routes.update(read)
+        else:
+            self._routes = _routes_read(ids)
         self._eur: dict[str, Decimal | None] = {}
         self._circuits: dict[str, bool | None] = {}  # True closed, False open, None half-open
 
@@ -125,7 +129,7 @@ class Router:
         for it, that take ``amount`` (a range product's local amount), ``exclude`` left out;
         a cost with no EUR rate last; equals in priority order."""
         usable = []
-        for route in self._routes.get(product.pk, []):
+        for route in self._routes.get(product.pk, ()):
             provider = route.provider
             if not provider.enabled or provider.name in exclude or not route.accepts(amount):
                 continue
@@ -164,6 +168,20 @@ class Router:
             if self._allows(route.provider.name):
                 return route_target(route, amount)
         return None
+
+
+def _routes_read(product_ids: set[int]) -> dict[int, tuple[Route, ...]]:
+    """The products' active routes with their providers and upstream operators, each
+    product's in priority order (then by name); an empty tuple for a product none sells."""
+    found: dict[int, list[Route]] = {pk: [] for pk in product_ids}
+    rows = (
+        Route.objects.filter(product_id__in=product_ids, active=True)
+        .select_related("provider", "upstream_operator")
+        .order_by("provider__priority", "provider__name")
+    )
+    for route in rows:
+        found[route.product_id].append(route)
+    return {pk: tuple(routes) for pk, routes in found.items()}
 
 
 def route_choose(

@@ -35,6 +35,7 @@ from catalog.services import (
 from emails.outbox import email_queue_to_user
 from reseller.errors import ApplicationError, NotFound
 from upstreams.adapters import ProviderError, SkippedProduct, UpstreamProduct, adapter_for
+from upstreams.cache import routes_changed
 from upstreams.models import Provider, ProviderOperator, Route, SkippedOffer
 from upstreams.pricing import products_reprice
 
@@ -556,6 +557,8 @@ def catalog_sync(*, provider: Provider, countries: list[str] | None = None) -> S
                 updated += 1
         gone = [r.pk for pid, r in routes.items() if pid not in cheapest and r.active]
         removed = Route.objects.filter(pk__in=gone).update(active=False, updated_at=now)
+        if removed:
+            routes_changed()  # update() sends no signal
         _ranges_span([*cheapest, *routes])
         _required_fields_union([*cheapest, *routes])
         # What each product gives, as this provider's cheapest offer of it describes it.
