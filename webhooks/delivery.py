@@ -39,6 +39,7 @@ from accounts.services import email_queue_to_account
 from emails.models import Email
 from reseller.metrics import WEBHOOK_DELIVERY_SECONDS
 from webhooks.client import RESPONSE_HEAD_BYTES, Answer, post
+from webhooks.kept_endpoints import endpoints_changed
 from webhooks.models import Delivery, DeliveryAttempt, Event, WebhookEndpoint
 from webhooks.signature import HEADER, signature_header
 
@@ -447,6 +448,7 @@ def _endpoint_health(endpoint: WebhookEndpoint, *, ok: bool, now: datetime) -> N
         updated_at=now,
     )
     if disabled:
+        endpoints_changed()  # update() sends no signal
         logger.warning("webhook endpoint %s disabled after failing for days", endpoint.pk)
         _tell_disabled(endpoint)
 

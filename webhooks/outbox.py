@@ -18,10 +18,10 @@ from typing import Any
 
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import transaction
-from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
-from reseller import crypto
+from reseller import crypto, kept
+from webhooks.kept_endpoints import endpoints_kept
 from webhooks.models import Delivery, Event, WebhookEndpoint, new_event_id
 from webhooks.tasks import endpoints_wake
 
@@ -48,36 +48,40 @@ def subscribers(*, account_id: int, livemode: bool, event_type: str) -> list[Web
     ]
 
 
-def subscribed() -> Exists:
-    """For a queryset of rows with ``account_id`` and ``livemode`` (a batch being locked):
-    does that account have an enabled endpoint in that mode? Read with the rows, in the same
-    statement, so a batch of accounts without endpoints costs no query of its own."""
-    return Exists(
-        WebhookEndpoint.objects.filter(
-            account_id=OuterRef("account_id"),
-            livemode=OuterRef("livemode"),
-            status=WebhookEndpoint.Status.ENABLED,
-        )
-    )
-
-
 def subscribers_many(
     *, accounts: Iterable[tuple[int, bool]]
 ) -> dict[tuple[int, bool], list[WebhookEndpoint]]:
-    """The enabled endpoints of many (account, livemode) pairs, in one query: for a batch of
-    changes of several accounts (the processor's). Pairs without endpoints are left out."""
+    """The enabled endpoints of many (account, livemode) pairs, in at most one query: for a
+    batch of changes of several accounts (the processor's), the pairs this process keeps
+    (``webhooks.kept_endpoints``) read from memory. Pairs without endpoints are left out."""
     pairs = set(accounts)
     if not pairs:
         return {}
-    found: dict[tuple[int, bool], list[WebhookEndpoint]] = {}
+    if kept.enabled():
+        version = endpoints_kept.version()
+        found = endpoints_kept.get(pairs, version=version)
+        if missing := pairs - found.keys():
+            read = _subscribers_read(missing)
+            endpoints_kept.put(read, version=version)
+            found.update(read)
+    else:
+        found = _subscribers_read(pairs)
+    return {pair: list(endpoints) for pair, endpoints in found.items() if endpoints}
+
+
+def _subscribers_read(
+    pairs: set[tuple[int, bool]],
+) -> dict[tuple[int, bool], tuple[WebhookEndpoint, ...]]:
+    """One query: each pair's enabled endpoints (an empty tuple for a pair without)."""
+    found: dict[tuple[int, bool], list[WebhookEndpoint]] = {pair: [] for pair in pairs}
     for endpoint in WebhookEndpoint.objects.filter(
         account_id__in={account_id for account_id, _livemode in pairs},
         status=WebhookEndpoint.Status.ENABLED,
     ).only("id", "events", "account_id", "livemode"):
         pair = (endpoint.account_id, endpoint.livemode)
-        if pair in pairs:
-            found.setdefault(pair, []).append(endpoint)
-    return found
+        if pair in found:
+            found[pair].append(endpoint)
+    return {pair: tuple(endpoints) for pair, endpoints in found.items()}
 
 
 def event_emit(
