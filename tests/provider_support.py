@@ -1,5 +1,6 @@
-"""The fakes of Reloadly, DT One and DingConnect as fixtures, and a catalog routed through
-them (every test module gets these through ``tests/conftest.py``).
+"""The fakes of Reloadly, DT One and DingConnect as fixtures, a catalog routed through
+them (every test module gets these through ``tests/conftest.py``), and two simulator
+accounts selling one product (``two_simulators``).
 
 Telcel 100 MXN costs 4.88 EUR less 6.5% at Reloadly (4.56 EUR), 5.40 + 0.10 USD at DT One
 (5.00 EUR at 1.10) and 6.00 USD less commission at Ding: that is the order of its routes."""
@@ -9,13 +10,15 @@ from io import StringIO
 
 import pytest
 from django.core.management import call_command
+from django.test import override_settings
 
 from catalog.services import fx_rate_set
 from tests.factories import OperatorFactory
 from tests.fakes.ding import FakeDing
 from tests.fakes.dtone import FakeDTOne
 from tests.fakes.reloadly import FakeReloadly
-from upstreams.models import Route
+from upstreams.models import Provider, Route
+from upstreams.services import catalog_sync
 
 NUMBER = "+525512345678"
 
@@ -45,6 +48,16 @@ def _cli(*args) -> str:
     out = StringIO()
     call_command(*args, stdout=out)
     return out.getvalue().strip()
+
+
+def two_simulators(product, *, cost_a="92", cost_b="92", priority_a=1, priority_b=2):
+    """Two simulator accounts selling ``product``, synced with their own cost shares."""
+    _cli("create_provider", "--name", "sim-a", "--kind", "simulator", "--priority", str(priority_a))
+    _cli("create_provider", "--name", "sim-b", "--kind", "simulator", "--priority", str(priority_b))
+    for name, share in (("sim-a", cost_a), ("sim-b", cost_b)):
+        with override_settings(AIRTIME_SIMULATOR_COST_PERCENT=int(share)):
+            catalog_sync(provider=Provider.objects.get(name=name))
+    return Route.objects.filter(product=product)
 
 
 @pytest.fixture(name="routed")

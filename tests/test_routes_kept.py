@@ -8,17 +8,19 @@ import os
 import subprocess
 import sys
 from decimal import Decimal
+from io import StringIO
 from pathlib import Path
 
 import pytest
+from django.core.management import call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from recharges import processor
 from recharges.models import Recharge
 from tests.factories import ProductFactory
-from tests.helpers import assert_ledger_balanced, database_url
-from tests.test_routing import cli, place, two_simulators
+from tests.helpers import assert_ledger_balanced, database_url, funded_order
+from tests.provider_support import two_simulators
 from upstreams.models import Provider
 from upstreams.services import catalog_sync
 
@@ -39,6 +41,10 @@ def product():
     return product
 
 
+def place(product, quantity=1) -> list[Recharge]:
+    return list(funded_order(product, quantity=quantity).recharges.order_by("id"))
+
+
 def _sent_to(recharge) -> str:
     assert processor.recharge_process(recharge_id=recharge.pk).status == S.DELIVERED
     recharge.refresh_from_db()
@@ -57,7 +63,7 @@ def test_a_second_batch_of_the_same_product_reads_no_routes(product):
 def test_a_provider_staff_disable_is_skipped_from_the_next_batch(product):
     first, second = place(product, quantity=2)
     assert _sent_to(first) == "sim-a"
-    cli("set_provider", "--name", "sim-a", "--enabled", "false")
+    call_command("set_provider", "--name", "sim-a", "--enabled", "false", stdout=StringIO())
     assert _sent_to(second) == "sim-b"
     assert_ledger_balanced()
 

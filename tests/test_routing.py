@@ -13,6 +13,7 @@ from recharges import processor
 from recharges.models import Recharge, RechargeAttempt
 from tests.factories import ProductFactory
 from tests.helpers import assert_ledger_balanced, assert_problem, bearer, funded_order
+from tests.provider_support import two_simulators
 from upstreams import health
 from upstreams.models import Provider, ProviderOperator, Route
 from upstreams.routing import route_choose
@@ -36,16 +37,6 @@ def place(product, number="+525512345678", quantity=1, funds="100.00"):
 
 def balance(recharge) -> Decimal:
     return Wallet.objects.get(account_id=recharge.account_id, kind="live").balance
-
-
-def two_simulators(product, *, cost_a="92", cost_b="92", priority_a=1, priority_b=2):
-    """Two simulator accounts selling ``product``, synced with their own cost shares."""
-    cli("create_provider", "--name", "sim-a", "--kind", "simulator", "--priority", str(priority_a))
-    cli("create_provider", "--name", "sim-b", "--kind", "simulator", "--priority", str(priority_b))
-    for name, share in (("sim-a", cost_a), ("sim-b", cost_b)):
-        with override_settings(AIRTIME_SIMULATOR_COST_PERCENT=int(share)):
-            catalog_sync(provider=Provider.objects.get(name=name))
-    return Route.objects.filter(product=product)
 
 
 # -- rows and the CLI ----------------------------------------------------------------------

@@ -7,17 +7,16 @@ class UpstreamsConfig(AppConfig):
     verbose_name = _("Upstream providers")
 
     def ready(self) -> None:
-        # The catalog (a layer below) asks the providers' number lookup through this
-        # callable, passed down once at start-up (catalog/detection.py, docs/catalog.md).
-        from catalog.detection import number_lookup_register
-        from upstreams.lookup import number_lookup
-
-        number_lookup_register(number_lookup)
-
         from django.db.models.signals import post_delete, post_save
 
+        from catalog.detection import number_lookup_register
         from upstreams.cache import routes_changed
+        from upstreams.lookup import number_lookup
         from upstreams.models import Provider, ProviderOperator, Route
+
+        # The catalog (a layer below) asks the providers' number lookup through this
+        # callable, passed down once at start-up (catalog/detection.py, docs/catalog.md).
+        number_lookup_register(number_lookup)
 
         def changed(**_kwargs) -> None:
             routes_changed()
