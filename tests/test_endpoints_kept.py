@@ -68,15 +68,17 @@ def test_an_endpoint_added_gets_the_next_batch_s_events(user, product):
 
 def test_an_endpoint_disabled_or_deleted_gets_nothing_from_the_next_batch(user, product):
     endpoint = endpoint_create(account=user.account, url=URL, livemode=True, events=[])
-    first, second, third = place(user, product, quantity=3).recharges.order_by("id")
-    _deliver(first)
+    recharges = list(place(user, product, quantity=4).recharges.order_by("id"))
+    _deliver(recharges[0])
     endpoint_update(endpoint=endpoint, url=URL, events=[], description="", enabled=False)
-    _deliver(second)
+    _deliver(recharges[1])
     assert _delivered_events(user) == 1
     endpoint_update(endpoint=endpoint, url=URL, events=[], description="", enabled=True)
+    _deliver(recharges[2])  # kept again, enabled
+    assert _delivered_events(user) == 2
     endpoint_delete(endpoint=endpoint)
-    _deliver(third)
-    assert _delivered_events(user) == 1
+    _deliver(recharges[3])
+    assert _delivered_events(user) == 2
 
 
 def test_an_endpoint_disabled_automatically_gets_nothing_from_the_next_batch(

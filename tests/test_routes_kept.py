@@ -21,8 +21,8 @@ from recharges.models import Recharge
 from tests.factories import ProductFactory
 from tests.helpers import assert_ledger_balanced, database_url, funded_order
 from tests.provider_support import two_simulators
-from upstreams.models import Provider
-from upstreams.services import catalog_sync
+from upstreams.models import Provider, Route
+from upstreams.services import catalog_sync, provider_balance_refresh
 
 pytestmark = pytest.mark.django_db
 S = Recharge.Status
@@ -70,7 +70,8 @@ def test_a_provider_staff_disable_is_skipped_from_the_next_batch(product):
 
 def test_routes_a_sync_removes_are_left_from_the_next_batch(product):
     """The sync deactivates the routes it no longer finds in one ``update()``, which sends no
-    signal: it renews the routes' version itself."""
+    signal, and stamps its provider with a save that keeps the version (``synced_at`` only):
+    it renews the routes' version itself."""
     first, second = place(product, quantity=2)
     assert _sent_to(first) == "sim-a"
     # Asked for Spain only, the simulator offers nothing of Mexico's: sim-a's routes go.
@@ -78,6 +79,34 @@ def test_routes_a_sync_removes_are_left_from_the_next_batch(product):
     assert result.removed == 1
     assert _sent_to(second) == "sim-b"
     assert_ledger_balanced()
+
+
+def test_a_route_saved_or_deleted_is_followed_from_the_next_batch(product, settings):
+    """Any save or delete the ORM reports renews the version, whoever makes it."""
+    first, second, third = place(product, quantity=3)
+    assert _sent_to(first) == "sim-a"
+    route = Route.objects.get(product=product, provider__name="sim-a")
+    route.active = False
+    route.save(update_fields=["active"])
+    assert _sent_to(second) == "sim-b"
+    Route.objects.get(product=product, provider__name="sim-b").delete()
+    # No provider row sells it now: it goes to AIRTIME_PROVIDER (contract section 14).
+    assert _sent_to(third) == settings.AIRTIME_PROVIDER
+
+
+def test_a_balance_check_that_finds_the_same_balance_keeps_the_routes(product):
+    """The balance task saves every provider every minute: a balance that did not move (the
+    simulator's) leaves the kept routes as they are; the route's provider still has it."""
+    for provider in Provider.objects.all():  # the balances read a first time
+        provider_balance_refresh(provider=provider)
+    first, second = place(product, quantity=2)
+    assert _sent_to(first) == "sim-a"
+    for provider in Provider.objects.all():  # and again: the same
+        provider_balance_refresh(provider=provider)
+    with CaptureQueriesContext(connection) as queries:
+        assert _sent_to(second) == "sim-a"
+    assert _route_reads(queries.captured_queries) == []
+    assert Provider.objects.get(name="sim-a").balance == Decimal("1000000.00")
 
 
 def test_without_a_shared_cache_every_batch_reads_the_routes(product, settings):

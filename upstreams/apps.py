@@ -1,6 +1,10 @@
 from django.apps import AppConfig
 from django.utils.translation import gettext_lazy as _
 
+# Provider fields routing never reads: a save of only these keeps the routes' version (the
+# balance task saves every provider every minute; each sync stamps its provider).
+UNROUTED = frozenset({"synced_at", "balance_checked_at", "balance_alerted"})
+
 
 class UpstreamsConfig(AppConfig):
     name = "upstreams"
@@ -18,11 +22,14 @@ class UpstreamsConfig(AppConfig):
         # callable, passed down once at start-up (catalog/detection.py, docs/catalog.md).
         number_lookup_register(number_lookup)
 
-        def changed(**_kwargs) -> None:
+        def changed(sender, update_fields=None, **_kwargs) -> None:
+            if sender is Provider and update_fields is not None and update_fields <= UNROUTED:
+                return  # a sync's stamp or a balance check that found the same balance
             routes_changed()
 
-        # Every change the ORM reports renews the routes' version (upstreams/cache.py); bulk
-        # ``update()`` calls renew it themselves (upstreams.services).
+        # Every change the ORM reports renews the routes' version (upstreams/cache.py), but a
+        # provider's save of fields routing never reads; bulk ``update()`` calls renew it
+        # themselves (upstreams.services).
         for model in (Provider, ProviderOperator, Route):
             post_save.connect(changed, sender=model, weak=False, dispatch_uid=f"routes-{model}")
             post_delete.connect(

@@ -615,13 +615,15 @@ def provider_balance_refresh(*, provider: Provider) -> Provider:
         provider = Provider.objects.select_for_update().get(pk=provider.pk)
         low = amount < alert_under
         tell = low and not provider.balance_alerted
-        provider.balance = amount.quantize(Decimal("0.01"))
-        provider.balance_currency = currency.upper()[:3]
+        fields = ["balance_checked_at", "balance_alerted"]
+        balance = (amount.quantize(Decimal("0.01")), currency.upper()[:3])
+        if (provider.balance, provider.balance_currency) != balance:
+            # Only a balance that moved renews the routes a worker keeps (upstreams/apps.py).
+            provider.balance, provider.balance_currency = balance
+            fields += ["balance", "balance_currency"]
         provider.balance_checked_at = timezone.now()
         provider.balance_alerted = low
-        provider.save(
-            update_fields=["balance", "balance_currency", "balance_checked_at", "balance_alerted"]
-        )
+        provider.save(update_fields=fields)
         if tell:
             context = {
                 "provider": provider.name,

@@ -7,7 +7,8 @@ and the automatic disabling's ``update()`` in ``webhooks.delivery``), so an endp
 changed, disabled or deleted is followed from the next batch of every worker.
 
 The kept endpoints are shared by a process's threads as they are: only their id and the
-events they want are read (deliveries are written for them; nothing writes to them).
+events they want are read (deliveries are written for them; nothing writes to them). They
+are read with ``only()``: reading any other field would load it into the shared instance.
 """
 
 from __future__ import annotations
