@@ -6,8 +6,9 @@ time on a batch of one, docs/performance.md). ``routes`` keeps them for at most
 ``CATALOG_CACHE_SECONDS`` under the providers' version (``reseller.kept``), which every
 write to a provider, its operators or its routes replaces (``routes_changed``: the bulk
 writes of ``upstreams.services`` call it, ``upstreams.apps`` connects it to every save and
-delete the ORM reports, but a provider's save of fields routing never reads). So a provider staff disable, a balance read or a sync's new route
-is seen by the next batch of every worker, as if nothing were kept.
+delete the ORM reports, but a provider's save of fields routing never reads). So a provider
+staff disable, a balance that moved or a sync's new route is seen by the next batch of every
+worker, as if nothing were kept.
 
 The kept routes are shared by the threads of a process, as they are: nothing writes to a
 route or its provider once read (the writers read their own rows under a lock).
