@@ -161,13 +161,13 @@ def products_get(*, product_ids: Iterable[str], at: datetime | None = None) -> d
     # Now: the rows this process keeps under the catalog's current version (catalog/cache.py),
     # the rest read and kept; the promotion that applies is picked for this very moment.
     at = timezone.now()
-    version = catalog_cache.products.version()
-    found = catalog_cache.products.get(ids, version=version)
-    if missing := ids - found.keys():
+
+    def read(missing: set[str]) -> dict[str, Product]:
         loaded = list(product_list(offered_only=False).filter(public_id__in=missing))
         products_attach_promotions(products=loaded, at=at)
-        catalog_cache.products.put({p.public_id: p for p in loaded}, version=version)
-        found.update((p.public_id, p) for p in loaded)
+        return {p.public_id: p for p in loaded}
+
+    found = catalog_cache.products.fetch(ids, read)
     for product in found.values():
         product.promotion = _pick(product.promotion_candidates, at)  # type: ignore[attr-defined]
     return found

@@ -75,6 +75,20 @@ class Kept[K, V]:
             for key, row in rows.items():
                 self._rows[key] = (now, self._copy(row))
 
+    def fetch(self, keys: set[K], read: Callable[[set[K]], dict[K, V]]) -> dict[K, V]:
+        """The rows of ``keys``: those kept under the current version, the others ``read``
+        (one call for all of them) and kept; every one ``read`` when nothing is kept
+        (``enabled``)."""
+        if not enabled():
+            return read(keys)
+        version = self.version()
+        found = self.get(keys, version=version)
+        if missing := keys - found.keys():
+            loaded = read(missing)
+            self.put(loaded, version=version)
+            found.update(loaded)
+        return found
+
     def clear(self) -> None:
         with self._lock:
             self._version, self._rows = None, {}

@@ -25,7 +25,6 @@ from django.core.exceptions import ImproperlyConfigured
 from catalog.errors import FxRateNotFound
 from catalog.models import Product
 from catalog.selectors import fx_rate
-from reseller import kept as reseller_kept
 from reseller.db import connection_release
 from upstreams import cache, health
 from upstreams.models import Provider, Route
@@ -96,15 +95,7 @@ class Router:
         """``kept``: the routes this process keeps under the providers' version
         (``upstreams.cache``; the processor's batches), the rest read and kept."""
         ids = {product.pk for product in products}
-        if kept and reseller_kept.enabled():
-            version = cache.routes.version()
-            self._routes = cache.routes.get(ids, version=version)
-            if missing := ids - self._routes.keys():
-                read = _routes_read(missing)
-                cache.routes.put(read, version=version)
-                self._routes.update(read)
-        else:
-            self._routes = _routes_read(ids)
+        self._routes = cache.routes.fetch(ids, _routes_read) if kept else _routes_read(ids)
         self._eur: dict[str, Decimal | None] = {}
         self._circuits: dict[str, bool | None] = {}  # True closed, False open, None half-open
 

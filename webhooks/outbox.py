@@ -20,7 +20,7 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.db import transaction
 from django.utils import timezone
 
-from reseller import crypto, kept
+from reseller import crypto
 from webhooks.kept_endpoints import endpoints_kept
 from webhooks.models import Delivery, Event, WebhookEndpoint, new_event_id
 from webhooks.tasks import endpoints_wake
@@ -57,15 +57,7 @@ def subscribers_many(
     pairs = set(accounts)
     if not pairs:
         return {}
-    if kept.enabled():
-        version = endpoints_kept.version()
-        found = endpoints_kept.get(pairs, version=version)
-        if missing := pairs - found.keys():
-            read = _subscribers_read(missing)
-            endpoints_kept.put(read, version=version)
-            found.update(read)
-    else:
-        found = _subscribers_read(pairs)
+    found = endpoints_kept.fetch(pairs, _subscribers_read)
     return {pair: list(endpoints) for pair, endpoints in found.items() if endpoints}
 
 
