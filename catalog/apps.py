@@ -7,10 +7,10 @@ class CatalogConfig(AppConfig):
     verbose_name = _("Catalog")
 
     def ready(self) -> None:
-        from django.db.models.signals import m2m_changed, post_delete, post_save
+        from django.db.models.signals import m2m_changed
 
         from catalog import checks  # noqa: F401  (registers the FIELD_ENCRYPTION_KEY check)
-        from catalog.cache import catalog_changed
+        from catalog.cache import catalog_changed, products
         from catalog.models import Country, Operator, Product, Promotion
 
         def changed(**_kwargs) -> None:
@@ -18,11 +18,7 @@ class CatalogConfig(AppConfig):
 
         # Every change the ORM reports renews the catalog's version (catalog/cache.py);
         # bulk ``update()`` calls renew it themselves (catalog.services).
-        for model in (Country, Operator, Product, Promotion):
-            post_save.connect(changed, sender=model, weak=False, dispatch_uid=f"catalog-{model}")
-            post_delete.connect(
-                changed, sender=model, weak=False, dispatch_uid=f"catalog-del-{model}"
-            )
+        products.follow(Country, Operator, Product, Promotion)
         m2m_changed.connect(
             changed,
             sender=Promotion.products.through,

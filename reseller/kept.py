@@ -23,6 +23,8 @@ from collections.abc import Callable, Iterable, Mapping
 from django.conf import settings
 from django.core.cache import cache
 from django.db import transaction
+from django.db.models import Model
+from django.db.models.signals import post_delete, post_save
 
 MAX_ENTRIES = 10_000
 
@@ -99,6 +101,26 @@ class Kept[K, V]:
         commit stored the old rows under the first new one). This process forgets its rows."""
         self._renew()
         transaction.on_commit(self._renew, robust=True)
+
+    def follow(
+        self, *models: type[Model], quiet: Mapping[type[Model], frozenset[str]] | None = None
+    ) -> None:
+        """Renew the version on every save and delete the ORM reports of ``models`` (at
+        start-up, from an app's ``ready``), but a save of only ``quiet`` fields of its model
+        (fields the kept rows do not depend on). A bulk ``update()`` sends nothing: its
+        writer calls ``changed`` itself."""
+        quiet = quiet or {}
+
+        def renew(sender, update_fields=None, **_kwargs) -> None:
+            fields = quiet.get(sender)
+            if fields is not None and update_fields is not None and update_fields <= fields:
+                return
+            self.changed()
+
+        for model in models:
+            uid = f"{self.version_key}:{model._meta.label}"
+            post_save.connect(renew, sender=model, weak=False, dispatch_uid=f"{uid}:save")
+            post_delete.connect(renew, sender=model, weak=False, dispatch_uid=f"{uid}:delete")
 
     def _renew(self) -> None:
         cache.set(self.version_key, secrets.token_hex(8), timeout=None)
