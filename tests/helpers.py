@@ -328,3 +328,14 @@ def pids_waiting_on_locks(
         [list(besides)],
     ).fetchall()
     return [row[0] for row in rows]
+
+
+def table_reads(queries, *tables: str) -> list[str]:
+    """The SELECTs among ``queries`` (a ``CaptureQueriesContext``'s ``captured_queries``)
+    that read from a table whose name starts with one of ``tables``."""
+    return [
+        q["sql"]
+        for q in queries
+        if q["sql"].lstrip().upper().startswith("SELECT")
+        and any(f'FROM "{table}' in q["sql"] for table in tables)
+    ]

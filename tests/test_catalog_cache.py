@@ -29,6 +29,7 @@ from tests.helpers import (
     database_url,
     fund,
     place,
+    table_reads,
 )
 from tests.waiting import wait_until
 from wallet.services import wallet_topup_manual
@@ -60,12 +61,7 @@ def shop(reseller):
 
 
 def _catalog_reads(queries) -> list[str]:
-    return [
-        q["sql"]
-        for q in queries
-        if q["sql"].lstrip().upper().startswith("SELECT")
-        and ('FROM "catalog_product"' in q["sql"] or 'FROM "catalog_promotion' in q["sql"])
-    ]
+    return table_reads(queries, "catalog_product", "catalog_promotion")
 
 
 def _price_change(product, price: str):

@@ -16,7 +16,7 @@ from recharges.models import Recharge
 from recharges.processor import recharge_process
 from tests.factories import UserFactory
 from tests.fakes.receiver import Receiver
-from tests.helpers import assert_ledger_balanced, fund, place
+from tests.helpers import assert_ledger_balanced, fund, place, table_reads
 from webhooks.delivery import endpoint_drain
 from webhooks.models import Delivery, Event, WebhookEndpoint
 from webhooks.services import endpoint_create, endpoint_delete, endpoint_update
@@ -26,7 +26,7 @@ URL = "https://hooks.example.com/reseller"
 
 
 def _endpoint_reads(queries) -> list[str]:
-    return [q["sql"] for q in queries if 'FROM "webhooks_webhookendpoint"' in q["sql"]]
+    return table_reads(queries, "webhooks_webhookendpoint")
 
 
 def _delivered_events(user) -> int:

@@ -19,7 +19,7 @@ from django.test.utils import CaptureQueriesContext
 from recharges import processor
 from recharges.models import Recharge
 from tests.factories import ProductFactory
-from tests.helpers import assert_ledger_balanced, database_url, funded_order
+from tests.helpers import assert_ledger_balanced, database_url, funded_order, table_reads
 from tests.provider_support import two_simulators
 from upstreams.models import Provider, Route
 from upstreams.services import catalog_sync, provider_balance_refresh
@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _route_reads(queries) -> list[str]:
-    return [q["sql"] for q in queries if 'FROM "upstreams_route"' in q["sql"]]
+    return table_reads(queries, "upstreams_route")
 
 
 @pytest.fixture
