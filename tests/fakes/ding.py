@@ -81,9 +81,10 @@ from collections import Counter, deque
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
 from decimal import ROUND_HALF_UP, Decimal
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlparse
+
+from tests.fakes.server import KeptHandler, KeptServer
 
 API = "/api/V1"
 CENT = Decimal("0.01")
@@ -360,7 +361,7 @@ class FakeDing:
         self.lookup_status: int | None = None
         self.lookups: Counter[str] = Counter()
         self._refs = itertools.count(863000001)
-        self._server: _Server | None = None
+        self._server: KeptServer | None = None
         self._life = threading.Lock()
         if seed:
             for item in default_providers():
@@ -393,7 +394,7 @@ class FakeDing:
                 self._listen()
 
     def _listen(self) -> None:
-        server = _Server((self.host, self.port), _handler(self))
+        server = KeptServer((self.host, self.port), _handler(self))
         self.port = server.server_address[1]
         self._server = server
         threading.Thread(
@@ -790,16 +791,8 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not JSON")
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True  # a slow answer does not hold up an outage or a stop
-    allow_reuse_address = True  # listen again on the same port after an outage
-    # A provider's front end holds a burst of new connections; socketserver's backlog of 5
-    # resets the rest, which the processor rightly takes for unclear answers.
-    request_queue_size = 1024
-
-
-def _handler(fake: FakeDing) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
+def _handler(fake: FakeDing) -> type[KeptHandler]:
+    class Handler(KeptHandler):
         def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
             pass
 

@@ -95,9 +95,10 @@ from collections import Counter
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlparse
+
+from tests.fakes.server import KeptHandler, KeptServer
 
 API_KEY = "dtone-key"
 API_SECRET = "dtone-secret"
@@ -553,13 +554,6 @@ def parties_missing(product: dict[str, Any], body: dict[str, Any]) -> list[str]:
     return missing
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    # A provider's front end holds a burst of new connections; socketserver's backlog of 5
-    # resets the rest, which the processor rightly takes for unclear answers.
-    request_queue_size = 1024
-
-
 @dataclass
 class _Refusal:
     status: str
@@ -612,7 +606,7 @@ class FakeDTOne:
         self._timers: list[threading.Timer] = []
         self._ids = itertools.count(2_000_000_001)
         self._port = port
-        self._server: ThreadingHTTPServer | None = None
+        self._server: KeptServer | None = None
         self._thread: threading.Thread | None = None
         self._server_lock = threading.Lock()
 
@@ -640,7 +634,7 @@ class FakeDTOne:
             self._close()
 
     def _listen(self) -> None:
-        server = _Server(("127.0.0.1", self._port), self._handler())
+        server = KeptServer(("127.0.0.1", self._port), self._handler())
         self._port = server.server_address[1]
         self._server = server
         self._thread = threading.Thread(
@@ -915,7 +909,7 @@ class FakeDTOne:
     def _handler(self):
         fake = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(KeptHandler):
             def log_message(self, *args):  # keep test output clean
                 pass
 

@@ -64,12 +64,12 @@ from collections import Counter, deque
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from decimal import ROUND_HALF_UP, Decimal
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 import phonenumbers
 
+from tests.fakes.server import KeptHandler, KeptServer
 from tests.waiting import WaitTimeout, wait_until
 
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
@@ -380,8 +380,7 @@ class FakeReloadly:
         self.max_concurrent_topups = 0
         self.now: Callable[[], datetime] = lambda: datetime.now(UTC)
         self._ids = itertools.count(1000)
-        self.open_connections = 0  # accepted and not yet answered, whatever the path
-        self.server: _CountingServer | None = _CountingServer(self, (host, port), self._handler())
+        self.server: KeptServer | None = KeptServer((host, port), self._handler())
         self.port = self.server.server_address[1]
         self.thread: threading.Thread | None = None
 
@@ -408,7 +407,7 @@ class FakeReloadly:
         if down:
             self.stop()
         elif self.server is None:
-            self.server = _CountingServer(self, (self.host, self.port), self._handler())
+            self.server = KeptServer((self.host, self.port), self._handler())
             self.start()
 
     def settle(self, *, quiet: float = 1.0, timeout: float = 60.0) -> bool:
@@ -421,8 +420,10 @@ class FakeReloadly:
 
         def calm() -> bool:
             nonlocal last, calm_since
+            server = self.server
             with self.lock:
-                now = (self.open_connections, sum(self.calls.values()))
+                calls = sum(self.calls.values())
+            now = (server.in_progress if server is not None else 0, calls)
             if now != last or now[0]:
                 last, calm_since = now, time.monotonic()
                 return False
@@ -674,7 +675,7 @@ class FakeReloadly:
     def _handler(self):
         fake = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(KeptHandler):
             def log_message(self, *args):  # keep test output clean
                 pass
 
@@ -898,31 +899,6 @@ def _e164_digits(phone: str, iso: str) -> str:
         ):
             return phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.E164)[1:]
     return phone
-
-
-class _CountingServer(ThreadingHTTPServer):
-    """Counts connections from accept to close, so ``settle`` sees requests still queued."""
-
-    daemon_threads = True
-    # A provider's front end holds a burst of new connections; socketserver's backlog of 5
-    # resets the rest, which the processor rightly takes for unclear answers.
-    request_queue_size = 1024
-
-    def __init__(self, fake: FakeReloadly, *args) -> None:
-        self.fake = fake
-        super().__init__(*args)
-
-    def process_request(self, request, client_address):
-        with self.fake.lock:
-            self.fake.open_connections += 1
-        super().process_request(request, client_address)
-
-    def shutdown_request(self, request):
-        try:
-            super().shutdown_request(request)
-        finally:
-            with self.fake.lock:
-                self.fake.open_connections -= 1
 
 
 def main(argv: list[str] | None = None) -> None:
