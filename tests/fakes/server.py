@@ -38,12 +38,14 @@ class KeptServer(ThreadingHTTPServer):
     def __init__(self, *args, **kwargs) -> None:
         self.counting = threading.Lock()
         self.in_progress = 0
+        self.accepted = 0  # connections, since it listens
         self.closing = False
         self._handlers: set[KeptHandler] = set()
         super().__init__(*args, **kwargs)
 
     def process_request(self, request, client_address) -> None:
         with self.counting:
+            self.accepted += 1
             self.in_progress += 1  # its first request, until its handler answers it
         super().process_request(request, client_address)
 
@@ -86,6 +88,8 @@ class KeptHandler(BaseHTTPRequestHandler):
         self._wire = self.rfile = getattr(self, "_wire", self.rfile)
         try:
             super().handle_one_request()
+        except (ConnectionResetError, BrokenPipeError):  # the client went (a worker stopped)
+            self.close_connection = True
         finally:
             self.rfile = self._wire
             self._answered()
