@@ -17,6 +17,13 @@ from upstreams.adapters.base import ProviderConfig, ProviderResult, TopupRequest
 from upstreams.adapters.reloadly import ReloadlyProvider
 
 TOKEN = {"client_id": "id", "client_secret": "secret", "grant_type": "client_credentials"}
+TOPUP = {
+    "operatorId": 341,
+    "amount": "100.00",
+    "useLocalAmount": True,
+    "customIdentifier": "rch_outage",
+    "recipientPhone": {"countryCode": "MX", "number": "5512345678"},
+}
 
 
 @pytest.fixture
@@ -31,12 +38,8 @@ def _connection(fake) -> http.client.HTTPConnection:
 
 
 def _post(conn, path: str, body: dict, headers: dict | None = None) -> tuple[int, dict]:
-    conn.request(
-        "POST",
-        path,
-        body=json.dumps(body),
-        headers={"Content-Type": "application/json", **(headers or {})},
-    )
+    sent = {"Content-Type": "application/json", **(headers or {})}
+    conn.request("POST", path, body=json.dumps(body), headers=sent)
     response = conn.getresponse()
     return response.status, json.loads(response.read() or b"{}")
 
@@ -46,22 +49,33 @@ def _adapter(fake, name: str) -> ReloadlyProvider:
     return ReloadlyProvider.from_config(config, name=name)
 
 
-def _send(reference: str) -> TopupRequest:
-    return TopupRequest(
-        reference=reference,
-        recipient_number="+5215512345678",
-        country="MX",
-        operator_id="341",
-        product_id="prd_1",
-        amount=Decimal("100.00"),
-        currency="MXN",
-    )
+def _slow_topup(fake, conn, answered: list[int], delay: float = 0.5) -> threading.Thread:
+    """A top-up on ``conn`` that the fake answers after ``delay`` seconds, started and in
+    progress at the fake when this returns; its status lands in ``answered``."""
+    _, body = _post(conn, "/oauth/token", TOKEN)
+    auth = {"Authorization": f"Bearer {body['access_token']}"}
+    fake.delay = delay
+    call = threading.Thread(target=lambda: answered.append(_post(conn, "/topups", TOPUP, auth)[0]))
+    call.start()
+    wait_until(lambda: fake.active == 1, timeout=5, what="the top-up in progress")
+    return call
 
 
 def test_the_calls_of_an_adapter_share_one_kept_connection(fake):
     reloadly = _adapter(fake, "reloadly-kept")
     for n in range(5):
-        assert reloadly.send(_send(f"rch_kept{n}")).status == ProviderResult.DELIVERED
+        sent = reloadly.send(
+            TopupRequest(
+                reference=f"rch_kept{n}",
+                recipient_number="+5215512345678",
+                country="MX",
+                operator_id="341",
+                product_id="prd_1",
+                amount=Decimal("100.00"),
+                currency="MXN",
+            )
+        )
+        assert sent.status == ProviderResult.DELIVERED
     reloadly.balance()
     # A token and six calls: HTTP/1.0 answers would have taken seven connections.
     assert fake.server.accepted == 1
@@ -89,41 +103,34 @@ def test_an_idle_kept_connection_does_not_hold_settle_up(fake):
         conn.close()
 
 
-def test_an_outage_closes_idle_kept_connections_and_answers_the_call_in_progress(fake):
-    idle, busy = _connection(fake), _connection(fake)
+def test_settle_waits_for_a_request_taken_before_an_outage(fake):
+    conn, answered = _connection(fake), []
     try:
-        _, body = _post(idle, "/oauth/token", TOKEN)
-        auth = {"Authorization": f"Bearer {body['access_token']}"}
-        assert _post(busy, "/oauth/token", TOKEN)[0] == 200
-        fake.delay = 0.5
-        answered: list[int] = []
-        order = {
-            "operatorId": 341,
-            "amount": "100.00",
-            "useLocalAmount": True,
-            "customIdentifier": "rch_outage",
-            "recipientPhone": {"countryCode": "MX", "number": "5512345678"},
-        }
-        call = threading.Thread(
-            target=lambda: answered.append(_post(busy, "/topups", order, auth)[0])
-        )
-        call.start()
-        wait_until(lambda: fake.server.in_progress == 1, timeout=5, what="the top-up in progress")
+        # Longer than the server's shutdown takes (its loop polls every half second).
+        call = _slow_topup(fake, conn, answered, delay=1.5)
+        fake.outage(True)
+        assert fake.settle(quiet=0.1, timeout=5)
+        assert answered == [200]  # settled only once it was answered
+        call.join(5)
+    finally:
+        conn.close()
+
+
+def test_an_outage_closes_idle_kept_connections_and_answers_the_call_in_progress(fake):
+    idle, busy, answered = _connection(fake), _connection(fake), []
+    try:
+        assert _post(idle, "/oauth/token", TOKEN)[0] == 200
+        call = _slow_topup(fake, busy, answered)
         fake.outage(True)
         call.join(5)
-        assert answered == [200]  # accepted before the outage: answered, as before
+        assert answered == [200]  # taken before the outage: answered, as before
         # Both connections are closed by the fake: each reads the end of its stream.
         for conn in (idle, busy):
             assert conn.sock is None or conn.sock.recv(1) == b""
         with pytest.raises(ConnectionRefusedError):
             socket.create_connection(("127.0.0.1", fake.port), timeout=2)
         with pytest.raises(TransientError):
-            ReloadlyProvider.from_config(
-                ProviderConfig(
-                    base_url=fake.url, auth_url=fake.url, client_id="id", client_secret="s"
-                ),
-                name="reloadly-outage",
-            ).balance()
+            _adapter(fake, "reloadly-outage").balance()
     finally:
         idle.close()
         busy.close()

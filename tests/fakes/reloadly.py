@@ -69,7 +69,7 @@ from urllib.parse import parse_qs, urlparse
 
 import phonenumbers
 
-from tests.fakes.server import KeptHandler, KeptServer
+from tests.fakes.server import KeptHandler, KeptServer, Tally
 from tests.waiting import WaitTimeout, wait_until
 
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
@@ -380,7 +380,8 @@ class FakeReloadly:
         self.max_concurrent_topups = 0
         self.now: Callable[[], datetime] = lambda: datetime.now(UTC)
         self._ids = itertools.count(1000)
-        self.server: KeptServer | None = KeptServer((host, port), self._handler())
+        self.tally = Tally()  # requests in progress, whichever server took them
+        self.server: KeptServer | None = KeptServer((host, port), self._handler(), tally=self.tally)
         self.port = self.server.server_address[1]
         self.thread: threading.Thread | None = None
 
@@ -407,7 +408,7 @@ class FakeReloadly:
         if down:
             self.stop()
         elif self.server is None:
-            self.server = KeptServer((self.host, self.port), self._handler())
+            self.server = KeptServer((self.host, self.port), self._handler(), tally=self.tally)
             self.start()
 
     def settle(self, *, quiet: float = 1.0, timeout: float = 60.0) -> bool:
@@ -420,10 +421,8 @@ class FakeReloadly:
 
         def calm() -> bool:
             nonlocal last, calm_since
-            server = self.server
             with self.lock:
-                calls = sum(self.calls.values())
-            now = (server.in_progress if server is not None else 0, calls)
+                now = (self.tally.value, sum(self.calls.values()))
             if now != last or now[0]:
                 last, calm_since = now, time.monotonic()
                 return False

@@ -12,11 +12,14 @@ providers' own front ends answer, and an outage that closes them.
   answer: on a kept connection, a body left unread would be taken for the next request.
 - **Requests in progress.** ``in_progress`` counts the connections accepted and not yet
   answered, and then each request from its first line to its answer. A kept connection that
-  waits for its next request is not counted, so ``settle`` sees what is still on the wire.
+  waits for its next request is not counted, so ``settle`` sees what is still on the wire. A
+  fake passes its own ``Tally`` to every server it starts, so a request accepted before an
+  outage is still counted after it.
 - **An outage closes everything.** ``server_close`` closes the listening socket (connections
   are refused) and every kept connection: an idle one at once, one in a request after its
-  answer, as a provider's service that stops does. A connection left open would still reach
-  a service that is down.
+  answer (sent with ``Connection: close``), as a provider's service that stops does. A request
+  that reaches a kept connection as the outage begins is not acted on. A connection left open
+  would still reach a service that is down.
 """
 
 from __future__ import annotations
@@ -28,6 +31,14 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
+class Tally:
+    """Requests in progress at one fake, across the servers an outage replaces."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.value = 0
+
+
 class KeptServer(ThreadingHTTPServer):
     daemon_threads = True  # a slow answer does not hold up an outage or a stop
     allow_reuse_address = True  # listen again on the same port after an outage
@@ -35,27 +46,41 @@ class KeptServer(ThreadingHTTPServer):
     # resets the rest, which the processor rightly takes for unclear answers.
     request_queue_size = 1024
 
-    def __init__(self, *args, **kwargs) -> None:
-        self.counting = threading.Lock()
-        self.in_progress = 0
+    def __init__(self, *args, tally: Tally | None = None, **kwargs) -> None:
+        self.tally = tally or Tally()
+        self.counting = self.tally.lock  # guards the tally and the state below
         self.accepted = 0  # connections, since it listens
         self.closing = False
+        self._fresh: set[socket.socket] = set()  # counted, and no handler has taken them yet
         self._handlers: set[KeptHandler] = set()
         super().__init__(*args, **kwargs)
+
+    @property
+    def in_progress(self) -> int:
+        return self.tally.value
 
     def process_request(self, request, client_address) -> None:
         with self.counting:
             self.accepted += 1
-            self.in_progress += 1  # its first request, until its handler answers it
+            self.tally.value += 1  # its first request, until its handler answers it
+            self._fresh.add(request)
         super().process_request(request, client_address)
+
+    def shutdown_request(self, request) -> None:
+        # Always called, even when no handler took the connection (its setup failed).
+        with self.counting:
+            if request in self._fresh:
+                self._fresh.discard(request)
+                self.tally.value -= 1
+        super().shutdown_request(request)
 
     def server_close(self) -> None:
         super().server_close()
         with self.counting:
             self.closing = True
-            idle = [handler for handler in self._handlers if not handler.counted]
-        for handler in idle:
-            handler.hang_up()
+            for handler in self._handlers:
+                if not handler.counted:  # waiting for its next request
+                    handler.hang_up()
 
 
 class KeptHandler(BaseHTTPRequestHandler):
@@ -66,23 +91,39 @@ class KeptHandler(BaseHTTPRequestHandler):
     server: KeptServer
 
     def setup(self) -> None:
-        self.counted = True  # counted by ``process_request`` until its first answer
         super().setup()
         with self.server.counting:
+            self.server._fresh.discard(self.request)
+            self.counted = True  # counted by ``process_request`` until its first answer
             self.server._handlers.add(self)
 
     def parse_request(self) -> bool:
         with self.server.counting:
             if not self.counted:
-                self.server.in_progress += 1
+                if self.server.closing:  # came on a kept connection as the outage began
+                    self.close_connection = True
+                    return False
+                self.server.tally.value += 1
                 self.counted = True
         if not super().parse_request():
             return False
         # The whole body is read before the fake answers, whatever it answers (a 401 before
         # reading it, say): what it leaves unread would be taken for the next request line.
-        length = int(self.headers.get("Content-Length") or 0)
+        if self.headers.get("Transfer-Encoding"):
+            self.send_error(411, "A Content-Length is required")
+            return False
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            self.send_error(400, "Bad Content-Length")
+            return False
         self.rfile = io.BytesIO(self._wire.read(length) if length > 0 else b"")
         return True
+
+    def end_headers(self) -> None:
+        if self.server.closing:  # the outage began during this request: its last answer
+            self.send_header("Connection", "close")
+        super().end_headers()
 
     def handle_one_request(self) -> None:
         self._wire = self.rfile = getattr(self, "_wire", self.rfile)
@@ -106,7 +147,7 @@ class KeptHandler(BaseHTTPRequestHandler):
     def _answered(self) -> None:
         with self.server.counting:
             if self.counted:
-                self.server.in_progress -= 1
+                self.server.tally.value -= 1
                 self.counted = False
             if self.server.closing:
                 self.close_connection = True
