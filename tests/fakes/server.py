@@ -10,7 +10,7 @@ providers' own front ends answer, and an outage that closes them.
   connection.
 - **Whole requests.** A request's body is read before the fake answers it, whatever the
   answer: on a kept connection, a body left unread would be taken for the next request.
-- **Requests in progress.** ``in_progress`` counts the connections accepted and not yet
+- **Requests in progress.** A ``Tally`` counts the connections accepted and not yet
   answered, and then each request from its first line to its answer. A kept connection that
   waits for its next request is not counted, so ``settle`` sees what is still on the wire. A
   fake passes its own ``Tally`` to every server it starts, so a request accepted before an
@@ -32,7 +32,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 class Tally:
-    """Requests in progress at one fake, across the servers an outage replaces."""
+    """Requests in progress at one fake, across the servers an outage replaces; its lock
+    guards the servers' state too."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
@@ -48,19 +49,14 @@ class KeptServer(ThreadingHTTPServer):
 
     def __init__(self, *args, tally: Tally | None = None, **kwargs) -> None:
         self.tally = tally or Tally()
-        self.counting = self.tally.lock  # guards the tally and the state below
         self.accepted = 0  # connections, since it listens
         self.closing = False
         self._fresh: set[socket.socket] = set()  # counted, and no handler has taken them yet
         self._handlers: set[KeptHandler] = set()
         super().__init__(*args, **kwargs)
 
-    @property
-    def in_progress(self) -> int:
-        return self.tally.value
-
     def process_request(self, request, client_address) -> None:
-        with self.counting:
+        with self.tally.lock:
             self.accepted += 1
             self.tally.value += 1  # its first request, until its handler answers it
             self._fresh.add(request)
@@ -68,7 +64,7 @@ class KeptServer(ThreadingHTTPServer):
 
     def shutdown_request(self, request) -> None:
         # Always called, even when no handler took the connection (its setup failed).
-        with self.counting:
+        with self.tally.lock:
             if request in self._fresh:
                 self._fresh.discard(request)
                 self.tally.value -= 1
@@ -76,7 +72,7 @@ class KeptServer(ThreadingHTTPServer):
 
     def server_close(self) -> None:
         super().server_close()
-        with self.counting:
+        with self.tally.lock:
             self.closing = True
             for handler in self._handlers:
                 if not handler.counted:  # waiting for its next request
@@ -92,13 +88,13 @@ class KeptHandler(BaseHTTPRequestHandler):
 
     def setup(self) -> None:
         super().setup()
-        with self.server.counting:
+        with self.server.tally.lock:
             self.server._fresh.discard(self.request)
             self.counted = True  # counted by ``process_request`` until its first answer
             self.server._handlers.add(self)
 
     def parse_request(self) -> bool:
-        with self.server.counting:
+        with self.server.tally.lock:
             if not self.counted:
                 if self.server.closing:  # came on a kept connection as the outage began
                     self.close_connection = True
@@ -126,7 +122,7 @@ class KeptHandler(BaseHTTPRequestHandler):
         super().end_headers()
 
     def handle_one_request(self) -> None:
-        self._wire = self.rfile = getattr(self, "_wire", self.rfile)
+        self._wire = self.rfile  # the connection's; a request's body replaces it until answered
         try:
             super().handle_one_request()
         except (ConnectionResetError, BrokenPipeError):  # the client went (a worker stopped)
@@ -140,12 +136,11 @@ class KeptHandler(BaseHTTPRequestHandler):
             with contextlib.suppress(OSError):
                 super().finish()
         finally:
-            self._answered()
-            with self.server.counting:
+            with self.server.tally.lock:
                 self.server._handlers.discard(self)
 
     def _answered(self) -> None:
-        with self.server.counting:
+        with self.server.tally.lock:
             if self.counted:
                 self.server.tally.value -= 1
                 self.counted = False
