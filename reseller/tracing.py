@@ -1,7 +1,8 @@
 """OpenTelemetry tracing, off unless OTEL_EXPORTER_OTLP_ENDPOINT is set (docs/operations.md,
 "Traces"). On, a request to the API, the Celery tasks it causes (their messages carry the
-trace context), their SQL and the provider's HTTP calls (httpx) are spans of one trace,
-exported over OTLP/HTTP (protobuf) to ``$OTEL_EXPORTER_OTLP_ENDPOINT/v1/traces``.
+trace context), their SQL and the HTTP calls to providers and webhook receivers (urllib3)
+are spans of one trace, exported over OTLP/HTTP (protobuf) to
+``$OTEL_EXPORTER_OTLP_ENDPOINT/v1/traces``.
 
 Off, nothing of OpenTelemetry is even imported: no cost. The exporter reads the standard
 OTEL_* variables itself (OTEL_EXPORTER_OTLP_HEADERS, OTEL_SERVICE_NAME,
@@ -43,8 +44,8 @@ def _instrument(role: str) -> None:
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     from opentelemetry.instrumentation.celery import CeleryInstrumentor
     from opentelemetry.instrumentation.django import DjangoInstrumentor
-    from opentelemetry.instrumentation.httpx import HTTPXClientInstrumentor
     from opentelemetry.instrumentation.psycopg import PsycopgInstrumentor
+    from opentelemetry.instrumentation.urllib3 import URLLib3Instrumentor
     from opentelemetry.sdk.resources import SERVICE_NAME, Resource
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
@@ -56,7 +57,7 @@ def _instrument(role: str) -> None:
     DjangoInstrumentor().instrument()
     CeleryInstrumentor().instrument()
     PsycopgInstrumentor().instrument(enable_commenter=False)
-    HTTPXClientInstrumentor().instrument()
+    URLLib3Instrumentor().instrument()
     logger.info("tracing: spans of %s go to %s", name, os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"])
 
 

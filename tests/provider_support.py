@@ -1,6 +1,7 @@
 """The fakes of Reloadly, DT One and DingConnect as fixtures, a catalog routed through
-them (every test module gets these through ``tests/conftest.py``), and two simulator
-accounts selling one product (``two_simulators``).
+them (every test module gets these through ``tests/conftest.py``), two simulator
+accounts selling one product (``two_simulators``), and a top-up of the Reloadly fake's Telcel
+100 MXN as the processor hands it to an adapter (``telcel_topup``).
 
 Telcel 100 MXN costs 4.88 EUR less 6.5% at Reloadly (4.56 EUR), 5.40 + 0.10 USD at DT One
 (5.00 EUR at 1.10) and 6.00 USD less commission at Ding: that is the order of its routes."""
@@ -17,10 +18,24 @@ from tests.factories import OperatorFactory
 from tests.fakes.ding import FakeDing
 from tests.fakes.dtone import FakeDTOne
 from tests.fakes.reloadly import FakeReloadly
+from upstreams.adapters.base import TopupRequest
 from upstreams.models import Provider, Route
 from upstreams.services import catalog_sync
 
 NUMBER = "+525512345678"
+
+
+def telcel_topup(reference: str) -> TopupRequest:
+    """Telcel (the Reloadly fake's operator 341) 100 MXN to a Mexican number."""
+    return TopupRequest(
+        reference=reference,
+        recipient_number="+5215512345678",
+        country="MX",
+        operator_id="341",
+        product_id="prd_1",
+        amount=Decimal("100.00"),
+        currency="MXN",
+    )
 
 
 @pytest.fixture(name="reloadly")

@@ -7,13 +7,13 @@ import http.client
 import json
 import socket
 import threading
-from decimal import Decimal
 
 import pytest
 
 from tests.fakes.reloadly import FakeReloadly
+from tests.provider_support import telcel_topup
 from tests.waiting import wait_until
-from upstreams.adapters.base import ProviderConfig, ProviderResult, TopupRequest, TransientError
+from upstreams.adapters.base import ProviderConfig, ProviderResult, TransientError
 from upstreams.adapters.reloadly import ReloadlyProvider
 
 TOKEN = {"client_id": "id", "client_secret": "secret", "grant_type": "client_credentials"}
@@ -64,17 +64,7 @@ def _slow_topup(fake, conn, answered: list[int], delay: float = 0.5) -> threadin
 def test_the_calls_of_an_adapter_share_one_kept_connection(fake):
     reloadly = _adapter(fake, "reloadly-kept")
     for n in range(5):
-        sent = reloadly.send(
-            TopupRequest(
-                reference=f"rch_kept{n}",
-                recipient_number="+5215512345678",
-                country="MX",
-                operator_id="341",
-                product_id="prd_1",
-                amount=Decimal("100.00"),
-                currency="MXN",
-            )
-        )
+        sent = reloadly.send(telcel_topup(f"rch_kept{n}"))
         assert sent.status == ProviderResult.DELIVERED
     reloadly.balance()
     # A token and six calls: HTTP/1.0 answers would have taken seven connections.

@@ -241,7 +241,7 @@ def test_one_trace_from_the_api_request_through_the_task_to_the_provider_call(
     names = {(s["service"], s["name"]) for s in spans}
     assert ("reseller-web", "apply_async/recharges.tasks.recharge_process_task") in names, names
     assert ("reseller-worker", "run/recharges.tasks.recharge_process_task") in names, names
-    assert ("reseller-worker", "POST") in names, names  # the provider call (httpx)
+    assert ("reseller-worker", "POST") in names, names  # the provider call (urllib3)
     # The database too (psycopg): the order's statements in the web, the task's in the worker.
     for service in ("reseller-web", "reseller-worker"):
         assert {(service, "INSERT"), (service, "UPDATE")} <= names, names

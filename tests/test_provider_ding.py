@@ -7,7 +7,6 @@ import threading
 from datetime import UTC, date, datetime
 from decimal import Decimal
 
-import httpx
 import pytest
 
 from tests.fakes.ding import FakeDing, kinds_products
@@ -19,6 +18,7 @@ from upstreams.adapters.base import (
     TransientError,
     UpstreamTimeout,
 )
+from upstreams.adapters.client import Client
 from upstreams.adapters.ding import DingProvider, account_number, parse_utc
 
 
@@ -46,8 +46,7 @@ def fake():
 
 @pytest.fixture
 def client():
-    with httpx.Client(trust_env=False) as http:
-        yield http
+    return Client()
 
 
 def provider(fake, client, *, timeout=1.0, api_key=None, base_url=None):
@@ -433,7 +432,9 @@ def test_the_fake_runs_on_its_own():
     try:
         url = process.stdout.readline().strip()
         assert url.startswith("http://127.0.0.1:")
-        answer = httpx.get(f"{url}/api/V1/GetBalance", headers={"api_key": "fake-ding-key"})
+        answer = Client().get(
+            f"{url}/api/V1/GetBalance", headers={"api_key": "fake-ding-key"}, timeout=5
+        )
         assert answer.json()["ResultCode"] == 1
     finally:
         process.terminate()

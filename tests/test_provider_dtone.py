@@ -7,7 +7,6 @@ from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 
-import httpx
 import pytest
 
 from tests.fakes.dtone import FakeDTOne, fixed_product, kinds_products
@@ -21,6 +20,7 @@ from upstreams.adapters.base import (
     TransientError,
     UpstreamTimeout,
 )
+from upstreams.adapters.client import Client
 from upstreams.adapters.dtone import DTOneProvider
 
 TELCEL_100 = "30002"  # the fake's Telcel 100 MXN: 5.40 USD wholesale + 0.10 fee
@@ -469,7 +469,7 @@ def test_the_fake_runs_standalone():
     try:
         url = process.stdout.readline().strip()
         assert url.startswith("http://127.0.0.1:") and url.endswith("/v1")
-        answer = httpx.get(f"{url}/balances", auth=("dtone-key", "dtone-secret"), timeout=5)
+        answer = Client().get(f"{url}/balances", auth=("dtone-key", "dtone-secret"), timeout=5)
         assert answer.status_code == 200
         assert answer.json()[0]["unit"] == "USD"
         assert answer.headers["X-Total-Pages"] == "1"

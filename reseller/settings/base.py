@@ -708,9 +708,6 @@ LOGGING: dict[str, Any] = {
         "django.server": {"handlers": ["console"], "level": "WARNING", "propagate": False},
         # One line per task at INFO is noise (the sweeper runs every 30 s); failures still log.
         "celery.app.trace": {"level": "WARNING"},
-        # httpx logs every webhook request at INFO; the delivery log keeps what matters.
-        "httpx": {"level": "WARNING"},
-        "httpcore": {"level": "WARNING"},
     },
 }
 

@@ -2,9 +2,10 @@
 providers' own front ends answer, and an outage that closes them.
 
 - **Kept connections.** Reloadly, DT One and DingConnect answer HTTP/1.1 and keep the
-  connection for the next call; so does our shared ``httpx.Client``. ``http.server`` answers
-  HTTP/1.0 by default and closes every connection, which made each call of the tests and the
-  bench open a TCP connection, and the fake start a thread for it (docs/performance.md).
+  connection for the next call; so does our client (``upstreams/adapters/client.py``).
+  ``http.server`` answers HTTP/1.0 by default and closes every connection, which made each
+  call of the tests and the bench open a TCP connection, and the fake start a thread for it
+  (docs/performance.md).
 - **No Nagle.** ``http.server`` writes the headers and the body in two writes. Without
   ``TCP_NODELAY`` the body waits for the client's delayed ACK: 40 ms a call on a kept
   connection.

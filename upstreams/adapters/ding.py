@@ -104,7 +104,6 @@ Surprises, and what the adapter does about them:
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 from collections.abc import Iterable, Iterator
@@ -112,10 +111,9 @@ from datetime import UTC, date, datetime, time, timedelta
 from decimal import ROUND_FLOOR, Decimal, InvalidOperation
 from typing import Any
 
-import httpx
-
 from catalog.benefits import benefit
 from reseller.money import quantize
+from upstreams.adapters import client as http
 from upstreams.adapters.base import (
     PIN_REDACTED,
     PermanentError,
@@ -152,19 +150,6 @@ STATUS_TAKE = 10  # records asked for one DistributorRef (Ding may hold more tha
 _RANK = {ProviderResult.DELIVERED: 3, ProviderResult.PENDING: 2, ProviderResult.FAILED: 1}
 
 
-@functools.cache
-def _shared_client(timeout: float) -> httpx.Client:
-    return httpx.Client(
-        timeout=_timeout(timeout),
-        limits=httpx.Limits(max_connections=200, max_keepalive_connections=50),
-        trust_env=False,
-    )
-
-
-def _timeout(seconds: float) -> httpx.Timeout:
-    return httpx.Timeout(seconds, connect=min(seconds, 5.0))
-
-
 class DingProvider:
     """One DingConnect account. Thread-safe: the processor's threads share one instance."""
 
@@ -172,13 +157,13 @@ class DingProvider:
     page_size = 100  # ListTransferRecords' Take; Ding bounds it without publishing the bound
 
     def __init__(
-        self, config: ProviderConfig, *, name: str, client: httpx.Client | None = None
+        self, config: ProviderConfig, *, name: str, client: http.Client | None = None
     ) -> None:
         self.config = config
         self.name = name
         self.base_url = _server(config.base_url or DEFAULT_BASE_URL)
-        self.timeout = _timeout(config.timeout)
-        self.http = client or _shared_client(config.timeout)
+        self.timeout = config.timeout
+        self.http = client or http.shared()
 
     # -- HTTP -----------------------------------------------------------------------------
     def _call(
@@ -189,7 +174,7 @@ class DingProvider:
         body: dict[str, Any] | None = None,
         params: dict[str, Any] | None = None,
         sending: bool = False,
-    ) -> httpx.Response:
+    ) -> http.Response:
         headers = {"api_key": self.config.api_key, "Accept": "application/json"}
         content = None
         if body is not None:
@@ -204,17 +189,12 @@ class DingProvider:
                 headers=headers,
                 timeout=self.timeout,
             )
-        except (
-            httpx.ConnectError,
-            httpx.ConnectTimeout,
-            httpx.PoolTimeout,
-            httpx.UnsupportedProtocol,
-        ) as exc:
+        except http.Unreachable as exc:
             # Nothing reached Ding: safe to retry, or to send elsewhere.
             raise TransientError(
                 f"DingConnect unreachable: {exc!r}", code="upstream_unavailable"
             ) from exc
-        except httpx.HTTPError as exc:
+        except http.NoAnswer as exc:
             if sending:
                 # The request may have reached Ding and may still be paid out.
                 raise UpstreamTimeout(
@@ -224,7 +204,7 @@ class DingProvider:
                 f"DingConnect did not answer: {exc!r}", code="upstream_timeout"
             ) from exc
 
-    def _answer(self, response: httpx.Response, operation: str) -> dict[str, Any]:
+    def _answer(self, response: http.Response, operation: str) -> dict[str, Any]:
         """The body of a read (everything but SendTransfer): any trouble is transient, since
         nothing was sent."""
         if response.status_code == 429:
@@ -273,7 +253,7 @@ class DingProvider:
         response = self._call("POST", "SendTransfer", body=payload, sending=True)
         return self._sent(response)
 
-    def _sent(self, response: httpx.Response) -> ProviderResult:
+    def _sent(self, response: http.Response) -> ProviderResult:
         status = response.status_code
         if status == 429:
             raise TransientError(
@@ -422,9 +402,9 @@ class DingProvider:
                 f"{self.base_url}{API}/GetAccountLookup",
                 params={"accountNumber": account_number(number)},
                 headers={"api_key": self.config.api_key, "Accept": "application/json"},
-                timeout=_timeout(timeout),
+                timeout=timeout,
             )
-        except httpx.HTTPError as exc:
+        except http.ClientError as exc:
             raise TransientError(
                 f"DingConnect GetAccountLookup: {exc!r}", code="upstream_unavailable"
             ) from exc
@@ -459,7 +439,7 @@ def _json_number(value: Any) -> float:
     raise TypeError(f"cannot send {type(value).__name__} as JSON")
 
 
-def _body(response: httpx.Response) -> dict[str, Any] | None:
+def _body(response: http.Response) -> dict[str, Any] | None:
     try:
         body = response.json(parse_float=Decimal)
     except ValueError:
@@ -467,11 +447,11 @@ def _body(response: httpx.Response) -> dict[str, Any] | None:
     return body if isinstance(body, dict) else None
 
 
-def _text(response: httpx.Response) -> dict[str, Any]:
+def _text(response: http.Response) -> dict[str, Any]:
     return {"status": response.status_code, "text": response.text[:500]}
 
 
-def _retry_after(response: httpx.Response) -> float | None:
+def _retry_after(response: http.Response) -> float | None:
     try:
         return float(response.headers.get("Retry-After", ""))
     except ValueError:

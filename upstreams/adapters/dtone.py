@@ -97,7 +97,6 @@ What may surprise:
 
 from __future__ import annotations
 
-import functools
 import logging
 import math
 import re
@@ -106,10 +105,10 @@ from datetime import UTC, date, datetime, time, timedelta
 from decimal import ROUND_FLOOR, Decimal, InvalidOperation
 from typing import Any
 
-import httpx
 from django_countries.data import ALT_CODES
 
 from catalog.benefits import benefit as make_benefit
+from upstreams.adapters import client as http
 from upstreams.adapters.base import (
     PIN_REDACTED,
     PermanentError,
@@ -220,30 +219,21 @@ ALPHA3 = {alpha2: codes[0] for alpha2, codes in ALT_CODES.items()}
 ALPHA2 = {alpha3: alpha2 for alpha2, alpha3 in ALPHA3.items()}
 
 
-@functools.cache
-def _shared_client() -> httpx.Client:
-    """One client per process (keep-alive connections, thread-safe); each call sets its own
-    timeout from its provider's config."""
-    return httpx.Client(
-        limits=httpx.Limits(max_connections=200, max_keepalive_connections=50),
-        trust_env=False,
-    )
-
-
 class DTOneProvider:
     kind = "dtone"
     per_page = 100  # the reference's maximum page size
 
     def __init__(
-        self, config: ProviderConfig, *, name: str, client: httpx.Client | None = None
+        self, config: ProviderConfig, *, name: str, client: http.Client | None = None
     ) -> None:
         self.name = name
         self.config = config
         self.base_url = _api_root(config.base_url)
         self.currency = config.currency.upper()
-        self.auth = httpx.BasicAuth(config.api_key, config.api_secret)
-        self.timeout = httpx.Timeout(config.timeout, connect=min(config.timeout, 5.0))
-        self.http = client or _shared_client()
+        self.auth = (config.api_key, config.api_secret)
+        self.timeout = config.timeout
+        # The process's client (kept connections, thread-safe); each call sets its own timeout.
+        self.http = client or http.shared()
 
     # -- HTTP ------------------------------------------------------------------------------
     def _request(
@@ -254,7 +244,7 @@ class DTOneProvider:
         params: dict[str, Any] | None = None,
         json_body: dict[str, Any] | None = None,
         sending: bool = False,
-    ) -> httpx.Response:
+    ) -> http.Response:
         """One call. Failures before the request left (refused, connect timeout, no free
         connection) are ``TransientError``; later ones are ``UpstreamTimeout`` when
         ``sending`` (the transaction may exist), else ``TransientError``."""
@@ -268,15 +258,9 @@ class DTOneProvider:
                 timeout=self.timeout,
                 headers={"Accept": "application/json"},
             )
-        except (
-            httpx.ConnectError,
-            httpx.ConnectTimeout,
-            httpx.PoolTimeout,
-            httpx.UnsupportedProtocol,
-            httpx.LocalProtocolError,
-        ) as exc:
+        except http.Unreachable as exc:
             raise TransientError(f"DT One unreachable: {exc}", code="upstream_unavailable") from exc
-        except httpx.HTTPError as exc:
+        except http.NoAnswer as exc:
             if sending:
                 raise UpstreamTimeout(
                     f"no answer from DT One: {exc!r}", code="upstream_timeout"
@@ -285,7 +269,7 @@ class DTOneProvider:
                 f"DT One did not answer: {exc!r}", code="upstream_unavailable"
             ) from exc
 
-    def _refused_call(self, response: httpx.Response, what: str) -> TransientError:
+    def _refused_call(self, response: http.Response, what: str) -> TransientError:
         """The error for a lookup (not a send) that did not answer 200."""
         body = _json(response)
         codes = _error_codes(body)
@@ -521,10 +505,10 @@ class DTOneProvider:
                 f"{self.base_url}/lookup/mobile-number",
                 json={"mobile_number": number},
                 auth=self.auth,
-                timeout=httpx.Timeout(timeout),
+                timeout=timeout,
                 headers={"Accept": "application/json"},
             )
-        except httpx.HTTPError as exc:
+        except http.ClientError as exc:
             raise TransientError(
                 f"DT One mobile-number lookup: {exc!r}", code="upstream_unavailable"
             ) from exc
@@ -564,14 +548,14 @@ def _api_root(base_url: str) -> str:
     return root if root.endswith("/v1") else f"{root}/v1"
 
 
-def _json(response: httpx.Response) -> Any:
+def _json(response: http.Response) -> Any:
     try:
         return response.json()
     except ValueError:
         return None
 
 
-def _raw(response: httpx.Response, body: Any) -> Any:
+def _raw(response: http.Response, body: Any) -> Any:
     return body if body is not None else {"text": response.text[:500]}
 
 
@@ -596,14 +580,14 @@ def _error_message(body: Any) -> str:
     return ""
 
 
-def _retry_after(response: httpx.Response) -> float | None:
+def _retry_after(response: http.Response) -> float | None:
     try:
         return float(response.headers.get("Retry-After", ""))
     except ValueError:
         return None
 
 
-def _int_header(response: httpx.Response, name: str) -> int | None:
+def _int_header(response: http.Response, name: str) -> int | None:
     try:
         return int(response.headers.get(name, ""))
     except ValueError:

@@ -15,8 +15,8 @@ What it relies on, from Reloadly's public reference: the OpenAPI of repository
   keyed by the provider account (name, client id, servers), until shortly before it expires,
   and fetched again once when the API answers 401. One refresh at a time per account and
   process: threads that need a token meanwhile wait for it and reuse it.
-- One HTTP client per process and timeout (keep-alive connections, thread-safe), a timeout on
-  every call: the processor's many threads share it.
+- One HTTP client per process (``upstreams.adapters.client``: kept connections, thread-safe),
+  a timeout on every call: the processor's many threads share it.
 - Top-up: ``POST {base_url}/topups`` with ``operatorId``, ``amount``, ``useLocalAmount`` (we send
   the local amount, ``true``, but for the sender-currency amounts below), ``customIdentifier`` (our
   recharge id; the reference says it can never be reused) and ``recipientPhone {countryCode,
@@ -78,7 +78,6 @@ What the catalog makes of an operator (contract section 17):
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import re
 import threading
@@ -88,12 +87,12 @@ from datetime import UTC, date, datetime
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, InvalidOperation
 from typing import Any
 
-import httpx
 import phonenumbers
 from django.core.cache import cache
 
 from catalog.benefits import benefit
 from reseller.money import quantize
+from upstreams.adapters import client as http
 from upstreams.adapters.base import (
     PIN_REDACTED,
     PermanentError,
@@ -122,15 +121,6 @@ STATUS_MAP = {
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S"  # report filters and times, no zone (read as UTC)
 
 
-@functools.cache
-def _shared_client(timeout: float) -> httpx.Client:
-    return httpx.Client(
-        timeout=httpx.Timeout(timeout, connect=min(timeout, 5.0)),
-        limits=httpx.Limits(max_connections=200, max_keepalive_connections=50),
-        trust_env=False,
-    )
-
-
 TOKEN_KEPT_SECONDS = 60.0
 _token_locks: dict[str, threading.Lock] = {}
 _token_locks_guard = threading.Lock()
@@ -153,7 +143,7 @@ class ReloadlyProvider:
         base_url: str,
         auth_url: str,
         timeout: float = 10.0,
-        client: httpx.Client | None = None,
+        client: http.Client | None = None,
         name: str = "reloadly",
         currency: str = "",
     ) -> None:
@@ -164,14 +154,14 @@ class ReloadlyProvider:
         self.auth_url = auth_url.rstrip("/")
         self.timeout = timeout
         self.currency = currency  # the account's, when an answer does not say
-        self.http = client or _shared_client(timeout)
+        self.http = client or http.shared()
         account = "\0".join((name, client_id, self.auth_url, self.base_url))
         self._token_key = f"reloadly-token:{hashlib.sha256(account.encode()).hexdigest()[:32]}"
         self._kept: tuple[str, float] = ("", 0.0)  # the token and until when it is kept here
 
     @classmethod
     def from_config(
-        cls, config: ProviderConfig, *, name: str, client: httpx.Client | None = None
+        cls, config: ProviderConfig, *, name: str, client: http.Client | None = None
     ) -> ReloadlyProvider:
         """The adapter for one provider account (a ``Provider`` row named ``name``)."""
         return cls(
@@ -214,7 +204,7 @@ class ReloadlyProvider:
                 },
                 timeout=self.timeout,
             )
-        except httpx.HTTPError as exc:
+        except http.ClientError as exc:
             raise TransientError(
                 f"token request failed: {exc}", code="upstream_unavailable"
             ) from exc
@@ -240,7 +230,7 @@ class ReloadlyProvider:
         json_body: dict | None = None,
         params: dict | None = None,
         sending: bool = False,
-    ) -> httpx.Response:
+    ) -> http.Response:
         """One API call with the account's token (fetched again once on a 401). Errors before
         an answer: ``TransientError`` when the request cannot have reached Reloadly (no
         connection), else, while ``sending``, ``UpstreamTimeout`` (it may have been made)."""
@@ -254,19 +244,16 @@ class ReloadlyProvider:
                     json=json_body,
                     params=params,
                     headers={"Authorization": f"Bearer {token}", "Accept": ACCEPT},
+                    timeout=self.timeout,
                 )
-            except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
+            except http.Unreachable as exc:
                 raise TransientError(
                     f"Reloadly unreachable: {exc}", code="upstream_unavailable"
                 ) from exc
-            except httpx.HTTPError as exc:
+            except http.NoAnswer as exc:
                 if sending:
                     raise UpstreamTimeout(f"no answer from Reloadly: {exc}") from exc
-                code = (
-                    "upstream_timeout"
-                    if isinstance(exc, httpx.TimeoutException)
-                    else "upstream_unavailable"
-                )
+                code = "upstream_timeout" if exc.timed_out else "upstream_unavailable"
                 raise TransientError(f"Reloadly call failed: {exc}", code=code) from exc
             if response.status_code == 401 and attempt == 1:
                 refused = token
@@ -485,7 +472,7 @@ class ReloadlyProvider:
         found = str((body.get("country") or {}).get("isoName") or iso).upper()
         return [UpstreamOperator(str(operator_id), str(body.get("name") or ""), found)]
 
-    def _lookup_get(self, path: str, *, timeout: float) -> httpx.Response:
+    def _lookup_get(self, path: str, *, timeout: float) -> http.Response:
         """A read within ``timeout`` seconds (the token fetched again once on a 401)."""
         refused = ""
         response = None
@@ -495,9 +482,9 @@ class ReloadlyProvider:
                 response = self.http.get(
                     f"{self.base_url}{path}",
                     headers={"Authorization": f"Bearer {token}", "Accept": ACCEPT},
-                    timeout=httpx.Timeout(timeout),
+                    timeout=timeout,
                 )
-            except httpx.HTTPError as exc:
+            except http.ClientError as exc:
                 raise TransientError(
                     f"Reloadly auto-detect: {exc!r}", code="upstream_unavailable"
                 ) from exc
@@ -791,7 +778,7 @@ def _time(value: Any) -> datetime | None:
         return None
 
 
-def _body(response: httpx.Response) -> dict[str, Any] | None:
+def _body(response: http.Response) -> dict[str, Any] | None:
     """The JSON object of an answer, or None when there is none to read."""
     try:
         body = response.json()
@@ -811,7 +798,7 @@ def _lookup_phone(number: str) -> str:
     return re.sub(r"\D", "", national)
 
 
-def _json(response: httpx.Response) -> dict[str, Any]:
+def _json(response: http.Response) -> dict[str, Any]:
     try:
         body = response.json()
     except ValueError:
@@ -819,7 +806,7 @@ def _json(response: httpx.Response) -> dict[str, Any]:
     return body if isinstance(body, dict) else {"body": body}
 
 
-def _retry_after(response: httpx.Response) -> float | None:
+def _retry_after(response: http.Response) -> float | None:
     try:
         return float(response.headers.get("Retry-After", ""))
     except ValueError:
