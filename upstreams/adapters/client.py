@@ -133,7 +133,7 @@ class Client:
         sent = dict(headers or {})
         body: bytes | None = None
         if json is not None:
-            body = jsonlib.dumps(json, separators=(",", ":")).encode()
+            body = jsonlib.dumps(json, separators=(",", ":"), allow_nan=False).encode()
             sent.setdefault("Content-Type", "application/json")
         elif content is not None:
             body = content.encode() if isinstance(content, str) else content
