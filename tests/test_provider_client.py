@@ -11,6 +11,7 @@ from contextlib import contextmanager
 import pytest
 
 from tests.provider_support import telcel_topup
+from tests.waiting import wait_until
 from upstreams.adapters.base import ProviderConfig, ProviderResult, connection_refused
 from upstreams.adapters.client import Client, NoAnswer, Unreachable
 from upstreams.adapters.reloadly import ReloadlyProvider
@@ -50,7 +51,10 @@ def read_request(conn: socket.socket) -> bytes:
     """The request's head and body (by its Content-Length)."""
     data = b""
     while b"\r\n\r\n" not in data:
-        data += conn.recv(65536)
+        chunk = conn.recv(65536)
+        if not chunk:
+            raise ConnectionResetError("the client hung up")
+        data += chunk
     head, _, body = data.partition(b"\r\n\r\n")
     length = 0
     for line in head.split(b"\r\n")[1:]:
@@ -108,6 +112,11 @@ def test_a_url_that_cannot_be_called_is_unreachable(url):
         Client().get(url, timeout=2)
 
 
+def test_a_call_with_no_time_left_is_unreachable():
+    with pytest.raises(Unreachable):
+        Client().get("http://127.0.0.1:9/balance", timeout=0)
+
+
 def test_a_header_that_cannot_be_sent_is_unreachable_and_nothing_leaves():
     seen: list[bytes] = []
 
@@ -148,11 +157,70 @@ def test_a_connection_dropped_after_the_request_is_no_answer_not_timed_out():
     assert not raised.value.timed_out
 
 
+def test_an_answer_too_long_to_read_is_no_answer():
+    """http.client reads a body's length in one go: an absurd length raises OverflowError,
+    which neither urllib3 nor http.client wraps. The request was received: never
+    unreachable (that would send the top-up elsewhere)."""
+
+    def absurd(conn: socket.socket) -> None:
+        read_request(conn)
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 99999999999999999999\r\n\r\n{}")
+
+    with peer(absurd) as url, pytest.raises(NoAnswer) as raised:
+        Client().post(f"{url}/topups", json={"a": 1}, timeout=5)
+    assert not raised.value.timed_out
+
+
+def keep_alive(conns: list[socket.socket], closed: threading.Event | None = None):
+    """A peer that answers every request on a connection until the client hangs up, or, with
+    ``closed``, answers one and closes the connection (then sets ``closed``)."""
+
+    def serve(conn: socket.socket) -> None:
+        conns.append(conn)
+        while True:
+            try:
+                read_request(conn)
+            except (OSError, ValueError):
+                return
+            conn.sendall(ANSWER)
+            if closed is not None:
+                conn.shutdown(socket.SHUT_RDWR)
+                closed.set()
+                return
+
+    return serve
+
+
+def test_a_kept_connection_the_provider_closed_is_not_used_again():
+    conns: list[socket.socket] = []
+    closed = threading.Event()
+    client = Client()
+    with peer(keep_alive(conns, closed)) as url:
+        assert client.get(f"{url}/balance", timeout=5).status_code == 200
+        assert closed.wait(5)
+        closed.clear()
+        assert client.get(f"{url}/balance", timeout=5).status_code == 200  # a new connection
+    assert len(conns) == 2
+
+
+def test_a_connection_idle_for_its_expiry_is_not_used_again():
+    """A kept connection is used again while fresh, and closed once idle for
+    ``idle_seconds`` (a NAT may have dropped it silently): 0 here, so every call connects."""
+    for idle, connections in ((60.0, 1), (0.0, 3)):
+        conns: list[socket.socket] = []
+        client = Client(idle_seconds=idle)
+        with peer(keep_alive(conns)) as url:
+            for _ in range(3):
+                assert client.get(f"{url}/balance", timeout=5).json() == {"ok": True}
+            client.pools.clear()  # hang up: the peer's loop ends
+        assert len(conns) == connections, (idle, len(conns))
+
+
 def test_a_burst_of_threads_keeps_its_connections_for_the_next_burst(reloadly):
     """The worker's shape: many threads call one provider at once through one client. Every
     call is answered, and each connection the first burst opened is kept for the second: a
     pool that keeps fewer than the threads (httpx's kept 50) opens them again."""
-    reloadly.delay = 0.3  # every top-up in flight at once
+    reloadly.delay = 1.0  # long enough for every top-up of a burst to be in flight at once
     config = ProviderConfig(
         base_url=reloadly.url, auth_url=reloadly.url, client_id="id", client_secret="secret"
     )
@@ -168,6 +236,8 @@ def test_a_burst_of_threads_keeps_its_connections_for_the_next_burst(reloadly):
         calls = [threading.Thread(target=send, args=(n,)) for n in range(first, first + threads)]
         for call in calls:
             call.start()
+        # All at the fake at once: each on a connection of its own.
+        wait_until(lambda: reloadly.active == threads, timeout=10, what="the whole burst")
         for call in calls:
             call.join(timeout=30)
 
@@ -175,5 +245,5 @@ def test_a_burst_of_threads_keeps_its_connections_for_the_next_burst(reloadly):
     opened = reloadly.server.accepted
     burst(threads)
     assert results == [ProviderResult.DELIVERED] * (2 * threads)
-    assert opened <= threads + 1  # the token's connection, and one per thread at most
+    assert opened == threads  # the token's, kept and taken by one thread, and 79 new ones
     assert reloadly.server.accepted == opened  # the second burst opened none
