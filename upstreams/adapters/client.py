@@ -86,6 +86,14 @@ class Response:
     def text(self) -> str:
         return self.content.decode("utf-8", errors="replace")
 
+    @property
+    def retry_after(self) -> float | None:
+        """``Retry-After`` in seconds (a 429's), None when absent or not a number."""
+        try:
+            return float(self.headers.get("Retry-After", ""))
+        except ValueError:
+            return None
+
 
 def _query_value(value: Any) -> str:
     """A query value as httpx and the providers' references write it (``true``, not ``True``)."""

@@ -211,7 +211,7 @@ class DingProvider:
             raise TransientError(
                 f"{operation}: rate limited by DingConnect",
                 code=RATE_LIMITED,
-                retry_after=_retry_after(response),
+                retry_after=response.retry_after,
             )
         body = _plain(_body(response))
         codes = _codes(body)
@@ -257,7 +257,7 @@ class DingProvider:
         status = response.status_code
         if status == 429:
             raise TransientError(
-                "rate limited by DingConnect", code=RATE_LIMITED, retry_after=_retry_after(response)
+                "rate limited by DingConnect", code=RATE_LIMITED, retry_after=response.retry_after
             )
         body = _plain(_body(response))
         codes = _codes(body)
@@ -449,13 +449,6 @@ def _body(response: http.Response) -> dict[str, Any] | None:
 
 def _text(response: http.Response) -> dict[str, Any]:
     return {"status": response.status_code, "text": response.text[:500]}
-
-
-def _retry_after(response: http.Response) -> float | None:
-    try:
-        return float(response.headers.get("Retry-After", ""))
-    except ValueError:
-        return None
 
 
 def _codes(body: dict[str, Any] | None) -> list[str]:

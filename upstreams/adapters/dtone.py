@@ -245,8 +245,8 @@ class DTOneProvider:
         json_body: dict[str, Any] | None = None,
         sending: bool = False,
     ) -> http.Response:
-        """One call. Failures before the request left (refused, connect timeout, no free
-        connection) are ``TransientError``; later ones are ``UpstreamTimeout`` when
+        """One call. Failures before the request left (refused, connect timeout, a URL or header
+        that cannot be sent) are ``TransientError``; later ones are ``UpstreamTimeout`` when
         ``sending`` (the transaction may exist), else ``TransientError``."""
         try:
             return self.http.request(
@@ -278,7 +278,7 @@ class DTOneProvider:
                 f"{what}: rate limited by DT One",
                 code=RATE_LIMITED,
                 raw=body,
-                retry_after=_retry_after(response),
+                retry_after=response.retry_after,
             )
         if response.status_code == 401 or UNAUTHORIZED in codes:
             return TransientError(
@@ -371,7 +371,7 @@ class DTOneProvider:
                 "rate limited by DT One",
                 code=RATE_LIMITED,
                 raw=answer,
-                retry_after=_retry_after(response),
+                retry_after=response.retry_after,
             )
         if response.status_code == 401 or UNAUTHORIZED in codes:
             raise TransientError(
@@ -578,13 +578,6 @@ def _error_message(body: Any) -> str:
             str(error.get("message", "")) for error in errors if isinstance(error, dict)
         )
     return ""
-
-
-def _retry_after(response: http.Response) -> float | None:
-    try:
-        return float(response.headers.get("Retry-After", ""))
-    except ValueError:
-        return None
 
 
 def _int_header(response: http.Response, name: str) -> int | None:

@@ -272,7 +272,7 @@ class ReloadlyProvider:
                 "rate limited by Reloadly",
                 code="upstream_rate_limited",
                 raw=_json(response),
-                retry_after=_retry_after(response),
+                retry_after=response.retry_after,
             )
         if response.status_code != 200:
             raise TransientError(
@@ -335,7 +335,7 @@ class ReloadlyProvider:
                 "rate limited by Reloadly",
                 code="upstream_rate_limited",
                 raw=raw,
-                retry_after=_retry_after(response),
+                retry_after=response.retry_after,
             )
         if response.status_code == 401:  # refused our token twice: nothing was made
             raise TransientError("Reloadly refused the token", code="upstream_auth_failed", raw=raw)
@@ -804,13 +804,6 @@ def _json(response: http.Response) -> dict[str, Any]:
     except ValueError:
         return {"text": response.text[:500]}
     return body if isinstance(body, dict) else {"body": body}
-
-
-def _retry_after(response: http.Response) -> float | None:
-    try:
-        return float(response.headers.get("Retry-After", ""))
-    except ValueError:
-        return None
 
 
 def _code(error_code: str | None) -> str:
